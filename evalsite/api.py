@@ -1,0 +1,78 @@
+"""Bearer-token JSON API plumbing shared by the apps' api.py modules.
+
+`api_endpoint` authenticates `Authorization: Bearer <token>`, checks the method and role
+(deny by default), turns `ApiError` into a JSON error and records the docs the OpenAPI
+schema is built from.
+"""
+
+import json
+from collections.abc import Callable
+from functools import wraps
+
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from .models import ApiToken
+from .roles import has_role
+
+
+class ApiError(Exception):
+    def __init__(self, message: str, status: int = 400, **extra):
+        super().__init__(message)
+        self.message, self.status, self.extra = message, status, extra
+
+
+def bearer_user(request: HttpRequest):
+    header = request.headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return None
+    token = ApiToken.objects.select_related("user").filter(digest=ApiToken.hash(raw.strip())).first()
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+def json_body(request: HttpRequest) -> dict:
+    try:
+        data = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError("request body must be a JSON object")
+    return data
+
+
+def api_endpoint(*roles: str, methods: tuple[str, ...] = ("GET",), summary: str = "", body: dict | None = None,
+                 responses: dict | None = None) -> Callable:
+    def decorator(view):
+        @csrf_exempt
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            user = bearer_user(request)
+            if user is None:
+                return JsonResponse(
+                    {"error": "authentication required: send Authorization: Bearer <token>"},
+                    status=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            if request.method not in methods:
+                return JsonResponse({"error": f"method {request.method} not allowed"}, status=405,
+                                    headers={"Allow": ", ".join(methods)})
+            if not has_role(user, *roles):
+                return JsonResponse({"error": "your role does not allow this"}, status=403)
+            request.user = user
+            try:
+                return view(request, *args, **kwargs)
+            except ApiError as exc:
+                return JsonResponse({"error": exc.message, **exc.extra}, status=exc.status)
+
+        wrapped.api_doc = {"roles": roles, "methods": methods, "summary": summary or (view.__doc__ or "").strip(),
+                           "body": body, "responses": responses or {}}
+        return wrapped
+
+    return decorator

@@ -1,0 +1,46 @@
+"""OpenAPI 3.1 schema built from the URL patterns and the `api_endpoint` docs."""
+
+import re
+
+from django.http import JsonResponse
+from django.urls import URLPattern, URLResolver, get_resolver
+
+
+def _walk(patterns, prefix=""):
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            yield from _walk(p.url_patterns, prefix + str(p.pattern))
+        elif isinstance(p, URLPattern):
+            yield prefix + str(p.pattern), p.callback
+
+
+def build_schema() -> dict:
+    paths: dict = {}
+    for route, callback in _walk(get_resolver().url_patterns):
+        doc = getattr(callback, "api_doc", None)
+        if doc is None:
+            continue
+        path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                  for n in re.findall(r"{(\w+)}", path)]
+        for method in doc["methods"]:
+            op = {
+                "summary": doc["summary"].splitlines()[0] if doc["summary"] else "",
+                "description": doc["summary"] + f"\n\nRoles: {', '.join(doc['roles'])}.",
+                "parameters": params,
+                "security": [{"bearer": []}],
+                "responses": {str(k): {"description": v} for k, v in (doc["responses"] or {"200": "OK"}).items()},
+            }
+            if doc["body"] and method in ("POST", "PUT", "PATCH"):
+                op["requestBody"] = {"required": True, "content": doc["body"]}
+            paths.setdefault(path, {})[method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "evalsite API", "version": "1"},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "paths": dict(sorted(paths.items())),
+    }
+
+
+def schema_view(request):
+    return JsonResponse(build_schema(), json_dumps_params={"indent": 2})

@@ -1,0 +1,28 @@
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from reviews import urls as reviews_urls
+from tasks import urls as tasks_urls
+
+from . import openapi, views
+
+api_urlpatterns = [
+    path("schema", openapi.schema_view, name="api_schema"),
+    path("whoami", views.whoami, name="api_whoami"),
+    *tasks_urls.api_urlpatterns,
+    *reviews_urls.api_urlpatterns,
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", views.healthz, name="healthz"),
+    path("api/v1/", include(api_urlpatterns)),
+    path("", include(tasks_urls.urlpatterns)),
+    path("", include(reviews_urls.urlpatterns)),
+]
+
+handler403 = "evalsite.views.error_403"
+handler404 = "evalsite.views.error_404"
+handler500 = "evalsite.views.error_500"

@@ -1,0 +1,156 @@
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from tasks.models import Campaign, Generation, Task
+
+
+def new_token() -> str:
+    # Opaque, random, unrelated to any primary key: the only id a reviewer ever sees.
+    return secrets.token_urlsafe(18)
+
+
+class ReviewItem(models.Model):
+    """One task + sample shown to reviewers with >= 2 outputs side by side."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting", "waiting for outputs"
+        OPEN = "open", "in review"
+        AGREED = "agreed"
+        DISPUTED = "disputed"
+        RESOLVED = "resolved"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="review_items")
+    sample_index = models.PositiveIntegerField()
+    pair_key = models.CharField(max_length=64, blank=True, help_text="pairwise mode: which pair this item shows")
+    overlap = models.PositiveIntegerField(help_text="k copied from the campaign, for the slot CHECK")
+    ready = models.BooleanField(default=False, help_text="every output exists")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING, db_index=True)
+    # Live (active + submitted) assignments, updated in the claim transaction: the re-check
+    # after a row lock sees it, which a COUNT subquery would not (RELIABILITY.md).
+    live_count = models.PositiveIntegerField(default=0)
+    submitted_count = models.PositiveIntegerField(default=0)
+    shuffle_key = models.PositiveIntegerField(default=0, help_text="random, for offering items not by id")
+    dispute_reasons = models.JSONField(default=list, blank=True)
+    final = models.JSONField(null=True, blank=True, help_text="final outcome after consensus/arbitration")
+    imported = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "task", "sample_index", "pair_key"], name="item_unique"),
+            models.CheckConstraint(condition=Q(live_count__lte=F("overlap")), name="item_live_count_lte_k"),
+        ]
+        indexes = [models.Index(fields=["campaign", "ready", "state", "live_count"])]
+
+
+class ItemOutput(models.Model):
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="outputs")
+    generation = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="item_outputs")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "generation"], name="item_output_unique")]
+
+
+class Assignment(models.Model):
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        SUBMITTED = "submitted"
+        EXPIRED = "expired"
+        SKIPPED = "skipped"
+        RELEASED = "released"
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    slot = models.PositiveIntegerField()
+    overlap = models.PositiveIntegerField(help_text="k at claim time; CHECK slot < k")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    token = models.CharField(max_length=32, unique=True, default=new_token)
+    # The permutation shown: ItemOutput ids in presented order (A, B, ...). Server side only.
+    order = models.JSONField(default=list)
+    lease_expires_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    submit_key = models.CharField(max_length=64, blank=True, help_text="client-generated idempotency key")
+    skip_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "reviewer"], name="assignment_item_reviewer_unique"),
+            models.UniqueConstraint(
+                fields=["item", "slot"],
+                condition=Q(state__in=["active", "submitted"]),
+                name="assignment_live_slot_unique",
+            ),
+            models.CheckConstraint(condition=Q(slot__gte=0) & Q(slot__lt=F("overlap")), name="assignment_slot_lt_k"),
+        ]
+        indexes = [
+            models.Index(fields=["reviewer", "state"]),
+            models.Index(fields=["state", "lease_expires_at"]),
+        ]
+
+
+class Preference(models.TextChoices):
+    OUTPUT = "output"  # preferred_output is set
+    TIE = "tie"
+    BOTH_BAD = "both_bad"
+
+
+class Review(models.Model):
+    """One reviewer's (or imported judge's) submitted review, stored un-permuted."""
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="reviews")
+    assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.CASCADE)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    preference = models.CharField(max_length=16, choices=Preference.choices, blank=True)
+    preferred_output = models.ForeignKey(ItemOutput, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # {"<ItemOutput id>": ["hallucination", ...]}
+    flags = models.JSONField(default=dict, blank=True)
+    comment = models.TextField(blank=True)
+    seconds_spent = models.PositiveIntegerField(null=True, blank=True)
+    submitted_at = models.DateTimeField()
+    # The presented order at submit time (ItemOutput ids), kept for position-bias statistics.
+    presented_order = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "reviewer"], name="review_item_reviewer_unique"),
+        ]
+
+
+class Score(models.Model):
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="scores")
+    output = models.ForeignKey(ItemOutput, on_delete=models.CASCADE, related_name="scores")
+    dimension = models.CharField(max_length=100)
+    value = models.FloatField(null=True, blank=True, help_text="null = N/A or not rated")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["review", "output", "dimension"], name="score_unique"),
+        ]
+
+
+class Arbitration(models.Model):
+    class State(models.TextChoices):
+        OPEN = "open"
+        ACTIVE = "active"
+        RESOLVED = "resolved"
+
+    item = models.OneToOneField(ReviewItem, on_delete=models.CASCADE, related_name="arbitration")
+    reasons = models.JSONField(default=list)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
+    arbiter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="arbitrations"
+    )
+    token = models.CharField(max_length=32, unique=True, default=new_token)
+    order = models.JSONField(default=list, help_text="ItemOutput ids in the order shown to the arbiter")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # {"scores": {"<ItemOutput id>": {dim: value}}, "preference": ..., "corrected": [...]}
+    final_values = models.JSONField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)

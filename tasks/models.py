@@ -1,0 +1,206 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Tier(models.TextChoices):
+    BASE = "base"
+    ADVANCED = "advanced"
+    BOUNDARY = "boundary"
+
+
+class CaseType(models.TextChoices):
+    TYPICAL = "typical"
+    EDGE = "edge"
+    FAILURE = "failure"
+
+
+class TestSet(models.Model):
+    """A versioned, checksummed set of tasks. Frozen once a campaign uses it."""
+
+    __test__ = False  # not a pytest class
+
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=1)
+    checksum = models.CharField(max_length=64, help_text="SHA-256 of the canonical task list")
+    frozen = models.BooleanField(default=False)
+    source_filename = models.CharField(max_length=255, blank=True)
+    task_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="testset_name_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class Task(models.Model):
+    """One test case. Either `prompt` or `messages` (multi-turn) is set."""
+
+    __test__ = False
+
+    testset = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="tasks")
+    position = models.PositiveIntegerField(help_text="order in the uploaded file")
+    external_id = models.CharField(max_length=100)
+    category = models.CharField(max_length=100)
+    tier = models.CharField(max_length=16, choices=Tier.choices, default=Tier.BASE)
+    case_type = models.CharField(max_length=16, choices=CaseType.choices, default=CaseType.TYPICAL)
+    prompt = models.TextField(blank=True)
+    messages = models.JSONField(null=True, blank=True)
+    reference = models.TextField(blank=True)
+    checks = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["testset", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["testset", "external_id"], name="task_external_id_unique"),
+        ]
+        indexes = [models.Index(fields=["testset", "category"]), models.Index(fields=["testset", "tier"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    def conversation(self) -> list[dict]:
+        """The task as chat messages, whether it was given as a prompt or as messages."""
+        if self.messages:
+            return list(self.messages)
+        return [{"role": "user", "content": self.prompt}]
+
+
+class Provider(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible"
+    ANTHROPIC = "anthropic", "Anthropic"
+    IMPORTED = "imported", "Imported outputs"
+
+
+class Contender(models.Model):
+    """One model configuration. The API key is never stored: only the variable's name."""
+
+    name = models.CharField(max_length=100, unique=True)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    base_url = models.URLField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    system_prompt = models.TextField(blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True)
+    price_in_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    price_out_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    version_label = models.CharField(max_length=100, blank=True)
+    max_concurrency = models.PositiveIntegerField(default=4, help_text="concurrent calls across all workers")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Mode(models.TextChoices):
+    RUBRIC = "rubric"
+    PAIRWISE = "pairwise"
+    BOTH = "both"
+
+
+class Campaign(models.Model):
+    """A blind test: frozen test set x contenders x samples, reviewed with a rubric."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        GENERATING = "generating"
+        REVIEWING = "reviewing"
+        CANCELLED = "cancelled"
+        CLOSED = "closed"
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    testset = models.ForeignKey(TestSet, on_delete=models.PROTECT, related_name="campaigns")
+    contenders = models.ManyToManyField(Contender, related_name="campaigns")
+    # [{"key", "label", "description", "min", "max", "anchors": {"1": ...}, "level",
+    #   "direction": "higher"|"lower", "max_gap", "allow_na"}]
+    rubric = models.JSONField(default=list, blank=True)
+    samples_per_task = models.PositiveIntegerField(default=1)
+    reviewed_samples = models.PositiveIntegerField(default=1)
+    overlap = models.PositiveIntegerField(default=2)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.RUBRIC)
+    # {"categories": {name: weight}, "quality": 0.7, "stability": 0.3}
+    weights = models.JSONField(default=dict, blank=True)
+    redact = models.JSONField(default=list, blank=True)
+    lease_minutes = models.PositiveIntegerField(default=20)
+    pass_threshold = models.FloatField(default=0.6, help_text="final quality (0..1) a sample needs to pass")
+    show_reference = models.BooleanField(default=False)
+    flags_dispute = models.BooleanField(default=False, help_text="a flag raised by one reviewer only disputes the item")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(samples_per_task__gte=1), name="campaign_samples_gte_1"),
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="campaign_overlap_gte_1"),
+            models.CheckConstraint(
+                condition=Q(reviewed_samples__gte=1) & Q(reviewed_samples__lte=models.F("samples_per_task")),
+                name="campaign_reviewed_samples_in_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def dimension_keys(self) -> list[str]:
+        return [d["key"] for d in self.rubric]
+
+
+class Generation(models.Model):
+    """One (campaign, task, contender, sample). The database, not Celery, says what is done."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="generations")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="generations")
+    contender = models.ForeignKey(Contender, on_delete=models.PROTECT, related_name="generations")
+    sample_index = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+    discarded_calls = models.PositiveIntegerField(default=0, help_text="duplicate provider calls whose result was dropped")
+    claim_token = models.CharField(max_length=32, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    finish_reason = models.CharField(max_length=50, blank=True)
+    error = models.TextField(blank=True, help_text="provider message; admins only")
+    check_results = models.JSONField(default=dict, blank=True)
+    checks_passed = models.BooleanField(null=True)
+    identity_leak = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "task", "contender", "sample_index"], name="generation_unique_row"
+            ),
+        ]
+        indexes = [models.Index(fields=["campaign", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}/{self.task_id}/{self.contender_id}/{self.sample_index}"
