@@ -23,3 +23,40 @@ def celery_worker(transactional_db):
     worker = Worker()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def browser_page(live_server, settings):
+    """A Playwright page in Debian's Chromium, pointed at the live test server.
+
+    Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
+    test itself are still synchronous, hence DJANGO_ALLOW_ASYNC_UNSAFE for the test process.
+    """
+    import os
+
+    need(chromium_path() is not None, "needs Chromium at /usr/bin/chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    settings.SESSION_COOKIE_SECURE = False
+    settings.CSRF_COOKIE_SECURE = False
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium_path(),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update"],
+        )
+        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        yield page
+        context.close()
+        browser.close()
+
+
+def browser_login(page, username: str, password: str) -> None:
+    page.goto("/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
