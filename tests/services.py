@@ -48,17 +48,20 @@ def chromium_path() -> str | None:
 class Worker:
     """A real `celery worker` subprocess on the test database and the test Redis."""
 
-    def __init__(self, concurrency: int = 2, extra_env: dict | None = None, beat: bool = False):
-        db = connection.settings_dict
+    def __init__(self, concurrency: int = 2, extra_env: dict | None = None, beat: bool = False,
+                 pool: str = "prefork"):
         env = {
             **os.environ,
-            "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
             "REDIS_URL": settings.REDIS_URL,
             "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
             "PYTHONUNBUFFERED": "1",
-            **(extra_env or {}),
         }
-        args = [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool", "prefork",
+        db = connection.settings_dict
+        if connection.vendor == "postgresql":
+            env["DATABASE_URL"] = (f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+                                   f"{db['PORT'] or 5432}/{db['NAME']}")
+        env.update(extra_env or {})
+        args = [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool", pool,
                 "--concurrency", str(concurrency), "--loglevel", "INFO", "--without-gossip",
                 "--without-mingle", "--without-heartbeat"]
         if beat:

@@ -1,0 +1,55 @@
+"""The Celery app runs real jobs through a real worker, with and without a broker server."""
+
+import os
+import re
+import tempfile
+
+import pytest
+from celery import Celery
+
+from tests.services import Worker, purge_broker, wait_until
+
+
+def _succeeded(worker: Worker, task_id: str):
+    match = re.search(rf"Task evalsite\.health\[{task_id}\] succeeded in [\d.]+s: (\d+)", worker.log())
+    return match and int(match.group(1))
+
+
+def test_it_runs_a_job_through_a_worker_on_the_serverless_filesystem_broker():
+    data_dir = tempfile.mkdtemp(prefix="evalsite-fsbroker-")
+    for sub in ("out", "processed"):
+        os.makedirs(f"{data_dir}/broker/{sub}")
+    worker = Worker(concurrency=1, extra_env={"REDIS_URL": "", "EVALSITE_DATA_DIR": data_dir, "DATABASE_URL": ""})
+    try:
+        # A client configured exactly like the embedded mode's settings, on the same folder.
+        client = Celery(broker="filesystem://")
+        folder = f"{data_dir}/broker/out"
+        client.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder,
+                                                "processed_folder": f"{data_dir}/broker/processed"}
+        result = client.send_task("evalsite.health", args=[41])
+        assert wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job") == 42
+    finally:
+        worker.stop()
+
+
+@pytest.mark.redis
+def test_it_runs_a_job_through_a_worker_on_redis():
+    from evalsite.celery import app
+
+    purge_broker()
+    worker = Worker(concurrency=1)
+    try:
+        result = app.send_task("evalsite.health", args=[1])
+        assert wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job") == 2
+    finally:
+        worker.stop()
+
+
+def test_it_configures_acks_late_and_a_visibility_timeout_above_the_time_limits(settings):
+    from evalsite.celery import app
+
+    assert app.conf.task_acks_late and app.conf.task_reject_on_worker_lost
+    assert app.conf.worker_prefetch_multiplier == 1
+    assert app.conf.task_time_limit > app.conf.task_soft_time_limit
+    if settings.REDIS_URL:
+        assert app.conf.broker_transport_options["visibility_timeout"] > app.conf.task_time_limit
