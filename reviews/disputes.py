@@ -1,12 +1,221 @@
-"""Dispute rules and final outcomes (issue 5 fills this in).
+"""Dispute rules and final outcomes (SPEC workflow 5, "Final outcome").
 
-Contract used by the review engine: `item_settle(item)` is called inside the submit
-transaction when an item's k-th review lands; it decides agreed/disputed, stores
-`item.dispute_reasons`, `item.final` and `item.state`, and opens an Arbitration when disputed.
+Two layers:
+
+* `settle(...)` is pure: plain dicts in, an `Outcome` out. No ORM, so every rule is testable on
+  hand-built data.
+* `item_settle(item)` loads an item's reviews, applies `settle` and stores the result. The review
+  engine calls it inside the submit transaction when the k-th review lands; the review-record
+  import calls it for every imported item.
+
+Rules (k reviewers, k >= 1; with k >= 3 every rule compares all reviewers at once, which is the
+pairwise maximum):
+
+* Scores, per output and rubric dimension: disputed when max - min > the dimension's `max_gap`
+  (default 1). A gap equal to `max_gap` is agreed. N/A (or no score) from some reviewers and a
+  score from others is a dispute; N/A from everyone is an agreed N/A. Agreed -> the mean.
+* Preference, compared un-permuted (which output, never which letter): the choices are
+  "<ItemOutput id>", "tie" and "both_bad", compared by exact equality. So tie vs tie and
+  both_bad vs both_bad agree; tie vs an output, both_bad vs an output, tie vs both_bad and two
+  different outputs are disputes. A reviewer who gave no preference abstains; if nobody gave
+  one the final preference is None.
+* Flags, per output and flag: raised by some reviewers but not all is always recorded as a
+  reason; it disputes the item only when `campaign.flags_dispute` is on. Final flags = flags
+  every reviewer raised (plus the arbiter's decision on disputed ones).
+
+Every reason is {"part": "<dim>"|"preference"|"flag", "output": "<ItemOutput id>"|None,
+"detail": str, "disputes": bool} (plus "flag" for flag reasons). Raw reviews are never touched:
+agreement statistics read them; the adjudicated result lives in `ReviewItem.final`.
 """
 
-from .models import ReviewItem
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from .models import Arbitration, Preference, ReviewItem
+
+NO_CHOICE = ""
 
 
-def item_settle(item: ReviewItem) -> None:
-    raise NotImplementedError("dispute rules are not built yet")
+@dataclass(frozen=True)
+class ReviewData:
+    """One review, un-permuted: keys are ItemOutput ids as strings."""
+
+    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    preference: str = NO_CHOICE  # "<ItemOutput id>" | "tie" | "both_bad" | "" (abstained)
+    flags: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    disputed: bool
+    reasons: list[dict]
+    final: dict
+
+    @property
+    def state(self) -> str:
+        return ReviewItem.State.DISPUTED if self.disputed else ReviewItem.State.AGREED
+
+
+def dimension_gap(dimension: dict) -> float:
+    gap = dimension.get("max_gap")
+    return 1.0 if gap is None else float(gap)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "N/A"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def settle(
+    *,
+    rubric: list[dict],
+    outputs: list[str],
+    reviews: list[ReviewData],
+    flags_dispute: bool = False,
+) -> Outcome:
+    """Decide agreed/disputed for one item and build its final outcome (disputed parts None)."""
+    if not reviews:
+        raise ValueError("an item cannot be settled without reviews")
+    reasons: list[dict] = []
+    scores: dict[str, dict[str, float | None]] = {}
+    for output in outputs:
+        scores[output] = {}
+        for dim in rubric:
+            key = dim["key"]
+            values = [r.scores.get(output, {}).get(key) for r in reviews]
+            rated = [float(v) for v in values if v is not None]
+            final: float | None = None
+            if rated and len(rated) < len(values):
+                reasons.append(
+                    {
+                        "part": key,
+                        "output": output,
+                        "disputes": True,
+                        "detail": f"N/A against a score ({', '.join(_fmt(v) for v in values)})",
+                    }
+                )
+            elif rated:
+                gap = max(rated) - min(rated)
+                allowed = dimension_gap(dim)
+                if gap > allowed:
+                    reasons.append(
+                        {
+                            "part": key,
+                            "output": output,
+                            "disputes": True,
+                            "detail": f"scores {', '.join(_fmt(v) for v in values)} differ by "
+                            f"{_fmt(gap)} (allowed {_fmt(allowed)})",
+                        }
+                    )
+                else:
+                    final = sum(rated) / len(rated)
+            scores[output][key] = final
+
+    choices = [r.preference for r in reviews if r.preference != NO_CHOICE]
+    preference: str | None = None
+    if choices:
+        if len(set(choices)) > 1:
+            reasons.append(
+                {
+                    "part": "preference",
+                    "output": None,
+                    "disputes": True,
+                    "detail": f"preferences differ ({len(set(choices))} different choices "
+                    f"among {len(choices)} reviewers)",
+                }
+            )
+        else:
+            preference = choices[0]
+
+    flags: dict[str, list[str]] = {}
+    for output in outputs:
+        raised = [set(r.flags.get(output, [])) for r in reviews]
+        everyone = set.intersection(*raised)
+        anyone = set.union(*raised)
+        flags[output] = sorted(everyone)
+        for flag in sorted(anyone - everyone):
+            count = sum(flag in s for s in raised)
+            reasons.append(
+                {
+                    "part": "flag",
+                    "output": output,
+                    "flag": flag,
+                    "disputes": flags_dispute,
+                    "detail": f"{flag} raised by {count} of {len(reviews)} reviewers",
+                }
+            )
+
+    disputed = any(r["disputes"] for r in reasons)
+    final = {
+        "scores": scores,
+        "preference": preference,
+        "flags": flags,
+        "arbitrated": [],
+        "corrections": [],
+    }
+    return Outcome(disputed=disputed, reasons=reasons, final=final)
+
+
+def disputed_cells(reasons: list[dict]) -> set[tuple[str, str | None]]:
+    """(part, output) pairs an arbiter must decide; flags as ("flag:<name>", output)."""
+    cells = set()
+    for r in reasons:
+        if not r.get("disputes"):
+            continue
+        part = f"flag:{r['flag']}" if r["part"] == "flag" else r["part"]
+        cells.add((part, r.get("output")))
+    return cells
+
+
+def review_data(review) -> ReviewData:
+    """A Review row (with prefetched scores) as plain data."""
+    scores: dict[str, dict[str, float | None]] = {}
+    for score in review.scores.all():
+        scores.setdefault(str(score.output_id), {})[score.dimension] = score.value
+    if review.preference == Preference.OUTPUT and review.preferred_output_id:
+        choice = str(review.preferred_output_id)
+    elif review.preference in (Preference.TIE, Preference.BOTH_BAD):
+        choice = review.preference
+    else:
+        choice = NO_CHOICE
+    flags = {str(k): list(v) for k, v in (review.flags or {}).items()}
+    return ReviewData(scores=scores, preference=choice, flags=flags)
+
+
+def item_settle(item: ReviewItem) -> Outcome | None:
+    """Store agreed/disputed, reasons and the final outcome; open an Arbitration when disputed.
+
+    Idempotent: settling again rewrites the same values. An item already resolved by an
+    arbiter is left alone (its final values are the arbiter's), and returns None.
+    """
+    with transaction.atomic():
+        if item.state == ReviewItem.State.RESOLVED:
+            return None
+        campaign = item.campaign
+        reviews = list(item.reviews.prefetch_related("scores").order_by("submitted_at", "pk"))
+        outputs = [str(pk) for pk in item.outputs.order_by("pk").values_list("pk", flat=True)]
+        outcome = settle(
+            rubric=campaign.rubric or [],
+            outputs=outputs,
+            reviews=[review_data(r) for r in reviews],
+            flags_dispute=campaign.flags_dispute,
+        )
+        item.state = outcome.state
+        item.dispute_reasons = outcome.reasons
+        item.final = outcome.final
+        item.save(update_fields=["state", "dispute_reasons", "final"])
+        if outcome.disputed:
+            arbitration, created = Arbitration.objects.get_or_create(
+                item=item, defaults={"reasons": outcome.reasons}
+            )
+            if not created and arbitration.state != Arbitration.State.RESOLVED:
+                arbitration.reasons = outcome.reasons
+                arbitration.save(update_fields=["reasons"])
+        else:
+            # Re-settled as agreed (e.g. a re-import): an unresolved arbitration has no work left.
+            Arbitration.objects.filter(item=item).exclude(state=Arbitration.State.RESOLVED).delete()
+        return outcome
