@@ -29,3 +29,129 @@ def personas() -> dict:
         "arbiter": UserFactory(username="arbiter", roles=["arbiter"]),
         "outsider": UserFactory(username="outsider", roles=[]),
     }
+
+
+# --- Domain factories (shared: reuse them; add fields rather than parallel factories) ---
+
+RUBRIC = [
+    {"key": "accuracy", "label": "Accuracy", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1,
+     "anchors": {"1": "wrong", "5": "fully correct"}},
+    {"key": "completeness", "label": "Completeness", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1,
+     "allow_na": True, "anchors": {"1": "misses most", "5": "covers everything"}},
+]
+
+
+class TestSetFactory(factory.django.DjangoModelFactory):
+    __test__ = False
+
+    class Meta:
+        model = "tasks.TestSet"
+
+    name = factory.Sequence(lambda n: f"testset-{n}")
+    version = 1
+    checksum = factory.Sequence(lambda n: f"{n:064x}")
+    frozen = True
+
+
+class TaskFactory(factory.django.DjangoModelFactory):
+    __test__ = False
+
+    class Meta:
+        model = "tasks.Task"
+
+    testset = factory.SubFactory(TestSetFactory)
+    position = factory.Sequence(lambda n: n)
+    external_id = factory.Sequence(lambda n: f"T-{1000 + n}")
+    category = "support"
+    prompt = factory.Sequence(lambda n: f"Summarise ticket number {n} for the customer.")
+
+
+class ContenderFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "tasks.Contender"
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"contender-{n}")
+    provider = "openai"
+    base_url = "http://127.0.0.1:9/v1"
+    model = factory.Sequence(lambda n: f"model-id-{n}")
+
+
+class CampaignFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "tasks.Campaign"
+        skip_postgeneration_save = True
+
+    slug = factory.Sequence(lambda n: f"campaign-{n}")
+    name = factory.Sequence(lambda n: f"Campaign {n}")
+    testset = factory.SubFactory(TestSetFactory)
+    rubric = factory.LazyFunction(lambda: [dict(d) for d in RUBRIC])
+    mode = "both"
+    overlap = 2
+    status = "reviewing"
+
+    @factory.post_generation
+    def contenders(self, create, extracted, **kwargs):
+        if create:
+            self.contenders.set(extracted or [ContenderFactory(), ContenderFactory()])
+
+
+class GenerationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "tasks.Generation"
+
+    campaign = factory.SubFactory(CampaignFactory)
+    task = factory.SubFactory(TaskFactory, testset=factory.SelfAttribute("..campaign.testset"))
+    contender = factory.SubFactory(ContenderFactory)
+    sample_index = 0
+    status = "done"
+    output = factory.Sequence(lambda n: f"Answer number {n}: the customer should restart the router.")
+
+
+class ReviewItemFactory(factory.django.DjangoModelFactory):
+    """A ready item with one output per campaign contender (outputs=False to skip them)."""
+
+    class Meta:
+        model = "reviews.ReviewItem"
+        skip_postgeneration_save = True
+
+    campaign = factory.SubFactory(CampaignFactory)
+    task = factory.SubFactory(TaskFactory, testset=factory.SelfAttribute("..campaign.testset"))
+    sample_index = 0
+    overlap = factory.SelfAttribute("campaign.overlap")
+    ready = True
+    state = "open"
+    shuffle_key = factory.Sequence(lambda n: (n * 7919) % 100003)
+
+    @factory.post_generation
+    def outputs(self, create, extracted, **kwargs):
+        if not create or extracted is False:
+            return
+        from reviews.models import ItemOutput
+
+        for contender in self.campaign.contenders.order_by("pk"):
+            generation = GenerationFactory(campaign=self.campaign, task=self.task, contender=contender,
+                                           sample_index=self.sample_index)
+            ItemOutput.objects.create(item=self, generation=generation)
+
+
+def review_create(item, reviewer, *, scores: dict, preference: str = "", flags: dict | None = None,
+                  comment: str = ""):
+    """A submitted review, un-permuted. `scores` = {ItemOutput: {dim: value|None}};
+    `preference` = an ItemOutput, "tie", "both_bad" or ""; `flags` = {ItemOutput: [flag, ...]}."""
+    from django.utils import timezone
+
+    from reviews.models import Review, Score
+
+    outputs = list(item.outputs.order_by("pk"))
+    chosen = preference if not isinstance(preference, str) else None
+    review = Review.objects.create(
+        item=item, reviewer=reviewer, preference="output" if chosen else preference,
+        preferred_output=chosen, flags={str(o.pk): f for o, f in (flags or {}).items()},
+        comment=comment, submitted_at=timezone.now(), presented_order=[o.pk for o in outputs],
+    )
+    Score.objects.bulk_create(
+        Score(review=review, output=output, dimension=dim, value=value)
+        for output, dims in scores.items() for dim, value in dims.items()
+    )
+    return review

@@ -1,0 +1,364 @@
+"""Arbitration services: claim a disputed item, resolve it, release it.
+
+The guarantees mirror review assignment (RELIABILITY.md):
+
+* Claims lock Arbitration rows with `SELECT ... FOR UPDATE SKIP LOCKED` (`of=("self",)`,
+  `no_key=True`), so two arbiters racing for the queue never lock the same row, and then take it
+  with a conditional UPDATE fenced on the state and token they saw. The Arbitration row is one per
+  item (OneToOne) with a single `arbiter`: holding an item is that row, nothing else.
+* Leases are computed on the database clock. An expired lease makes the row claimable again;
+  a re-claim rotates the token, so the previous holder's token is dead (fencing).
+* An arbiter never gets an item they reviewed: excluded in the query and checked again on the
+  locked row.
+* Resolve is fenced by token + state, idempotent (a second submit returns the stored result) and
+  writes `ReviewItem.final` (state resolved). Raw reviews are never touched.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import secrets
+import string
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import DateTimeField, ExpressionWrapper, Q
+from django.db.models.functions import Now
+
+from tasks.models import Campaign, Mode
+
+from .disputes import disputed_cells
+from .models import Arbitration, Review, ReviewItem, Score, new_token
+
+FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
+NOTE_MAX_CHARS = 5000
+NA_WORDS = {"na", "n/a"}
+
+
+class ArbitrationGone(Exception):
+    """Unknown token, someone else's arbitration, or reassigned after the lease expired."""
+
+    message = "This arbitration is not yours any more: it was released or reassigned after its lease expired."
+
+
+class ResolveInvalid(ValueError):
+    """The submitted values do not settle the dispute; `errors` maps a field path to a message."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def labels_for(order: list[int]) -> dict[str, str]:
+    """{"A": "<ItemOutput id>", ...} in the order the arbiter sees."""
+    return {string.ascii_uppercase[i]: str(pk) for i, pk in enumerate(order)}
+
+
+def _lease_end(campaign: Campaign):
+    return ExpressionWrapper(
+        Now() + timedelta(minutes=max(1, campaign.lease_minutes)), output_field=DateTimeField()
+    )
+
+
+def _reviewed_by(item_id: int, user) -> bool:
+    return Review.objects.filter(item_id=item_id, reviewer=user).exists()
+
+
+def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None:
+    """The arbiter's current arbitration in this campaign, else the next claimable one, else None."""
+    with transaction.atomic():
+        held = (
+            Arbitration.objects.select_for_update(of=("self",), no_key=True)
+            .filter(item__campaign=campaign, arbiter=arbiter, state=Arbitration.State.ACTIVE)
+            .filter(lease_expires_at__gt=Now())
+            .order_by("lease_expires_at", "pk")
+            .first()
+        )
+        if held is not None:
+            Arbitration.objects.filter(pk=held.pk).update(lease_expires_at=_lease_end(campaign))
+            held.refresh_from_db()
+            return held
+
+        skipped: list[int] = []
+        for _ in range(5):
+            candidate = (
+                Arbitration.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
+                .filter(item__campaign=campaign, item__state=ReviewItem.State.DISPUTED)
+                .filter(
+                    Q(state=Arbitration.State.OPEN)
+                    | Q(state=Arbitration.State.ACTIVE, lease_expires_at__lte=Now())
+                )
+                .exclude(item__reviews__reviewer=arbiter)
+                .exclude(pk__in=skipped)
+                .order_by("item__shuffle_key", "pk")
+                .first()
+            )
+            if candidate is None:
+                return None
+            # Defence in depth: the query excludes the arbiter's own items; check the locked row.
+            if _reviewed_by(candidate.item_id, arbiter):
+                skipped.append(candidate.pk)
+                continue
+            order = list(candidate.item.outputs.values_list("pk", flat=True))
+            secrets.SystemRandom().shuffle(order)  # a fresh order, unrelated to any reviewer's
+            taken = Arbitration.objects.filter(
+                pk=candidate.pk, state=candidate.state, token=candidate.token
+            ).update(
+                state=Arbitration.State.ACTIVE,
+                arbiter=arbiter,
+                token=new_token(),
+                order=order,
+                lease_expires_at=_lease_end(campaign),
+            )
+            if taken != 1:  # cannot happen under the row lock; never hand out a row we lost
+                skipped.append(candidate.pk)
+                continue
+            candidate.refresh_from_db()
+            return candidate
+        return None
+
+
+def _locked_for(token: str, arbiter) -> Arbitration:
+    arbitration = (
+        Arbitration.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("item__campaign")
+        .filter(token=token)
+        .first()
+    )
+    if arbitration is None or arbitration.arbiter_id != arbiter.pk:
+        raise ArbitrationGone
+    return arbitration
+
+
+def arbitration_release(*, token: str, arbiter) -> None:
+    """Hand an arbitration back to the queue (the token dies with it)."""
+    with transaction.atomic():
+        arbitration = _locked_for(token, arbiter)
+        if arbitration.state != Arbitration.State.ACTIVE:
+            raise ArbitrationGone
+        Arbitration.objects.filter(
+            pk=arbitration.pk, token=token, state=Arbitration.State.ACTIVE
+        ).update(
+            state=Arbitration.State.OPEN,
+            arbiter=None,
+            token=new_token(),
+            order=[],
+            lease_expires_at=None,
+        )
+
+
+def _number(raw, dim: dict, na_allowed: bool) -> tuple[float | None, str | None]:
+    """Parse one submitted score: (value, error). None means N/A."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in NA_WORDS):
+        return (None, None) if na_allowed else (None, "N/A is not allowed here")
+    if isinstance(raw, bool):
+        return None, "must be a number"
+    if isinstance(raw, str):
+        try:
+            raw = float(raw.strip())
+        except ValueError:
+            return None, "must be a number"
+    if not isinstance(raw, int | float) or not math.isfinite(raw):
+        return None, "must be a number"
+    low, high = dim.get("min", 1), dim.get("max", 5)
+    if not low <= raw <= high:
+        return None, f"must be between {low} and {high}"
+    return float(raw), None
+
+
+def resolution_build(
+    *,
+    arbitration: Arbitration,
+    scores: dict | None,
+    preference: str | None,
+    flags: dict | None,
+    note: str | None,
+) -> tuple[dict, dict]:
+    """Validate label-keyed values against the dispute; return (item final, final_values).
+
+    Pure apart from reading the item's reviews for N/A permission. Raises ResolveInvalid.
+    """
+    item = arbitration.item
+    campaign = item.campaign
+    labels = labels_for(arbitration.order)
+    by_output = {v: k for k, v in labels.items()}
+    rubric = {d["key"]: d for d in campaign.rubric or []}
+    cells = disputed_cells(item.dispute_reasons or [])
+    final = copy.deepcopy(item.final or {})
+    final.setdefault("scores", {})
+    final.setdefault("flags", {})
+    errors: dict[str, str] = {}
+    arbitrated: set[str] = set()
+    corrections: list[dict] = []
+    given_scores: dict[str, dict[str, float | None]] = {}
+
+    scores = scores or {}
+    if not isinstance(scores, dict):
+        raise ResolveInvalid({"scores": "must be an object keyed by output label"})
+    # A reviewer's N/A makes N/A a legitimate final value for that cell.
+    na_cells = {
+        (dim, str(out))
+        for dim, out in Score.objects.filter(review__item=item, value__isnull=True).values_list(
+            "dimension", "output_id"
+        )
+    }
+    for label, per_dim in scores.items():
+        if label not in labels:
+            errors[f"scores.{label}"] = "unknown output label"
+            continue
+        if not isinstance(per_dim, dict):
+            errors[f"scores.{label}"] = "must be an object keyed by dimension"
+            continue
+        output = labels[label]
+        for key, raw in per_dim.items():
+            dim = rubric.get(key)
+            if dim is None:
+                errors[f"scores.{label}.{key}"] = "unknown dimension"
+                continue
+            na_ok = bool(dim.get("allow_na")) or (key, output) in na_cells
+            value, error = _number(raw, dim, na_ok)
+            if error:
+                errors[f"scores.{label}.{key}"] = error
+                continue
+            given_scores.setdefault(output, {})[key] = value
+            current = final["scores"].setdefault(output, {}).get(key)
+            if (key, output) in cells:
+                arbitrated.add(key)
+            elif value != current:
+                corrections.append({"part": key, "output": output, "from": current, "to": value})
+                arbitrated.add(key)
+            final["scores"][output][key] = value
+    for part, output in sorted(cells, key=lambda c: (c[0], c[1] or "")):
+        if part in rubric and part not in given_scores.get(output, {}):
+            errors.setdefault(
+                f"scores.{by_output.get(output, '?')}.{part}", "disputed: a value is required"
+            )
+
+    choice = (preference or "").strip() if isinstance(preference, str | type(None)) else None
+    mapped_preference: str | None = None
+    if choice is None:
+        errors["preference"] = "must be an output label, tie or both_bad"
+    elif choice:
+        if campaign.mode == Mode.RUBRIC:
+            errors["preference"] = "this campaign collects no preference"
+        elif choice in labels:
+            mapped_preference = labels[choice]
+        elif choice in ("tie", "both_bad"):
+            mapped_preference = choice
+        else:
+            errors["preference"] = "must be an output label, tie or both_bad"
+    if ("preference", None) in cells:
+        if mapped_preference is None and "preference" not in errors:
+            errors["preference"] = "disputed: choose an output, tie or both_bad"
+        elif mapped_preference is not None:
+            arbitrated.add("preference")
+            final["preference"] = mapped_preference
+    elif mapped_preference is not None and mapped_preference != final.get("preference"):
+        corrections.append(
+            {
+                "part": "preference",
+                "output": None,
+                "from": final.get("preference"),
+                "to": mapped_preference,
+            }
+        )
+        arbitrated.add("preference")
+        final["preference"] = mapped_preference
+
+    given_flags: dict[str, list[str]] = {}
+    if flags is not None and not isinstance(flags, dict):
+        errors["flags"] = "must be an object keyed by output label"
+        flags = {}
+    for label, names in (flags or {}).items():
+        if label not in labels:
+            errors[f"flags.{label}"] = "unknown output label"
+            continue
+        if not isinstance(names, list) or any(n not in FLAGS for n in names):
+            errors[f"flags.{label}"] = f"must be a list of: {', '.join(FLAGS)}"
+            continue
+        output = labels[label]
+        given_flags[output] = sorted(set(names))
+        before = set(final["flags"].get(output, []))
+        after = set(names)
+        for name in sorted(before ^ after):
+            if (f"flag:{name}", output) in cells:
+                arbitrated.add("flag")
+            else:
+                corrections.append(
+                    {
+                        "part": "flag",
+                        "output": output,
+                        "flag": name,
+                        "from": name in before,
+                        "to": name in after,
+                    }
+                )
+                arbitrated.add("flag")
+        for part, out in cells:
+            if out == output and part.startswith("flag:"):
+                arbitrated.add("flag")
+        final["flags"][output] = sorted(after)
+    for part, output in sorted(cells, key=lambda c: (c[0], c[1] or "")):
+        if part.startswith("flag:") and output not in given_flags:
+            errors[f"flags.{by_output.get(output, '?')}"] = (
+                f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
+            )
+
+    text = (note or "").strip() if isinstance(note, str | type(None)) else ""
+    if not text:
+        errors["note"] = "a note explaining the decision is required"
+    elif len(text) > NOTE_MAX_CHARS:
+        errors["note"] = f"at most {NOTE_MAX_CHARS} characters"
+
+    if errors:
+        raise ResolveInvalid(errors)
+    final["arbitrated"] = sorted(arbitrated)
+    final["corrections"] = corrections
+    values = {
+        "scores": given_scores,
+        "preference": mapped_preference,
+        "flags": given_flags,
+        "corrected": corrections,
+        "note": text,
+    }
+    return final, values
+
+
+def arbitration_resolve(
+    *,
+    token: str,
+    arbiter,
+    scores: dict | None,
+    preference: str | None = None,
+    flags: dict | None = None,
+    note: str | None = None,
+) -> tuple[Arbitration, bool]:
+    """Record the arbiter's final values. Returns (arbitration, newly_resolved).
+
+    A repeated submit of a resolved arbitration returns it unchanged with newly_resolved False.
+    """
+    with transaction.atomic():
+        arbitration = _locked_for(token, arbiter)
+        if arbitration.state == Arbitration.State.RESOLVED:
+            return arbitration, False
+        if arbitration.state != Arbitration.State.ACTIVE:
+            raise ArbitrationGone
+        final, values = resolution_build(
+            arbitration=arbitration, scores=scores, preference=preference, flags=flags, note=note
+        )
+        note_text = values.pop("note")
+        done = Arbitration.objects.filter(
+            pk=arbitration.pk, token=token, state=Arbitration.State.ACTIVE, arbiter=arbiter
+        ).update(
+            state=Arbitration.State.RESOLVED, final_values=values, note=note_text, resolved_at=Now()
+        )
+        if done != 1:
+            raise ArbitrationGone
+        settled = ReviewItem.objects.filter(
+            pk=arbitration.item_id, state=ReviewItem.State.DISPUTED
+        ).update(final=final, state=ReviewItem.State.RESOLVED)
+        if settled != 1:
+            raise ArbitrationGone
+        arbitration.refresh_from_db()
+        return arbitration, True
