@@ -1,0 +1,41 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from reviews.records import FORMATS, RecordImportError, reviews_import
+from tasks.models import Campaign
+
+
+class Command(BaseCommand):
+    help = "Import review records (JSONL or CSV) into a campaign; all or nothing, idempotent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+        parser.add_argument("--campaign", required=True, help="campaign slug")
+        parser.add_argument(
+            "--format", choices=FORMATS, help="default: from the file name or content"
+        )
+
+    def handle(self, *, file, campaign, format, **options):
+        try:
+            campaign_obj = Campaign.objects.get(slug=campaign)
+        except Campaign.DoesNotExist:
+            raise CommandError(f"no campaign {campaign!r}") from None
+        path = Path(file)
+        if not path.is_file():
+            raise CommandError(f"no such file: {file}")
+        try:
+            summary = reviews_import(
+                campaign=campaign_obj, data=path.read_bytes(), fmt=format, filename=path.name
+            )
+        except RecordImportError as exc:
+            for message in exc.messages():
+                self.stderr.write(message)
+            raise CommandError(
+                f"nothing imported: {len(exc.errors)} problem(s) in {path.name}"
+            ) from None
+        self.stdout.write(
+            f"Imported {summary.reviews_created} review(s) on {summary.items_settled} item(s) "
+            f"({summary.items_created} new item(s), {summary.reviews_unchanged} already present, "
+            f"{len(summary.judges_created)} new judge account(s))."
+        )

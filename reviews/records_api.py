@@ -1,0 +1,79 @@
+"""JSON API for review records: streamed export and all-or-nothing import."""
+
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+
+from evalsite.api import ApiError, api_endpoint
+from evalsite.roles import ADMIN, LEAD, has_role
+from tasks.models import Campaign
+
+from .records import FORMATS, RecordImportError, export_filename, records_export, reviews_import
+
+CONTENT_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
+
+
+def export_response(*, campaign: Campaign, fmt: str, unblind: bool) -> StreamingHttpResponse:
+    """A streamed download: rows leave as they are read, nothing is built in memory first."""
+    response = StreamingHttpResponse(
+        records_export(campaign=campaign, fmt=fmt, unblind=unblind), content_type=CONTENT_TYPES[fmt]
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="{export_filename(campaign=campaign, fmt=fmt, unblind=unblind)}"'
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
+    fmt = request.GET.get("format") or None
+    upload = request.FILES.get("file")
+    if upload is not None:
+        return upload.read(), fmt, upload.name
+    content_type = request.content_type or ""
+    if fmt is None:
+        if content_type == "text/csv":
+            fmt = "csv"
+        elif content_type in ("application/x-ndjson", "application/jsonl", "application/json"):
+            fmt = "jsonl"
+    return request.body, fmt, ""
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    methods=("GET", "POST"),
+    summary=(
+        "Review records of a campaign. GET streams them (`?format=jsonl|csv`, blind unless "
+        "`&unblind=1`, which needs the lead role). POST imports a JSONL or CSV file (raw body with "
+        "Content-Type application/x-ndjson or text/csv, or multipart field `file`); all or nothing."
+    ),
+    body={
+        "application/x-ndjson": {"schema": {"type": "string"}},
+        "text/csv": {"schema": {"type": "string"}},
+    },
+    responses={
+        "200": "records (GET) or the import summary (POST)",
+        "400": "invalid records, listed per line",
+        "403": "role does not allow this",
+        "404": "no such campaign",
+    },
+)
+def campaign_reviews(request: HttpRequest, slug: str):
+    campaign = Campaign.objects.filter(slug=slug).first()
+    if campaign is None:
+        raise ApiError("no such campaign", status=404)
+    if request.method == "GET":
+        fmt = request.GET.get("format", "jsonl")
+        if fmt not in FORMATS:
+            raise ApiError("format must be jsonl or csv")
+        unblind = request.GET.get("unblind") in ("1", "true", "yes")
+        if unblind and not has_role(request.user, LEAD):
+            raise ApiError("only leads may export with model identities", status=403)
+        return export_response(campaign=campaign, fmt=fmt, unblind=unblind)
+    data, fmt, filename = _format_of_upload(request)
+    if fmt is not None and fmt not in FORMATS:
+        raise ApiError("format must be jsonl or csv")
+    try:
+        summary = reviews_import(campaign=campaign, data=data, fmt=fmt, filename=filename)
+    except RecordImportError as exc:
+        raise ApiError("nothing imported: the file has problems", errors=exc.messages()) from None
+    return JsonResponse(summary.as_dict())

@@ -1,0 +1,707 @@
+"""Review records: import, export, round trip, idempotency and every bad-input case."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.test import TestCase
+
+from evalsite.models import ApiToken
+from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score
+from reviews.records import RecordImportError, records_export, reviews_import
+from tasks.models import Campaign, Contender, Generation, Task, TestSet
+from tests.factories import personas
+
+RUBRIC = [
+    {"key": "accuracy", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1},
+    {"key": "completeness", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1},
+]
+SECRET_NAMES = ("zeta-secret-model", "omega-hidden-model")
+TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def make_campaign(slug="camp", testset=None, contenders=None, n_tasks=4, samples=1) -> Campaign:
+    if testset is None:
+        testset = TestSet.objects.create(
+            name=f"set-{slug}", checksum="x" * 64, frozen=True, task_count=n_tasks
+        )
+        for i in range(n_tasks):
+            Task.objects.create(
+                testset=testset,
+                position=i,
+                external_id=f"T-{i + 1}",
+                category="summary" if i % 2 == 0 else "extraction",
+                tier="base" if i < 2 else "advanced",
+                prompt=f"prompt {i}",
+            )
+    if contenders is None:
+        contenders = [
+            Contender.objects.get_or_create(name=n, defaults={"provider": "imported"})[0]
+            for n in SECRET_NAMES
+        ]
+    campaign = Campaign.objects.create(
+        slug=slug,
+        name=slug,
+        testset=testset,
+        rubric=RUBRIC,
+        samples_per_task=samples,
+        overlap=2,
+        mode="both",
+    )
+    campaign.contenders.set(contenders)
+    return campaign
+
+
+def rec(task="T-1", judge="judge_1", models=None, scores=None, **extra) -> dict:
+    models = models or {"A": SECRET_NAMES[0], "B": SECRET_NAMES[1]}
+    out = {
+        "task_id": task,
+        "candidates": sorted(models),
+        "judge": judge,
+        "blind": True,
+        "models": models,
+        "scores": scores
+        if scores is not None
+        else {"A": {"accuracy": 4, "completeness": 4}, "B": {"accuracy": 3, "completeness": 3}},
+        "preference": "A",
+        "sample": 0,
+        "flags": {},
+        "comment": "",
+        "submitted_at": "2026-11-30T10:00:00Z",
+    }
+    out.update(extra)
+    return out
+
+
+def jsonl(*records) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def sample_records() -> list[dict]:
+    """4 tasks, 2 judges, judge_2 sees the outputs in the opposite order.
+
+    T-1..T-3: both judges agree zeta is better; T-4: both agree omega is better, except that on
+    T-4 their accuracy scores for omega are 3 apart (a dispute). T-2 has a flag by one judge.
+    """
+    zeta, omega = SECRET_NAMES
+    out = []
+    for i in range(1, 5):
+        best, worst = (zeta, omega) if i < 4 else (omega, zeta)
+        out.append(
+            rec(
+                task=f"T-{i}",
+                judge="judge_1",
+                models={"A": best, "B": worst},
+                scores={
+                    "A": {"accuracy": 5, "completeness": 4},
+                    "B": {"accuracy": 2, "completeness": 3},
+                },
+                preference="A",
+                seconds=30 + i,
+                comment=f"first judge on T-{i}",
+            )
+        )
+        accuracy_best = 2 if i == 4 else 4
+        out.append(
+            rec(
+                task=f"T-{i}",
+                judge="judge_2",
+                models={"A": worst, "B": best},
+                scores={
+                    "A": {"accuracy": 2, "completeness": 3},
+                    "B": {"accuracy": accuracy_best, "completeness": 4},
+                },
+                preference="B",
+                seconds=40 + i,
+                flags={"A": ["hallucination"]} if i == 2 else {},
+                submitted_at="2026-11-30T11:00:00Z",
+            )
+        )
+    return out
+
+
+class ImportTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = make_campaign()
+
+    def test_it_imports_items_reviews_and_judges(self):
+        summary = reviews_import(campaign=self.campaign, data=jsonl(*sample_records()), fmt="jsonl")
+        assert summary.reviews_created == 8 and summary.items_created == 4
+        assert sorted(summary.judges_created) == ["judge_1", "judge_2"]
+        judge = get_user_model().objects.get(username="judge_2")
+        assert not judge.is_active and not judge.has_usable_password()
+        assert ReviewItem.objects.filter(campaign=self.campaign).count() == 4
+        assert Score.objects.count() == 8 * 4
+        # Labels are per judge: judge_2's A is omega on T-1, and their preference B is zeta.
+        item = ReviewItem.objects.get(task__external_id="T-1")
+        review = Review.objects.get(item=item, reviewer__username="judge_2")
+        first = ItemOutput.objects.get(pk=review.presented_order[0])
+        assert first.generation.contender.name == SECRET_NAMES[1]
+        assert review.preferred_output.generation.contender.name == SECRET_NAMES[0]
+        assert review.seconds_spent == 41
+        # Dispute rules ran: T-4's accuracy scores differ by 3, the rest agree.
+        states = dict(ReviewItem.objects.values_list("task__external_id", "state"))
+        assert states == {"T-1": "agreed", "T-2": "agreed", "T-3": "agreed", "T-4": "disputed"}
+        assert Arbitration.objects.filter(item__task__external_id="T-4").exists()
+        # Imported generations are marked done so the item counts as complete.
+        assert set(Generation.objects.values_list("status", flat=True)) == {"done"}
+
+    def test_it_is_idempotent(self):
+        data = jsonl(*sample_records())
+        reviews_import(campaign=self.campaign, data=data, fmt="jsonl")
+        before = (
+            ReviewItem.objects.count(),
+            Review.objects.count(),
+            Score.objects.count(),
+            Generation.objects.count(),
+            get_user_model().objects.count(),
+            Arbitration.objects.count(),
+        )
+        exported = "".join(records_export(campaign=self.campaign, fmt="jsonl", unblind=True))
+        summary = reviews_import(campaign=self.campaign, data=data, fmt="jsonl")
+        assert summary.reviews_created == 0 and summary.reviews_unchanged == 8
+        after = (
+            ReviewItem.objects.count(),
+            Review.objects.count(),
+            Score.objects.count(),
+            Generation.objects.count(),
+            get_user_model().objects.count(),
+            Arbitration.objects.count(),
+        )
+        assert before == after
+        assert (
+            "".join(records_export(campaign=self.campaign, fmt="jsonl", unblind=True)) == exported
+        )
+
+    def test_it_rejects_a_changed_review_of_an_already_imported_item(self):
+        reviews_import(campaign=self.campaign, data=jsonl(*sample_records()), fmt="jsonl")
+        changed = sample_records()
+        changed[0]["comment"] = "second thoughts"
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(campaign=self.campaign, data=jsonl(*changed), fmt="jsonl")
+        assert (
+            "line 1, field judge: judge_1 already has a different review of this item"
+            in exc.value.messages()
+        )
+
+    def test_it_accepts_any_number_of_judges_and_missing_scores(self):
+        records = [
+            rec(
+                judge="j1",
+                scores={"A": {"accuracy": 4}, "B": {"accuracy": 3, "completeness": None}},
+            ),
+            rec(judge="j2"),
+            rec(judge="j3", preference=None, scores={}),
+        ]
+        reviews_import(campaign=self.campaign, data=jsonl(*records), fmt="jsonl")
+        item = ReviewItem.objects.get()
+        assert item.reviews.count() == 3 and item.submitted_count == 3
+        assert Score.objects.filter(review__reviewer__username="j1").count() == 3
+        assert (
+            Score.objects.get(review__reviewer__username="j1", dimension="completeness").value
+            is None
+        )
+        assert not Score.objects.filter(review__reviewer__username="j3").exists()
+        # N/A against a score disputes the item (dispute rules).
+        assert item.state == "disputed"
+
+    def test_it_imports_csv(self):
+        columns = [
+            "task_id",
+            "category",
+            "sample",
+            "judge",
+            "blind",
+            "submitted_at",
+            "candidates",
+            "preference",
+            "comment",
+            "seconds",
+            "models.A",
+            "models.B",
+            "scores.A.accuracy",
+            "scores.B.accuracy",
+            "flags.A",
+            "flags.B",
+        ]
+        rows = [
+            [
+                "T-1",
+                "summary",
+                "0",
+                "ann",
+                "true",
+                "2026-11-30T10:00:00Z",
+                "A;B",
+                "B",
+                "'=not a formula",
+                "12",
+                SECRET_NAMES[0],
+                SECRET_NAMES[1],
+                "3",
+                "4",
+                "",
+                "refusal;unsafe",
+            ],
+            [
+                "T-1",
+                "",
+                "",
+                "bob",
+                "",
+                "",
+                "A;B",
+                "tie",
+                "",
+                "",
+                SECRET_NAMES[1],
+                SECRET_NAMES[0],
+                "4",
+                "",
+                "",
+                "",
+            ],
+        ]
+        buf = io.StringIO()
+        csv.writer(buf).writerows([columns, *rows])
+        summary = reviews_import(
+            campaign=self.campaign, data=buf.getvalue().encode(), filename="r.csv"
+        )
+        assert summary.reviews_created == 2
+        ann = Review.objects.get(reviewer__username="ann")
+        assert ann.comment == "=not a formula"
+        assert list(ann.flags.values()) == [["refusal", "unsafe"]]
+        assert ann.preferred_output.generation.contender.name == SECRET_NAMES[1]
+        bob = Review.objects.get(reviewer__username="bob")
+        assert bob.preference == "tie" and bob.scores.count() == 1
+
+
+class BadInputTests(TestCase):
+    """Every problem is reported as 'line L, field F: message' and nothing is written."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = make_campaign(samples=2)
+        Contender.objects.create(name="not-in-campaign", provider="imported")
+
+    def assert_rejected(self, data: bytes, expected: str, fmt=None, filename=""):
+        users = get_user_model().objects.count()
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(campaign=self.campaign, data=data, fmt=fmt, filename=filename)
+        messages = exc.value.messages()
+        assert any(expected in m for m in messages), messages
+        assert all(m.startswith("line ") and ", field " in m for m in messages), messages
+        assert (
+            ReviewItem.objects.count(),
+            Review.objects.count(),
+            Score.objects.count(),
+            Generation.objects.count(),
+            get_user_model().objects.count(),
+        ) == (0, 0, 0, 0, users)
+
+    def test_it_rejects_invalid_utf8(self):
+        self.assert_rejected(
+            jsonl(rec()) + b'{"task_id": "T-\xff"}\n',
+            "line 2, field (encoding): invalid UTF-8",
+            "jsonl",
+        )
+
+    def test_it_rejects_bad_json(self):
+        self.assert_rejected(
+            jsonl(rec()) + b'{"task_id": \n', "line 2, field (json): not valid JSON", "jsonl"
+        )
+
+    def test_it_rejects_a_line_that_is_not_an_object(self):
+        self.assert_rejected(
+            b"[1, 2]\n", "line 1, field (json): each line must be a JSON object", "jsonl"
+        )
+
+    def test_it_rejects_nan(self):
+        line = json.dumps(rec()).replace('"accuracy": 4', '"accuracy": NaN').encode()
+        self.assert_rejected(line, "NaN is not valid JSON", "jsonl")
+
+    def test_it_rejects_infinity_spelled_as_a_huge_number(self):
+        line = json.dumps(rec()).replace('"accuracy": 4', '"accuracy": 1e999').encode()
+        self.assert_rejected(line, "field scores.A.accuracy: must be a number or null", "jsonl")
+
+    def test_it_rejects_duplicate_keys(self):
+        line = json.dumps(rec())[:-1] + ', "judge": "other"}'
+        self.assert_rejected(line.encode(), "duplicate key 'judge'", "jsonl")
+
+    def test_it_rejects_an_unknown_task_id(self):
+        self.assert_rejected(
+            jsonl(rec(), rec(task="T-999")),
+            "line 2, field task_id: 'T-999' is not in test set",
+            "jsonl",
+        )
+
+    def test_it_rejects_an_unknown_model(self):
+        self.assert_rejected(
+            jsonl(rec(models={"A": SECRET_NAMES[0], "B": "nobody"})),
+            "line 1, field models: not a contender of this campaign: nobody",
+            "jsonl",
+        )
+
+    def test_it_rejects_a_model_that_is_not_in_this_campaign(self):
+        self.assert_rejected(
+            jsonl(rec(models={"A": SECRET_NAMES[0], "B": "not-in-campaign"})),
+            "not a contender of this campaign: not-in-campaign",
+            "jsonl",
+        )
+
+    def test_it_requires_models(self):
+        record = rec()
+        del record["models"]
+        self.assert_rejected(jsonl(record), "line 1, field models: required on import", "jsonl")
+
+    def test_it_rejects_bad_labels(self):
+        self.assert_rejected(
+            jsonl(rec(candidates=["A", "C"], models={"A": SECRET_NAMES[0], "C": SECRET_NAMES[1]})),
+            "field candidates: must be the labels A, B, ... in order",
+            "jsonl",
+        )
+
+    def test_it_rejects_a_score_for_a_label_that_is_not_a_candidate(self):
+        self.assert_rejected(
+            jsonl(rec(scores={"C": {"accuracy": 3}})),
+            "field scores.C: not one of the candidates",
+            "jsonl",
+        )
+
+    def test_it_rejects_a_score_out_of_the_rubric_range(self):
+        self.assert_rejected(
+            jsonl(rec(scores={"A": {"accuracy": 6}})),
+            "line 1, field scores.A.accuracy: 6 is outside the rubric range 1..5",
+            "jsonl",
+        )
+
+    def test_it_rejects_an_unknown_dimension(self):
+        self.assert_rejected(
+            jsonl(rec(scores={"A": {"style": 3}})),
+            "field scores.A.style: unknown dimension",
+            "jsonl",
+        )
+
+    def test_it_rejects_a_text_score(self):
+        self.assert_rejected(
+            jsonl(rec(scores={"A": {"accuracy": "4"}})), "must be a number or null", "jsonl"
+        )
+
+    def test_it_rejects_a_bad_preference(self):
+        self.assert_rejected(
+            jsonl(rec(preference="C")),
+            "field preference: must be one of the candidate labels",
+            "jsonl",
+        )
+
+    def test_it_rejects_unknown_flags(self):
+        self.assert_rejected(
+            jsonl(rec(flags={"A": ["rude"]})), "field flags.A: unknown flag(s) rude", "jsonl"
+        )
+
+    def test_it_rejects_a_sample_out_of_range(self):
+        self.assert_rejected(
+            jsonl(rec(sample=2)), "field sample: must be an integer from 0 to 1", "jsonl"
+        )
+
+    def test_it_rejects_a_bad_timestamp(self):
+        self.assert_rejected(
+            jsonl(rec(submitted_at="yesterday")), "field submitted_at: must be an ISO 8601", "jsonl"
+        )
+
+    def test_it_rejects_a_wrong_category(self):
+        self.assert_rejected(
+            jsonl(rec(category="poetry")), "field category: 'poetry' does not match", "jsonl"
+        )
+
+    def test_it_rejects_the_same_judge_twice_on_one_item(self):
+        self.assert_rejected(
+            jsonl(rec(), rec()),
+            "line 2, field judge: judge_1 already reviewed this item on line 1",
+            "jsonl",
+        )
+
+    def test_it_rejects_a_contender_under_two_labels(self):
+        self.assert_rejected(
+            jsonl(rec(models={"A": SECRET_NAMES[0], "B": SECRET_NAMES[0]})),
+            "a contender appears under two labels",
+            "jsonl",
+        )
+
+    def test_it_rejects_a_bad_judge_name(self):
+        self.assert_rejected(
+            jsonl(rec(judge="no spaces <please>")), "field judge: must be a user name", "jsonl"
+        )
+
+    def test_it_rejects_unknown_fields(self):
+        self.assert_rejected(jsonl(rec(modles={})), "field modles: unknown field", "jsonl")
+
+    def test_it_lists_every_bad_line_and_writes_nothing_when_one_line_is_bad(self):
+        self.assert_rejected(
+            jsonl(rec(judge="a"), rec(judge="b"), rec(judge="c", scores={"A": {"accuracy": 0}})),
+            "line 3, field scores.A.accuracy",
+            "jsonl",
+        )
+
+    def test_it_rejects_an_empty_file(self):
+        self.assert_rejected(b"\n\n", "no records in the file", "jsonl")
+
+    def test_it_rejects_an_unterminated_csv_quote(self):
+        data = b'task_id,judge,candidates,models.A,models.B\nT-1,ann,A;B,"zeta-secret-model,omega-hidden-model\n'
+        self.assert_rejected(data, "field (csv)", filename="x.csv")
+
+    def test_it_rejects_a_ragged_csv_row(self):
+        data = (
+            f"task_id,judge,candidates,models.A,models.B\nT-1,ann,A;B,{SECRET_NAMES[0]}\n".encode()
+        )
+        self.assert_rejected(
+            data, "line 2, field (csv): expected 5 cells, found 4", filename="x.csv"
+        )
+
+    def test_it_rejects_an_unknown_csv_column(self):
+        self.assert_rejected(
+            b"task_id,judge,colour\nT-1,ann,red\n",
+            "line 1, field colour: unknown column",
+            filename="x.csv",
+        )
+
+    def test_it_rejects_a_csv_row_without_models(self):
+        self.assert_rejected(
+            b"task_id,judge,candidates\nT-1,ann,A;B\n",
+            "line 2, field models: required",
+            filename="x.csv",
+        )
+
+    def test_it_rejects_an_oversize_file(self):
+        with self.settings(REVIEWS_IMPORT_MAX_BYTES=100):
+            self.assert_rejected(jsonl(rec(), rec(judge="x")), "larger than 100 bytes", "jsonl")
+
+
+class ExportTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = make_campaign()
+        records = sample_records()
+        records[0]["comment"] = '=HYPERLINK("http://evil.example","click")'
+        records[1]["comment"] = "-1 point for tone"
+        records[2]["comment"] = "+ good\tbut"
+        records[3]["comment"] = "@SUM(A1)"
+        records[4]["comment"] = "\tleading tab"
+        reviews_import(campaign=cls.campaign, data=jsonl(*records), fmt="jsonl")
+        cls.records = records
+
+    def test_it_exports_the_record_format_in_each_judges_order(self):
+        lines = "".join(
+            records_export(campaign=self.campaign, fmt="jsonl", unblind=True)
+        ).splitlines()
+        assert len(lines) == 8
+        first = json.loads(lines[0])
+        assert list(first)[:12] == [
+            "task_id",
+            "category",
+            "candidates",
+            "scores",
+            "judge",
+            "blind",
+            "models",
+            "preference",
+            "sample",
+            "flags",
+            "comment",
+            "submitted_at",
+        ]
+        assert (
+            first["task_id"] == "T-1"
+            and first["category"] == "summary"
+            and first["judge"] == "judge_1"
+        )
+        assert first["models"] == {"A": SECRET_NAMES[0], "B": SECRET_NAMES[1]}
+        assert first["scores"] == {
+            "A": {"accuracy": 5, "completeness": 4},
+            "B": {"accuracy": 2, "completeness": 3},
+        }
+        second = json.loads(lines[1])
+        assert (
+            second["models"] == {"A": SECRET_NAMES[1], "B": SECRET_NAMES[0]}
+            and second["preference"] == "B"
+        )
+        assert second["submitted_at"] == "2026-11-30T11:00:00Z"
+
+    def test_it_never_puts_model_names_in_a_blind_export(self):
+        for fmt in ("jsonl", "csv"):
+            body = "".join(records_export(campaign=self.campaign, fmt=fmt))
+            for name in SECRET_NAMES:
+                assert name not in body
+            assert "models" not in body
+        first = json.loads(
+            "".join(records_export(campaign=self.campaign, fmt="jsonl")).splitlines()[0]
+        )
+        assert "models" not in first and first["blind"] is True
+
+    def test_it_escapes_every_csv_cell_against_formulas(self):
+        body = "".join(records_export(campaign=self.campaign, fmt="csv", unblind=True))
+        rows = list(csv.reader(io.StringIO(body, newline="")))
+        assert len(rows) == 9
+        cells = [cell for row in rows for cell in row]
+        assert not [c for c in cells if c[:1] in TRIGGERS]
+        assert '\'=HYPERLINK("http://evil.example","click")' in cells
+        assert "'-1 point for tone" in cells and "'\tleading tab" in cells
+
+    def test_it_round_trips_csv_with_the_formula_escaping_undone(self):
+        body = "".join(records_export(campaign=self.campaign, fmt="csv", unblind=True))
+        target = make_campaign(
+            slug="copy",
+            testset=self.campaign.testset,
+            contenders=list(self.campaign.contenders.all()),
+        )
+        reviews_import(campaign=target, data=body.encode(), fmt="csv")
+        assert set(
+            Review.objects.filter(item__campaign=target).values_list("comment", flat=True)
+        ) == {r["comment"] for r in self.records}
+        assert self.jsonl_of(target) == self.jsonl_of(self.campaign)
+
+    def test_it_round_trips_jsonl_into_an_empty_campaign(self):
+        body = "".join(records_export(campaign=self.campaign, fmt="jsonl", unblind=True))
+        target = make_campaign(
+            slug="copy",
+            testset=self.campaign.testset,
+            contenders=list(self.campaign.contenders.all()),
+        )
+        reviews_import(campaign=target, data=body.encode(), fmt="jsonl")
+        assert self.jsonl_of(target) == self.jsonl_of(self.campaign)
+        states = lambda c: sorted(
+            ReviewItem.objects.filter(campaign=c).values_list("task__external_id", "state", "final")
+        )  # noqa: E731
+        assert states(target) != [] and [s[:2] for s in states(target)] == [
+            s[:2] for s in states(self.campaign)
+        ]
+
+    def test_it_rejects_a_blind_export_on_import(self):
+        body = "".join(records_export(campaign=self.campaign, fmt="jsonl"))
+        target = make_campaign(
+            slug="copy",
+            testset=self.campaign.testset,
+            contenders=list(self.campaign.contenders.all()),
+        )
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(campaign=target, data=body.encode(), fmt="jsonl")
+        assert (
+            "line 1, field models: required on import (which contender each label is)"
+            in exc.value.messages()
+        )
+
+    @staticmethod
+    def jsonl_of(campaign):
+        return "".join(records_export(campaign=campaign, fmt="jsonl", unblind=True))
+
+
+class CommandTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = make_campaign()
+
+    def test_it_imports_and_exports_from_the_command_line(self):
+        path = self.tmp / "records.jsonl"
+        path.write_bytes(jsonl(*sample_records()))
+        out = io.StringIO()
+        call_command("import_reviews", str(path), "--campaign", "camp", stdout=out)
+        assert "Imported 8 review(s) on 4 item(s)" in out.getvalue()
+        target = self.tmp / "out.csv"
+        call_command(
+            "export_reviews", "--campaign", "camp", "--format", "csv", "--output", str(target)
+        )
+        assert target.read_text().count("\n") == 9
+        out = io.StringIO()
+        call_command("export_reviews", "--campaign", "camp", "--unblind", stdout=out)
+        assert len(out.getvalue().splitlines()) == 8 and SECRET_NAMES[0] in out.getvalue()
+
+    def test_it_exits_nonzero_and_lists_errors(self):
+        path = self.tmp / "bad.jsonl"
+        path.write_bytes(jsonl(rec(task="T-404")))
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="nothing imported"):
+            call_command("import_reviews", str(path), "--campaign", "camp", stderr=err)
+        assert "line 1, field task_id: 'T-404' is not in test set" in err.getvalue()
+        assert Review.objects.count() == 0
+
+    @pytest.fixture(autouse=True)
+    def _tmp(self, tmp_path):
+        self.tmp = tmp_path
+
+
+class ApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = make_campaign()
+        reviews_import(campaign=cls.campaign, data=jsonl(*sample_records()), fmt="jsonl")
+        cls.tokens = {name: ApiToken.issue(user) for name, user in cls.users.items()}
+
+    def get(self, who, query=""):
+        return self.client.get(
+            f"/api/v1/campaigns/camp/reviews{query}",
+            HTTP_AUTHORIZATION=f"Bearer {self.tokens[who]}",
+        )
+
+    def test_it_streams_exports_to_leads(self):
+        response = self.get("lead", "?format=jsonl&unblind=1")
+        assert response.status_code == 200 and response.streaming
+        body = b"".join(response.streaming_content).decode()
+        assert len(body.splitlines()) == 8 and SECRET_NAMES[0] in body
+        assert (
+            response["Content-Disposition"] == 'attachment; filename="camp-reviews-unblind.jsonl"'
+        )
+        response = self.get("lead", "?format=csv")
+        assert response["Content-Type"].startswith("text/csv")
+
+    def test_it_gives_admins_only_blind_exports(self):
+        response = self.get("admin", "?format=csv")
+        assert response.status_code == 200
+        assert SECRET_NAMES[0] not in b"".join(response.streaming_content).decode()
+        assert self.get("admin", "?unblind=1").status_code == 403
+
+    def test_it_denies_reviewers_arbiters_and_outsiders(self):
+        for who in ("reviewer_a", "arbiter", "outsider"):
+            assert self.get(who).status_code == 403
+            response = self.client.post(
+                "/api/v1/campaigns/camp/reviews",
+                data=jsonl(rec()),
+                content_type="application/x-ndjson",
+                HTTP_AUTHORIZATION=f"Bearer {self.tokens[who]}",
+            )
+            assert response.status_code == 403
+        assert self.client.get("/api/v1/campaigns/camp/reviews").status_code == 401
+
+    def test_it_returns_404_for_an_unknown_campaign(self):
+        response = self.client.get(
+            "/api/v1/campaigns/nope/reviews", HTTP_AUTHORIZATION=f"Bearer {self.tokens['lead']}"
+        )
+        assert response.status_code == 404
+
+    def test_it_imports_over_the_api(self):
+        target = make_campaign(
+            slug="copy",
+            testset=self.campaign.testset,
+            contenders=list(self.campaign.contenders.all()),
+        )
+        body = b"".join(self.get("lead", "?format=jsonl&unblind=1").streaming_content)
+        response = self.client.post(
+            f"/api/v1/campaigns/{target.slug}/reviews",
+            data=body,
+            content_type="application/x-ndjson",
+            HTTP_AUTHORIZATION=f"Bearer {self.tokens['admin']}",
+        )
+        assert response.status_code == 200, response.content
+        assert response.json()["reviews_created"] == 8
+        response = self.client.post(
+            f"/api/v1/campaigns/{target.slug}/reviews",
+            data=b'{"task_id": "T-1"}\n',
+            content_type="application/x-ndjson",
+            HTTP_AUTHORIZATION=f"Bearer {self.tokens['admin']}",
+        )
+        assert response.status_code == 400
+        assert "line 1, field judge: required" in response.json()["errors"]
