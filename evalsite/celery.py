@@ -17,7 +17,10 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     timezone="UTC",
 )
-app.conf.beat_schedule = {}
+app.conf.beat_schedule = {
+    # Re-enqueue generation rows whose worker died (lapsed lease) or whose message was lost.
+    "generation-reconcile": {"task": "tasks.generation_reconcile", "schedule": 60.0},
+}
 app.autodiscover_tasks()
 
 

@@ -262,6 +262,17 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 
 # Generation: the database owns the attempt cap (acks_late redeliveries have no cap of their own).
 GENERATION_MAX_ATTEMPTS = env_int("GENERATION_MAX_ATTEMPTS", 6)
+# Provider calls: connect/read timeouts in seconds (read = the longest silence in a stream).
+GENERATION_CONNECT_TIMEOUT = float(env_str("GENERATION_CONNECT_TIMEOUT", "10"))
+GENERATION_READ_TIMEOUT = float(env_str("GENERATION_READ_TIMEOUT", "120"))
+# A claimed row is held this long; a worker killed mid-call frees its slot when it lapses.
+# Above the hard time limit, so a live job never loses its claim.
+GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
+# Exponential backoff with full jitter for retryable provider errors: base * 2^n, capped.
+GENERATION_BACKOFF_BASE = float(env_str("GENERATION_BACKOFF_BASE", "2"))
+GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
+# The reconciler re-enqueues a queued row whose message has not been picked up after this long.
+GENERATION_REQUEUE_AFTER = env_int("GENERATION_REQUEUE_AFTER", 900)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,131 @@
+"""Review items and their readiness.
+
+An item is one task + sample shown with >= 2 outputs. It is created as soon as its generation
+rows exist ("waiting") and becomes ready ("open") only once every one of its outputs is done:
+offering an item with a missing side would tell the reviewer which model failed or was slow.
+
+Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
+robin from a shuffled list of all pairs (seeded by the campaign), so every pair - and so every
+contender - appears equally often (+-1) across the items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import secrets
+from itertools import combinations
+
+from django.db import transaction
+from django.db.models import Count
+
+from tasks.models import Campaign, Generation, Mode
+
+from .models import ItemOutput, ReviewItem
+
+
+def pair_key(campaign_id: int, pair: tuple[int, ...]) -> str:
+    # Opaque: never shown to reviewers, but no reason to spell contender ids out either.
+    return hashlib.sha256(f"{campaign_id}:{':'.join(map(str, sorted(pair)))}".encode()).hexdigest()[
+        :16
+    ]
+
+
+def item_plan(campaign: Campaign, *, task_id: int | None = None, sample_index: int | None = None):
+    """[(task_id, sample_index, pair_key, contender_ids)] for the reviewed samples."""
+    contenders = sorted(campaign.contenders.values_list("pk", flat=True))
+    if len(contenders) < 2:
+        return []
+    split = campaign.mode == Mode.PAIRWISE and len(contenders) > 2
+    pairs = list(combinations(contenders, 2))
+    random.Random(f"pairs:{campaign.pk}").shuffle(pairs)
+    task_ids = list(campaign.testset.tasks.order_by("position").values_list("pk", flat=True))
+    plan = []
+    for i, tid in enumerate(task_ids):
+        if task_id is not None and tid != task_id:
+            continue
+        for s in range(campaign.reviewed_samples):
+            if sample_index is not None and s != sample_index:
+                continue
+            if split:
+                pair = pairs[(i * campaign.reviewed_samples + s) % len(pairs)]
+                plan.append((tid, s, pair_key(campaign.pk, pair), list(pair)))
+            else:
+                plan.append((tid, s, "", contenders))
+    return plan
+
+
+def review_items_sync(
+    *, campaign: Campaign, task_id: int | None = None, sample_index: int | None = None
+) -> dict:
+    """Create missing items (waiting) and open those whose outputs are all done.
+
+    Idempotent and safe to run concurrently (unique constraints + conditional updates); call
+    it after the generation's own transaction committed so it sees the row as done.
+    Optionally scoped to one task / sample (what a finishing generation touches).
+    """
+    plan = item_plan(campaign, task_id=task_id, sample_index=sample_index)
+    if not plan:
+        return {"created": 0, "ready": 0}
+    gens = Generation.objects.filter(campaign=campaign, sample_index__lt=campaign.reviewed_samples)
+    items = ReviewItem.objects.filter(campaign=campaign)
+    if task_id is not None:
+        gens, items = gens.filter(task_id=task_id), items.filter(task_id=task_id)
+    if sample_index is not None:
+        gens, items = (
+            gens.filter(sample_index=sample_index),
+            items.filter(sample_index=sample_index),
+        )
+    gen_ids = {
+        (t, c, s): pk
+        for pk, t, c, s in gens.values_list("pk", "task_id", "contender_id", "sample_index")
+    }
+    existing = set(items.values_list("task_id", "sample_index", "pair_key"))
+    wanted = [
+        (t, s, key, cs)
+        for t, s, key, cs in plan
+        if (t, s, key) not in existing and all((t, c, s) in gen_ids for c in cs)
+    ]
+    created = 0
+    if wanted:
+        with transaction.atomic():
+            ReviewItem.objects.bulk_create(
+                [
+                    ReviewItem(
+                        campaign=campaign,
+                        task_id=t,
+                        sample_index=s,
+                        pair_key=key,
+                        overlap=campaign.overlap,
+                        shuffle_key=secrets.randbelow(2**31),
+                    )
+                    for t, s, key, _ in wanted
+                ],
+                batch_size=500,
+                ignore_conflicts=True,
+            )
+            by_key = {
+                (t, s, key): pk
+                for pk, t, s, key in items.values_list("pk", "task_id", "sample_index", "pair_key")
+            }
+            outputs = [
+                ItemOutput(item_id=by_key[(t, s, key)], generation_id=gen_ids[(t, c, s)])
+                for t, s, key, cs in wanted
+                for c in cs
+            ]
+            ItemOutput.objects.bulk_create(outputs, batch_size=1000, ignore_conflicts=True)
+        created = len(wanted)
+    waiting = items.filter(ready=False, state=ReviewItem.State.WAITING)
+    blocked = ItemOutput.objects.filter(item__in=waiting).exclude(
+        generation__status=Generation.Status.DONE
+    )
+    ready_ids = list(
+        waiting.exclude(pk__in=blocked.values("item_id"))
+        .annotate(n=Count("outputs"))
+        .filter(n__gte=2)
+        .values_list("pk", flat=True)
+    )
+    ready = ReviewItem.objects.filter(
+        pk__in=ready_ids, ready=False, state=ReviewItem.State.WAITING
+    ).update(ready=True, state=ReviewItem.State.OPEN)
+    return {"created": created, "ready": ready}

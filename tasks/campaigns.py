@@ -1,0 +1,464 @@
+"""Campaign definitions (JSON or YAML, the SPEC format) -> validated data -> Campaign rows.
+
+Every entry point (the `create_campaign` command, the API, the admin form) goes through
+`campaign_definition_validate` and `campaign_create`, so the rules live in one place.
+Errors are collected, not raised one at a time: "field: message" strings, all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+import yaml
+from django.db import transaction
+
+from .models import Campaign, Contender, Mode, Provider, TestSet
+
+SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
+KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+LEVELS = ("ordinal", "interval", "ratio", "nominal")
+CAMPAIGN_KEYS = {
+    "slug",
+    "name",
+    "testset",
+    "contenders",
+    "samples_per_task",
+    "reviewed_samples",
+    "overlap",
+    "mode",
+    "rubric",
+    "weights",
+    "redact",
+    "lease_minutes",
+    "pass_threshold",
+    "show_reference",
+    "flags_dispute",
+}
+CONTENDER_KEYS = {
+    "name",
+    "provider",
+    "base_url",
+    "model",
+    "api_key_env",
+    "params",
+    "system_prompt",
+    "price_in_per_mtok",
+    "price_out_per_mtok",
+    "version_label",
+    "max_concurrency",
+}
+DIMENSION_KEYS = {
+    "key",
+    "label",
+    "description",
+    "min",
+    "max",
+    "anchors",
+    "level",
+    "direction",
+    "max_gap",
+    "allow_na",
+}
+
+
+class DefinitionError(Exception):
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@dataclass
+class ValidDefinition:
+    campaign: dict
+    testset: TestSet
+    contenders: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _no_duplicates(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not allowed")
+
+
+def campaign_definition_load(text: str, *, filename: str = "") -> dict:
+    """Parse JSON (strict: no duplicate keys, no NaN) or YAML into a dict."""
+    text = text.lstrip("\ufeff")
+    is_yaml = filename.lower().endswith((".yaml", ".yml"))
+    if not is_yaml:
+        try:
+            data = json.loads(
+                text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant
+            )
+        except ValueError as exc:
+            if filename.lower().endswith(".json") or text.lstrip().startswith("{"):
+                raise DefinitionError([f"invalid JSON: {exc}"]) from None
+            is_yaml = True
+    if is_yaml:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise DefinitionError([f"invalid YAML: {exc}"]) from None
+    if not isinstance(data, dict):
+        raise DefinitionError(["the definition must be an object (a mapping) at the top level"])
+    return data
+
+
+# -- small typed readers that record errors instead of raising --------------------------------
+
+
+class _Reader:
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+
+    def integer(self, data: dict, key: str, where: str, default=None, lo=None, hi=None):
+        value = data.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.errors.append(f"{where}{key}: must be an integer")
+            return default
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+            self.errors.append(f"{where}{key}: must be {bounds}")
+        return value
+
+    def number(self, data: dict, key: str, where: str, default=None, lo=None, hi=None):
+        value = data.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.errors.append(f"{where}{key}: must be a number")
+            return default
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+            self.errors.append(f"{where}{key}: must be {bounds}")
+        return value
+
+    def string(
+        self,
+        data: dict,
+        key: str,
+        where: str,
+        default: str = "",
+        max_len: int = 200,
+        required=False,
+    ):
+        value = data.get(key, default)
+        if value is None:
+            value = default
+        if not isinstance(value, str):
+            self.errors.append(f"{where}{key}: must be a string")
+            return default
+        if required and not value.strip():
+            self.errors.append(f"{where}{key}: required")
+        if len(value) > max_len:
+            self.errors.append(f"{where}{key}: longer than {max_len} characters")
+        return value.strip() if max_len <= 1000 else value
+
+    def boolean(self, data: dict, key: str, where: str, default: bool):
+        value = data.get(key, default)
+        if not isinstance(value, bool):
+            self.errors.append(f"{where}{key}: must be true or false")
+            return default
+        return value
+
+    def unknown(self, data: dict, allowed: set, where: str):
+        for key in sorted(set(data) - allowed):
+            self.errors.append(f"{where}{key}: unknown field")
+
+
+def _dimension(raw, index: int, r: _Reader) -> dict | None:
+    where = f"rubric[{index}]."
+    if not isinstance(raw, dict):
+        r.errors.append(f"rubric[{index}]: must be an object")
+        return None
+    r.unknown(raw, DIMENSION_KEYS, where)
+    key = r.string(raw, "key", where, required=True, max_len=63)
+    if key and not KEY_RE.match(key):
+        r.errors.append(f"{where}key: lowercase letters, digits and _ (starting with a letter)")
+    lo = r.integer(raw, "min", where, default=1)
+    hi = r.integer(raw, "max", where, default=5)
+    if isinstance(lo, int) and isinstance(hi, int) and hi <= lo:
+        r.errors.append(f"{where}max: must be greater than min")
+    anchors_raw = raw.get("anchors") or {}
+    anchors = {}
+    if not isinstance(anchors_raw, dict):
+        r.errors.append(f"{where}anchors: must be an object mapping a point to its text")
+    else:
+        for point, text in anchors_raw.items():
+            try:
+                number = int(str(point))
+            except ValueError:
+                r.errors.append(f"{where}anchors.{point}: must be a point of the scale")
+                continue
+            if isinstance(lo, int) and isinstance(hi, int) and not lo <= number <= hi:
+                r.errors.append(f"{where}anchors.{point}: outside {lo}..{hi}")
+            if not isinstance(text, str):
+                r.errors.append(f"{where}anchors.{point}: must be a string")
+                continue
+            anchors[str(number)] = text
+    level = raw.get("level", "ordinal")
+    if level not in LEVELS:
+        r.errors.append(f"{where}level: one of {', '.join(LEVELS)}")
+    direction = raw.get("direction", "higher")
+    if direction not in ("higher", "lower"):
+        r.errors.append(f"{where}direction: 'higher' or 'lower' (which end is better)")
+    return {
+        "key": key,
+        "label": r.string(raw, "label", where, max_len=100) or key.replace("_", " ").capitalize(),
+        "description": r.string(raw, "description", where, max_len=2000),
+        "min": lo,
+        "max": hi,
+        "anchors": dict(sorted(anchors.items(), key=lambda kv: int(kv[0]))),
+        "level": level,
+        "direction": direction,
+        "max_gap": r.number(raw, "max_gap", where, default=1, lo=0),
+        "allow_na": r.boolean(raw, "allow_na", where, False),
+    }
+
+
+def _decimal(value) -> Decimal:
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return Decimal(0)
+
+
+def contender_validate(raw, where: str, errors: list[str]) -> dict | None:
+    """Validate one contender definition; returns the field values for a Contender row."""
+    r = _Reader(errors)
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: must be an object or a contender name")
+        return None
+    r.unknown(raw, CONTENDER_KEYS, where + ".")
+    w = where + "."
+    name = r.string(raw, "name", w, required=True, max_len=100)
+    out = {"name": name}
+    if set(raw) == {"name"}:
+        return out  # a reference to an existing contender
+    provider = raw.get("provider")
+    if provider not in Provider.values:
+        errors.append(f"{w}provider: one of {', '.join(Provider.values)}")
+    out["provider"] = provider
+    if provider != Provider.IMPORTED:
+        out["model"] = r.string(
+            raw, "model", w, required=provider in (Provider.OPENAI, Provider.ANTHROPIC)
+        )
+        base_url = r.string(raw, "base_url", w, max_len=200)
+        if base_url and not re.match(r"^https?://[^\s/$.?#][^\s]*$", base_url):
+            errors.append(f"{w}base_url: must be an http(s) URL")
+        out["base_url"] = base_url
+        env = r.string(raw, "api_key_env", w, max_len=100)
+        if env and not ENV_RE.match(env):
+            errors.append(
+                f"{w}api_key_env: the NAME of an environment variable (never the key itself)"
+            )
+        out["api_key_env"] = env
+    else:
+        out.update({"model": r.string(raw, "model", w), "base_url": "", "api_key_env": ""})
+    params = raw.get("params") or {}
+    if not isinstance(params, dict):
+        errors.append(f"{w}params: must be an object")
+        params = {}
+    else:
+        pw = w + "params."
+        r.number(params, "temperature", pw, lo=0, hi=2)
+        r.number(params, "top_p", pw, lo=0, hi=1)
+        r.integer(params, "max_tokens", pw, lo=1)
+        r.integer(params, "seed", pw)
+    out["params"] = params
+    out["system_prompt"] = r.string(raw, "system_prompt", w, max_len=20000)
+    out["version_label"] = r.string(raw, "version_label", w, max_len=100)
+    for price in ("price_in_per_mtok", "price_out_per_mtok"):
+        value = r.number(raw, price, w, default=0, lo=0)
+        out[price] = _decimal(value if value is not None else 0)
+    out["max_concurrency"] = r.integer(raw, "max_concurrency", w, default=4, lo=1, hi=1000)
+    return out
+
+
+def _contender_conflicts(existing: Contender, spec: dict) -> list[str]:
+    conflicts = []
+    for key, value in spec.items():
+        if key == "name":
+            continue
+        current = getattr(existing, key)
+        if isinstance(current, Decimal):
+            same = current == Decimal(value)
+        else:
+            same = current == value
+        if not same:
+            conflicts.append(key)
+    return conflicts
+
+
+def campaign_definition_validate(data: dict) -> ValidDefinition:
+    errors: list[str] = []
+    warnings: list[str] = []
+    r = _Reader(errors)
+    r.unknown(data, CAMPAIGN_KEYS, "")
+    slug = r.string(data, "slug", "", required=True, max_len=100)
+    if slug and not SLUG_RE.match(slug):
+        errors.append("slug: lowercase letters, digits, - and _")
+    elif slug and Campaign.objects.filter(slug=slug).exists():
+        errors.append(f"slug: a campaign {slug!r} already exists")
+    name = r.string(data, "name", "", max_len=200) or slug
+
+    testset = None
+    ref = data.get("testset")
+    if isinstance(ref, str) and ref.strip():
+        testset = TestSet.objects.filter(name=ref.strip()).order_by("-version").first()
+        if testset is None:
+            errors.append(f"testset: no test set named {ref!r}")
+    elif (
+        isinstance(ref, dict)
+        and set(ref) <= {"name", "version"}
+        and isinstance(ref.get("name"), str)
+    ):
+        version = ref.get("version")
+        if version is None:
+            testset = TestSet.objects.filter(name=ref["name"]).order_by("-version").first()
+        elif isinstance(version, int) and not isinstance(version, bool):
+            testset = TestSet.objects.filter(name=ref["name"], version=version).first()
+        else:
+            errors.append("testset.version: must be an integer")
+        if testset is None and not errors[-1:] == ["testset.version: must be an integer"]:
+            errors.append(f"testset: no test set {ref['name']!r} version {version}")
+    else:
+        errors.append('testset: required, a name or {"name": ..., "version": ...}')
+    if testset is not None and testset.task_count == 0 and not testset.tasks.exists():
+        errors.append(f"testset: {testset} has no tasks")
+
+    contenders: list[dict] = []
+    raw_contenders = data.get("contenders")
+    if not isinstance(raw_contenders, list) or not raw_contenders:
+        errors.append("contenders: required, a non-empty list")
+        raw_contenders = []
+    names = set()
+    for i, raw in enumerate(raw_contenders):
+        spec = contender_validate(raw, f"contenders[{i}]", errors)
+        if spec is None:
+            continue
+        if spec["name"] in names:
+            errors.append(f"contenders[{i}].name: {spec['name']!r} is listed twice")
+        names.add(spec["name"])
+        existing = Contender.objects.filter(name=spec["name"]).first()
+        if existing is None and set(spec) == {"name"}:
+            errors.append(
+                f"contenders[{i}]: no contender named {spec['name']!r}; give its provider and model"
+            )
+        elif existing is not None:
+            conflicts = _contender_conflicts(existing, spec)
+            if conflicts:
+                errors.append(
+                    f"contenders[{i}]: a contender named {spec['name']!r} already exists with a different "
+                    f"{', '.join(conflicts)}; give the new configuration a new name"
+                )
+        contenders.append(spec)
+    if 0 < len(contenders) < 2:
+        warnings.append(
+            "a blind comparison needs at least 2 contenders: add another before review items exist"
+        )
+
+    samples = r.integer(data, "samples_per_task", "", default=1, lo=1, hi=100)
+    reviewed = r.integer(data, "reviewed_samples", "", default=1, lo=1)
+    if isinstance(samples, int) and isinstance(reviewed, int) and reviewed > samples:
+        errors.append("reviewed_samples: cannot exceed samples_per_task")
+    overlap = r.integer(data, "overlap", "", default=2, lo=1, hi=20)
+    mode = data.get("mode", Mode.RUBRIC)
+    if mode not in Mode.values:
+        errors.append(f"mode: one of {', '.join(Mode.values)}")
+
+    rubric_raw = data.get("rubric") or []
+    rubric = []
+    if not isinstance(rubric_raw, list):
+        errors.append("rubric: must be a list of dimensions")
+        rubric_raw = []
+    for i, raw in enumerate(rubric_raw):
+        dim = _dimension(raw, i, r)
+        if dim is not None:
+            rubric.append(dim)
+    keys = [d["key"] for d in rubric]
+    for key in {k for k in keys if keys.count(k) > 1}:
+        errors.append(f"rubric: dimension {key!r} appears twice")
+    if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric:
+        errors.append(f"rubric: mode {mode!r} needs at least one dimension")
+
+    weights = data.get("weights") or {}
+    if not isinstance(weights, dict):
+        errors.append("weights: must be an object")
+        weights = {}
+    else:
+        r.unknown(weights, {"categories", "quality", "stability"}, "weights.")
+        categories = weights.get("categories") or {}
+        if not isinstance(categories, dict):
+            errors.append("weights.categories: must map a category to a weight")
+        else:
+            for cat in categories:
+                r.number(categories, cat, "weights.categories.", lo=0)
+        r.number(weights, "quality", "weights.", lo=0)
+        r.number(weights, "stability", "weights.", lo=0)
+    redact = data.get("redact") or []
+    if not isinstance(redact, list) or not all(isinstance(w, str) and w.strip() for w in redact):
+        errors.append("redact: must be a list of words")
+        redact = []
+
+    campaign = {
+        "slug": slug,
+        "name": name,
+        "samples_per_task": samples,
+        "reviewed_samples": reviewed,
+        "overlap": overlap,
+        "mode": mode,
+        "rubric": rubric,
+        "weights": weights,
+        "redact": [w.strip() for w in redact],
+        "lease_minutes": r.integer(data, "lease_minutes", "", default=20, lo=1, hi=24 * 60),
+        "pass_threshold": r.number(data, "pass_threshold", "", default=0.6, lo=0, hi=1),
+        "show_reference": r.boolean(data, "show_reference", "", False),
+        "flags_dispute": r.boolean(data, "flags_dispute", "", False),
+    }
+    if errors:
+        raise DefinitionError(errors)
+    return ValidDefinition(
+        campaign=campaign, testset=testset, contenders=contenders, warnings=warnings
+    )
+
+
+@transaction.atomic
+def campaign_create(*, definition: dict, user=None) -> tuple[Campaign, list[str]]:
+    """Create a campaign from a definition dict; returns (campaign, warnings).
+
+    Contenders are created or reused by name; the test set is frozen; one generation row per
+    (task, contender, sample) is created (pending, not yet queued).
+    """
+    from .generation import generation_rows_create
+
+    valid = campaign_definition_validate(definition)
+    testset = TestSet.objects.select_for_update().get(pk=valid.testset.pk)
+    if not testset.frozen:
+        testset.frozen = True
+        testset.save(update_fields=["frozen"])
+    campaign = Campaign.objects.create(testset=testset, created_by=user, **valid.campaign)
+    contenders = []
+    for spec in valid.contenders:
+        contender = Contender.objects.filter(name=spec["name"]).first()
+        if contender is None:
+            contender = Contender.objects.create(**spec)
+        contenders.append(contender)
+    campaign.contenders.set(contenders)
+    generation_rows_create(campaign=campaign)
+    return campaign, valid.warnings

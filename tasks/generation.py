@@ -1,0 +1,459 @@
+"""Generation services: rows, enqueueing, the claim/call/store cycle, cancel, retry, reconcile.
+
+The database is the source of truth. A Celery message only says "look at row N":
+- the claim is a conditional UPDATE (pending, or running with a lapsed lease) that bumps
+  `attempts`; at the cap the row fails instead, so redeliveries (acks_late +
+  reject_on_worker_lost has no requeue cap of its own) can never loop;
+- the per-contender concurrency limit is a semaphore made of the rows themselves: running
+  rows with a live lease. Claims for one contender serialize on a lock of the contender row
+  (PostgreSQL) or on SQLite's single writer, so the count cannot be raced. It works across
+  any number of workers and in the embedded SQLite + filesystem-broker mode alike;
+- the result is stored only while the claim token still matches, so a duplicate or late call
+  never makes a second output (it is counted in `discarded_calls`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import providers
+from .checks import run_checks
+from .models import Campaign, Contender, Generation, Provider
+from .providers.base import cost_of
+from .providers.imported import ImportErrors, parse_outputs
+
+log = logging.getLogger(__name__)
+S = Generation.Status
+
+
+class GenerationError(Exception):
+    """A campaign cannot be queued as it is (e.g. a missing API key variable)."""
+
+
+@dataclass
+class RunOutcome:
+    action: str  # done | failed | retry | busy | skip | discarded
+    countdown: float = 0.0
+    detail: str = ""
+
+
+def _enqueue(ids) -> None:
+    from .tasks import generation_run_task
+
+    for pk in ids:
+        generation_run_task.delay_on_commit(pk)
+
+
+def generation_rows_create(*, campaign: Campaign) -> int:
+    """One row per (task, contender, sample); idempotent (existing rows are kept)."""
+    task_ids = list(campaign.testset.tasks.values_list("pk", flat=True))
+    contender_ids = list(campaign.contenders.values_list("pk", flat=True))
+    rows = [
+        Generation(campaign=campaign, task_id=t, contender_id=c, sample_index=s)
+        for t in task_ids
+        for c in contender_ids
+        for s in range(campaign.samples_per_task)
+    ]
+    before = campaign.generations.count()
+    Generation.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    return campaign.generations.count() - before
+
+
+def missing_api_keys(*, campaign: Campaign) -> list[str]:
+    problems = []
+    for contender in campaign.contenders.exclude(provider=Provider.IMPORTED):
+        if contender.api_key_env and not os.environ.get(contender.api_key_env):
+            problems.append(
+                f"contender {contender.name}: environment variable {contender.api_key_env} is not set"
+            )
+    return problems
+
+
+@transaction.atomic
+def generation_enqueue(*, campaign: Campaign) -> int:
+    """Queue every row not yet queued (or cancelled) for the callable contenders.
+
+    Checked first, before anything is queued: API key variables exist. Returns rows queued.
+    """
+    problems = missing_api_keys(campaign=campaign)
+    if problems:
+        raise GenerationError("; ".join(problems))
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    generation_rows_create(campaign=campaign)
+    now = timezone.now()
+    rows = (
+        Generation.objects.filter(campaign=campaign)
+        .exclude(contender__provider=Provider.IMPORTED)
+        .filter(Q(status=S.PENDING, queued_at__isnull=True) | Q(status=S.CANCELLED))
+    )
+    ids = list(rows.values_list("pk", flat=True))
+    Generation.objects.filter(pk__in=ids).update(status=S.PENDING, queued_at=now, finished_at=None)
+    if ids:
+        Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.GENERATING)
+        _enqueue(ids)
+    else:
+        campaign_status_refresh(campaign_id=campaign.pk)
+    return len(ids)
+
+
+@transaction.atomic
+def generation_cancel(*, campaign: Campaign) -> int:
+    """Stop a campaign's generation: waiting and running rows become cancelled.
+
+    A call already in flight finishes on its worker but its result is discarded (the store
+    is conditional on the row still being claimed).
+    """
+    now = timezone.now()
+    count = Generation.objects.filter(campaign=campaign, status__in=[S.PENDING, S.RUNNING]).update(
+        status=S.CANCELLED, finished_at=now, claim_token="", lease_expires_at=None
+    )
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
+    return count
+
+
+@transaction.atomic
+def generation_retry_failed(*, campaign: Campaign) -> int:
+    """Give failed rows a fresh attempt budget and queue them again."""
+    problems = missing_api_keys(campaign=campaign)
+    if problems:
+        raise GenerationError("; ".join(problems))
+    rows = Generation.objects.filter(campaign=campaign, status=S.FAILED).exclude(
+        contender__provider=Provider.IMPORTED
+    )
+    ids = list(rows.values_list("pk", flat=True))
+    Generation.objects.filter(pk__in=ids, status=S.FAILED).update(
+        status=S.PENDING,
+        attempts=0,
+        error="",
+        queued_at=timezone.now(),
+        finished_at=None,
+        claim_token="",
+    )
+    if ids:
+        Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.GENERATING)
+        _enqueue(ids)
+    return len(ids)
+
+
+def campaign_status_refresh(*, campaign_id: int) -> None:
+    """generating -> reviewing once nothing is queued or running (draft too, once all is done)."""
+    active = Generation.objects.filter(campaign_id=campaign_id).filter(
+        Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False)
+    )
+    if active.exists():
+        return
+    Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.GENERATING).update(
+        status=Campaign.Status.REVIEWING
+    )
+    if not Generation.objects.filter(campaign_id=campaign_id, status=S.PENDING).exists():
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.DRAFT).update(
+            status=Campaign.Status.REVIEWING
+        )
+
+
+def backoff_seconds(attempt: int, retry_after: float | None) -> float:
+    """Exponential backoff with full jitter; never sooner than the provider's Retry-After."""
+    ceiling = min(
+        settings.GENERATION_BACKOFF_MAX,
+        settings.GENERATION_BACKOFF_BASE * (2 ** max(attempt - 1, 0)),
+    )
+    delay = random.uniform(ceiling / 2, ceiling) if ceiling > 0 else 0.0
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, settings.GENERATION_BACKOFF_MAX))
+    return delay
+
+
+def identity_leak(text: str, words: list[str]) -> bool:
+    for word in words:
+        if word and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.I):
+            return True
+    return False
+
+
+def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | None]:
+    """Claim a row for one attempt. Returns (row, token, None) or (None, '', outcome)."""
+    now = timezone.now()
+    with transaction.atomic():
+        gen = (
+            Generation.objects.select_related("contender", "campaign", "task")
+            .filter(pk=generation_id)
+            .first()
+        )
+        if gen is None:
+            return None, "", RunOutcome("skip", detail="no such row")
+        if gen.status in (S.DONE, S.FAILED, S.CANCELLED):
+            return None, "", RunOutcome("skip", detail=f"already {gen.status}")
+        if gen.status == S.RUNNING and gen.lease_expires_at and gen.lease_expires_at > now:
+            return None, "", RunOutcome("skip", detail="claimed by another worker")
+        if gen.status == S.PENDING and gen.queued_at and gen.queued_at > now + timedelta(seconds=1):
+            # A retry is scheduled later; this is an early duplicate message.
+            return None, "", RunOutcome("skip", detail="a later attempt is scheduled")
+        if gen.contender.provider == Provider.IMPORTED:
+            return None, "", RunOutcome("skip", detail="imported contender")
+        if gen.attempts >= settings.GENERATION_MAX_ATTEMPTS:
+            done = Generation.objects.filter(
+                pk=gen.pk, status=gen.status, attempts=gen.attempts
+            ).update(
+                status=S.FAILED,
+                finished_at=now,
+                claim_token="",
+                lease_expires_at=None,
+                error=(gen.error or "") + f" [gave up after {gen.attempts} attempts]",
+            )
+            return None, "", RunOutcome("failed" if done else "skip", detail="attempt cap reached")
+        # The semaphore: lock the contender row, then count live claims. The count runs after
+        # the lock is granted, so under READ COMMITTED it sees every claim committed before us.
+        list(
+            Contender.objects.select_for_update(no_key=True)
+            .filter(pk=gen.contender_id)
+            .values_list("pk")
+        )
+        running = Generation.objects.filter(
+            contender_id=gen.contender_id, status=S.RUNNING, lease_expires_at__gt=now
+        ).count()
+        if running >= gen.contender.max_concurrency:
+            Generation.objects.filter(pk=gen.pk, status=S.PENDING).update(queued_at=now)
+            return None, "", RunOutcome("busy", countdown=random.uniform(0.2, 1.0))
+        token = secrets.token_hex(12)
+        claimed = Generation.objects.filter(
+            pk=gen.pk, status=gen.status, attempts=gen.attempts
+        ).update(
+            status=S.RUNNING,
+            claim_token=token,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            lease_expires_at=now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS),
+        )
+        if not claimed:
+            return None, "", RunOutcome("skip", detail="lost the claim race")
+        gen.attempts += 1
+        return gen, token, None
+
+
+def generation_run(*, generation_id: int) -> RunOutcome:
+    """One attempt at one row: claim, call the provider, store the result or schedule a retry."""
+    gen, token, outcome = _claim(generation_id)
+    if outcome is not None:
+        if outcome.action == "failed":
+            _after_finish(generation_id)
+        return outcome
+    try:
+        result = providers.generate(gen.contender, gen.task.conversation())
+    except providers.PermanentError as exc:
+        return _fail(gen, token, exc.message)
+    except providers.RetryableError as exc:
+        return _retry_later(gen, token, exc.message, exc.retry_after)
+    except Exception as exc:  # noqa: BLE001 - includes SoftTimeLimitExceeded; the attempt cap bounds it
+        log.exception("generation %s: unexpected error", gen.pk)
+        return _retry_later(gen, token, f"{type(exc).__name__}: {exc}", None)
+    return _store(gen, token, result)
+
+
+def _store(gen: Generation, token: str, result) -> RunOutcome:
+    check_results, checks_passed = run_checks(result.text, gen.task.checks)
+    now = timezone.now()
+    stored = Generation.objects.filter(pk=gen.pk, claim_token=token, status=S.RUNNING).update(
+        status=S.DONE,
+        output=result.text,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        latency_ms=result.latency_ms,
+        ttft_ms=result.ttft_ms,
+        cost=cost_of(gen.contender, result.input_tokens, result.output_tokens),
+        finish_reason=(result.finish_reason or "")[:50],
+        error="",
+        check_results=check_results,
+        checks_passed=checks_passed,
+        identity_leak=identity_leak(result.text, gen.campaign.redact),
+        finished_at=now,
+        lease_expires_at=None,
+        claim_token="",
+    )
+    if not stored:
+        # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
+        Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
+        return RunOutcome("discarded", detail="the row was no longer ours")
+    _after_finish(gen.pk, gen=gen)
+    return RunOutcome("done")
+
+
+def _fail(gen: Generation, token: str, message: str) -> RunOutcome:
+    updated = Generation.objects.filter(pk=gen.pk, claim_token=token, status=S.RUNNING).update(
+        status=S.FAILED,
+        error=message[:2000],
+        finished_at=timezone.now(),
+        lease_expires_at=None,
+        claim_token="",
+    )
+    if updated:
+        _after_finish(gen.pk, gen=gen)
+    return RunOutcome("failed" if updated else "discarded", detail=message)
+
+
+def _retry_later(
+    gen: Generation, token: str, message: str, retry_after: float | None
+) -> RunOutcome:
+    if gen.attempts >= settings.GENERATION_MAX_ATTEMPTS:
+        return _fail(gen, token, f"{message} [gave up after {gen.attempts} attempts]")
+    countdown = backoff_seconds(gen.attempts, retry_after)
+    updated = Generation.objects.filter(pk=gen.pk, claim_token=token, status=S.RUNNING).update(
+        status=S.PENDING,
+        retries=F("retries") + 1,
+        error=message[:2000],
+        claim_token="",
+        lease_expires_at=None,
+        queued_at=timezone.now() + timedelta(seconds=countdown),
+    )
+    if not updated:
+        return RunOutcome("discarded", detail=message)
+    return RunOutcome("retry", countdown=countdown, detail=message)
+
+
+def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
+    from reviews.readiness import review_items_sync
+
+    if gen is None:
+        gen = Generation.objects.select_related("campaign").get(pk=generation_id)
+    if gen.sample_index < gen.campaign.reviewed_samples:
+        review_items_sync(campaign=gen.campaign, task_id=gen.task_id, sample_index=gen.sample_index)
+    campaign_status_refresh(campaign_id=gen.campaign_id)
+
+
+def generation_reconcile(*, requeue_after: float | None = None, limit: int = 5000) -> dict:
+    """Beat job: re-enqueue lost work.
+
+    - running rows whose lease lapsed (their worker died): back to pending and queued;
+    - queued rows nobody picked up for `requeue_after` seconds (a lost message): queued again.
+    Duplicates are harmless: the claim lets one through.
+    """
+    requeue_after = settings.GENERATION_REQUEUE_AFTER if requeue_after is None else requeue_after
+    now = timezone.now()
+    live = ~Q(campaign__status=Campaign.Status.CANCELLED)
+    with transaction.atomic():
+        lapsed = list(
+            Generation.objects.filter(live, status=S.RUNNING, lease_expires_at__lt=now).values_list(
+                "pk", flat=True
+            )[:limit]
+        )
+        Generation.objects.filter(pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now).update(
+            status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now
+        )
+        stale = list(
+            Generation.objects.filter(
+                live, status=S.PENDING, queued_at__lt=now - timedelta(seconds=requeue_after)
+            )
+            .exclude(contender__provider=Provider.IMPORTED)
+            .values_list("pk", flat=True)[:limit]
+        )
+        Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
+        _enqueue(lapsed + stale)
+    for campaign_id in Campaign.objects.filter(status=Campaign.Status.GENERATING).values_list(
+        "pk", flat=True
+    ):
+        campaign_status_refresh(campaign_id=campaign_id)
+    return {"lapsed": len(lapsed), "requeued": len(stale)}
+
+
+def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> dict:
+    """Store uploaded outputs for an `imported` contender: all or nothing.
+
+    Rows already done with the same text are left alone (re-importing is idempotent); a
+    different text for a done row is an error, so reviewed outputs never change under reviewers.
+    """
+    contender = campaign.contenders.filter(name=contender_name).first()
+    if contender is None:
+        raise ImportErrors(
+            [f"contender {contender_name!r} is not part of campaign {campaign.slug}"]
+        )
+    if contender.provider != Provider.IMPORTED:
+        raise ImportErrors([f"contender {contender_name!r} is not an imported contender"])
+    rows = parse_outputs(raw)
+    generation_rows_create(campaign=campaign)
+    existing = {
+        (g.task.external_id, g.sample_index): g
+        for g in Generation.objects.filter(campaign=campaign, contender=contender).select_related(
+            "task"
+        )
+    }
+    errors = []
+    for row in rows:
+        gen = existing.get((row.task_id, row.sample))
+        if gen is None:
+            if row.sample >= campaign.samples_per_task:
+                errors.append(
+                    f"line {row.line}, field sample: the campaign has {campaign.samples_per_task} "
+                    f"sample(s) per task"
+                )
+            else:
+                errors.append(
+                    f"line {row.line}, field task_id: no task {row.task_id!r} in {campaign.testset}"
+                )
+        elif gen.status == S.DONE and gen.output != row.output:
+            errors.append(
+                f"line {row.line}: {row.task_id} sample {row.sample} already has a different output"
+            )
+    if errors:
+        raise ImportErrors(errors[:50])
+    now = timezone.now()
+    stored = unchanged = 0
+    touched = set()
+    with transaction.atomic():
+        for row in rows:
+            gen = existing[(row.task_id, row.sample)]
+            if gen.status == S.DONE:
+                unchanged += 1
+                continue
+            check_results, checks_passed = run_checks(row.output, gen.task.checks)
+            cost = (
+                row.cost
+                if row.cost is not None
+                else cost_of(contender, row.input_tokens, row.output_tokens)
+            )
+            Generation.objects.filter(pk=gen.pk).exclude(status=S.DONE).update(
+                status=S.DONE,
+                output=row.output,
+                input_tokens=row.input_tokens,
+                output_tokens=row.output_tokens,
+                latency_ms=row.latency_ms,
+                ttft_ms=row.ttft_ms,
+                cost=cost,
+                finish_reason=row.finish_reason,
+                error="",
+                check_results=check_results,
+                checks_passed=checks_passed,
+                identity_leak=identity_leak(row.output, campaign.redact),
+                attempts=1,
+                started_at=now,
+                finished_at=now,
+                queued_at=None,
+                claim_token="",
+                lease_expires_at=None,
+            )
+            stored += 1
+            touched.add(gen.pk)
+    from reviews.readiness import review_items_sync
+
+    sync = review_items_sync(campaign=campaign)
+    campaign_status_refresh(campaign_id=campaign.pk)
+    missing = (
+        Generation.objects.filter(campaign=campaign, contender=contender)
+        .exclude(status=S.DONE)
+        .count()
+    )
+    return {
+        "stored": stored,
+        "unchanged": unchanged,
+        "missing": missing,
+        "items_ready": sync.get("ready", 0),
+    }

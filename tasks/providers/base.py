@@ -1,0 +1,225 @@
+"""What every provider shares: the result shape, the error classification and HTTP plumbing.
+
+Celery owns the retry budget, so providers never retry on their own: they make one call and
+either return a `ProviderResult` or raise `RetryableError` / `PermanentError`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+
+import httpx
+from django.conf import settings
+
+# Statuses that will not change on a retry. A 429 is retryable unless the quota is exhausted.
+PERMANENT_STATUSES = {400, 401, 403, 404, 405, 413, 422}
+RETRYABLE_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+class ProviderError(Exception):
+    retryable = False
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+
+class RetryableError(ProviderError):
+    retryable = True
+
+
+class PermanentError(ProviderError):
+    retryable = False
+
+
+@dataclass
+class ProviderResult:
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: int
+    ttft_ms: int | None
+    finish_reason: str
+
+
+def cost_of(contender, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
+    """Cost in the contender's currency from its per-million-token prices."""
+    if input_tokens is None and output_tokens is None:
+        return None
+    total = Decimal(input_tokens or 0) * Decimal(contender.price_in_per_mtok) + Decimal(
+        output_tokens or 0
+    ) * Decimal(contender.price_out_per_mtok)
+    return (total / Decimal(1_000_000)).quantize(Decimal("0.00000001"))
+
+
+def api_key_for(contender) -> str:
+    """The key from the environment variable the contender names ('' when it names none)."""
+    if not contender.api_key_env:
+        return ""
+    key = os.environ.get(contender.api_key_env, "")
+    if not key:
+        raise PermanentError(
+            f"environment variable {contender.api_key_env} is not set for contender {contender.name}"
+        )
+    return key
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_message(body: bytes) -> str:
+    """The provider's own error message when the body is the usual {"error": {...}} JSON."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:500]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            parts = [str(err.get(k)) for k in ("type", "code", "message") if err.get(k)]
+            if parts:
+                return ": ".join(parts)[:500]
+        elif isinstance(err, str):
+            return err[:500]
+    return text[:500]
+
+
+def classify_status(status: int, headers: httpx.Headers, body: bytes) -> ProviderError:
+    message = f"HTTP {status}: {error_message(body)}"
+    if status == 429 and b"insufficient_quota" in body:
+        # OpenAI's "you have run out of credit": waiting will not help.
+        return PermanentError(message, status=status)
+    if status in RETRYABLE_STATUSES or status >= 500:
+        return RetryableError(message, status=status, retry_after=parse_retry_after(headers))
+    return PermanentError(message, status=status)
+
+
+def timeouts() -> httpx.Timeout:
+    return httpx.Timeout(
+        connect=settings.GENERATION_CONNECT_TIMEOUT,
+        read=settings.GENERATION_READ_TIMEOUT,
+        write=settings.GENERATION_READ_TIMEOUT,
+        pool=settings.GENERATION_CONNECT_TIMEOUT,
+    )
+
+
+_clients: dict[int, httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def http_client() -> httpx.Client:
+    """One pooled client per process (httpx clients are thread-safe); rebuilt after a fork."""
+    pid = os.getpid()
+    client = _clients.get(pid)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(pid)
+            if client is None:
+                limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+                client = httpx.Client(timeout=timeouts(), limits=limits, follow_redirects=False)
+                _clients[pid] = client
+    return client
+
+
+def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
+    """(event, data) pairs from a server-sent-events stream."""
+    event, data_lines = "", []
+    for line in response.iter_lines():
+        if line == "":
+            if data_lines:
+                yield event, "\n".join(data_lines)
+            event, data_lines = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "event":
+            event = value
+        elif field == "data":
+            data_lines.append(value)
+    if data_lines:
+        yield event, "\n".join(data_lines)
+
+
+def load_json(raw: str, what: str) -> dict:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise RetryableError(f"malformed {what} from the provider: {raw[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise RetryableError(f"malformed {what} from the provider: expected an object")
+    return data
+
+
+class StreamingCall:
+    """Times one streaming HTTP call: total latency and time to the first content token."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.first_token: float | None = None
+
+    def token(self) -> None:
+        if self.first_token is None:
+            self.first_token = time.monotonic()
+
+    def latency_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def ttft_ms(self) -> int | None:
+        if self.first_token is None:
+            return None
+        return int((self.first_token - self.started) * 1000)
+
+
+def post_stream(url: str, *, headers: dict, payload: dict, parse) -> ProviderResult:
+    """POST with streaming, map transport failures and HTTP errors to the two error classes.
+
+    `parse(response, call)` reads the 200 response and returns a ProviderResult.
+    """
+    call = StreamingCall()
+    try:
+        with http_client().stream(
+            "POST", url, headers=headers, json=payload, timeout=timeouts()
+        ) as response:
+            if response.status_code != 200:
+                body = response.read()
+                raise classify_status(response.status_code, response.headers, body)
+            return parse(response, call)
+    except ProviderError:
+        raise
+    except httpx.TimeoutException as exc:
+        raise RetryableError(f"timeout talking to the provider ({type(exc).__name__})") from None
+    except (httpx.TransportError, httpx.StreamError) as exc:
+        raise RetryableError(f"connection error: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,156 @@
+"""`imported` contenders: outputs produced elsewhere and uploaded as JSONL.
+
+One object per line: {"task_id": "T-1", "sample": 0, "output": "..."} plus optional
+"input_tokens", "output_tokens", "latency_ms", "ttft_ms", "cost", "finish_reason".
+Parsing is strict and all-or-nothing: every problem is reported as "line L, field F: message".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from .base import PermanentError
+
+MAX_ERRORS = 50
+INT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "ttft_ms")
+KNOWN_FIELDS = {
+    "task_id",
+    "external_id",
+    "sample",
+    "sample_index",
+    "output",
+    "text",
+    "cost",
+    "finish_reason",
+    "model",
+    *INT_FIELDS,
+}
+
+
+@dataclass
+class ImportedOutput:
+    line: int
+    task_id: str
+    sample: int
+    output: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: int | None = None
+    ttft_ms: int | None = None
+    cost: Decimal | None = None
+    finish_reason: str = ""
+
+
+class ImportErrors(Exception):
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def generate(contender, messages):
+    raise PermanentError("imported contenders are never called: upload their outputs instead")
+
+
+def _no_duplicates(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not allowed")
+
+
+def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[ImportedOutput]:
+    """Parse the whole file or raise ImportErrors listing every problem (up to a cap)."""
+    if len(raw) > max_bytes:
+        raise ImportErrors([f"file is {len(raw)} bytes, larger than the limit of {max_bytes}"])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportErrors([f"file is not valid UTF-8 (byte {exc.start})"]) from None
+    errors: list[str] = []
+    rows: list[ImportedOutput] = []
+    seen: dict[tuple[str, int], int] = {}
+    # Split on \n only: str.splitlines() would also split on U+2028 inside a JSON string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if len(errors) >= MAX_ERRORS:
+            errors.append(f"... stopped after {MAX_ERRORS} errors")
+            break
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(
+                line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant
+            )
+        except (ValueError, RecursionError) as exc:
+            errors.append(f"line {number}: invalid JSON: {exc}")
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"line {number}: expected a JSON object")
+            continue
+        row_errors = []
+        unknown = sorted(set(data) - KNOWN_FIELDS)
+        for key in unknown:
+            row_errors.append(f"line {number}, field {key}: unknown field")
+        task_id = data.get("task_id", data.get("external_id"))
+        if not isinstance(task_id, str) or not task_id.strip():
+            row_errors.append(f"line {number}, field task_id: required, a non-empty string")
+        sample = data.get("sample", data.get("sample_index", 0))
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+            row_errors.append(f"line {number}, field sample: must be an integer >= 0")
+        output = data.get("output", data.get("text"))
+        if not isinstance(output, str):
+            row_errors.append(f"line {number}, field output: required, a string")
+        values = {}
+        for field in INT_FIELDS:
+            value = data.get(field)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                row_errors.append(f"line {number}, field {field}: must be an integer >= 0")
+            values[field] = value
+        cost = data.get("cost")
+        if cost is not None:
+            try:
+                if isinstance(cost, bool):
+                    raise InvalidOperation
+                cost = Decimal(str(cost))
+                if cost < 0:
+                    raise InvalidOperation
+            except InvalidOperation:
+                row_errors.append(f"line {number}, field cost: must be a number >= 0")
+        finish_reason = data.get("finish_reason") or ""
+        if not isinstance(finish_reason, str):
+            row_errors.append(f"line {number}, field finish_reason: must be a string")
+        if row_errors:
+            errors.extend(row_errors)
+            continue
+        key = (task_id, sample)
+        if key in seen:
+            errors.append(
+                f"line {number}, field task_id: duplicate of line {seen[key]} ({task_id}, sample {sample})"
+            )
+            continue
+        seen[key] = number
+        rows.append(
+            ImportedOutput(
+                line=number,
+                task_id=task_id,
+                sample=sample,
+                output=output,
+                cost=cost,
+                finish_reason=finish_reason[:50],
+                **values,
+            )
+        )
+    if errors:
+        raise ImportErrors(errors)
+    if not rows:
+        raise ImportErrors(["the file holds no outputs"])
+    return rows

@@ -1,0 +1,29 @@
+"""Celery entry points only: take ids, call one service, own the re-enqueueing.
+
+Retries are scheduled here from the service's decision (the row already says when); acks,
+time limits and the worker-lost policy come from the app config (evalsite/celery.py).
+"""
+
+from celery import shared_task
+from django.conf import settings
+
+from .generation import generation_reconcile, generation_run
+
+
+@shared_task(
+    name="tasks.generation_run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT,
+)
+def generation_run_task(generation_id: int) -> str:
+    outcome = generation_run(generation_id=generation_id)
+    if outcome.action in ("retry", "busy"):
+        generation_run_task.apply_async((generation_id,), countdown=outcome.countdown)
+    return outcome.action
+
+
+@shared_task(name="tasks.generation_reconcile", acks_late=True, time_limit=120)
+def generation_reconcile_task() -> dict:
+    return generation_reconcile()

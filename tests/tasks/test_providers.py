@@ -1,0 +1,169 @@
+"""Providers against a real local HTTP server speaking the OpenAI and Anthropic protocols."""
+
+import socket
+from decimal import Decimal
+
+import pytest
+from django.test import SimpleTestCase, override_settings
+
+from tasks import providers
+from tasks.models import Contender
+from tasks.providers.base import PermanentError, RetryableError
+from tests.fake_llm import FakeLLM
+
+MESSAGES = [{"role": "user", "content": "How do I reset my password?"}]
+
+
+def contender(fake: FakeLLM, provider="openai", model="m1", **kw) -> Contender:
+    defaults = {
+        "name": f"c-{model}",
+        "provider": provider,
+        "base_url": fake.base_url,
+        "model": model,
+        "params": {"temperature": 0.2, "max_tokens": 64, "seed": 7},
+        "price_in_per_mtok": Decimal("1.0"),
+        "price_out_per_mtok": Decimal("2.0"),
+    }
+    defaults.update(kw)
+    return Contender(**defaults)
+
+
+@override_settings(GENERATION_READ_TIMEOUT=0.5, GENERATION_CONNECT_TIMEOUT=1)
+class OpenAITests(SimpleTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fake = FakeLLM(slow_seconds=1.5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def test_it_streams_an_answer_with_tokens_ttft_and_cost(self):
+        c = contender(self.fake, model="ok-model", system_prompt="Be brief.")
+        result = providers.generate(c, MESSAGES)
+        assert result.text == "ok-model answers: How do I reset my password?"
+        assert result.finish_reason == "stop"
+        assert result.input_tokens == 2 + 6  # system prompt + question, counted by the server
+        assert result.output_tokens == 8
+        assert result.ttft_ms is not None and 0 <= result.ttft_ms <= result.latency_ms
+        assert providers.cost_of(c, result.input_tokens, result.output_tokens) == Decimal(
+            "0.00002400"
+        )
+        body = self.fake.calls_for("ok-model")[-1]["body"]
+        assert body["stream"] is True and body["seed"] == 7 and body["temperature"] == 0.2
+        assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+
+    def test_it_measures_time_to_first_token_separately_from_latency(self):
+        fake = FakeLLM(latency=0.15, chunk_delay=0.02)
+        try:
+            result = providers.generate(contender(fake, model="timed"), MESSAGES)
+        finally:
+            fake.close()
+        assert result.ttft_ms >= 150
+        assert result.latency_ms >= result.ttft_ms + 7 * 20 - 5
+
+    def test_it_sends_the_key_from_the_named_environment_variable(self):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("FAKE_KEY_VAR", "sk-test-123")
+            providers.generate(
+                contender(self.fake, model="keyed", api_key_env="FAKE_KEY_VAR"), MESSAGES
+            )
+        assert self.fake.calls_for("keyed")[-1]["headers"]["Authorization"] == "Bearer sk-test-123"
+
+    def test_it_rejects_a_missing_key_variable_without_calling(self):
+        with pytest.raises(PermanentError, match="NOT_SET_ANYWHERE is not set"):
+            providers.generate(
+                contender(self.fake, model="nokey", api_key_env="NOT_SET_ANYWHERE"), MESSAGES
+            )
+        assert self.fake.calls_for("nokey") == []
+
+    def test_it_retries_429_honouring_retry_after(self):
+        self.fake.script("r429", "429")
+        with pytest.raises(RetryableError) as info:
+            providers.generate(contender(self.fake, model="r429"), MESSAGES)
+        assert info.value.status == 429 and info.value.retry_after == 1.0
+
+    def test_it_does_not_retry_an_insufficient_quota_429(self):
+        self.fake.script("quota", "quota")
+        with pytest.raises(PermanentError, match="insufficient_quota"):
+            providers.generate(contender(self.fake, model="quota"), MESSAGES)
+
+    def test_it_retries_server_errors(self):
+        for code in ("500", "502", "503"):
+            self.fake.script("r5xx", code)
+            with pytest.raises(RetryableError) as info:
+                providers.generate(contender(self.fake, model="r5xx"), MESSAGES)
+            assert info.value.status == int(code)
+
+    def test_it_fails_a_400_permanently_with_the_provider_message(self):
+        self.fake.script("bad", "400")
+        with pytest.raises(PermanentError, match="max_tokens is too large"):
+            providers.generate(contender(self.fake, model="bad"), MESSAGES)
+
+    def test_it_times_out_a_stalled_stream(self):
+        self.fake.script("slow", "slow")
+        with pytest.raises(RetryableError, match="timeout"):
+            providers.generate(contender(self.fake, model="slow"), MESSAGES)
+
+    def test_it_treats_a_malformed_stream_as_retryable(self):
+        self.fake.script("mal", "malformed")
+        with pytest.raises(RetryableError, match="malformed"):
+            providers.generate(contender(self.fake, model="mal"), MESSAGES)
+
+    def test_it_treats_a_refused_connection_as_retryable(self):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        c = contender(self.fake, model="gone", base_url=f"http://127.0.0.1:{port}/v1")
+        with pytest.raises(RetryableError, match="connection error"):
+            providers.generate(c, MESSAGES)
+
+
+@override_settings(GENERATION_READ_TIMEOUT=0.5, GENERATION_CONNECT_TIMEOUT=1)
+class AnthropicTests(SimpleTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fake = FakeLLM(slow_seconds=1.5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def test_it_streams_a_message_with_usage(self):
+        c = contender(self.fake, provider="anthropic", model="claude-ok", system_prompt="Be brief.")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("ANTH_KEY", "ak-1")
+            c.api_key_env = "ANTH_KEY"
+            result = providers.generate(c, MESSAGES)
+        assert result.text == "claude-ok answers: How do I reset my password?"
+        assert result.finish_reason == "end_turn"
+        assert (result.input_tokens, result.output_tokens) == (6, 8)
+        assert result.ttft_ms is not None
+        call = self.fake.calls_for("claude-ok")[-1]
+        assert call["path"] == "/v1/messages"
+        assert call["headers"]["x-api-key"] == "ak-1" and call["headers"]["anthropic-version"]
+        assert call["body"]["system"] == "Be brief." and "seed" not in call["body"]
+        assert call["body"]["max_tokens"] == 64
+
+    def test_it_retries_overloaded_529(self):
+        self.fake.script("over", "529")
+        with pytest.raises(RetryableError, match="overloaded"):
+            providers.generate(contender(self.fake, provider="anthropic", model="over"), MESSAGES)
+
+    def test_it_fails_a_400_permanently(self):
+        self.fake.script("a400", "400")
+        with pytest.raises(PermanentError, match="invalid_request_error"):
+            providers.generate(contender(self.fake, provider="anthropic", model="a400"), MESSAGES)
+
+    def test_it_treats_malformed_events_and_stalls_as_retryable(self):
+        self.fake.script("amal", "malformed", "slow")
+        c = contender(self.fake, provider="anthropic", model="amal")
+        with pytest.raises(RetryableError, match="malformed"):
+            providers.generate(c, MESSAGES)
+        with pytest.raises(RetryableError, match="timeout"):
+            providers.generate(c, MESSAGES)
