@@ -1,0 +1,564 @@
+"""Test-set intake: JSONL or CSV bytes -> validated task dicts, all-or-nothing.
+
+`parse_testset` never raises on bad input: it returns every problem it found as
+"line L, field F: message" (up to MAX_ERRORS) next to the tasks it could read. A caller
+imports only when `errors` is empty. The traps handled here are listed in RELIABILITY.md
+"Uploads": size first, BOM, invalid UTF-8 by byte offset, strict CSV with a field-size limit,
+JSONL split on "\\n" only, NaN/Infinity, duplicate keys, huge integers and deep nesting.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+# Limits (documented in README "Test sets").
+MAX_ERRORS = 200
+MAX_TASKS = 100_000
+MAX_ID_CHARS = 100
+MAX_CATEGORY_CHARS = 100
+MAX_TEXT_CHARS = 100_000  # prompt, reference, each message's content
+MAX_MESSAGES = 200
+MAX_METADATA_CHARS = 10_000  # metadata as compact JSON
+MAX_CHECKS_CHARS = 20_000  # checks as compact JSON
+MAX_REGEX_CHARS = 1_000
+MAX_MUST_INCLUDE = 50
+CSV_FIELD_LIMIT = 131_072  # characters per CSV cell
+MAX_NAME_CHARS = 100
+
+TIERS = ("base", "advanced", "boundary")
+CASE_TYPES = ("typical", "edge", "failure")
+ROLES = ("system", "user", "assistant")
+FIELDS = (
+    "external_id",
+    "category",
+    "tier",
+    "case_type",
+    "prompt",
+    "messages",
+    "reference",
+    "checks",
+    "metadata",
+)
+REQUIRED = ("external_id", "category", "tier", "case_type")
+CHECK_KEYS = ("json_schema", "regex", "max_chars", "must_include")
+JSON_COLUMNS = ("messages", "checks", "metadata")
+SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def testset_name_problem(name: str) -> str | None:
+    """Why `name` is not a usable test-set name (it appears in URLs and campaign files), or None."""
+    if not name:
+        return "a name is required"
+    if len(name) > MAX_NAME_CHARS:
+        return f"the name is {len(name)} characters long; the limit is {MAX_NAME_CHARS}"
+    if not NAME_RE.match(name):
+        return "use letters, digits, '.', '_' and '-' only, starting with a letter or digit"
+    return None
+
+
+class RowError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+@dataclass
+class ParsedTestSet:
+    format: str
+    tasks: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    error_count: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error_count == 0
+
+    @property
+    def more_errors(self) -> int:
+        return self.error_count - len(self.errors)
+
+    def add(self, line: int, field_name: str, message: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(f"line {line}, field {field_name}: {message}")
+
+    def error_report(self) -> list[str]:
+        """Every listed problem, plus a closing line saying how many were left out."""
+        if self.more_errors:
+            return [*self.errors, f"... and {self.more_errors} more problems"]
+        return list(self.errors)
+
+    @property
+    def checksum(self) -> str:
+        return testset_checksum(self.tasks)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {"category": {}, "tier": {}, "case_type": {}}
+        for task in self.tasks:
+            for key, bucket in out.items():
+                bucket[task[key]] = bucket.get(task[key], 0) + 1
+        return out
+
+
+def testset_checksum(tasks: list[dict]) -> str:
+    """SHA-256 of the canonical JSON of the normalized task list (order matters)."""
+    canonical = json.dumps(tasks, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# --- strict JSON --------------------------------------------------------------------------
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON (NaN and Infinity are not allowed)")
+
+
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+
+
+def strict_json(text: str) -> Any:
+    """json.loads that rejects NaN/Infinity and duplicate keys; errors are ValueError."""
+    try:
+        return _decoder.decode(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            raise ValueError(
+                f"unexpected text after the JSON value at column {exc.colno}"
+            ) from None
+        raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("JSON is nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise ValueError("a number has too many digits") from None
+        raise  # NaN/Infinity and duplicate keys, already worded for the user
+
+
+# --- decoding -----------------------------------------------------------------------------
+
+
+def _decode(data: bytes, result: ParsedTestSet) -> str | None:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    # Error path only: find the first bad byte on each line and report its absolute offset.
+    offset = 0
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            # utf-8-sig reports positions after a stripped BOM.
+            bom = 3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0
+            position = offset + exc.start + bom
+            bad = data[position : position + 1].hex()
+            result.add(
+                number, "(encoding)", f"invalid UTF-8 (byte 0x{bad} at byte offset {position})"
+            )
+        offset += len(raw) + 1
+    return None
+
+
+# --- row validation -----------------------------------------------------------------------
+
+
+def _text(value: Any, name: str, *, limit: int, required: bool = False, strip: bool = False) -> str:
+    if value is None or value == "":
+        if required:
+            raise RowError(name, "is required")
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise RowError(name, f"must be a string, not {_kind(value)}")
+    text = str(value)
+    if strip:
+        text = text.strip()
+        if required and not text:
+            raise RowError(name, "is required")
+    if len(text) > limit:
+        raise RowError(name, f"is {len(text):,} characters long; the limit is {limit:,}")
+    return text
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        dict: "an object",
+        list: "an array",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+    }.get(type(value), type(value).__name__)
+
+
+def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
+    text = _text(value, name, limit=50, required=True, strip=True)
+    if text not in allowed:
+        raise RowError(name, f"unknown value {text!r}; use one of {', '.join(allowed)}")
+    return text
+
+
+def _messages(value: Any) -> list[dict]:
+    if not isinstance(value, list):
+        raise RowError(
+            "messages", f"must be an array of {{role, content}} objects, not {_kind(value)}"
+        )
+    if not value:
+        raise RowError("messages", "is an empty array")
+    if len(value) > MAX_MESSAGES:
+        raise RowError("messages", f"has {len(value)} messages; the limit is {MAX_MESSAGES}")
+    out = []
+    for i, message in enumerate(value):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict):
+            raise RowError(where, f"must be an object with role and content, not {_kind(message)}")
+        extra = set(message) - {"role", "content"}
+        if extra:
+            raise RowError(
+                where, f"unknown key(s) {', '.join(sorted(extra))}; only role and content"
+            )
+        role = message.get("role")
+        if role not in ROLES:
+            raise RowError(f"{where}.role", f"must be one of {', '.join(ROLES)}, not {role!r}")
+        if role == "system" and i != 0:
+            raise RowError(f"{where}.role", "a system message may only come first")
+        content = message.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise RowError(f"{where}.content", "must be a non-empty string")
+        if len(content) > MAX_TEXT_CHARS:
+            raise RowError(
+                f"{where}.content",
+                f"is {len(content):,} characters long; the limit is {MAX_TEXT_CHARS:,}",
+            )
+        out.append({"role": role, "content": content})
+    if not any(m["role"] == "user" for m in out):
+        raise RowError("messages", "has no user message")
+    return out
+
+
+def _checks(value: Any) -> dict:
+    if value is None or value == "":
+        return {}
+    if not isinstance(value, dict):
+        raise RowError("checks", f"must be an object, not {_kind(value)}")
+    unknown = set(value) - set(CHECK_KEYS)
+    if unknown:
+        raise RowError(
+            "checks", f"unknown check(s) {', '.join(sorted(unknown))}; use {', '.join(CHECK_KEYS)}"
+        )
+    if len(json.dumps(value, ensure_ascii=False)) > MAX_CHECKS_CHARS:
+        raise RowError("checks", f"is longer than {MAX_CHECKS_CHARS:,} characters as JSON")
+    out: dict = {}
+    if "json_schema" in value:
+        schema = value["json_schema"]
+        if not isinstance(schema, dict):
+            raise RowError(
+                "checks.json_schema", f"must be a JSON Schema object, not {_kind(schema)}"
+            )
+        kind = schema.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+        if any(not isinstance(k, str) or k not in SCHEMA_TYPES for k in kinds):
+            raise RowError(
+                "checks.json_schema", f"'type' must be one of {', '.join(sorted(SCHEMA_TYPES))}"
+            )
+        out["json_schema"] = schema
+    if "regex" in value:
+        pattern = value["regex"]
+        if not isinstance(pattern, str) or not pattern:
+            raise RowError("checks.regex", "must be a non-empty string")
+        if len(pattern) > MAX_REGEX_CHARS:
+            raise RowError("checks.regex", f"is longer than {MAX_REGEX_CHARS:,} characters")
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise RowError("checks.regex", f"does not compile: {exc}") from None
+        out["regex"] = pattern
+    if "max_chars" in value:
+        limit = value["max_chars"]
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise RowError("checks.max_chars", "must be a positive whole number")
+        out["max_chars"] = limit
+    if "must_include" in value:
+        items = value["must_include"]
+        if not isinstance(items, list) or not items:
+            raise RowError("checks.must_include", "must be a non-empty array of strings")
+        if len(items) > MAX_MUST_INCLUDE:
+            raise RowError(
+                "checks.must_include", f"has {len(items)} entries; the limit is {MAX_MUST_INCLUDE}"
+            )
+        if any(not isinstance(s, str) or not s.strip() for s in items):
+            raise RowError("checks.must_include", "every entry must be a non-empty string")
+        out["must_include"] = items
+    return out
+
+
+def _metadata(value: Any) -> dict:
+    if value is None or value == "":
+        return {}
+    if not isinstance(value, dict):
+        raise RowError("metadata", f"must be an object, not {_kind(value)}")
+    size = len(json.dumps(value, ensure_ascii=False))
+    if size > MAX_METADATA_CHARS:
+        raise RowError(
+            "metadata", f"is {size:,} characters long as JSON; the limit is {MAX_METADATA_CHARS:,}"
+        )
+    return value
+
+
+def validate_row(row: dict) -> tuple[dict | None, list[RowError]]:
+    """One raw row (JSON object, or CSV with its JSON columns decoded) -> (task, problems).
+
+    Every field is checked, so one pass reports all of a row's problems.
+    """
+    problems: list[RowError] = [
+        RowError(k, "unknown field; free-form data belongs under metadata")
+        for k in row
+        if k not in FIELDS
+    ]
+    task: dict[str, Any] = {"prompt": "", "messages": None}
+
+    def check(name: str, fn, *args, **kwargs) -> None:
+        try:
+            task[name] = fn(*args, **kwargs)
+        except RowError as exc:
+            problems.append(exc)
+
+    check(
+        "external_id",
+        _text,
+        row.get("external_id"),
+        "external_id",
+        limit=MAX_ID_CHARS,
+        required=True,
+        strip=True,
+    )
+    check(
+        "category",
+        _text,
+        row.get("category"),
+        "category",
+        limit=MAX_CATEGORY_CHARS,
+        required=True,
+        strip=True,
+    )
+    check("tier", _choice, row.get("tier"), "tier", TIERS)
+    check("case_type", _choice, row.get("case_type"), "case_type", CASE_TYPES)
+    prompt, messages = row.get("prompt"), row.get("messages")
+    has_prompt = prompt is not None and prompt != ""
+    has_messages = messages is not None and messages != ""
+    if has_prompt and has_messages:
+        problems.append(RowError("prompt", "give either prompt or messages, not both"))
+    elif has_prompt:
+        check("prompt", _text, prompt, "prompt", limit=MAX_TEXT_CHARS)
+        if isinstance(task["prompt"], str) and task["prompt"] and not task["prompt"].strip():
+            problems.append(RowError("prompt", "is blank"))
+    elif has_messages:
+        check("messages", _messages, messages)
+    else:
+        problems.append(RowError("prompt", "is required (or give a multi-turn messages array)"))
+    check("reference", _text, row.get("reference"), "reference", limit=MAX_TEXT_CHARS)
+    check("checks", _checks, row.get("checks"))
+    check("metadata", _metadata, row.get("metadata"))
+    if problems:
+        return None, problems
+    return {k: task[k] for k in FIELDS}, []
+
+
+# --- formats ------------------------------------------------------------------------------
+
+
+def _accept(result: ParsedTestSet, seen: dict[str, int], line: int, row: dict) -> None:
+    task, problems = validate_row(row)
+    if task is None:
+        for problem in problems:
+            result.add(line, problem.field, problem.message)
+        return
+    first = seen.get(task["external_id"])
+    if first is not None:
+        result.add(
+            line, "external_id", f"duplicate {task['external_id']!r} (first used on line {first})"
+        )
+        return
+    seen[task["external_id"]] = line
+    if len(result.tasks) == MAX_TASKS:
+        result.add(line, "(file)", f"more than {MAX_TASKS:,} tasks; split the test set")
+        return
+    result.tasks.append(task)
+
+
+def _parse_jsonl(text: str, result: ParsedTestSet) -> None:
+    seen: dict[str, int] = {}
+    # Split on "\n" only: str.splitlines() would also split on U+2028/U+2029/U+0085 inside strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        if not line.strip():
+            continue
+        try:
+            row = strict_json(line)
+        except DuplicateKey as exc:
+            result.add(number, exc.key, "duplicate key (each field may appear once per line)")
+            continue
+        except ValueError as exc:
+            result.add(number, "(json)", str(exc))
+            continue
+        if not isinstance(row, dict):
+            hint = (
+                " (JSONL wants one object per line, not one array)" if isinstance(row, list) else ""
+            )
+            result.add(number, "(json)", f"each line must be a JSON object, not {_kind(row)}{hint}")
+            continue
+        _accept(result, seen, number, row)
+
+
+def _parse_csv(text: str, result: ParsedTestSet) -> None:
+    # newline="" semantics: the csv module handles \r\n and newlines inside quoted cells itself.
+    # The limit is process-wide state; setting (never restoring) the same value is thread-safe.
+    csv.field_size_limit(CSV_FIELD_LIMIT)
+    _read_csv(csv.reader(io.StringIO(text, newline=""), strict=True), result)
+
+
+def _read_csv(reader, result: ParsedTestSet) -> None:
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as exc:
+        result.add(1, "(header)", f"unreadable CSV header: {exc}")
+        return
+    names = [h.strip() for h in header]
+    problems = False
+    seen_names: set[str] = set()
+    for position, name in enumerate(names, start=1):
+        if not name:
+            result.add(1, f"(column {position})", "empty column name in the header")
+            problems = True
+        elif name in seen_names:
+            result.add(1, name, "duplicate column in the header")
+            problems = True
+        elif name not in FIELDS:
+            result.add(1, name, f"unknown column; use {', '.join(FIELDS)}")
+            problems = True
+        seen_names.add(name)
+    for name in REQUIRED:
+        if name not in seen_names:
+            result.add(1, name, "missing column in the header")
+            problems = True
+    if "prompt" not in seen_names and "messages" not in seen_names:
+        result.add(1, "prompt", "missing column in the header (or a messages column)")
+        problems = True
+    if problems:
+        return
+    width = len(names)
+    seen_ids: dict[str, int] = {}
+    start = reader.line_num + 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            message = str(exc)
+            if "unexpected end of data" in message:
+                message = "unterminated quoted field (a missing closing quote swallows the rest of the file)"
+            elif "field larger than field limit" in message:
+                message = f"a cell is longer than {CSV_FIELD_LIMIT:,} characters"
+            result.add(start, "(row)", message)
+            start = reader.line_num + 1
+            continue
+        line, start = start, reader.line_num + 1
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue  # blank line
+        if len(cells) != width:
+            result.add(line, "(row)", f"has {len(cells)} cells; the header has {width}")
+            continue
+        row: dict[str, Any] = {}
+        bad = False
+        for name, cell in zip(names, cells, strict=True):
+            if name in JSON_COLUMNS and cell.strip():
+                try:
+                    row[name] = strict_json(cell)
+                except ValueError as exc:
+                    result.add(line, name, f"JSON column: {exc}")
+                    bad = True
+                    break
+            elif cell != "":
+                row[name] = cell
+        if not bad:
+            _accept(result, seen_ids, line, row)
+
+
+def detect_format(filename: str, data: bytes) -> str:
+    lower = filename.lower()
+    if lower.endswith(".csv"):
+        return "csv"
+    if lower.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return "jsonl" if head.startswith(b"{") else "csv"
+
+
+def parse_testset(data: bytes, *, filename: str = "", format: str | None = None) -> ParsedTestSet:
+    """Parse and validate a whole file. Check `.ok` before importing `.tasks`."""
+    fmt = format or detect_format(filename, data)
+    result = ParsedTestSet(format=fmt)
+    if fmt not in ("jsonl", "csv"):
+        result.add(1, "(file)", f"unknown format {fmt!r}; use jsonl or csv")
+        return result
+    limit = settings.TESTSET_MAX_BYTES
+    if len(data) > limit:
+        result.add(1, "(file)", f"the file is {_size(len(data))}; the limit is {_size(limit)}")
+        return result
+    text = _decode(data, result)
+    if text is None:
+        return result
+    if fmt == "jsonl":
+        _parse_jsonl(text, result)
+    else:
+        _parse_csv(text, result)
+    if result.ok and not result.tasks:
+        result.add(1, "(file)", "the file contains no tasks")
+    return result
+
+
+def oversize_result(size: int, *, filename: str = "") -> ParsedTestSet | None:
+    """The size verdict alone, for callers that can check before reading the bytes."""
+    limit = settings.TESTSET_MAX_BYTES
+    if size <= limit:
+        return None
+    result = ParsedTestSet(format=detect_format(filename, b""))
+    result.add(1, "(file)", f"the file is {_size(size)}; the limit is {_size(limit)}")
+    return result
+
+
+def _size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.1f} MiB ({n:,} bytes)"
+    return f"{n:,} bytes"

@@ -1,0 +1,57 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks.intake import oversize_result
+from tasks.services import TestSetImportError, testset_import
+
+
+class Command(BaseCommand):
+    help = "Import a JSONL or CSV test set as a new version of NAME (all-or-nothing)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="path to a .jsonl or .csv file")
+        parser.add_argument("--name", required=True, help="test-set name, e.g. support-v3")
+        parser.add_argument(
+            "--format", choices=["jsonl", "csv"], help="override detection by file extension"
+        )
+
+    def handle(self, *args, file: str, name: str, format: str | None = None, **options):
+        path = Path(file)
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise CommandError(f"cannot read {file}: {exc.strerror}") from None
+        # Size first: never read a file we are going to refuse.
+        too_big = oversize_result(size, filename=path.name)
+        if too_big is not None:
+            self._fail(path, too_big.error_report(), too_big.error_count)
+        try:
+            result = testset_import(
+                name=name, data=path.read_bytes(), filename=path.name, format=format
+            )
+        except TestSetImportError as exc:
+            self._fail(path, exc.errors, exc.parsed.error_count)
+        ts = result.testset
+        if not result.created:
+            self.stdout.write(
+                f"{path.name} is identical to {ts.name} v{ts.version}; nothing was imported."
+            )
+            return
+        counts = result.parsed.counts()
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {ts.name} v{ts.version}: {ts.task_count} tasks, "
+                f"{len(counts['category'])} categories, checksum {ts.checksum[:12]}"
+            )
+        )
+        for key in ("tier", "case_type", "category"):
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(counts[key].items()))
+            self.stdout.write(f"  {key + ':':<10} {parts}")
+
+    def _fail(self, path: Path, errors: list[str], count: int) -> None:
+        for line in errors:
+            self.stderr.write(line)
+        raise CommandError(
+            f"{path.name}: {count} problem{'s' if count != 1 else ''}; nothing was imported."
+        )
