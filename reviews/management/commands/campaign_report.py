@@ -1,0 +1,27 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from reviews.report import N_BOOT, SEED, campaign_report, report_json
+from tasks.models import Campaign
+
+
+class Command(BaseCommand):
+    help = "Print a campaign's report (agreement, leaderboard, quality, stability, cost, bias) as JSON."
+
+    def add_arguments(self, parser):
+        parser.add_argument("campaign", help="campaign slug")
+        parser.add_argument(
+            "--bootstrap", type=int, default=N_BOOT, help=f"bootstrap rounds (default {N_BOOT})"
+        )
+        parser.add_argument(
+            "--seed", type=int, default=SEED, help="bootstrap seed (fixed: same data, same report)"
+        )
+
+    def handle(self, *, campaign, bootstrap, seed, **options):
+        try:
+            campaign_obj = Campaign.objects.get(slug=campaign)
+        except Campaign.DoesNotExist:
+            raise CommandError(f"no campaign {campaign!r}") from None
+        if bootstrap < 0:
+            raise CommandError("--bootstrap must be >= 0")
+        report = campaign_report(campaign=campaign_obj, n_boot=bootstrap, seed=seed)
+        self.stdout.write(report_json(report))

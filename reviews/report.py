@@ -1,0 +1,587 @@
+"""The campaign report: ORM -> DataFrames (few bulk reads) -> statistics -> one JSON-able dict.
+
+Two layers, so dashboards, exports and the benchmark can reuse them:
+
+* `campaign_frames(campaign)` reads the campaign with a handful of `values_list` queries into
+  plain DataFrames (`CampaignFrames`), and `campaign_meta(campaign)` the settings the statistics
+  need. Nothing else touches the database.
+* `build_report(frames, meta)` is pure: frames in, report dict out (it calls `reviews.stats`).
+  `campaign_report(campaign=...)` is the two together.
+
+Everything is deterministic: rows are sorted before use, bootstraps use a fixed seed, floats are
+rounded to 6 significant decimals and NaN becomes null, so the same data gives a byte-identical
+`report_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from tasks.models import Campaign, Generation, Task
+
+from .models import ItemOutput, Review, ReviewItem, Score
+from .stats import (
+    agreement,
+    bias,
+    bradley_terry,
+    costs,
+    head_to_head,
+    quality,
+    reviewers,
+    stability,
+)
+
+SEED = 20261130
+N_BOOT = 1000
+SETTLED = (ReviewItem.State.AGREED, ReviewItem.State.RESOLVED)
+
+
+@dataclass
+class CampaignFrames:
+    """Plain frames of one campaign. Ids are the database's; names only in ``contenders``.
+
+    contenders: id, name, price_in, price_out (per million tokens)
+    tasks: id, external_id, category, tier
+    generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
+                 latency_ms, ttft_ms, checks_passed
+    items: id, task, sample, state, ready, final (dict|None), dispute_reasons (list)
+    outputs: id, item, generation (ItemOutput rows)
+    reviews: id, item, reviewer (username), preference, preferred_output, seconds,
+             presented_order (list of ItemOutput ids)
+    scores: review, output, dimension, value (NaN = N/A)
+    """
+
+    contenders: pd.DataFrame
+    tasks: pd.DataFrame
+    generations: pd.DataFrame
+    items: pd.DataFrame
+    outputs: pd.DataFrame
+    reviews: pd.DataFrame
+    scores: pd.DataFrame
+
+
+def campaign_meta(campaign: Campaign) -> dict:
+    return {
+        "slug": campaign.slug,
+        "name": campaign.name,
+        "mode": campaign.mode,
+        "rubric": list(campaign.rubric or []),
+        "weights": dict(campaign.weights or {}),
+        "pass_threshold": float(campaign.pass_threshold),
+        "samples_per_task": int(campaign.samples_per_task),
+        "reviewed_samples": int(campaign.reviewed_samples),
+        "overlap": int(campaign.overlap),
+    }
+
+
+def _frame(rows, columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(list(rows), columns=columns)
+
+
+def campaign_frames(campaign: Campaign) -> CampaignFrames:
+    """Seven bulk reads, no per-row queries."""
+    contenders = _frame(
+        campaign.contenders.order_by("name").values_list(
+            "id", "name", "price_in_per_mtok", "price_out_per_mtok"
+        ),
+        ["id", "name", "price_in", "price_out"],
+    )
+    contenders["price_in"] = contenders["price_in"].astype(float)
+    contenders["price_out"] = contenders["price_out"].astype(float)
+    tasks = _frame(
+        Task.objects.filter(testset_id=campaign.testset_id)
+        .order_by("id")
+        .values_list("id", "external_id", "category", "tier"),
+        ["id", "external_id", "category", "tier"],
+    )
+    generations = _frame(
+        Generation.objects.filter(campaign=campaign)
+        .order_by("id")
+        .values_list(
+            "id",
+            "task_id",
+            "contender_id",
+            "sample_index",
+            "status",
+            "cost",
+            "input_tokens",
+            "output_tokens",
+            "latency_ms",
+            "ttft_ms",
+            "checks_passed",
+        ),
+        [
+            "id",
+            "task",
+            "contender",
+            "sample",
+            "status",
+            "cost",
+            "input_tokens",
+            "output_tokens",
+            "latency_ms",
+            "ttft_ms",
+            "checks_passed",
+        ],
+    )
+    for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms"):
+        generations[col] = pd.to_numeric(generations[col], errors="coerce").astype(float)
+    items = _frame(
+        ReviewItem.objects.filter(campaign=campaign)
+        .order_by("id")
+        .values_list("id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons"),
+        ["id", "task", "sample", "state", "ready", "final", "dispute_reasons"],
+    )
+    outputs = _frame(
+        ItemOutput.objects.filter(item__campaign=campaign)
+        .order_by("id")
+        .values_list("id", "item_id", "generation_id"),
+        ["id", "item", "generation"],
+    )
+    reviews = _frame(
+        Review.objects.filter(item__campaign=campaign)
+        .order_by("id")
+        .values_list(
+            "id",
+            "item_id",
+            "reviewer__username",
+            "preference",
+            "preferred_output_id",
+            "seconds_spent",
+            "presented_order",
+        ),
+        ["id", "item", "reviewer", "preference", "preferred_output", "seconds", "presented_order"],
+    )
+    scores = _frame(
+        Score.objects.filter(review__item__campaign=campaign)
+        .order_by("id")
+        .values_list("review_id", "output_id", "dimension", "value"),
+        ["review", "output", "dimension", "value"],
+    )
+    scores["value"] = scores["value"].astype(float)
+    return CampaignFrames(contenders, tasks, generations, items, outputs, reviews, scores)
+
+
+def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEED) -> dict:
+    """The report dict for one campaign. Shape (every figure may be null with a reason):
+
+    ``campaign`` slug; ``name``; ``settings`` (mode, samples, overlap, weights, pass threshold);
+    ``progress`` {items, ready, reviews_done, reviews_needed, settled, agreed, disputed,
+    resolved, open, dispute_rate, generations {status: n}};
+    ``agreement`` {dimension: {alpha, level, ci95, band, n_units, n_ratings, exact, within_one,
+    reason}}; ``preference_agreement`` (same shape, nominal);
+    ``leaderboard`` [ {contender, rating, ci95, rank, wins, losses, ties, scores {dimension:
+    {mean, ci95, n_tasks}}, quality, quality_ci95, stability, pass_at_1, pass_at_k, pass_hat_k,
+    k, cost_per_task, normalized_cost, latency_ms {p50, p95}, ttft_ms {p50, p95},
+    decision_score} ] ordered by rating (then quality, then name);
+    ``rating`` {method, n_battles, n_items, sources {preference, scores}, ridge, undefeated,
+    winless, components, reason, bootstrap {rounds, ridge_rounds, seed}};
+    ``quality`` {weights, by_category {contender: {category: {mean, ci95, n_tasks}}}, by_tier};
+    ``stability`` {contender: {stability, n_tasks, pass_at_1, pass_at_k, pass_hat_k, k}};
+    ``position_bias`` {first_position_win_rate, ci95, n, expected, p_value, source, reason};
+    ``reviewers`` {username: {reviews, median_seconds, mean_offset, mean_abs_offset,
+    agreement_exact, agreement_within_one, n_compared}};
+    ``disputes`` {disputed_items, rate, reasons {part: items}};
+    ``head_to_head`` [ {a, b, n_tasks, mean_diff (b - a), ci95, wins, losses, ties, p_value,
+    regressions [{task, diff}], improvements, reason} ] for every pair of contenders;
+    ``decision`` {w_quality, w_stability, formula}; ``warnings`` [str].
+    """
+    return build_report(
+        campaign_frames(campaign), campaign_meta(campaign), n_boot=n_boot, seed=seed
+    )
+
+
+def report_json(report: dict) -> str:
+    return json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def clean(value):
+    """Round floats (6 decimals), NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if not math.isfinite(v):
+            return None
+        r = round(v, 6)
+        return 0.0 if r == 0 else r
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure assembly
+
+
+def _output_table(f: CampaignFrames) -> pd.DataFrame:
+    """ItemOutput id -> item, generation, contender (name), task, sample, category, tier, state."""
+    gens = f.generations[["id", "task", "contender", "sample"]].rename(columns={"id": "generation"})
+    names = dict(zip(f.contenders["id"], f.contenders["name"], strict=True))
+    out = f.outputs.merge(gens, on="generation", how="inner")
+    out["contender"] = out["contender"].map(names)
+    tasks = f.tasks.rename(columns={"id": "task"})
+    out = out.merge(tasks, on="task", how="left")
+    out = out.merge(f.items[["id", "state"]].rename(columns={"id": "item"}), on="item", how="left")
+    return out.dropna(subset=["contender"]).sort_values("id").reset_index(drop=True)
+
+
+def _final_tables(f: CampaignFrames, outputs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Final scores (output, dimension, value) and final preferences (item, preference) of the
+    settled items (agreed or resolved by arbitration)."""
+    settled = f.items[f.items["state"].isin(SETTLED) & f.items["final"].notna()]
+    valid = set(outputs["id"].tolist())
+    rows, prefs = [], []
+    for item, final in zip(settled["id"], settled["final"], strict=True):
+        for output, dims in (final.get("scores") or {}).items():
+            o = int(output)
+            if o in valid:
+                rows.extend((o, dim, np.nan if v is None else float(v)) for dim, v in dims.items())
+        prefs.append((item, final.get("preference")))
+    return (
+        pd.DataFrame(rows, columns=["output", "dimension", "value"]),
+        pd.DataFrame(prefs, columns=["item", "preference"]),
+    )
+
+
+def _battles(outq: pd.DataFrame, prefs: pd.DataFrame, order: dict) -> tuple[pd.DataFrame, dict]:
+    """Pairwise outcomes per settled item: the final preference where given (a tie or "both
+    bad" is a tie for every pair; a preferred output beats every other output of its item),
+    otherwise (and for pairs without the preferred output) the final overall scores."""
+    cols = ["item", "output", "contender"]
+    left = outq[[*cols, "quality"]]
+    pairs = left.merge(left, on="item", suffixes=("_a", "_b"))
+    pairs = pairs[pairs["contender_a"].map(order) < pairs["contender_b"].map(order)]
+    if pairs.empty:
+        return pd.DataFrame(columns=["item", "a", "b", "score"]), {"preference": 0, "scores": 0}
+    qa, qb = pairs["quality_a"].round(9), pairs["quality_b"].round(9)
+    by_score = np.where(qa > qb, 1.0, np.where(qa < qb, 0.0, 0.5))
+    pref = pairs["item"].map(dict(zip(prefs["item"], prefs["preference"], strict=True)))
+    pref = pref.where(pref.notna(), "")
+    pref = pref.astype(str)
+    tie = pref.isin(["tie", "both_bad"])
+    wins_a = pref == pairs["output_a"].astype(str)
+    wins_b = pref == pairs["output_b"].astype(str)
+    explicit = tie | wins_a | wins_b
+    score = np.where(wins_a, 1.0, np.where(wins_b, 0.0, np.where(tie, 0.5, by_score)))
+    battles = pd.DataFrame(
+        {
+            "item": pairs["item"].to_numpy(),
+            "a": pairs["contender_a"].to_numpy(),
+            "b": pairs["contender_b"].to_numpy(),
+            "score": score,
+        }
+    )
+    return battles.sort_values(["item", "a", "b"]).reset_index(drop=True), {
+        "preference": int(explicit.sum()),
+        "scores": int((~explicit).sum()),
+    }
+
+
+def _position_bias(f: CampaignFrames, rubric: list[dict]) -> dict:
+    reviews = f.reviews
+    explicit = reviews[(reviews["preference"] == "output") & reviews["preferred_output"].notna()]
+    explicit = explicit[
+        explicit["presented_order"].map(lambda o: isinstance(o, list) and len(o) >= 2)
+    ]
+    if len(explicit):
+        first = explicit["presented_order"].map(lambda o: int(o[0]))
+        won = (explicit["preferred_output"].astype(int) == first).to_numpy()
+        return bias.position_bias(
+            won, explicit["presented_order"].map(len).to_numpy(), source="preferences"
+        )
+    # Rubric-only campaigns: the output a reviewer scored strictly best, by its overall score.
+    s = f.scores[f.scores["value"].notna()]
+    if s.empty:
+        return bias.position_bias([], [], source="scores")
+    norm = s.assign(q=quality.normalize(s["value"], s["dimension"], rubric))
+    overall = norm.groupby(["review", "output"], sort=True)["q"].mean().round(9).reset_index()
+    best = overall.groupby("review")["q"].transform("max")
+    top = overall[overall["q"] == best]
+    counts = top.groupby("review")["output"].agg(["size", "first"])
+    strict = counts[counts["size"] == 1]
+    order = dict(zip(reviews["id"], reviews["presented_order"], strict=True))
+    won, n_opts = [], []
+    for review, output in zip(strict.index, strict["first"], strict=True):
+        shown = order.get(review) or []
+        if len(shown) >= 2:
+            won.append(int(shown[0]) == int(output))
+            n_opts.append(len(shown))
+    return bias.position_bias(won, n_opts, source="scores")
+
+
+def _preference_agreement(
+    f: CampaignFrames, outputs: pd.DataFrame, *, n_boot: int, seed: int
+) -> dict:
+    r = f.reviews[f.reviews["preference"].isin(["output", "tie", "both_bad"])]
+    contender_of = dict(zip(outputs["id"], outputs["contender"], strict=True))
+    choice = r["preferred_output"].map(lambda o: contender_of.get(int(o)) if pd.notna(o) else None)
+    choice = choice.where(r["preference"] == "output", r["preference"])
+    ratings = pd.DataFrame({"unit": r["item"], "coder": r["reviewer"], "value": choice})
+    ratings["value"] = agreement.categorical_codes(ratings["value"])
+    return agreement.krippendorff_alpha(ratings, "nominal", n_boot=n_boot, seed=seed, numeric=False)
+
+
+def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: int = SEED) -> dict:
+    rubric = meta["rubric"]
+    weights = meta["weights"]
+    w_quality = float(weights.get("quality", 0.7))
+    w_stability = float(weights.get("stability", 0.3))
+    category_weights = {str(k): float(v) for k, v in (weights.get("categories") or {}).items()}
+    names = f.contenders["name"].tolist()
+    order = {n: i for i, n in enumerate(names)}
+    warnings: list[str] = []
+    outputs = _output_table(f)
+    labels = dict(zip(f.tasks["id"], f.tasks["external_id"], strict=True))
+
+    # Progress
+    states = f.items["state"].value_counts()
+    settled = int(sum(states.get(s, 0) for s in ("agreed", "disputed", "resolved")))
+    ever_disputed = int(states.get("disputed", 0) + states.get("resolved", 0))
+    ready = int(f.items["ready"].sum()) if len(f.items) else 0
+    progress = {
+        "items": int(len(f.items)),
+        "ready": ready,
+        "reviews_done": int(len(f.reviews)),
+        "reviews_needed": ready * meta["overlap"],
+        "settled": settled,
+        "agreed": int(states.get("agreed", 0)),
+        "disputed": int(states.get("disputed", 0)),
+        "resolved": int(states.get("resolved", 0)),
+        "open": int(states.get("open", 0)),
+        "dispute_rate": ever_disputed / settled if settled else None,
+        "generations": {
+            k: int(v) for k, v in sorted(f.generations["status"].value_counts().items())
+        },
+    }
+
+    # Agreement on raw reviews (before arbitration): unit = one output on one dimension.
+    raw = f.scores.merge(
+        f.reviews[["id", "reviewer"]].rename(columns={"id": "review"}), on="review", how="inner"
+    )
+    agreement_out = {}
+    for dim in rubric:
+        key = dim["key"]
+        ratings = raw.loc[raw["dimension"] == key, ["output", "reviewer", "value"]]
+        ratings = ratings.rename(columns={"output": "unit", "reviewer": "coder"})
+        agreement_out[key] = agreement.krippendorff_alpha(
+            ratings, dim.get("level", "ordinal"), n_boot=n_boot, seed=seed
+        )
+    pref_agreement = _preference_agreement(f, outputs, n_boot=n_boot, seed=seed)
+
+    # Final outcomes -> quality, battles
+    final_scores, final_prefs = _final_tables(f, outputs)
+    per_output_cols = [
+        "id",
+        "item",
+        "generation",
+        "contender",
+        "task",
+        "sample",
+        "category",
+        "tier",
+    ]
+    final_full = final_scores.merge(
+        outputs[per_output_cols].rename(columns={"id": "output"}), on="output", how="inner"
+    ).sort_values(["output", "dimension"])
+    outq = quality.output_quality(final_full, rubric)
+    dims = quality.dimension_scores(final_full)
+    weighted = quality.weighted_quality(outq, category_weights)
+    by_category = (
+        quality.summary_by(outq, "quality", ["contender", "category"]) if len(outq) else {}
+    )
+    by_tier = quality.summary_by(outq, "quality", ["contender", "tier"]) if len(outq) else {}
+
+    battles, sources = _battles(outq, final_prefs, order)
+    bt = bradley_terry.bradley_terry(battles, names, n_boot=n_boot, seed=seed)
+    if bt["reason"]:
+        warnings.append(f"ratings: {bt['reason']}")
+    if bt["ridge"]:
+        who = ", ".join(bt["undefeated"] + bt["winless"]) or "a group of contenders"
+        warnings.append(
+            f"ratings: {who} never lost or never won; a ridge penalty of {bt['ridge']} keeps ratings finite"
+        )
+
+    # Stability and pass@k over samples
+    sample_q = (
+        outq.groupby(["contender", "task", "sample"], sort=True)["quality"].mean().reset_index()
+    )
+    stab = stability.contender_stability(sample_q)
+    if not any(v["stability"] is not None for v in stab.values()):
+        warnings.append(
+            "stability: needs at least two human-scored samples of a task (reviewed_samples >= 2)"
+        )
+    gens = f.generations.copy()
+    gens["contender"] = gens["contender"].map(
+        dict(zip(f.contenders["id"], f.contenders["name"], strict=True))
+    )
+    gen_quality = outq.groupby("generation")["quality"].mean()
+    finished = gens[gens["status"].isin([Generation.Status.DONE, Generation.Status.FAILED])].copy()
+    human = finished["id"].map(gen_quality)
+    finished["passed"] = (
+        (finished["status"] == Generation.Status.DONE)
+        & (finished["checks_passed"].map(lambda v: v is not False))
+        & (human.isna() | (human >= meta["pass_threshold"] - 1e-12))
+    )
+    passes = stability.contender_pass(
+        finished[["contender", "task", "passed"]], meta["samples_per_task"]
+    )
+
+    # Cost and latency
+    done = gens[gens["status"] == Generation.Status.DONE].copy()
+    prices = f.contenders.set_index("name")
+    done["price_in"] = done["contender"].map(prices["price_in"])
+    done["price_out"] = done["contender"].map(prices["price_out"])
+    done["answer_cost"] = costs.answer_costs(done) if len(done) else pd.Series(dtype=float)
+    cost_lat = costs.cost_latency(done)
+    normalized, cost_reason = costs.normalized_costs(
+        {c: cost_lat.get(c, {}).get("cost_per_task") for c in names}
+    )
+    if cost_reason:
+        warnings.append(f"cost: {cost_reason}")
+
+    leaderboard = []
+    for name in names:
+        rec = bt["record"][name]
+        q = weighted.get(name, {})
+        st = stab.get(name, {})
+        ps = passes.get(name, {})
+        cl = cost_lat.get(name, {})
+        decision = costs.decision_score(
+            q.get("quality"), st.get("stability"), normalized.get(name), w_quality, w_stability
+        )
+        leaderboard.append(
+            {
+                "contender": name,
+                "rating": bt["ratings"][name],
+                "ci95": bt["ci95"][name],
+                "rank": bt["rank"][name],
+                "wins": rec["wins"],
+                "losses": rec["losses"],
+                "ties": rec["ties"],
+                "scores": {
+                    d["key"]: {k: v for k, v in dims[(name, d["key"])].items()}
+                    if (name, d["key"]) in dims
+                    else {"mean": None, "ci95": None, "n_tasks": 0}
+                    for d in rubric
+                },
+                "quality": q.get("quality"),
+                "quality_ci95": q.get("ci95"),
+                "stability": st.get("stability"),
+                "pass_at_1": ps.get("pass_at_1"),
+                "pass_at_k": ps.get("pass_at_k"),
+                "pass_hat_k": ps.get("pass_hat_k"),
+                "k": meta["samples_per_task"],
+                "cost_per_task": cl.get("cost_per_task"),
+                "normalized_cost": normalized.get(name),
+                "latency_ms": cl.get("latency_ms"),
+                "ttft_ms": cl.get("ttft_ms"),
+                "decision_score": decision,
+            }
+        )
+
+    def sort_key(row):
+        r, qv = row["rating"], row["quality"]
+        return (r is None, -(r or 0.0), qv is None, -(qv or 0.0), row["contender"])
+
+    leaderboard.sort(key=sort_key)
+
+    # Disputes: items per reason part (only reasons that disputed the item)
+    reason_counts: dict[str, int] = {}
+    for reasons in f.items["dispute_reasons"]:
+        parts = {r.get("part", "?") for r in (reasons or []) if r.get("disputes", True)}
+        for part in parts:
+            reason_counts[part] = reason_counts.get(part, 0) + 1
+
+    task_q = outq.groupby(["task", "contender"], sort=True)["quality"].mean().reset_index()
+    h2h = []
+    for a, b in combinations(names, 2):
+        result = head_to_head.head_to_head(task_q, a, b, labels=labels, limit=10)
+        h2h.append(result)
+
+    final_for_reviewers = final_scores
+    report = {
+        "campaign": meta["slug"],
+        "name": meta["name"],
+        "settings": {
+            "mode": meta["mode"],
+            "samples_per_task": meta["samples_per_task"],
+            "reviewed_samples": meta["reviewed_samples"],
+            "overlap": meta["overlap"],
+            "pass_threshold": meta["pass_threshold"],
+        },
+        "contenders": names,
+        "progress": progress,
+        "agreement": agreement_out,
+        "preference_agreement": pref_agreement,
+        "leaderboard": leaderboard,
+        "rating": {
+            "method": "bradley-terry (elo scale, mean 1000)",
+            "n_battles": bt["n_battles"],
+            "n_items": bt["n_items"],
+            "sources": sources,
+            "ridge": bt["ridge"],
+            "undefeated": bt["undefeated"],
+            "winless": bt["winless"],
+            "components": bt["components"],
+            "reason": bt["reason"],
+            "bootstrap": bt["bootstrap"],
+        },
+        "quality": {
+            "weights": {
+                c: category_weights.get(c, 1.0) for c in sorted(f.tasks["category"].unique())
+            },
+            "by_category": _nest(by_category),
+            "by_tier": _nest(by_tier),
+        },
+        "stability": {
+            name: {
+                **stab.get(name, {"stability": None, "n_tasks": 0}),
+                **{
+                    k: passes.get(name, {}).get(k) for k in ("pass_at_1", "pass_at_k", "pass_hat_k")
+                },
+                "k": meta["samples_per_task"],
+            }
+            for name in names
+        },
+        "position_bias": _position_bias(f, rubric),
+        "reviewers": reviewers.reviewer_figures(
+            raw[["reviewer", "output", "dimension", "value"]],
+            f.reviews[["reviewer", "seconds"]],
+            final_for_reviewers,
+        ),
+        "disputes": {
+            "disputed_items": ever_disputed,
+            "rate": progress["dispute_rate"],
+            "reasons": dict(sorted(reason_counts.items())),
+        },
+        "head_to_head": h2h,
+        "decision": {
+            "w_quality": w_quality,
+            "w_stability": w_stability,
+            "formula": "(w_quality * quality + w_stability * stability) / normalized_cost",
+        },
+        "warnings": warnings,
+    }
+    if not settled:
+        warnings.append("no settled items yet: leaderboard figures from reviews are null")
+    return clean(report)
+
+
+def _nest(flat: dict) -> dict:
+    out: dict = {}
+    for (contender, group), value in sorted(
+        flat.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))
+    ):
+        out.setdefault(contender, {})[str(group)] = value
+    return out

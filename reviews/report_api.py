@@ -1,0 +1,32 @@
+"""JSON API for the campaign report (leads and admins: it names the contenders)."""
+
+from django.http import HttpRequest, HttpResponse
+
+from evalsite.api import ApiError, api_endpoint
+from evalsite.roles import ADMIN, LEAD
+from tasks.models import Campaign
+
+from .report import campaign_report, report_json
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    summary=(
+        "The campaign report: progress, agreement per dimension (Krippendorff's alpha with a 95% "
+        "bootstrap CI and band), the Bradley-Terry leaderboard with CIs and ranks, quality by "
+        "dimension/category/tier, stability and pass@k, cost and latency, decision score, position "
+        "bias, per-reviewer figures, disputes and head-to-head comparisons. Figures without enough "
+        "data are null with a reason."
+    ),
+    responses={"200": "the report", "403": "role does not allow this", "404": "no such campaign"},
+)
+def campaign_report_api(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = Campaign.objects.filter(slug=slug).first()
+    if campaign is None:
+        raise ApiError("no such campaign", status=404)
+    response = HttpResponse(
+        report_json(campaign_report(campaign=campaign)), content_type="application/json"
+    )
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,255 @@
+"""Bradley-Terry ratings on the Elo scale, with an item bootstrap and the rank rule.
+
+P(a beats b) = 1 / (1 + 10 ** ((R_b - R_a) / 400)). Battles are a frame with columns ``item``,
+``a``, ``b`` and ``score`` (the score of ``a``: 1 win, 0.5 tie, 0 loss). A tie is half a win for
+each side, so the fit works on one (K x K) matrix of win counts: W[i, j] = wins of i over j.
+
+Ridge policy: the unregularized maximum-likelihood estimate exists only when the "beat or tied"
+graph is strongly connected (Ford 1957); otherwise some contender (or group) never lost or never
+won and its rating runs off to infinity. Then, and only then, a ridge penalty of ``RIDGE / 2 *
+sum(theta ** 2)`` (theta in natural-log odds units, i.e. a very wide Gaussian prior) is added and
+reported. A comparison graph in several pieces cannot be put on one scale: no ratings, and the
+pieces are reported.
+
+Bootstrap: items (not votes) are resampled, because the k reviews of one item are correlated.
+Each item's win matrix is computed once; items with the same matrix are grouped, and a resample
+is a multinomial draw over those groups. The B resampled problems are then solved together by a
+batched Newton method, warm-started at the point estimate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+
+from .agreement import unique_rows
+
+ELO = 400 / math.log(10)
+CENTER = 1000.0
+RIDGE = 0.01
+
+
+def win_matrix(battles: pd.DataFrame, contenders: list) -> np.ndarray:
+    """K x K matrix of wins (a tie = half a win each), summed over unique (a, b, score) rows."""
+    k = len(contenders)
+    w = np.zeros((k, k))
+    if battles.empty:
+        return w
+    index = {c: i for i, c in enumerate(contenders)}
+    grouped = battles.groupby(["a", "b", "score"], sort=True).size()
+    for (a, b, score), count in grouped.items():
+        i, j = index[a], index[b]
+        w[i, j] += score * count
+        w[j, i] += (1 - score) * count
+    return w
+
+
+def components(w: np.ndarray) -> list[list[int]]:
+    """Connected pieces of the comparison graph (who met whom), as sorted index lists."""
+    k = len(w)
+    met = (w + w.T) > 0
+    seen, pieces = set(), []
+    for start in range(k):
+        if start in seen:
+            continue
+        stack, piece = [start], []
+        seen.add(start)
+        while stack:
+            i = stack.pop()
+            piece.append(i)
+            for j in np.flatnonzero(met[i]):
+                if int(j) not in seen:
+                    seen.add(int(j))
+                    stack.append(int(j))
+        pieces.append(sorted(piece))
+    return pieces
+
+
+def mle_exists(w: np.ndarray) -> np.ndarray:
+    """Whether the unregularized MLE exists: the directed 'i won or tied against j' graph is
+    strongly connected. Works on one (K, K) matrix or a batch (B, K, K)."""
+    w = np.asarray(w)
+    batch = w.reshape((-1,) + w.shape[-2:])
+    k = batch.shape[-1]
+    reach = (batch > 0) | np.eye(k, dtype=bool)
+    for _ in range(max(1, math.ceil(math.log2(max(k, 2))))):
+        reach = np.matmul(reach.astype(np.float64), reach.astype(np.float64)) > 0
+    ok = reach.all(axis=(-2, -1))
+    return ok.reshape(w.shape[:-2]) if w.ndim > 2 else bool(ok[0])
+
+
+def _objective(theta: np.ndarray, w: np.ndarray, ridge: float):
+    diff = theta[:, None] - theta[None, :]
+    # -log sigmoid(diff) computed stably
+    nll = (w * np.logaddexp(0.0, -diff)).sum() + ridge / 2 * (theta**2).sum()
+    g = w * (1 / (1 + np.exp(diff)))  # w_ij * (1 - p_ij)
+    grad = -g.sum(axis=1) + g.sum(axis=0) + ridge * theta
+    return nll, grad
+
+
+def _newton(
+    theta: np.ndarray, w: np.ndarray, ridge: np.ndarray, iterations: int = 60
+) -> np.ndarray:
+    """Batched Newton on (B, K) starting points, (B, K, K) wins and (B,) ridge; theta centred."""
+    b, k = theta.shape
+    n = w + np.swapaxes(w, 1, 2)
+    eye, gauge = np.eye(k), np.full((k, k), 1.0 / k)
+    active = np.ones(b, dtype=bool)
+    for _ in range(iterations):
+        t, ww, nn, lam = theta[active], w[active], n[active], ridge[active]
+        diff = t[:, :, None] - t[:, None, :]
+        p = 1 / (1 + np.exp(-diff))
+        g = ww * (1 - p)
+        grad = -g.sum(axis=2) + g.sum(axis=1) + lam[:, None] * t
+        m = nn * p * (1 - p)
+        hess = -m + m.sum(axis=2)[:, :, None] * eye + lam[:, None, None] * eye + gauge
+        step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        biggest = np.abs(step).max(axis=1)
+        step *= np.minimum(1.0, 2.0 / np.maximum(biggest, 1e-300))[
+            :, None
+        ]  # damped far from optimum
+        t = t - step
+        theta[active] = t - t.mean(axis=1, keepdims=True)
+        done = biggest < 1e-11
+        idx = np.flatnonzero(active)
+        active[idx[done]] = False
+        if not active.any():
+            break
+    return theta
+
+
+def fit(w: np.ndarray, *, ridge: float = 0.0) -> np.ndarray:
+    """Natural-scale strengths (centred at 0) by L-BFGS, polished with a few Newton steps."""
+    k = len(w)
+    res = minimize(
+        _objective,
+        np.zeros(k),
+        args=(w, ridge),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-10},
+    )
+    theta = res.x - res.x.mean()
+    return _newton(theta[None, :].copy(), w[None], np.array([ridge]), iterations=8)[0]
+
+
+def to_elo(theta: np.ndarray) -> np.ndarray:
+    return CENTER + ELO * (theta - theta.mean(axis=-1, keepdims=True))
+
+
+def ranks(lower: list[float], upper: list[float]) -> list[int]:
+    """Rank = 1 + number of contenders whose lower bound is above this one's upper bound."""
+    lo = np.asarray(lower, dtype=float)
+    return [int(1 + (lo > u).sum()) for u in upper]
+
+
+def record(battles: pd.DataFrame, contenders: list) -> dict:
+    """Wins, losses and ties per contender."""
+    out = {c: {"wins": 0, "losses": 0, "ties": 0} for c in contenders}
+    for a, b, score in battles[["a", "b", "score"]].itertuples(index=False):
+        if score == 1:
+            out[a]["wins"] += 1
+            out[b]["losses"] += 1
+        elif score == 0:
+            out[b]["wins"] += 1
+            out[a]["losses"] += 1
+        else:
+            out[a]["ties"] += 1
+            out[b]["ties"] += 1
+    return out
+
+
+def bradley_terry(
+    battles: pd.DataFrame, contenders: list, *, n_boot: int = 1000, seed: int = 0
+) -> dict:
+    """Ratings, 95% item-bootstrap CIs and ranks.
+
+    Returns ``{"ratings": {c: float|None}, "ci95": {c: [lo, hi]|None}, "rank": {c: int|None},
+    "record": {c: {"wins", "losses", "ties"}}, "n_battles", "n_items", "ridge": float|None,
+    "undefeated": [...], "winless": [...], "components": [[...], ...]|None, "reason": str|None,
+    "bootstrap": {"rounds", "ridge_rounds"}}``.
+    """
+    k = len(contenders)
+    rec = (
+        record(battles, contenders)
+        if not battles.empty
+        else {c: {"wins": 0, "losses": 0, "ties": 0} for c in contenders}
+    )
+    out = {
+        "ratings": dict.fromkeys(contenders),
+        "ci95": dict.fromkeys(contenders),
+        "rank": dict.fromkeys(contenders),
+        "record": rec,
+        "n_battles": int(len(battles)),
+        "n_items": int(battles["item"].nunique()) if not battles.empty else 0,
+        "ridge": None,
+        "undefeated": [],
+        "winless": [],
+        "components": None,
+        "reason": None,
+        "bootstrap": None,
+    }
+    if k < 2:
+        out["reason"] = "fewer than two contenders"
+        return out
+    if battles.empty:
+        out["reason"] = "no pairwise outcomes yet (no settled items)"
+        return out
+    w = win_matrix(battles, contenders)
+    pieces = components(w)
+    if len(pieces) > 1:
+        out["components"] = [[contenders[i] for i in piece] for piece in pieces]
+        out["reason"] = (
+            "the comparison graph is disconnected: these groups never met, so they cannot share one scale"
+        )
+        return out
+    lost = (w.T > 0).sum(axis=1) > 0  # someone scored against i
+    won = (w > 0).sum(axis=1) > 0
+    out["undefeated"] = [c for c, x in zip(contenders, lost, strict=True) if not x]
+    out["winless"] = [c for c, x in zip(contenders, won, strict=True) if not x]
+    ridge = 0.0 if mle_exists(w) else RIDGE
+    out["ridge"] = ridge or None
+    theta = fit(w, ridge=ridge)
+    elo = to_elo(theta)
+    out["ratings"] = {c: float(r) for c, r in zip(contenders, elo, strict=True)}
+
+    lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
+    if lo is None:
+        lo, hi = elo, elo
+    else:
+        out["ci95"] = {c: [float(a), float(b)] for c, a, b in zip(contenders, lo, hi, strict=True)}
+    out["rank"] = dict(zip(contenders, ranks(lo, hi), strict=True))
+    out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
+    return out
+
+
+def _bootstrap(
+    battles: pd.DataFrame, contenders: list, theta: np.ndarray, *, n_boot: int, seed: int
+):
+    if n_boot <= 0:
+        return None, None, 0
+    k = len(contenders)
+    index = {c: i for i, c in enumerate(contenders)}
+    ai = battles["a"].map(index).to_numpy()
+    bi = battles["b"].map(index).to_numpy()
+    score = battles["score"].to_numpy(dtype=float)
+    item_codes, _ = pd.factorize(battles["item"], sort=True)
+    n_items = int(item_codes.max()) + 1
+    if n_items < 2:
+        return None, None, 0
+    per_item = np.zeros((n_items, k, k))
+    np.add.at(per_item, (item_codes, ai, bi), score)
+    np.add.at(per_item, (item_codes, bi, ai), 1 - score)
+    patterns, freq = unique_rows(per_item.reshape(n_items, -1))
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n_items, freq / freq.sum(), size=n_boot).astype(float)
+    w = (draws @ patterns).reshape(n_boot, k, k)
+    exists = mle_exists(w)
+    ridge = np.where(exists, 0.0, RIDGE)
+    start = np.repeat(theta[None, :], n_boot, axis=0)
+    boot = to_elo(_newton(start, w, ridge))
+    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+    return lo, hi, int((~exists).sum())

@@ -1,0 +1,106 @@
+"""Quality: final rubric scores normalized to 0..1, averaged, weighted by category.
+
+The sampling unit is the *task*: samples and items of one task are correlated, so every mean
+here is first taken per task, and confidence intervals are t intervals over task means.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def normalize(values: pd.Series, dims: pd.Series, rubric: list[dict]) -> pd.Series:
+    """Map each value to 0..1 by its dimension's range; 'lower is better' dimensions flip."""
+    lo = dims.map({d["key"]: float(d.get("min", 1)) for d in rubric})
+    hi = dims.map({d["key"]: float(d.get("max", 5)) for d in rubric})
+    lower = dims.map({d["key"]: d.get("direction", "higher") == "lower" for d in rubric}).fillna(
+        False
+    )
+    span = (hi - lo).where(hi > lo)
+    scaled = ((values - lo) / span).clip(0, 1)
+    return scaled.where(~lower.astype(bool), 1 - scaled)
+
+
+def mean_ci(values) -> tuple[float | None, list[float] | None]:
+    """Mean and 95% t interval (None with fewer than two values)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return None, None
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, None
+    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return m, [m - half, m + half]
+
+
+def output_quality(final_scores: pd.DataFrame, rubric: list[dict]) -> pd.DataFrame:
+    """One row per reviewed output: its quality = mean normalized final score over dimensions.
+
+    ``final_scores`` columns: item, output, contender, task, sample, dimension, value (NaN = N/A)
+    (plus any per-output columns such as category and tier, which are carried through).
+    """
+    rated = final_scores[final_scores["value"].notna()].copy()
+    keys = [c for c in final_scores.columns if c not in ("dimension", "value")]
+    if rated.empty:
+        return pd.DataFrame(columns=[*keys, "quality"])
+    rated["norm"] = normalize(rated["value"], rated["dimension"], rubric)
+    out = (
+        rated.groupby(keys, sort=True, dropna=False)["norm"].mean().rename("quality").reset_index()
+    )
+    return out
+
+
+def task_means(frame: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
+    return frame.groupby([*by, "task"], sort=True)[value].mean().reset_index()
+
+
+def summary_by(frame: pd.DataFrame, value: str, by: list[str]) -> dict:
+    """{group tuple or value: {"mean", "ci95", "n_tasks"}} with CIs over task means."""
+    out = {}
+    per_task = task_means(frame, value, by)
+    for key, group in per_task.groupby(by, sort=True):
+        mean, ci = mean_ci(group[value])
+        out[key if len(by) > 1 else key[0]] = {"mean": mean, "ci95": ci, "n_tasks": int(len(group))}
+    return out
+
+
+def dimension_scores(final_scores: pd.DataFrame) -> dict:
+    """{(contender, dimension): {"mean", "ci95", "n_tasks"}} on the raw rubric scale."""
+    rated = final_scores[final_scores["value"].notna()]
+    if rated.empty:
+        return {}
+    return summary_by(rated, "value", ["contender", "dimension"])
+
+
+def weighted_quality(outq: pd.DataFrame, category_weights: dict[str, float]) -> dict:
+    """{contender: {"quality", "ci95", "n_tasks"}}: category means weighted by the campaign's
+    category weights (1 where unnamed). The CI is the stratified normal interval, with the
+    contender's pooled within-category variance for categories of a single task."""
+    out = {}
+    if outq.empty:
+        return out
+    per_task = task_means(outq, "quality", ["contender", "category"])
+    for contender, frame in per_task.groupby("contender", sort=True):
+        cats = frame.groupby("category", sort=True)["quality"].agg(["mean", "var", "count"])
+        weights = np.array([float(category_weights.get(c, 1.0)) for c in cats.index])
+        if weights.sum() <= 0:
+            weights = np.ones(len(cats))
+        weights = weights / weights.sum()
+        quality = float((weights * cats["mean"]).sum())
+        resid = frame["quality"] - frame["category"].map(cats["mean"])
+        dof = len(frame) - len(cats)
+        pooled = float((resid**2).sum() / dof) if dof > 0 else float("nan")
+        var = cats["var"].where(cats["count"] >= 2, pooled).to_numpy()
+        se = math.sqrt(float((weights**2 * var / cats["count"].to_numpy()).sum()))
+        ci = (
+            [quality - 1.959963984540054 * se, quality + 1.959963984540054 * se]
+            if np.isfinite(se)
+            else None
+        )
+        out[contender] = {"quality": quality, "ci95": ci, "n_tasks": int(len(frame))}
+    return out

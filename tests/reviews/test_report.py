@@ -1,0 +1,322 @@
+"""The campaign report on hand-built campaigns: keys, ordering, determinism, nulls, access."""
+
+import json
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import TestCase
+
+from evalsite.models import ApiToken
+from reviews.disputes import item_settle
+from reviews.models import ReviewItem
+from reviews.report import campaign_report, report_json
+from tasks.models import Generation
+from tests.factories import (
+    CampaignFactory,
+    ContenderFactory,
+    ReviewItemFactory,
+    TaskFactory,
+    personas,
+    review_create,
+)
+
+LEADERBOARD_KEYS = {
+    "contender",
+    "rating",
+    "ci95",
+    "rank",
+    "wins",
+    "losses",
+    "ties",
+    "scores",
+    "quality",
+    "stability",
+    "pass_at_1",
+    "pass_at_k",
+    "cost_per_task",
+    "latency_ms",
+    "decision_score",
+}
+
+# (strong, mid, weak) accuracy per task, both reviewers agree; the preferred one per task.
+PLAN = [
+    ((5, 3, 1), "strong"),
+    ((5, 3, 2), "strong"),
+    ((4, 3, 1), "strong"),
+    ((5, 2, 4), "strong"),  # weak beats mid on scores (no preference between them)
+    ((3, 5, 1), "mid"),  # mid beats strong
+    ((5, 4, 2), "strong"),
+]
+
+
+def build_campaign(*, slug: str, plan, users, preferences: bool = True, settle: bool = True):
+    names = ("model-strong", "model-mid", "model-weak")
+    prices = {"model-strong": ("3", "15"), "model-mid": ("1", "5"), "model-weak": ("0.5", "2.5")}
+    contenders = []
+    for name in names:
+        c = ContenderFactory(name=name)
+        c.price_in_per_mtok, c.price_out_per_mtok = (Decimal(p) for p in prices[name])
+        c.save()
+        contenders.append(c)
+    campaign = CampaignFactory(
+        slug=slug,
+        contenders=contenders,
+        weights={"categories": {"billing": 2}, "quality": 0.7, "stability": 0.3},
+    )
+    for n, (scores, preferred) in enumerate(plan):
+        task = TaskFactory(
+            testset=campaign.testset,
+            category="billing" if n % 2 else "shipping",
+            tier="advanced" if n % 3 else "base",
+        )
+        item = ReviewItemFactory(campaign=campaign, task=task)
+        by_name = {
+            o.generation.contender.name.split("-")[1]: o
+            for o in item.outputs.select_related("generation__contender")
+        }
+        for reviewer in (users["reviewer_a"], users["reviewer_b"]):
+            review_create(
+                item,
+                reviewer,
+                scores={
+                    by_name[k]: {"accuracy": float(v), "completeness": float(v)}
+                    for k, v in zip(("strong", "mid", "weak"), scores, strict=True)
+                },
+                preference=by_name[preferred] if preferences else "",
+            )
+        if settle:
+            item.submitted_count = 2
+            item.save(update_fields=["submitted_count"])
+            item_settle(item)
+    Generation.objects.filter(campaign=campaign).update(
+        input_tokens=1000, output_tokens=500, latency_ms=900, checks_passed=True
+    )
+    return campaign
+
+
+class ReportTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = build_campaign(slug="support-q4", plan=PLAN, users=cls.users)
+        cls.report = campaign_report(campaign=cls.campaign, n_boot=200)
+        cls.task_ids = list(
+            cls.campaign.testset.tasks.order_by("position").values_list("external_id", flat=True)
+        )
+
+    def test_it_has_the_spec_keys(self):
+        r = self.report
+        assert r["campaign"] == "support-q4"
+        assert set(r["progress"]) >= {"items", "reviews_done", "disputed", "resolved"}
+        assert set(r["agreement"]) == {"accuracy", "completeness"}
+        assert set(r["agreement"]["accuracy"]) >= {
+            "alpha",
+            "level",
+            "ci95",
+            "n_units",
+            "exact",
+            "within_one",
+        }
+        assert set(r["position_bias"]) >= {"first_position_win_rate", "n"}
+        for row in r["leaderboard"]:
+            assert set(row) >= LEADERBOARD_KEYS
+            assert set(row["scores"]) == {"accuracy", "completeness"}
+            assert set(row["latency_ms"]) == {"p50", "p95"}
+
+    def test_it_counts_progress(self):
+        assert self.report["progress"] | {"generations": None} == self.report["progress"] | {
+            "items": 6,
+            "ready": 6,
+            "reviews_done": 12,
+            "reviews_needed": 12,
+            "settled": 6,
+            "agreed": 6,
+            "disputed": 0,
+            "resolved": 0,
+            "open": 0,
+            "dispute_rate": 0.0,
+            "generations": None,
+        }
+
+    def test_it_orders_the_leaderboard_by_rating(self):
+        board = self.report["leaderboard"]
+        assert [row["contender"] for row in board] == ["model-strong", "model-mid", "model-weak"]
+        ratings = [row["rating"] for row in board]
+        assert ratings == sorted(ratings, reverse=True)
+        assert sum(ratings) / 3 == pytest.approx(1000, abs=1e-3)
+        strong, mid, weak = board
+        # strong: preferred in 5 items (beats mid and weak), loses to mid once, beats weak there too
+        # (mid's preferred item: mid beats strong and weak; strong vs weak by scores: 3 > 1).
+        assert (strong["wins"], strong["losses"], strong["ties"]) == (11, 1, 0)
+        assert (weak["wins"], weak["losses"]) == (1, 11)
+        assert strong["rank"] == 1
+        for row in board:
+            lo, hi = row["ci95"]
+            assert lo <= row["rating"] <= hi
+        assert self.report["rating"]["ridge"] is None
+        # 3 pairs per item: the 2 with the preferred output by preference, the third by scores
+        assert self.report["rating"]["sources"] == {"preference": 12, "scores": 6}
+
+    def test_it_reports_quality_cost_and_decision(self):
+        board = {row["contender"]: row for row in self.report["leaderboard"]}
+        assert board["model-strong"]["scores"]["accuracy"]["mean"] == pytest.approx(
+            27 / 6, abs=1e-6
+        )
+        assert (
+            board["model-strong"]["quality"]
+            > board["model-mid"]["quality"]
+            > board["model-weak"]["quality"]
+        )
+        # 1000 tokens in, 500 out: strong 0.003 + 0.0075, weak 0.0005 + 0.00125
+        assert board["model-strong"]["cost_per_task"] == pytest.approx(0.0105)
+        assert board["model-weak"]["normalized_cost"] == 1.0
+        assert board["model-strong"]["normalized_cost"] == pytest.approx(6.0)
+        assert board["model-strong"]["latency_ms"] == {"p50": 900.0, "p95": 900.0}
+        # one sample per task: no stability, the decision score uses quality alone
+        assert board["model-weak"]["stability"] is None
+        assert board["model-weak"]["decision_score"] == pytest.approx(
+            board["model-weak"]["quality"]
+        )
+        assert any("stability" in w for w in self.report["warnings"])
+        assert set(self.report["quality"]["by_category"]["model-mid"]) == {"billing", "shipping"}
+        assert set(self.report["quality"]["by_tier"]["model-mid"]) == {"base", "advanced"}
+
+    def test_it_reports_agreement_and_reviewers(self):
+        acc = self.report["agreement"]["accuracy"]
+        assert acc["n_units"] == 18 and acc["exact"] == 1.0 and acc["alpha"] == 1.0
+        assert acc["band"] == "reliable" and acc["level"] == "ordinal"
+        pref = self.report["preference_agreement"]
+        assert pref["exact"] == 1.0 and pref["n_units"] == 6
+        reviewers = self.report["reviewers"]
+        assert set(reviewers) == {"reviewer_a", "reviewer_b"}
+        assert reviewers["reviewer_a"]["reviews"] == 6
+        assert reviewers["reviewer_a"]["mean_offset"] == 0.0
+        assert reviewers["reviewer_a"]["agreement_exact"] == 1.0
+
+    def test_it_reports_position_bias_from_the_presented_order(self):
+        # review_create shows outputs in pk order: strong is first, and strong won 10 of 12.
+        bias = self.report["position_bias"]
+        assert bias["n"] == 12 and bias["source"] == "preferences"
+        assert bias["first_position_win_rate"] == pytest.approx(10 / 12)
+        lo, hi = bias["ci95"]
+        assert lo < 10 / 12 < hi
+
+    def test_it_compares_every_pair_head_to_head(self):
+        pairs = {(h["a"], h["b"]): h for h in self.report["head_to_head"]}
+        # pairs in name order; b is compared against a
+        assert set(pairs) == {
+            ("model-mid", "model-strong"),
+            ("model-mid", "model-weak"),
+            ("model-strong", "model-weak"),
+        }
+        mid_strong = pairs[("model-mid", "model-strong")]
+        assert (mid_strong["wins"], mid_strong["losses"], mid_strong["ties"]) == (5, 1, 0)
+        assert [r["task"] for r in mid_strong["regressions"]] == [self.task_ids[4]]
+        assert mid_strong["p_value"] == pytest.approx(0.21875)  # exact sign test, 5 vs 1
+
+    def test_it_is_byte_identical_twice(self):
+        first = report_json(campaign_report(campaign=self.campaign, n_boot=200))
+        second = report_json(campaign_report(campaign=self.campaign, n_boot=200))
+        assert first == second
+        json.loads(first)
+
+    def test_the_command_prints_the_report(self):
+        out = StringIO()
+        call_command("campaign_report", "support-q4", "--bootstrap", "50", stdout=out)
+        report = json.loads(out.getvalue())
+        assert report["campaign"] == "support-q4"
+        assert report["leaderboard"][0]["contender"] == "model-strong"
+        with self.assertRaises(CommandError):
+            call_command("campaign_report", "nope", stdout=StringIO())
+
+    def test_the_api_serves_leads_and_admins_only(self):
+        tokens = {
+            who: ApiToken.issue(self.users[who])
+            for who in ("admin", "lead", "reviewer_a", "arbiter")
+        }
+        url = "/api/v1/campaigns/support-q4/report"
+        for who in ("admin", "lead"):
+            response = self.client.get(url, HTTP_AUTHORIZATION=f"Bearer {tokens[who]}")
+            assert response.status_code == 200
+            assert response.json()["campaign"] == "support-q4"
+        for who in ("reviewer_a", "arbiter"):
+            response = self.client.get(url, HTTP_AUTHORIZATION=f"Bearer {tokens[who]}")
+            assert response.status_code == 403
+            assert b"model-strong" not in response.content
+        assert self.client.get(url).status_code == 401
+        missing = self.client.get(
+            "/api/v1/campaigns/nope/report", HTTP_AUTHORIZATION=f"Bearer {tokens['lead']}"
+        )
+        assert missing.status_code == 404
+
+
+class TinyDataTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def test_an_empty_campaign_gives_nulls_with_reasons(self):
+        campaign = CampaignFactory(slug="empty")
+        report = campaign_report(campaign=campaign, n_boot=50)
+        assert report["progress"]["items"] == 0
+        assert report["agreement"]["accuracy"]["alpha"] is None
+        assert report["agreement"]["accuracy"]["reason"]
+        assert report["position_bias"]["first_position_win_rate"] is None
+        assert report["position_bias"]["reason"]
+        for row in report["leaderboard"]:
+            assert row["rating"] is None and row["rank"] is None and row["quality"] is None
+        assert report["rating"]["reason"]
+        json.loads(report_json(report))
+
+    def test_reviews_without_settled_items_give_agreement_but_no_ratings(self):
+        campaign = build_campaign(slug="unsettled", plan=PLAN[:2], users=self.users, settle=False)
+        report = campaign_report(campaign=campaign, n_boot=50)
+        assert report["agreement"]["accuracy"]["n_units"] == 6
+        assert all(row["rating"] is None for row in report["leaderboard"])
+        assert "no settled items" in " ".join(report["warnings"])
+
+    def test_an_undefeated_contender_is_reported(self):
+        campaign = build_campaign(slug="one-item", plan=PLAN[:1], users=self.users)
+        report = campaign_report(campaign=campaign, n_boot=50)
+        assert report["rating"]["undefeated"] == ["model-strong"]
+        assert report["rating"]["winless"] == ["model-weak"]
+        assert report["rating"]["ridge"] > 0
+        assert any("ridge" in w for w in report["warnings"])
+        assert report["leaderboard"][0]["contender"] == "model-strong"
+
+    def test_a_disputed_item_waits_for_arbitration(self):
+        campaign = build_campaign(slug="disputed", plan=PLAN[:3], users=self.users, settle=False)
+        items = list(ReviewItem.objects.filter(campaign=campaign).order_by("pk"))
+        first = items[0]
+        # reviewer_b now gives the strong output 2 instead of 5: a dispute
+        score = (
+            first.reviews.get(reviewer=self.users["reviewer_b"])
+            .scores.filter(output__generation__contender__name="model-strong", dimension="accuracy")
+            .get()
+        )
+        score.value = 2.0
+        score.save()
+        for item in items:
+            item.submitted_count = 2
+            item.save(update_fields=["submitted_count"])
+            item_settle(item)
+        report = campaign_report(campaign=campaign, n_boot=50)
+        assert report["progress"]["disputed"] == 1 and report["progress"]["agreed"] == 2
+        assert report["progress"]["dispute_rate"] == pytest.approx(1 / 3)
+        assert report["disputes"]["reasons"] == {"accuracy": 1}
+        # only the two settled items count for the leaderboard
+        assert report["rating"]["n_items"] == 2
+
+    def test_rubric_only_outcomes_come_from_final_scores(self):
+        campaign = build_campaign(
+            slug="rubric-only", plan=PLAN, users=self.users, preferences=False
+        )
+        report = campaign_report(campaign=campaign, n_boot=50)
+        assert report["rating"]["sources"] == {"preference": 0, "scores": 18}
+        assert report["position_bias"]["source"] == "scores"
+        board = {row["contender"]: row for row in report["leaderboard"]}
+        # strong vs mid by scores: strong wins 5 tasks, loses 1; weak beats mid once
+        assert board["model-strong"]["wins"] == 11 and board["model-weak"]["wins"] == 1
+        assert report["preference_agreement"]["alpha"] is None

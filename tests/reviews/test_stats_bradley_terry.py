@@ -1,0 +1,125 @@
+"""Bradley-Terry on the Elo scale against the published values in STATS.md."""
+
+import pandas as pd
+import pytest
+
+from reviews.stats.bradley_terry import RIDGE, bradley_terry, mle_exists, ranks, win_matrix
+
+
+def battles(spec) -> pd.DataFrame:
+    """spec: [(a, b, wins_of_a, losses_of_a, ties)] -> one row per battle, one item each."""
+    rows, item = [], 0
+    for a, b, wins, losses, ties in spec:
+        for score, count in ((1.0, wins), (0.0, losses), (0.5, ties)):
+            for _ in range(count):
+                rows.append((item, a, b, score))
+                item += 1
+    return pd.DataFrame(rows, columns=["item", "a", "b", "score"])
+
+
+def test_it_matches_the_two_contender_reference():
+    result = bradley_terry(battles([("A", "B", 3, 1, 0)]), ["A", "B"], n_boot=100)
+    assert result["ratings"]["A"] == pytest.approx(1095.42, abs=0.005)
+    assert result["ratings"]["B"] == pytest.approx(904.58, abs=0.005)
+    assert result["ridge"] is None
+    assert result["record"]["A"] == {"wins": 3, "losses": 1, "ties": 0}
+
+
+def test_it_matches_the_three_contender_reference():
+    data = battles([("A", "B", 2, 1, 0), ("B", "C", 2, 1, 0), ("A", "C", 4, 1, 0)])
+    ratings = bradley_terry(data, ["A", "B", "C"], n_boot=100)["ratings"]
+    assert ratings["A"] == pytest.approx(1120.41, abs=0.005)
+    assert ratings["B"] == pytest.approx(1000.00, abs=0.005)
+    assert ratings["C"] == pytest.approx(879.59, abs=0.005)
+
+
+def test_it_rates_all_ties_equal():
+    data = battles([("A", "B", 0, 0, 4), ("B", "C", 0, 0, 3), ("A", "C", 0, 0, 1)])
+    result = bradley_terry(data, ["A", "B", "C"], n_boot=100)
+    assert all(r == pytest.approx(1000.0, abs=1e-6) for r in result["ratings"].values())
+    assert result["record"]["B"]["ties"] == 7
+    assert set(result["rank"].values()) == {1}
+
+
+def test_flipped_battles_give_identical_ratings():
+    spec = [("A", "B", 2, 1, 1), ("B", "C", 2, 1, 0), ("A", "C", 4, 1, 2)]
+    flipped = [(b, a, losses, wins, ties) for a, b, wins, losses, ties in spec]
+    first = bradley_terry(battles(spec), ["A", "B", "C"], n_boot=0)["ratings"]
+    second = bradley_terry(battles(flipped), ["A", "B", "C"], n_boot=0)["ratings"]
+    assert first == pytest.approx(second, abs=1e-9)
+
+
+def test_counting_every_battle_twice_gives_identical_ratings():
+    spec = [("A", "B", 2, 1, 1), ("B", "C", 2, 1, 0), ("A", "C", 4, 1, 2)]
+    doubled = [(a, b, 2 * won, 2 * lost, 2 * tied) for a, b, won, lost, tied in spec]
+    first = bradley_terry(battles(spec), ["A", "B", "C"], n_boot=0)["ratings"]
+    second = bradley_terry(battles(doubled), ["A", "B", "C"], n_boot=0)["ratings"]
+    assert first == pytest.approx(second, abs=1e-9)
+
+
+def test_a_tie_counts_half_a_win_each():
+    w = win_matrix(battles([("A", "B", 1, 0, 2)]), ["A", "B"])
+    assert w.tolist() == [[2.0, 1.0], [1.0, 0.0]] or w.tolist() == [[0.0, 2.0], [1.0, 0.0]]
+    # one win + two ties = 2 "wins" for A, 1 for B: same fit as 2:1
+    tied = bradley_terry(battles([("A", "B", 1, 0, 2)]), ["A", "B"], n_boot=0)["ratings"]
+    plain = bradley_terry(battles([("A", "B", 2, 1, 0)]), ["A", "B"], n_boot=0)["ratings"]
+    assert tied == pytest.approx(plain, abs=1e-9)
+
+
+def test_the_rank_rule_matches_the_reference():
+    lower = {"A": 1100, "B": 1090, "C": 1000}
+    upper = {"A": 1150, "B": 1120, "C": 1080}
+    assert ranks(list(lower.values()), list(upper.values())) == [1, 1, 3]
+
+
+def test_an_undefeated_contender_gets_a_reported_ridge():
+    data = battles([("A", "B", 5, 0, 0), ("B", "C", 2, 1, 0)])
+    result = bradley_terry(data, ["A", "B", "C"], n_boot=200)
+    assert result["ridge"] == RIDGE
+    assert result["undefeated"] == ["A"]
+    assert result["winless"] == []
+    ratings = result["ratings"]
+    assert ratings["A"] > ratings["B"] > ratings["C"]
+    assert sum(ratings.values()) == pytest.approx(3000.0)
+    assert all(abs(r) < 10_000 for r in ratings.values())  # finite, not diverged
+
+
+def test_a_winless_contender_is_reported():
+    data = battles([("A", "B", 2, 1, 0), ("A", "C", 3, 0, 0), ("B", "C", 1, 0, 0)])
+    result = bradley_terry(data, ["A", "B", "C"], n_boot=50)
+    assert result["winless"] == ["C"] and result["ridge"] == RIDGE
+
+
+def test_a_disconnected_comparison_graph_is_reported_not_rated():
+    data = battles([("A", "B", 2, 1, 0), ("C", "D", 1, 1, 0)])
+    result = bradley_terry(data, ["A", "B", "C", "D"], n_boot=50)
+    assert result["components"] == [["A", "B"], ["C", "D"]]
+    assert all(v is None for v in result["ratings"].values())
+    assert all(v is None for v in result["rank"].values())
+    assert "disconnected" in result["reason"]
+
+
+def test_mle_existence_is_strong_connectivity():
+    import numpy as np
+
+    assert mle_exists(np.array([[0, 1], [1, 0]]))
+    assert not mle_exists(np.array([[0, 1], [0, 0]]))
+    # A beat B, B beat C, C beat A: a cycle, strongly connected
+    assert mle_exists(np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]]))
+
+
+def test_the_bootstrap_is_reproducible_and_brackets_the_ratings():
+    data = battles([("A", "B", 30, 20, 5), ("B", "C", 25, 20, 3), ("A", "C", 35, 15, 2)])
+    first = bradley_terry(data, ["A", "B", "C"], seed=11)
+    assert first == bradley_terry(data, ["A", "B", "C"], seed=11)
+    for name, (lo, hi) in first["ci95"].items():
+        assert lo < first["ratings"][name] < hi
+    assert first["rank"]["A"] == 1
+
+
+def test_too_little_data_is_null_with_a_reason():
+    empty = pd.DataFrame(columns=["item", "a", "b", "score"])
+    result = bradley_terry(empty, ["A", "B"])
+    assert result["ratings"] == {"A": None, "B": None}
+    assert result["reason"]
+    assert bradley_terry(empty, ["A"])["reason"] == "fewer than two contenders"
