@@ -31,7 +31,7 @@ from . import providers
 from .checks import run_checks
 from .models import Campaign, Contender, Generation, Provider
 from .providers.base import cost_of
-from .providers.imported import ImportErrors, parse_outputs
+from .providers.imported import ImportErrors, parse_outputs_collect
 
 log = logging.getLogger(__name__)
 S = Generation.Status
@@ -378,7 +378,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
         )
     if contender.provider != Provider.IMPORTED:
         raise ImportErrors([f"contender {contender_name!r} is not an imported contender"])
-    rows = parse_outputs(raw)
+    rows, errors = parse_outputs_collect(raw)
     generation_rows_create(campaign=campaign)
     existing = {
         (g.task.external_id, g.sample_index): g
@@ -386,7 +386,6 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
             "task"
         )
     }
-    errors = []
     for row in rows:
         gen = existing.get((row.task_id, row.sample))
         if gen is None:
@@ -404,6 +403,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
                 f"line {row.line}: {row.task_id} sample {row.sample} already has a different output"
             )
     if errors:
+        errors.sort(key=lambda e: int(e.split()[1].rstrip(",:")) if e.startswith("line ") else 0)
         raise ImportErrors(errors[:50])
     now = timezone.now()
     stored = unchanged = 0

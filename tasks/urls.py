@@ -2,3 +2,44 @@ from django.urls import path  # noqa: F401
 
 urlpatterns: list = []
 api_urlpatterns: list = []
+
+# Test sets (issue 2, part 6).
+from . import testset_api  # noqa: E402
+from . import views as testset_views  # noqa: E402
+
+urlpatterns += [
+    path("testsets/", testset_views.testset_list, name="testset_list"),
+    path("testsets/upload/", testset_views.testset_upload, name="testset_upload"),
+    path("testsets/<str:name>/v<int:version>/", testset_views.testset_detail, name="testset_detail"),
+    path("testsets/<str:name>/v<int:version>/download.<str:fmt>", testset_views.testset_download,
+         name="testset_download"),
+    path("testsets/<str:name>/v<int:version>/delete", testset_views.testset_remove, name="testset_delete"),
+]
+api_urlpatterns += [
+    path("testsets", testset_api.testsets, name="api_testsets"),
+    path("testsets/<str:name>", testset_api.testset_detail, name="api_testset_detail"),
+]
+
+# Contenders, campaigns and generation (issue 3).
+from . import campaign_api  # noqa: E402
+from . import campaign_views  # noqa: E402
+
+urlpatterns += [
+    path("contenders/", campaign_views.contender_list_view, name="contender_list"),
+    path("contenders/<int:pk>/edit/", campaign_views.contender_edit, name="contender_edit"),
+    path("campaigns/", campaign_views.campaign_list_view, name="campaign_list"),
+    path("campaigns/new/", campaign_views.campaign_new, name="campaign_new"),
+    path("campaigns/<slug:slug>/", campaign_views.campaign_detail, name="campaign_detail"),
+    path("campaigns/<slug:slug>/generate", campaign_views.campaign_generate, name="campaign_generate"),
+    path("campaigns/<slug:slug>/cancel", campaign_views.campaign_cancel, name="campaign_cancel"),
+    path("campaigns/<slug:slug>/retry-failed", campaign_views.campaign_retry_failed, name="campaign_retry_failed"),
+    path("campaigns/<slug:slug>/outputs", campaign_views.campaign_import_outputs, name="campaign_import_outputs"),
+]
+api_urlpatterns += [
+    path("campaigns", campaign_api.campaigns, name="api_campaigns"),
+    path("campaigns/<slug:slug>", campaign_api.campaign_detail, name="api_campaign_detail"),
+    path("campaigns/<slug:slug>/generate", campaign_api.campaign_generate, name="api_campaign_generate"),
+    path("campaigns/<slug:slug>/cancel", campaign_api.campaign_cancel, name="api_campaign_cancel"),
+    path("campaigns/<slug:slug>/retry-failed", campaign_api.campaign_retry_failed, name="api_campaign_retry_failed"),
+    path("campaigns/<slug:slug>/outputs", campaign_api.campaign_outputs, name="api_campaign_outputs"),
+]

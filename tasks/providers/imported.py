@@ -68,12 +68,20 @@ def _reject_constant(name):
 
 def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[ImportedOutput]:
     """Parse the whole file or raise ImportErrors listing every problem (up to a cap)."""
+    rows, errors = parse_outputs_collect(raw, max_bytes=max_bytes)
+    if errors:
+        raise ImportErrors(errors)
+    return rows
+
+
+def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
+    """(rows, errors): the valid rows and every problem found, so callers can add their own."""
     if len(raw) > max_bytes:
-        raise ImportErrors([f"file is {len(raw)} bytes, larger than the limit of {max_bytes}"])
+        return [], [f"file is {len(raw)} bytes, larger than the limit of {max_bytes}"]
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ImportErrors([f"file is not valid UTF-8 (byte {exc.start})"]) from None
+        return [], [f"file is not valid UTF-8 (byte {exc.start})"]
     errors: list[str] = []
     rows: list[ImportedOutput] = []
     seen: dict[tuple[str, int], int] = {}
@@ -149,8 +157,6 @@ def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[Imp
                 **values,
             )
         )
-    if errors:
-        raise ImportErrors(errors)
-    if not rows:
-        raise ImportErrors(["the file holds no outputs"])
-    return rows
+    if not rows and not errors:
+        errors.append("the file holds no outputs")
+    return rows, errors

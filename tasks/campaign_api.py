@@ -1,0 +1,173 @@
+"""JSON API for campaigns and generation (admin writes; admin and lead read)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404
+
+from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.roles import ADMIN, LEAD, has_role
+
+from .campaign_selectors import campaign_list, campaign_progress
+from .campaigns import DefinitionError, campaign_create
+from .generation import (
+    GenerationError,
+    generation_cancel,
+    generation_enqueue,
+    generation_retry_failed,
+    outputs_import,
+)
+from .models import Campaign
+from .providers.imported import ImportErrors
+
+
+def _jsonable(value):
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
+    data = {
+        "slug": campaign.slug,
+        "name": campaign.name,
+        "status": campaign.status,
+        "testset": {"name": campaign.testset.name, "version": campaign.testset.version},
+        "contenders": [
+            {
+                "name": c.name,
+                "provider": c.provider,
+                "model": c.model,
+                "version_label": c.version_label,
+            }
+            for c in campaign.contenders.order_by("name")
+        ],
+        "samples_per_task": campaign.samples_per_task,
+        "reviewed_samples": campaign.reviewed_samples,
+        "overlap": campaign.overlap,
+        "mode": campaign.mode,
+        "rubric": campaign.rubric,
+        "weights": campaign.weights,
+        "redact": campaign.redact,
+        "lease_minutes": campaign.lease_minutes,
+        "pass_threshold": campaign.pass_threshold,
+        "created_at": campaign.created_at.isoformat(),
+    }
+    if progress:
+        data["progress"] = _jsonable(campaign_progress(campaign=campaign))
+    return data
+
+
+def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
+    return get_object_or_404(Campaign.objects.select_related("testset"), slug=slug)
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    methods=("GET", "POST"),
+    summary="List campaigns (admin, lead) or create one from a definition (admin; the create_campaign format).",
+    body={
+        "application/json": {
+            "schema": {"type": "object", "required": ["slug", "testset", "contenders"]}
+        }
+    },
+    responses={
+        "200": "campaign list",
+        "201": "created",
+        "400": "definition errors (all listed)",
+        "403": "role",
+    },
+)
+def campaigns(request: HttpRequest) -> JsonResponse:
+    if request.method == "GET":
+        return JsonResponse(
+            {
+                "campaigns": [
+                    {
+                        "slug": c.slug,
+                        "name": c.name,
+                        "status": c.status,
+                        "generations": c.total,
+                        "done": c.done,
+                        "failed": c.failed,
+                    }
+                    for c in campaign_list()
+                ]
+            }
+        )
+    if not has_role(request.user, ADMIN):
+        raise ApiError("only admins create campaigns", status=403)
+    try:
+        campaign, warnings = campaign_create(definition=json_body(request), user=request.user)
+    except DefinitionError as exc:
+        raise ApiError("invalid campaign definition", errors=exc.errors) from None
+    return JsonResponse({**campaign_json(campaign), "warnings": warnings}, status=201)
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    summary="A campaign with its per-contender generation progress.",
+    responses={"200": "campaign", "404": "no such campaign"},
+)
+def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
+    return JsonResponse(campaign_json(_admin_campaign(request, slug), progress=True))
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("POST",),
+    summary="Queue generation for every row not yet queued.",
+    responses={"202": "queued", "400": "e.g. a missing API key variable"},
+)
+def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
+    campaign = _admin_campaign(request, slug)
+    try:
+        queued = generation_enqueue(campaign=campaign)
+    except GenerationError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse({"queued": queued}, status=202)
+
+
+@api_endpoint(
+    ADMIN, methods=("POST",), summary="Cancel generation: waiting and running rows are cancelled."
+)
+def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
+    return JsonResponse({"cancelled": generation_cancel(campaign=_admin_campaign(request, slug))})
+
+
+@api_endpoint(
+    ADMIN, methods=("POST",), summary="Queue every failed row again with a fresh attempt budget."
+)
+def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
+    try:
+        count = generation_retry_failed(campaign=_admin_campaign(request, slug))
+    except GenerationError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse({"queued": count}, status=202)
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("POST",),
+    summary="Import outputs for an imported contender: the JSONL file as the request body, ?contender=NAME.",
+    body={"application/x-ndjson": {"schema": {"type": "string"}}},
+    responses={"200": "imported", "400": "problems (all listed, nothing imported)"},
+)
+def campaign_outputs(request: HttpRequest, slug: str) -> JsonResponse:
+    campaign = _admin_campaign(request, slug)
+    name = request.GET.get("contender", "")
+    if not name:
+        raise ApiError("give the contender: ?contender=NAME")
+    try:
+        result = outputs_import(campaign=campaign, contender_name=name, raw=request.body)
+    except ImportErrors as exc:
+        raise ApiError("nothing imported", errors=exc.errors) from None
+    return JsonResponse(result)

@@ -1,0 +1,162 @@
+"""Reads shaped for the campaign screens, the CLI and the API (admin/lead only: identities shown)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import Avg, Count, Q, Sum
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from .models import Campaign, Contender, Generation
+
+S = Generation.Status
+RATE_WINDOW = 60  # seconds of finished rows the rate is measured over
+
+
+def campaign_get(*, slug: str) -> Campaign:
+    return get_object_or_404(Campaign.objects.select_related("testset"), slug=slug)
+
+
+def campaign_list() -> list[dict]:
+    campaigns = (
+        Campaign.objects.select_related("testset")
+        .annotate(
+            total=Count("generations", distinct=True),
+            done=Count("generations", filter=Q(generations__status=S.DONE), distinct=True),
+            failed=Count("generations", filter=Q(generations__status=S.FAILED), distinct=True),
+            n_contenders=Count("contenders", distinct=True),
+        )
+        .order_by("-created_at")
+    )
+    return list(campaigns)
+
+
+def contender_list() -> list[Contender]:
+    return list(Contender.objects.annotate(n_campaigns=Count("campaigns")).order_by("name"))
+
+
+def campaign_progress(*, campaign: Campaign) -> dict:
+    """Per-contender counts (waiting / queued / running / done / failed), rate and ETA."""
+    now = timezone.now()
+    since = now - timedelta(seconds=RATE_WINDOW)
+    rows = (
+        Generation.objects.filter(campaign=campaign)
+        .values("contender_id", "contender__name", "contender__provider")
+        .annotate(
+            total=Count("pk"),
+            waiting=Count("pk", filter=Q(status=S.PENDING, queued_at__isnull=True)),
+            queued=Count("pk", filter=Q(status=S.PENDING, queued_at__isnull=False)),
+            running=Count("pk", filter=Q(status=S.RUNNING)),
+            done=Count("pk", filter=Q(status=S.DONE)),
+            failed=Count("pk", filter=Q(status=S.FAILED)),
+            cancelled=Count("pk", filter=Q(status=S.CANCELLED)),
+            recent=Count("pk", filter=Q(status__in=[S.DONE, S.FAILED], finished_at__gte=since)),
+            retries=Sum("retries"),
+            discarded=Sum("discarded_calls"),
+            latency=Avg("latency_ms", filter=Q(status=S.DONE)),
+            ttft=Avg("ttft_ms", filter=Q(status=S.DONE)),
+            cost=Sum("cost", filter=Q(status=S.DONE)),
+            checks_pass=Count("pk", filter=Q(checks_passed=True)),
+            checks_fail=Count("pk", filter=Q(checks_passed=False)),
+            leaks=Count("pk", filter=Q(identity_leak=True)),
+        )
+        .order_by("contender__name")
+    )
+    contenders = []
+    totals = {
+        k: 0
+        for k in ("total", "waiting", "queued", "running", "done", "failed", "cancelled", "recent")
+    }
+    for row in rows:
+        remaining = row["queued"] + row["running"]
+        rate = row["recent"] / RATE_WINDOW
+        eta = remaining / rate if rate and remaining else None
+        contenders.append(
+            {
+                "name": row["contender__name"],
+                "provider": row["contender__provider"],
+                **{k: row[k] for k in totals},
+                "remaining": remaining,
+                "finished_count": row["done"] + row["failed"] + row["cancelled"],
+                "rate_per_min": round(rate * 60, 1),
+                "eta_seconds": int(eta) if eta is not None else None,
+                "retries": row["retries"] or 0,
+                "discarded": row["discarded"] or 0,
+                "latency_ms": int(row["latency"]) if row["latency"] is not None else None,
+                "ttft_ms": int(row["ttft"]) if row["ttft"] is not None else None,
+                "cost": row["cost"],
+                "checks_pass": row["checks_pass"],
+                "checks_fail": row["checks_fail"],
+                "leaks": row["leaks"],
+            }
+        )
+        for k in totals:
+            totals[k] += row[k]
+    remaining = totals["queued"] + totals["running"]
+    rate = totals["recent"] / RATE_WINDOW
+    return {
+        "contenders": contenders,
+        "totals": {
+            **totals,
+            "remaining": remaining,
+            "rate_per_min": round(rate * 60, 1),
+            "finished_count": totals["done"] + totals["failed"] + totals["cancelled"],
+            "eta_seconds": int(remaining / rate) if rate and remaining else None,
+        },
+        "active": remaining > 0,
+        "status": Campaign.objects.filter(pk=campaign.pk).values_list("status", flat=True).first(),
+    }
+
+
+def campaign_failures(*, campaign: Campaign, limit: int = 50) -> list[dict]:
+    """Failed rows with the provider's message: admins only (never reviewers)."""
+    return list(
+        Generation.objects.filter(campaign=campaign, status=S.FAILED)
+        .order_by("-finished_at")
+        .values("task__external_id", "contender__name", "sample_index", "attempts", "error")[:limit]
+    )
+
+
+def campaign_check_failures(*, campaign: Campaign, limit: int = 50) -> list[dict]:
+    """Outputs whose automatic checks failed: admins and leads."""
+    rows = (
+        Generation.objects.filter(campaign=campaign, checks_passed=False)
+        .order_by("task__position", "contender__name", "sample_index")
+        .values("task__external_id", "contender__name", "sample_index", "check_results")[:limit]
+    )
+    out = []
+    for row in rows:
+        failed = {
+            k: v.get("detail", "")
+            for k, v in (row["check_results"] or {}).items()
+            if not v.get("passed")
+        }
+        out.append({**row, "failed": failed})
+    return out
+
+
+def campaign_items_summary(*, campaign: Campaign) -> dict:
+    from reviews.models import ReviewItem
+
+    counts = dict(
+        ReviewItem.objects.filter(campaign=campaign)
+        .values_list("state")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    return {
+        "total": sum(counts.values()),
+        "waiting": counts.get(ReviewItem.State.WAITING, 0),
+        "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),
+    }
+
+
+def format_eta(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"

@@ -1,0 +1,203 @@
+"""Admin/lead pages for contenders, campaigns and generation progress."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from evalsite.roles import ADMIN, LEAD, has_role, role_required
+
+from .campaign_forms import CampaignForm, ContenderForm, OutputsUploadForm, add_definition_errors
+from .campaign_selectors import (
+    campaign_check_failures,
+    campaign_failures,
+    campaign_get,
+    campaign_items_summary,
+    campaign_list,
+    campaign_progress,
+    contender_list,
+    format_eta,
+)
+from .campaigns import DefinitionError, campaign_create
+from .generation import (
+    GenerationError,
+    generation_cancel,
+    generation_enqueue,
+    generation_retry_failed,
+    outputs_import,
+)
+from .models import Contender, Generation, Provider
+from .providers.imported import ImportErrors
+
+PROGRESS_TARGET = "generation-progress"
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def contender_list_view(request: HttpRequest) -> HttpResponse:
+    """The contenders table and the "new contender" form (htmx: errors re-render the form)."""
+    form = ContenderForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        contender = Contender.objects.create(**form.spec)
+        messages.success(request, f"Contender {contender.name} created.")
+        return _redirect(request, reverse("contender_list"))
+    context = {"contenders": contender_list(), "form": form}
+    if request.htmx and request.method == "POST":
+        return render(request, "tasks/contender_list.html#contender-form", context)
+    return render(request, "tasks/contender_list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    contender = get_object_or_404(Contender, pk=pk)
+    # Outputs already generated belong to the configuration that made them.
+    locked = contender.generations.filter(status=Generation.Status.DONE).exists()
+    form = ContenderForm(request.POST or None, instance=contender)
+    if request.method == "POST" and not locked and form.is_valid():
+        Contender.objects.filter(pk=contender.pk).update(**form.spec)
+        messages.success(request, f"Contender {form.spec['name']} saved.")
+        return _redirect(request, reverse("contender_list"))
+    context = {"contender": contender, "form": form, "locked": locked}
+    if request.htmx and request.method == "POST":
+        return render(request, "tasks/contender_edit.html#contender-form", context)
+    return render(request, "tasks/contender_edit.html", context)
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def campaign_list_view(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "tasks/campaign_list.html",
+        {"campaigns": campaign_list(), "can_create": has_role(request.user, ADMIN)},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    form = CampaignForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            campaign, warnings = campaign_create(definition=form.definition(), user=request.user)
+        except DefinitionError as exc:
+            add_definition_errors(form, exc.errors)
+        else:
+            for warning in warnings:
+                messages.warning(request, warning)
+            messages.success(request, f"Campaign {campaign.slug} created.")
+            return _redirect(request, reverse("campaign_detail", args=[campaign.slug]))
+    context = {"form": form}
+    if request.htmx and request.method == "POST":
+        return render(request, "tasks/campaign_form.html#campaign-form", context)
+    return render(request, "tasks/campaign_form.html", context)
+
+
+def _detail_context(request: HttpRequest, campaign) -> dict:
+    progress = campaign_progress(campaign=campaign)
+    for row in [*progress["contenders"], progress["totals"]]:
+        row["eta"] = format_eta(row["eta_seconds"])
+    is_admin = has_role(request.user, ADMIN)
+    imported = [
+        c.name for c in campaign.contenders.filter(provider=Provider.IMPORTED).order_by("name")
+    ]
+    return {
+        "campaign": campaign,
+        "progress": progress,
+        "is_admin": is_admin,
+        "poll_target": PROGRESS_TARGET,
+        "items": campaign_items_summary(campaign=campaign),
+        # Provider error text: admins only. Check results: admins and leads.
+        "failures": campaign_failures(campaign=campaign) if is_admin else [],
+        "check_failures": campaign_check_failures(campaign=campaign),
+        "imported_contenders": imported,
+        "upload_form": OutputsUploadForm(contenders=imported) if is_admin and imported else None,
+        "max_attempts": settings.GENERATION_MAX_ATTEMPTS,
+    }
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The campaign page; an htmx poll of the progress region gets only that partial."""
+    campaign = campaign_get(slug=slug)
+    context = _detail_context(request, campaign)
+    if request.htmx and request.htmx.target == PROGRESS_TARGET:
+        return render(request, "tasks/campaign_detail.html#progress", context)
+    return render(request, "tasks/campaign_detail.html", context)
+
+
+def _campaign_action(request: HttpRequest, slug: str, action) -> HttpResponse:
+    campaign = campaign_get(slug=slug)
+    try:
+        message = action(campaign)
+    except GenerationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, message)
+    return _redirect(request, reverse("campaign_detail", args=[campaign.slug]))
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_generate(request: HttpRequest, slug: str) -> HttpResponse:
+    return _campaign_action(
+        request, slug, lambda c: f"Queued {generation_enqueue(campaign=c)} generation(s)."
+    )
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_cancel(request: HttpRequest, slug: str) -> HttpResponse:
+    return _campaign_action(
+        request, slug, lambda c: f"Cancelled {generation_cancel(campaign=c)} generation(s)."
+    )
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_retry_failed(request: HttpRequest, slug: str) -> HttpResponse:
+    return _campaign_action(
+        request,
+        slug,
+        lambda c: f"Queued {generation_retry_failed(campaign=c)} failed generation(s) again.",
+    )
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_import_outputs(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = campaign_get(slug=slug)
+    context = _detail_context(request, campaign)
+    form = OutputsUploadForm(request.POST, request.FILES, contenders=context["imported_contenders"])
+    if form.is_valid():
+        try:
+            result = outputs_import(
+                campaign=campaign,
+                contender_name=form.cleaned_data["contender"],
+                raw=form.cleaned_data["file"].read(),
+            )
+        except ImportErrors as exc:
+            for error in exc.errors:
+                form.add_error("file", error)
+        else:
+            messages.success(
+                request,
+                f"Imported {result['stored']} output(s) ({result['unchanged']} unchanged, {result['missing']} still "
+                f"missing); {result['items_ready']} review item(s) became ready.",
+            )
+            return _redirect(request, reverse("campaign_detail", args=[campaign.slug]))
+    context["upload_form"] = form
+    if request.htmx:
+        return render(request, "tasks/campaign_detail.html#upload-form", context)
+    return render(request, "tasks/campaign_detail.html", context)

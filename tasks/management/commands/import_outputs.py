@@ -1,0 +1,39 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks.generation import outputs_import
+from tasks.models import Campaign
+from tasks.providers.imported import ImportErrors
+
+
+class Command(BaseCommand):
+    help = "Import outputs (JSONL) for an 'imported' contender of a campaign. All or nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "file", help='JSONL: {"task_id": "T-1", "sample": 0, "output": "..."} per line'
+        )
+        parser.add_argument("--campaign", required=True, help="campaign slug")
+        parser.add_argument("--contender", required=True, help="contender name")
+
+    def handle(self, *args, **options):
+        campaign = Campaign.objects.filter(slug=options["campaign"]).first()
+        if campaign is None:
+            raise CommandError(f"no campaign {options['campaign']!r}")
+        path = Path(options["file"])
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc}") from None
+        try:
+            result = outputs_import(campaign=campaign, contender_name=options["contender"], raw=raw)
+        except ImportErrors as exc:
+            raise CommandError(
+                f"{path}: nothing imported, {len(exc.errors)} problem(s):\n"
+                + "\n".join(f"  {e}" for e in exc.errors)
+            ) from None
+        self.stdout.write(
+            f"Imported {result['stored']} output(s) for {options['contender']} ({result['unchanged']} unchanged, "
+            f"{result['missing']} still missing); {result['items_ready']} review item(s) became ready."
+        )

@@ -1,0 +1,479 @@
+"""Campaign definitions, contenders, the create/import commands, the API and the admin pages."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import TestCase
+
+from evalsite.models import ApiToken
+from reviews.models import ReviewItem
+from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
+from tasks.models import Campaign, Contender, Generation
+from tests.factories import TaskFactory, TestSetFactory, personas
+
+SPEC_EXAMPLE = """{"slug": "support-q4", "name": "Support bot Q4", "testset": "support-v3",
+ "contenders": [{"name": "model-x", "provider": "openai", "base_url": "http://127.0.0.1:8001/v1",
+                 "model": "x-large", "api_key_env": "X_API_KEY",
+                 "params": {"temperature": 0.7, "max_tokens": 512, "seed": 7},
+                 "price_in_per_mtok": 0.15, "price_out_per_mtok": 0.60}],
+ "samples_per_task": 3, "reviewed_samples": 1, "overlap": 2, "mode": "both",
+ "rubric": [{"key": "accuracy", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1,
+             "anchors": {"1": "wrong", "5": "fully correct"}}],
+ "weights": {"categories": {"long_context_summary": 2}, "quality": 0.7, "stability": 0.3},
+ "redact": ["openai", "gpt"]}"""
+
+YAML_DEFINITION = """
+slug: support-yaml
+name: Support (YAML)
+testset: {name: support-v3, version: 1}
+contenders:
+  - name: vendor-export
+    provider: imported
+  - name: local-llama
+    provider: openai
+    base_url: http://127.0.0.1:8002/v1
+    model: llama-3.1-8b
+    params: {temperature: 0.2, seed: 11}
+mode: pairwise
+samples_per_task: 2
+"""
+
+
+def make_testset(name="support-v3", version=1, n=3, frozen=False):
+    ts = TestSetFactory(name=name, version=version, frozen=frozen, task_count=n)
+    for i in range(n):
+        TaskFactory(testset=ts, position=i, external_id=f"T-{i + 1}", category="billing")
+    return ts
+
+
+class DefinitionTests(TestCase):
+    def test_it_loads_the_spec_example_as_written(self):
+        ts = make_testset()
+        campaign, warnings = campaign_create(definition=campaign_definition_load(SPEC_EXAMPLE))
+        assert campaign.slug == "support-q4" and campaign.testset == ts
+        assert campaign.rubric[0]["key"] == "accuracy" and campaign.rubric[0]["anchors"] == {
+            "1": "wrong",
+            "5": "fully correct",
+        }
+        assert (
+            campaign.rubric[0]["direction"] == "higher"
+            and campaign.rubric[0]["label"] == "Accuracy"
+        )
+        assert campaign.weights["quality"] == 0.7 and campaign.redact == ["openai", "gpt"]
+        contender = Contender.objects.get(name="model-x")
+        assert contender.api_key_env == "X_API_KEY" and contender.params["seed"] == 7
+        assert str(contender.price_out_per_mtok) == "0.600000"
+        # One contender is allowed as a draft, with a warning: review needs two.
+        assert warnings and "at least 2 contenders" in warnings[0]
+        assert Generation.objects.filter(campaign=campaign).count() == 3 * 1 * 3
+        ts.refresh_from_db()
+        assert ts.frozen
+
+    def test_it_loads_yaml_with_an_imported_contender_and_a_versioned_testset(self):
+        make_testset(version=1)
+        make_testset(version=2)
+        campaign, warnings = campaign_create(
+            definition=campaign_definition_load(YAML_DEFINITION, filename="c.yaml")
+        )
+        assert warnings == []
+        assert (
+            campaign.testset.version == 1 and campaign.mode == "pairwise" and campaign.rubric == []
+        )
+        assert set(campaign.contenders.values_list("provider", flat=True)) == {"imported", "openai"}
+
+    def test_it_uses_the_latest_version_for_a_bare_testset_name(self):
+        make_testset(version=1)
+        latest = make_testset(version=2)
+        campaign, _ = campaign_create(definition=campaign_definition_load(SPEC_EXAMPLE))
+        assert campaign.testset == latest
+
+    def test_it_reuses_a_contender_by_name_and_rejects_a_changed_configuration(self):
+        make_testset()
+        first, _ = campaign_create(definition=json.loads(SPEC_EXAMPLE))
+        again = json.loads(SPEC_EXAMPLE) | {"slug": "support-q5"}
+        second, _ = campaign_create(definition=again)
+        assert list(second.contenders.all()) == list(first.contenders.all())
+        changed = json.loads(SPEC_EXAMPLE) | {"slug": "support-q6"}
+        changed["contenders"][0]["model"] = "x-small"
+        with pytest.raises(DefinitionError) as info:
+            campaign_create(definition=changed)
+        assert "already exists with a different model" in info.value.errors[0]
+        by_name = json.loads(SPEC_EXAMPLE) | {"slug": "support-q7", "contenders": ["model-x"]}
+        assert campaign_create(definition=by_name)[0].contenders.get().name == "model-x"
+
+    def test_it_reports_every_problem_at_once(self):
+        bad = {
+            "slug": "Bad Slug",
+            "testset": "nope",
+            "contenders": [{"name": "a", "provider": "mystery"}],
+            "samples_per_task": 1,
+            "reviewed_samples": 2,
+            "mode": "rubric",
+            "rubric": [],
+            "colour": "blue",
+        }
+        with pytest.raises(DefinitionError) as info:
+            campaign_create(definition=bad)
+        text = "\n".join(info.value.errors)
+        for expected in (
+            "slug: lowercase",
+            "testset: no test set named 'nope'",
+            "contenders[0].provider: one of",
+            "reviewed_samples: cannot exceed",
+            "rubric: mode 'rubric' needs",
+            "colour: unknown field",
+        ):
+            assert expected in text
+        assert not Campaign.objects.exists() and not Contender.objects.exists()
+
+    def test_it_rejects_invalid_rubric_dimensions_and_an_api_key_in_place_of_a_variable(self):
+        make_testset()
+        data = json.loads(SPEC_EXAMPLE)
+        data["rubric"] = [
+            {"key": "accuracy", "min": 5, "max": 1},
+            {"key": "tone", "anchors": {"9": "x"}, "level": "fuzzy"},
+        ]
+        data["contenders"][0]["api_key_env"] = "sk-live-abc123!"
+        with pytest.raises(DefinitionError) as info:
+            campaign_create(definition=data)
+        text = "\n".join(info.value.errors)
+        assert "rubric[0].max: must be greater than min" in text
+        assert "rubric[1].anchors.9: outside 1..5" in text and "rubric[1].level" in text
+        assert "api_key_env: the NAME of an environment variable" in text
+
+    def test_it_rejects_duplicate_keys_and_nan_in_json(self):
+        with pytest.raises(DefinitionError, match="duplicate key 'slug'"):
+            campaign_definition_load('{"slug": "a", "slug": "b"}')
+        with pytest.raises(DefinitionError, match="NaN is not allowed"):
+            campaign_definition_load('{"slug": "a", "pass_threshold": NaN}')
+
+
+class CommandTests(TestCase):
+    def test_create_campaign_prints_a_summary_and_lists_errors(
+        self,
+    ):
+        import tempfile
+        from pathlib import Path
+
+        make_testset()
+        with tempfile.TemporaryDirectory() as tmp:
+            good = Path(tmp) / "c.json"
+            good.write_text(SPEC_EXAMPLE)
+            out, err = StringIO(), StringIO()
+            call_command("create_campaign", str(good), stdout=out, stderr=err)
+            assert (
+                "Created campaign support-q4 on support-v3 v1: 3 tasks x 1 contenders x 3 samples"
+                in out.getvalue()
+            )
+            assert "at least 2 contenders" in err.getvalue()
+            bad = Path(tmp) / "bad.yaml"
+            bad.write_text("slug: support-q4\ntestset: support-v3\ncontenders: []\n")
+            with pytest.raises(CommandError) as info:
+                call_command("create_campaign", str(bad))
+            assert "already exists" in str(info.value) and "contenders: required" in str(info.value)
+
+    def test_generate_refuses_a_missing_key_variable_before_queueing(self):
+        make_testset()
+        campaign, _ = campaign_create(definition=json.loads(SPEC_EXAMPLE))
+        with pytest.raises(CommandError, match="X_API_KEY is not set"):
+            call_command("generate", "support-q4", stdout=StringIO())
+        assert not Generation.objects.filter(campaign=campaign, queued_at__isnull=False).exists()
+        assert Campaign.objects.get(pk=campaign.pk).status == "draft"
+
+    def test_import_outputs_is_all_or_nothing_and_makes_items_ready(self):
+        import tempfile
+        from pathlib import Path
+
+        make_testset(n=2)
+        definition = {
+            "slug": "imp",
+            "testset": "support-v3",
+            "mode": "both",
+            "rubric": [{"key": "accuracy"}],
+            "contenders": [
+                {"name": "a", "provider": "imported"},
+                {"name": "b", "provider": "imported"},
+            ],
+        }
+        campaign, _ = campaign_create(definition=definition)
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp) / "bad.jsonl"
+            bad.write_text(
+                '{"task_id": "T-1", "output": "fine"}\n{"task_id": "T-9", "output": "x"}\n'
+                '{"task_id": "T-2", "output": 3}\n'
+            )
+            with pytest.raises(CommandError) as info:
+                call_command("import_outputs", str(bad), "--campaign", "imp", "--contender", "a")
+            assert "line 2, field task_id: no task 'T-9'" in str(info.value)
+            assert "line 3, field output" in str(info.value)
+            assert not Generation.objects.filter(campaign=campaign, status="done").exists()
+            for name in ("a", "b"):
+                good = Path(tmp) / f"{name}.jsonl"
+                good.write_text(
+                    "".join(
+                        json.dumps(
+                            {"task_id": f"T-{i}", "output": f"{name} says {i}", "output_tokens": 3}
+                        )
+                        + "\n"
+                        for i in (1, 2)
+                    )
+                )
+                out = StringIO()
+                call_command(
+                    "import_outputs",
+                    str(good),
+                    "--campaign",
+                    "imp",
+                    "--contender",
+                    name,
+                    stdout=out,
+                )
+                if name == "a":
+                    assert "Imported 2 output(s)" in out.getvalue()
+                    # Only one side exists: nothing is offered to reviewers yet.
+                    assert ReviewItem.objects.filter(campaign=campaign).count() == 2
+                    assert not ReviewItem.objects.filter(campaign=campaign, ready=True).exists()
+            assert (
+                ReviewItem.objects.filter(campaign=campaign, ready=True, state="open").count() == 2
+            )
+            # Re-importing the same file changes nothing.
+            out = StringIO()
+            call_command(
+                "import_outputs", str(good), "--campaign", "imp", "--contender", "b", stdout=out
+            )
+            assert "Imported 0 output(s) for b (2 unchanged" in out.getvalue()
+        assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
+
+
+class ApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.tokens = {name: ApiToken.issue(user) for name, user in cls.users.items()}
+
+    def auth(self, name):
+        return {"Authorization": f"Bearer {self.tokens[name]}"}
+
+    def test_admin_creates_a_campaign_and_lead_reads_it(self):
+        make_testset()
+        response = self.client.post(
+            "/api/v1/campaigns",
+            SPEC_EXAMPLE,
+            content_type="application/json",
+            headers=self.auth("admin"),
+        )
+        assert response.status_code == 201, response.content
+        assert response.json()["slug"] == "support-q4" and response.json()["warnings"]
+        listing = self.client.get("/api/v1/campaigns", headers=self.auth("lead")).json()
+        assert [c["slug"] for c in listing["campaigns"]] == ["support-q4"]
+        detail = self.client.get("/api/v1/campaigns/support-q4", headers=self.auth("lead")).json()
+        assert (
+            detail["progress"]["totals"]["total"] == 9
+            and detail["progress"]["totals"]["waiting"] == 9
+        )
+        assert (
+            self.client.get("/api/v1/campaigns/nope", headers=self.auth("lead")).status_code == 404
+        )
+
+    def test_it_lists_definition_errors(self):
+        response = self.client.post(
+            "/api/v1/campaigns",
+            {"slug": "x"},
+            content_type="application/json",
+            headers=self.auth("admin"),
+        )
+        assert response.status_code == 400
+        assert any(e.startswith("testset:") for e in response.json()["errors"])
+
+    def test_it_denies_other_roles(self):
+        make_testset()
+        for name in ("lead", "reviewer_a", "arbiter"):
+            response = self.client.post(
+                "/api/v1/campaigns",
+                SPEC_EXAMPLE,
+                content_type="application/json",
+                headers=self.auth(name),
+            )
+            assert response.status_code == 403, name
+        assert (
+            self.client.get("/api/v1/campaigns", headers=self.auth("reviewer_a")).status_code == 403
+        )
+        assert self.client.get("/api/v1/campaigns").status_code == 401
+        campaign_create(definition=json.loads(SPEC_EXAMPLE))
+        for path in ("generate", "cancel", "retry-failed"):
+            assert (
+                self.client.post(
+                    f"/api/v1/campaigns/support-q4/{path}", headers=self.auth("lead")
+                ).status_code
+                == 403
+            )
+
+    def test_generate_reports_a_missing_key_variable(self):
+        make_testset()
+        campaign_create(definition=json.loads(SPEC_EXAMPLE))
+        response = self.client.post(
+            "/api/v1/campaigns/support-q4/generate", headers=self.auth("admin")
+        )
+        assert response.status_code == 400 and "X_API_KEY is not set" in response.json()["error"]
+
+
+class PageTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.ts = make_testset(n=2)
+        definition = {
+            "slug": "pages",
+            "name": "Pages campaign",
+            "testset": "support-v3",
+            "mode": "both",
+            "rubric": [{"key": "accuracy"}],
+            "contenders": [
+                {"name": "alpha-model", "provider": "openai", "model": "alpha"},
+                {"name": "beta-model", "provider": "imported"},
+            ],
+        }
+        cls.campaign, _ = campaign_create(definition=definition)
+        gen = Generation.objects.filter(
+            campaign=cls.campaign, contender__name="alpha-model"
+        ).first()
+        Generation.objects.filter(pk=gen.pk).update(
+            status="failed", error="HTTP 400: secret provider detail"
+        )
+        other = Generation.objects.filter(
+            campaign=cls.campaign, contender__name="beta-model"
+        ).first()
+        Generation.objects.filter(pk=other.pk).update(
+            status="done",
+            output="x",
+            checks_passed=False,
+            check_results={"max_chars": {"passed": False, "detail": "900 of 500 characters"}},
+        )
+
+    def login(self, name):
+        self.client.force_login(self.users[name])
+
+    def test_every_page_denies_the_wrong_roles(self):
+        urls = [
+            "/contenders/",
+            f"/contenders/{Contender.objects.first().pk}/edit/",
+            "/campaigns/new/",
+        ]
+        for name in ("lead", "reviewer_a", "arbiter", "outsider"):
+            self.login(name)
+            for url in urls:
+                assert self.client.get(url).status_code == 403, (name, url)
+            for action in ("generate", "cancel", "retry-failed"):
+                assert self.client.post(f"/campaigns/pages/{action}").status_code == 403
+        for name in ("reviewer_a", "arbiter", "outsider"):
+            self.login(name)
+            assert self.client.get("/campaigns/").status_code == 403
+            assert self.client.get("/campaigns/pages/").status_code == 403
+        self.client.logout()
+        assert self.client.get("/campaigns/").status_code == 302
+
+    def test_admin_sees_provider_errors_and_lead_sees_only_check_results(self):
+        self.login("admin")
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert "secret provider detail" in page and "900 of 500 characters" in page
+        assert "Retry failed" in page
+        self.login("lead")
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert "secret provider detail" not in page and "Retry failed" not in page
+        assert "900 of 500 characters" in page and "alpha-model" in page
+        assert self.client.get("/campaigns/").status_code == 200
+        assert self.client.get("/campaigns/nope/").status_code == 404
+
+    def test_progress_partial_polls_only_while_work_is_queued(self):
+        self.login("admin")
+        headers = {"HX-Request": "true", "HX-Target": "generation-progress"}
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert "<html" not in partial and 'id="generation-progress"' in partial
+        assert "hx-trigger" not in partial
+        Generation.objects.filter(campaign=self.campaign, status="pending").update(
+            queued_at="2026-01-01T00:00Z"
+        )
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert 'hx-trigger="load delay:2s"' in partial
+
+    def test_contender_form_shows_errors_inline_and_creates(self):
+        self.login("admin")
+        headers = {"HX-Request": "true"}
+        response = self.client.post(
+            "/contenders/",
+            {
+                "name": "gamma",
+                "provider": "openai",
+                "model": "",
+                "api_key_env": "sk-abc!",
+                "price_in_per_mtok": "0",
+                "price_out_per_mtok": "0",
+                "max_concurrency": "4",
+                "params": "{bad",
+            },
+            headers=headers,
+        )
+        body = response.content.decode()
+        assert response.status_code == 200 and "<html" not in body
+        assert "neither valid JSON nor valid YAML" in body
+        response = self.client.post(
+            "/contenders/",
+            {
+                "name": "gamma",
+                "provider": "openai",
+                "model": "",
+                "api_key_env": "sk-abc!",
+                "price_in_per_mtok": "0",
+                "price_out_per_mtok": "0",
+                "max_concurrency": "4",
+            },
+            headers=headers,
+        )
+        body = response.content.decode()
+        assert "model: required" in body or "required" in body
+        assert "the NAME of an environment variable" in body
+        response = self.client.post(
+            "/contenders/",
+            {
+                "name": "gamma",
+                "provider": "openai",
+                "model": "g-1",
+                "api_key_env": "GAMMA_KEY",
+                "price_in_per_mtok": "0.5",
+                "price_out_per_mtok": "1",
+                "max_concurrency": "8",
+                "params": '{"temperature": 0.3}',
+            },
+            headers=headers,
+        )
+        assert response.status_code == 200 and response.headers["HX-Redirect"] == "/contenders/"
+        gamma = Contender.objects.get(name="gamma")
+        assert gamma.params == {"temperature": 0.3} and gamma.max_concurrency == 8
+
+    def test_campaign_form_shows_errors_inline_and_creates(self):
+        self.login("admin")
+        contenders = list(Contender.objects.values_list("pk", flat=True))
+        data = {
+            "slug": "form-made",
+            "testset": self.ts.pk,
+            "contenders": contenders,
+            "mode": "rubric",
+            "samples_per_task": 1,
+            "reviewed_samples": 2,
+            "overlap": 2,
+            "rubric": "",
+            "lease_minutes": 20,
+            "pass_threshold": 0.6,
+        }
+        response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
+        body = response.content.decode()
+        assert response.status_code == 200 and "cannot exceed samples_per_task" in body
+        assert "needs at least one dimension" in body
+        data.update(reviewed_samples=1, rubric="- key: accuracy\n  anchors: {1: wrong, 5: right}\n")
+        response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
+        assert response.headers["HX-Redirect"] == "/campaigns/form-made/"
+        campaign = Campaign.objects.get(slug="form-made")
+        assert campaign.rubric[0]["anchors"] == {"1": "wrong", "5": "right"}
+        assert campaign.generations.count() == 2 * 2
