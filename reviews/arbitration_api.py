@@ -1,0 +1,94 @@
+"""Arbiter JSON API: the same loop as the reviewer's, blinded the same way (labels, no ids)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+
+from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.roles import ARBITER
+from tasks.models import Campaign
+
+from .arbitration import (
+    ArbitrationGone,
+    ResolveInvalid,
+    arbitration_claim_next,
+    arbitration_resolve,
+)
+from .arbitration_selectors import arbitration_final_json, arbitration_workspace, workspace_json
+
+RESOLVE_BODY = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "required": ["note"],
+            "properties": {
+                "scores": {
+                    "type": "object",
+                    "description": '{"A": {"accuracy": 4}}; null or "na" = N/A',
+                },
+                "preference": {"type": "string", "description": "an output label, tie or both_bad"},
+                "flags": {
+                    "type": "object",
+                    "description": '{"A": ["hallucination"]}: the final flags of that output',
+                },
+                "note": {"type": "string"},
+            },
+        }
+    }
+}
+
+
+@api_endpoint(
+    ARBITER,
+    methods=("POST",),
+    summary="Claim (or resume) the next disputed item: token, blinded task and candidates, rubric, "
+    "the reviews mapped to the same labels and what is disputed. 204 when nothing is left.",
+    responses={"200": "an arbitration", "204": "nothing left for you", "404": "no such campaign"},
+)
+def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, slug=slug)
+    arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
+    if arbitration is None:
+        return HttpResponse(status=204)
+    return JsonResponse(workspace_json(arbitration_workspace(arbitration=arbitration)))
+
+
+@api_endpoint(
+    ARBITER,
+    methods=("POST",),
+    summary="Resolve a claimed arbitration: values for at least every disputed part, and a note. "
+    "Other values correct agreed parts (recorded as corrections). Repeating it returns the stored result.",
+    body=RESOLVE_BODY,
+    responses={
+        "200": "resolved",
+        "400": "invalid: see errors",
+        "404": "unknown token, or reassigned after the lease",
+    },
+)
+def arbitration_resolve_api(request: HttpRequest, token: str) -> JsonResponse:
+    data = json_body(request)
+    unknown = set(data) - {"scores", "preference", "flags", "note"}
+    if unknown:
+        raise ApiError(f"unknown fields: {', '.join(sorted(unknown))}")
+    preference = data.get("preference")
+    if preference is not None and not isinstance(preference, str):
+        raise ApiError(
+            "invalid resolution", errors={"preference": "must be an output label, tie or both_bad"}
+        )
+    try:
+        arbitration, created = arbitration_resolve(
+            token=token,
+            arbiter=request.user,
+            scores=data.get("scores"),
+            preference=preference,
+            flags=data.get("flags"),
+            note=data.get("note") if isinstance(data.get("note"), str) else None,
+        )
+    except ArbitrationGone:
+        raise ApiError(ArbitrationGone.message, status=404) from None
+    except ResolveInvalid as exc:
+        raise ApiError("invalid resolution", errors=exc.errors) from None
+    return JsonResponse(
+        {**arbitration_final_json(arbitration=arbitration), "already_resolved": not created}
+    )

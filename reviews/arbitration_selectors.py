@@ -1,0 +1,477 @@
+"""Screen-shaped reads for arbitration: the arbiter's (blinded) workspace and the lead's list.
+
+Arbiter-facing selectors return plain dicts keyed by the arbiter's labels A, B, ... Nothing in
+them carries a contender, a provider, a model id or a primary key: the only id is the
+arbitration's random token. Reviewers are "Reviewer 1", "Reviewer 2", ... (no names).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from tasks.models import Campaign
+
+from . import blinding
+from .arbitration import FLAGS, labels_for
+from .disputes import disputed_cells
+from .models import Arbitration, ReviewItem
+from .services import campaign_identity_terms, campaign_wants
+
+STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "N/A"
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _choice_label(choice: str | None, label_of: dict[str, str]) -> str:
+    if not choice:
+        return ""
+    return label_of.get(choice, choice)
+
+
+def arbitration_workspace(*, arbitration: Arbitration) -> dict:
+    """Everything the arbitration page and API show, blinded and keyed by the arbiter's labels."""
+    item = ReviewItem.objects.select_related("task", "campaign").get(pk=arbitration.item_id)
+    campaign = item.campaign
+    labels = labels_for(arbitration.order)  # {"A": "<output id>"}
+    label_of = {pk: label for label, pk in labels.items()}
+    terms = campaign_identity_terms(campaign)
+    texts = dict(item.outputs.values_list("pk", "generation__output"))
+    wants_scores, wants_preference = campaign_wants(campaign)
+
+    candidates = []
+    for label, pk in labels.items():
+        text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)
+        candidates.append({"label": label, "text": text, "html": html})
+
+    task = item.task
+    conversation = [
+        {
+            "role": m.get("role", "user"),
+            "content": m.get("content", ""),
+            "html": blinding.render_markdown(str(m.get("content", ""))),
+        }
+        for m in task.conversation()
+    ]
+    reference = task.reference if campaign.show_reference else ""
+    reference_html = blinding.render_markdown(reference) if reference else ""
+
+    reviews = list(item.reviews.prefetch_related("scores").order_by("submitted_at", "pk"))
+    reviewer_rows = []
+    for n, review in enumerate(reviews, start=1):
+        scores: dict[str, dict[str, float | None]] = {label: {} for label in labels}
+        for s in review.scores.all():
+            if str(s.output_id) in label_of:
+                scores[label_of[str(s.output_id)]][s.dimension] = s.value
+        if review.preference == "output" and review.preferred_output_id:
+            preference = label_of.get(str(review.preferred_output_id), "")
+        else:
+            preference = review.preference or ""
+        seen = [
+            {"theirs": blinding_label(i), "ours": label_of.get(str(pk), "?")}
+            for i, pk in enumerate(review.presented_order or [])
+        ]
+        reviewer_rows.append(
+            {
+                "name": f"Reviewer {n}",
+                "scores": scores,
+                "preference": preference,
+                "flags": {
+                    label_of[k]: sorted(v) for k, v in (review.flags or {}).items() if k in label_of
+                },
+                # Comments are free text by blind reviewers; mask them all the same.
+                "comment": blinding.mask_identity(review.comment or "", terms).text,
+                "seen": seen,
+            }
+        )
+
+    cells = disputed_cells(item.dispute_reasons or [])
+    final = item.final or {}
+    agreed_scores = {
+        label: {k: v for k, v in (final.get("scores") or {}).get(pk, {}).items()}
+        for label, pk in labels.items()
+    }
+    agreed_preference = _choice_label(final.get("preference"), label_of)
+
+    rubric = []
+    grid = []
+    for dim in campaign.rubric or []:
+        key = dim["key"]
+        lo, hi = int(dim.get("min", 1)), int(dim.get("max", 5))
+        anchors = {str(k): v for k, v in (dim.get("anchors") or {}).items()}
+        rubric.append(
+            {
+                "key": key,
+                "label": dim.get("label") or key,
+                "description": dim.get("description", ""),
+                "min": lo,
+                "max": hi,
+                "allow_na": bool(dim.get("allow_na")),
+                "max_gap": dim.get("max_gap", 1),
+                "anchors": [
+                    {"value": v, "text": anchors.get(str(v), "")} for v in range(lo, hi + 1)
+                ],
+            }
+        )
+        row = {"key": key, "label": dim.get("label") or key, "cells": [], "disputed": False}
+        for label, pk in labels.items():
+            disputed = (key, pk) in cells
+            row["disputed"] = row["disputed"] or disputed
+            values = [r["scores"][label].get(key) for r in reviewer_rows]
+            row["cells"].append(
+                {
+                    "label": label,
+                    "name": f"score-{label}-{key}",
+                    "disputed": disputed,
+                    "reviewers": [
+                        {"name": r["name"], "value": _fmt(v)}
+                        for r, v in zip(reviewer_rows, values, strict=True)
+                    ],
+                    "agreed": None if disputed else agreed_scores[label].get(key),
+                    "agreed_text": "" if disputed else _fmt(agreed_scores[label].get(key)),
+                    "choices": list(range(lo, hi + 1)),
+                    "na": bool(dim.get("allow_na")) or any(v is None for v in values),
+                }
+            )
+        grid.append(row)
+
+    pref_disputed = ("preference", None) in cells
+    flag_rows = []
+    for label, pk in labels.items():
+        agreed_flags = set((final.get("flags") or {}).get(pk, []))
+        raised = [set(r["flags"].get(label, [])) for r in reviewer_rows]
+        entries = []
+        for flag in FLAGS:
+            count = sum(flag in s for s in raised)
+            entries.append(
+                {
+                    "flag": flag,
+                    "name": f"flag-{label}",
+                    "checked": flag in agreed_flags,
+                    "raised_by": count,
+                    "disputed": (f"flag:{flag}", pk) in cells,
+                    "split": 0 < count < len(raised),
+                }
+            )
+        flag_rows.append({"label": label, "flags": entries})
+
+    disputed = []
+    for reason in item.dispute_reasons or []:
+        out = reason.get("output")
+        disputed.append(
+            {
+                "part": reason["part"],
+                "flag": reason.get("flag", ""),
+                "label": label_of.get(out, "") if out else "",
+                "detail": reason["detail"],
+                "disputes": bool(reason.get("disputes")),
+            }
+        )
+
+    return {
+        "token": arbitration.token,
+        "lease_expires_at": arbitration.lease_expires_at,
+        "campaign": {"name": campaign.name, "slug": campaign.slug},
+        "task": {
+            "category": task.category,
+            "conversation": conversation,
+            "reference": reference,
+            "reference_html": reference_html,
+        },
+        "labels": list(labels),
+        "candidates": candidates,
+        "rubric": rubric if wants_scores else [],
+        "grid": grid if wants_scores else [],
+        "wants_preference": wants_preference,
+        "preference": {
+            "disputed": pref_disputed,
+            "agreed": "" if pref_disputed else agreed_preference,
+            "choices": [*labels, "tie", "both_bad"],
+            "reviewers": [
+                {"name": r["name"], "value": r["preference"] or "—"} for r in reviewer_rows
+            ],
+        },
+        "flag_rows": flag_rows,
+        "reviews": reviewer_rows,
+        "disputed": disputed,
+        "agreed": {
+            "scores": agreed_scores,
+            "preference": agreed_preference or None,
+            "flags": {
+                label: sorted((final.get("flags") or {}).get(pk, []))
+                for label, pk in labels.items()
+            },
+        },
+    }
+
+
+def blinding_label(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def workspace_json(ws: dict) -> dict:
+    """The API shape of a workspace: labels and text, the reviews mapped to labels, the dispute."""
+    return {
+        "token": ws["token"],
+        "lease_expires_at": ws["lease_expires_at"].isoformat() if ws["lease_expires_at"] else None,
+        "task": {
+            "category": ws["task"]["category"],
+            "messages": [
+                {"role": m["role"], "content": m["content"]} for m in ws["task"]["conversation"]
+            ],
+            **({"reference": ws["task"]["reference"]} if ws["task"]["reference"] else {}),
+        },
+        "candidates": [{"label": c["label"], "text": c["text"]} for c in ws["candidates"]],
+        "rubric": [
+            {k: d[k] for k in ("key", "label", "description", "min", "max", "allow_na", "max_gap")}
+            | {"anchors": {str(a["value"]): a["text"] for a in d["anchors"] if a["text"]}}
+            for d in ws["rubric"]
+        ],
+        "reviews": [
+            {
+                "reviewer": r["name"],
+                "scores": r["scores"],
+                "preference": r["preference"] or None,
+                "flags": r["flags"],
+                "comment": r["comment"],
+            }
+            for r in ws["reviews"]
+        ],
+        "disputed": [
+            {
+                "part": d["part"],
+                "label": d["label"] or None,
+                **({"flag": d["flag"]} if d["flag"] else {}),
+                "detail": d["detail"],
+            }
+            for d in ws["disputed"]
+            if d["disputes"]
+        ],
+        "recorded": [
+            {
+                "part": d["part"],
+                "label": d["label"] or None,
+                "flag": d["flag"],
+                "detail": d["detail"],
+            }
+            for d in ws["disputed"]
+            if not d["disputes"]
+        ],
+        "agreed": ws["agreed"],
+        "asks_preference": ws["wants_preference"],
+    }
+
+
+def arbitration_final_json(*, arbitration: Arbitration) -> dict:
+    """A resolved arbitration's outcome keyed by the arbiter's labels (no ids)."""
+    item = arbitration.item
+    labels = labels_for(arbitration.order)
+    label_of = {pk: label for label, pk in labels.items()}
+    final = item.final or {}
+    return {
+        "state": arbitration.state,
+        "resolved_at": arbitration.resolved_at.isoformat() if arbitration.resolved_at else None,
+        "note": arbitration.note,
+        "final": {
+            "scores": {label_of.get(k, "?"): v for k, v in (final.get("scores") or {}).items()},
+            "preference": _choice_label(final.get("preference"), label_of) or None,
+            "flags": {label_of.get(k, "?"): v for k, v in (final.get("flags") or {}).items()},
+            "arbitrated": final.get("arbitrated", []),
+            "corrections": [
+                {**c, "output": label_of.get(c.get("output"), None) if c.get("output") else None}
+                | (
+                    {
+                        "from": _choice_label(c["from"], label_of),
+                        "to": _choice_label(c["to"], label_of),
+                    }
+                    if c.get("part") == "preference"
+                    else {}
+                )
+                for c in final.get("corrections", [])
+            ],
+        },
+    }
+
+
+def arbiter_queue(*, arbiter) -> list[dict]:
+    """Per campaign with disputes: what this arbiter can take, holds and has resolved."""
+    campaigns = Campaign.objects.filter(
+        pk__in=Arbitration.objects.values("item__campaign")
+    ).order_by("-created_at")
+    return [
+        {
+            "name": c.name,
+            "slug": c.slug,
+            **arbiter_counts(campaign=c, arbiter=arbiter),
+            "held_token": held_token(campaign=c, arbiter=arbiter),
+        }
+        for c in campaigns
+    ]
+
+
+def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
+    base = Arbitration.objects.filter(item__campaign=campaign)
+    claimable = base.filter(item__state="disputed").filter(
+        Q(state="open") | Q(state="active", lease_expires_at__lte=Now())
+    )
+    return {
+        "available": claimable.exclude(item__reviews__reviewer=arbiter).count(),
+        "reviewed_by_you": claimable.filter(item__reviews__reviewer=arbiter).distinct().count(),
+        "holding": base.filter(state="active", arbiter=arbiter, lease_expires_at__gt=Now()).count(),
+        "resolved_by_you": base.filter(state="resolved", arbiter=arbiter).count(),
+        "in_progress_by_others": base.filter(state="active", lease_expires_at__gt=Now())
+        .exclude(arbiter=arbiter)
+        .count(),
+        "resolved": base.filter(state="resolved").count(),
+        "total": base.count(),
+    }
+
+
+def held_token(*, campaign: Campaign, arbiter) -> str | None:
+    return (
+        Arbitration.objects.filter(
+            item__campaign=campaign, arbiter=arbiter, state="active", lease_expires_at__gt=Now()
+        )
+        .values_list("token", flat=True)
+        .first()
+    )
+
+
+# --- lead view -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DisputeFilter:
+    dimension: str = ""
+    reviewer: str = ""  # username
+    status: str = ""  # open | in_progress | resolved
+
+
+def dispute_status(arbitration: Arbitration, now) -> str:
+    if arbitration.state == Arbitration.State.RESOLVED:
+        return "resolved"
+    if (
+        arbitration.state == Arbitration.State.ACTIVE
+        and arbitration.lease_expires_at
+        and arbitration.lease_expires_at > now
+    ):
+        return "in_progress"
+    return "open"
+
+
+def campaign_dispute_counts(*, campaign: Campaign) -> dict:
+    """Counts for the campaign page: disputed items by status (leads only)."""
+    now = timezone.now()
+    base = Arbitration.objects.filter(item__campaign=campaign)
+    in_progress = base.filter(state="active", lease_expires_at__gt=now).count()
+    resolved = base.filter(state="resolved").count()
+    total = base.count()
+    return {
+        "total": total,
+        "open": total - in_progress - resolved,
+        "in_progress": in_progress,
+        "resolved": resolved,
+    }
+
+
+def campaign_disputes(*, campaign: Campaign, filters: DisputeFilter) -> dict:
+    """The lead's disputes list: reasons, status, arbiter, note; filter options and counts.
+
+    Leads see identities, so reasons name the contender. Reason filtering runs over the JSON in
+    Python (portable across SQLite and PostgreSQL); only ids are kept, rows are paginated by the
+    caller.
+    """
+    now = timezone.now()
+    base = Arbitration.objects.filter(item__campaign=campaign)
+    contender_of = dict(
+        campaign.items.model.objects.filter(campaign=campaign).values_list(
+            "outputs__pk", "outputs__generation__contender__name"
+        )
+    )
+    by_dimension: Counter = Counter()
+    matching: list[int] = []
+    for pk, reasons in base.values_list("pk", "reasons"):
+        parts = {
+            r["part"] if r["part"] != "flag" else f"flag:{r.get('flag', '')}"
+            for r in reasons
+            if r.get("disputes")
+        }
+        by_dimension.update(parts)
+        if not filters.dimension or filters.dimension in parts:
+            matching.append(pk)
+    qs = base.filter(pk__in=matching)
+    if filters.reviewer:
+        qs = qs.filter(item__reviews__reviewer__username=filters.reviewer).distinct()
+    if filters.status == "resolved":
+        qs = qs.filter(state="resolved")
+    elif filters.status == "in_progress":
+        qs = qs.filter(state="active", lease_expires_at__gt=now)
+    elif filters.status == "open":
+        qs = qs.exclude(state="resolved").exclude(state="active", lease_expires_at__gt=now)
+    reviewers = sorted(
+        set(base.values_list("item__reviews__reviewer__username", flat=True)) - {None}
+    )
+    return {
+        "queryset": qs.select_related("item__task", "arbiter").order_by(
+            "state", "-resolved_at", "pk"
+        ),
+        "counts": campaign_dispute_counts(campaign=campaign),
+        "by_dimension": sorted(by_dimension.items()),
+        "dimensions": sorted(by_dimension),
+        "reviewers": reviewers,
+        "contender_of": {str(k): v for k, v in contender_of.items() if k is not None},
+        "now": now,
+    }
+
+
+def dispute_rows(*, arbitrations, contender_of: dict, now) -> list[dict]:
+    """One page of the lead's list, as plain rows."""
+    items = [a.item_id for a in arbitrations]
+    reviewers: dict[int, list[str]] = {}
+    for item_id, username in (
+        ReviewItem.objects.filter(pk__in=items)
+        .values_list("pk", "reviews__reviewer__username")
+        .order_by("pk", "reviews__submitted_at")
+    ):
+        if username:
+            reviewers.setdefault(item_id, []).append(username)
+    rows = []
+    for a in arbitrations:
+        status = dispute_status(a, now)
+        rows.append(
+            {
+                "task": a.item.task.external_id,
+                "sample": a.item.sample_index,
+                "status": status,
+                "status_label": STATUS_LABELS[status],
+                "arbiter": a.arbiter.get_username() if a.arbiter and status != "open" else "",
+                "note": a.note,
+                "resolved_at": a.resolved_at,
+                "reviewers": reviewers.get(a.item_id, []),
+                "reasons": [
+                    {
+                        "part": r["part"] if r["part"] != "flag" else f"flag: {r.get('flag', '')}",
+                        "contender": contender_of.get(r.get("output") or "", ""),
+                        "detail": r["detail"],
+                    }
+                    for r in a.reasons
+                    if r.get("disputes")
+                ],
+                "arbitrated": (a.item.final or {}).get("arbitrated", [])
+                if status == "resolved"
+                else [],
+                "corrections": len((a.item.final or {}).get("corrections", []))
+                if status == "resolved"
+                else 0,
+            }
+        )
+    return rows

@@ -1,0 +1,259 @@
+"""Arbiter pages (queue, arbitration by token) and the lead's disputes view."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
+from tasks.models import Campaign
+
+from .arbitration import (
+    FLAGS,
+    ArbitrationGone,
+    ResolveInvalid,
+    arbitration_claim_next,
+    arbitration_release,
+    arbitration_resolve,
+)
+from .arbitration_selectors import (
+    DisputeFilter,
+    arbiter_counts,
+    arbiter_queue,
+    arbitration_workspace,
+    campaign_disputes,
+    dispute_rows,
+)
+from .models import Arbitration
+
+PAGE = "reviews/arbitration.html"
+
+
+def _mine(token: str, user) -> Arbitration:
+    """The arbiter's own active arbitration, else 404 (someone else's, stale or unknown)."""
+    arbitration = Arbitration.objects.filter(
+        token=token, arbiter=user, state=Arbitration.State.ACTIVE
+    ).first()
+    if arbitration is None:
+        raise Http404
+    return arbitration
+
+
+def _form_values(request: HttpRequest, labels: list[str], rubric: list[dict]) -> dict:
+    """The POSTed form as the service's label-keyed shape; "" (keep) is left out."""
+    scores: dict[str, dict] = {}
+    for label in labels:
+        for dim in rubric:
+            raw = request.POST.get(f"score-{label}-{dim['key']}", "").strip()
+            if raw:
+                scores.setdefault(label, {})[dim["key"]] = None if raw == "na" else raw
+    flags = {
+        label: [f for f in request.POST.getlist(f"flag-{label}") if f in FLAGS] for label in labels
+    }
+    return {
+        "scores": scores,
+        "preference": request.POST.get("preference", "").strip(),
+        "flags": flags,
+        "note": request.POST.get("note", ""),
+    }
+
+
+def _apply_submitted(ws: dict, values: dict) -> None:
+    """Keep what the arbiter entered when the form comes back with errors."""
+    for row in ws["grid"]:
+        for cell in row["cells"]:
+            given = values["scores"].get(cell["label"], {})
+            if row["key"] in given:
+                raw = given[row["key"]]
+                cell["selected"] = "na" if raw is None else str(raw)
+    if values["preference"]:
+        ws["preference"]["selected"] = values["preference"]
+    for row in ws["flag_rows"]:
+        chosen = set(values["flags"].get(row["label"], []))
+        for entry in row["flags"]:
+            entry["checked"] = entry["flag"] in chosen
+
+
+def _workspace_context(arbitration: Arbitration, *, errors=None, values=None) -> dict:
+    ws = arbitration_workspace(arbitration=arbitration)
+    errors = errors or {}
+    anchors = {d["key"]: {a["value"]: a["text"] for a in d["anchors"]} for d in ws["rubric"]}
+    for row in ws["grid"]:
+        for cell in row["cells"]:
+            cell["selected"] = ""
+            cell["error"] = errors.get(f"scores.{cell['label']}.{row['key']}", "")
+    pref = ws["preference"]
+    pref["selected"] = pref["agreed"]
+    pref["error"] = errors.get("preference", "")
+    for row in ws["flag_rows"]:
+        row["error"] = errors.get(f"flags.{row['label']}", "")
+    if values:
+        _apply_submitted(ws, values)
+    for row in ws["grid"]:
+        for cell in row["cells"]:
+            options = (
+                [] if cell["disputed"] else [{"value": "", "text": f"keep {cell['agreed_text']}"}]
+            )
+            options += [
+                {"value": str(v), "text": str(v), "anchor": anchors[row["key"]].get(v, "")}
+                for v in cell["choices"]
+            ]
+            if cell["na"]:
+                options.append({"value": "na", "text": "N/A"})
+            for o in options:
+                o["checked"] = _same(o["value"], cell["selected"])
+            cell["options"] = options
+    names = {"tie": "Tie", "both_bad": "Both bad"}
+    keys = {"tie": "t", "both_bad": "x"}
+    pref["options"] = [
+        {
+            "value": c,
+            "text": names.get(c, f"Output {c}"),
+            "key": keys.get(c, c.lower()),
+            "checked": c == pref["selected"],
+        }
+        for c in pref["choices"]
+    ]
+    return {
+        "ws": ws,
+        "errors": errors,
+        "error_list": [f"{k}: {v}" for k, v in errors.items()],
+        "note": (values or {}).get("note", ""),
+        "note_error": errors.get("note", ""),
+    }
+
+
+def _same(option: str, selected: str) -> bool:
+    if option == selected:
+        return True
+    try:
+        return float(option) == float(selected)
+    except ValueError:
+        return False
+
+
+@role_required(ARBITER)
+@require_GET
+def arbiter_home(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "reviews/arbiter_home.html", {"campaigns": arbiter_queue(arbiter=request.user)}
+    )
+
+
+@role_required(ARBITER)
+@require_POST
+def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
+    """Claim (or resume) the next disputed item of a campaign."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
+    if arbitration is None:
+        if request.htmx:
+            counts = arbiter_counts(campaign=campaign, arbiter=request.user)
+            return render(request, f"{PAGE}#empty", {"campaign": campaign, "counts": counts})
+        messages.info(request, f"No disputed items left for you in {campaign.name}.")
+        return redirect("arbiter_home")
+    url = reverse("arbitration_page", args=[arbitration.token])
+    if request.htmx:
+        response = render(request, f"{PAGE}#workspace", _workspace_context(arbitration))
+        response["HX-Replace-Url"] = url
+        return response
+    return redirect(url)
+
+
+@role_required(ARBITER)
+@require_GET
+def arbitration_page(request: HttpRequest, token: str) -> HttpResponse:
+    arbitration = _mine(token, request.user)
+    template = f"{PAGE}#workspace" if request.htmx else PAGE
+    return render(request, template, _workspace_context(arbitration))
+
+
+@role_required(ARBITER)
+@require_POST
+def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
+    arbitration = (
+        Arbitration.objects.filter(token=token, arbiter=request.user)
+        .select_related("item__campaign")
+        .first()
+    )
+    if arbitration is None:
+        return _gone(request)
+    campaign = arbitration.item.campaign
+    values = _form_values(
+        request, [chr(ord("A") + i) for i in range(len(arbitration.order))], campaign.rubric or []
+    )
+    try:
+        arbitration, _ = arbitration_resolve(token=token, arbiter=request.user, **values)
+    except ArbitrationGone:
+        return _gone(request)
+    except ResolveInvalid as exc:
+        context = _workspace_context(arbitration, errors=exc.errors, values=values)
+        template = f"{PAGE}#workspace" if request.htmx else PAGE
+        return render(request, template, context)
+    counts = arbiter_counts(campaign=campaign, arbiter=request.user)
+    if request.htmx:
+        return render(request, f"{PAGE}#done", {"campaign": campaign, "counts": counts})
+    messages.success(request, "Dispute resolved.")
+    return redirect("arbiter_home")
+
+
+@role_required(ARBITER)
+@require_POST
+def arbitration_release_view(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        arbitration_release(token=token, arbiter=request.user)
+    except ArbitrationGone:
+        return _gone(request)
+    messages.info(request, "Returned to the queue.")
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("arbiter_home"))
+    return redirect("arbiter_home")
+
+
+def _gone(request: HttpRequest) -> HttpResponse:
+    # 200 for htmx (htmx 2 does not swap 4xx), 404 for a plain request.
+    if request.htmx:
+        return render(request, f"{PAGE}#gone", {"message": ArbitrationGone.message})
+    return render(
+        request, "reviews/arbitration_gone.html", {"message": ArbitrationGone.message}, status=404
+    )
+
+
+@role_required(LEAD, ADMIN)
+@require_GET
+def campaign_disputes_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Disputes with reasons, status, arbiter and note; filter by dimension, reviewer, status."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    filters = DisputeFilter(
+        dimension=request.GET.get("dimension", "").strip(),
+        reviewer=request.GET.get("reviewer", "").strip(),
+        status=request.GET.get("status", "").strip()
+        if request.GET.get("status") in ("open", "in_progress", "resolved")
+        else "",
+    )
+    data = campaign_disputes(campaign=campaign, filters=filters)
+    page = Paginator(data["queryset"], 50).get_page(request.GET.get("page"))
+    rows = dispute_rows(
+        arbitrations=list(page.object_list), contender_of=data["contender_of"], now=data["now"]
+    )
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "campaign": campaign,
+        "filters": filters,
+        "page": page,
+        "rows": rows,
+        "counts": data["counts"],
+        "by_dimension": data["by_dimension"],
+        "dimensions": data["dimensions"],
+        "reviewers": data["reviewers"],
+        "matching": page.paginator.count,
+        "query": query.urlencode(),
+    }
+    template = "reviews/disputes.html#results" if request.htmx else "reviews/disputes.html"
+    return render(request, template, context)

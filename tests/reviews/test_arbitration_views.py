@@ -1,0 +1,517 @@
+"""Arbiter pages, the arbitration API, the lead's disputes view, and the blinding canary."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.test import TestCase
+
+from evalsite.models import ApiToken
+from reviews.arbitration import labels_for
+from reviews.disputes import item_settle
+from reviews.models import Arbitration, ItemOutput, ReviewItem
+from tasks.models import Contender, Generation
+from tests.conftest import browser_login
+from tests.factories import (
+    PASSWORD,
+    CampaignFactory,
+    ReviewItemFactory,
+    TaskFactory,
+    UserFactory,
+    personas,
+    review_create,
+)
+from tests.reviews.test_arbitration import disputed_item
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def api_token(user) -> str:
+    return ApiToken.issue(user)
+
+
+def htmx(**extra):
+    return {"HTTP_HX_REQUEST": "true", **extra}
+
+
+def o1_label(arbitration) -> str:
+    labels = labels_for(arbitration.order)
+    return next(k for k, v in labels.items() if int(v) == min(int(x) for x in labels.values()))
+
+
+class ArbitrationPageTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = CampaignFactory(slug="support-q4", name="Support Q4")
+        cls.item = disputed_item(cls.campaign, cls.users["reviewer_a"], cls.users["reviewer_b"])
+        cls.arbiter_2 = UserFactory(username="arbiter_2", roles=["arbiter"])
+
+    def login(self, who):
+        user = self.users[who] if isinstance(who, str) else who
+        self.client.force_login(user)
+        return user
+
+    def claim(self):
+        self.login("arbiter")
+        response = self.client.post("/arbitration/support-q4/next")
+        assert response.status_code == 302
+        arbitration = Arbitration.objects.get(item=self.item)
+        assert response.url == f"/arbitration/t/{arbitration.token}/"
+        return arbitration
+
+    def test_it_lists_the_queue_for_arbiters_only(self):
+        self.login("arbiter")
+        response = self.client.get("/arbitration/")
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "Support Q4" in body and "Start arbitrating" in body
+        for who in ("reviewer_a", "lead", "outsider"):
+            self.login(who)
+            assert self.client.get("/arbitration/").status_code == 403
+        self.client.logout()
+        assert self.client.get("/arbitration/").status_code == 302
+
+    def test_it_shows_the_dispute_blind_with_reviewers_as_numbers(self):
+        arbitration = self.claim()
+        response = self.client.get(f"/arbitration/t/{arbitration.token}/")
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "Reviewer 1" in body and "Reviewer 2" in body
+        assert "reviewer_a" not in body and "reviewer_b" not in body
+        assert 'hx-history="false"' in body
+        label = o1_label(arbitration)
+        # The disputed cell has required radios and no "keep"; the agreed ones keep the mean.
+        assert f'name="score-{label}-accuracy" value="3" required' in body
+        assert f'name="score-{label}-completeness" value="" checked' in body
+        assert "keep 4" in body and "keep 3.5" in body
+        assert 'data-arb-group="preference" data-disputed' in body
+        # The partial is served to htmx from the same view.
+        partial = self.client.get(f"/arbitration/t/{arbitration.token}/", **htmx())
+        assert (
+            partial.status_code == 200
+            and b"<html" not in partial.content
+            and b"arb-form" in partial.content
+        )
+
+    def test_it_returns_404_for_another_arbiters_token(self):
+        arbitration = self.claim()
+        self.login(self.arbiter_2)
+        assert self.client.get(f"/arbitration/t/{arbitration.token}/").status_code == 404
+        response = self.client.post(f"/arbitration/t/{arbitration.token}/resolve", {"note": "x"})
+        assert response.status_code == 404
+        assert Arbitration.objects.get(pk=arbitration.pk).state == "active"
+
+    def test_it_rerenders_the_form_with_errors_then_resolves(self):
+        arbitration = self.claim()
+        label = o1_label(arbitration)
+        url = f"/arbitration/t/{arbitration.token}/resolve"
+        response = self.client.post(url, {f"score-{label}-accuracy": "4"}, **htmx())
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "disputed: choose an output, tie or both_bad" in body
+        assert "a note explaining the decision is required" in body
+        assert f'name="score-{label}-accuracy" value="4" checked' in body  # kept what was entered
+        assert ReviewItem.objects.get(pk=self.item.pk).state == "disputed"
+        response = self.client.post(
+            url,
+            {f"score-{label}-accuracy": "4", "preference": "tie", "note": "Both fine."},
+            **htmx(),
+        )
+        assert response.status_code == 200
+        assert b"Dispute resolved" in response.content
+        item = ReviewItem.objects.get(pk=self.item.pk)
+        assert item.state == "resolved" and item.final["preference"] == "tie"
+        assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
+        # A double submit (a retried request) changes nothing and still answers.
+        again = self.client.post(
+            url, {f"score-{label}-accuracy": "2", "preference": "tie", "note": "x"}, **htmx()
+        )
+        assert again.status_code == 200 and b"Dispute resolved" in again.content
+        assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
+
+    def test_it_hands_an_item_back_to_the_queue(self):
+        arbitration = self.claim()
+        response = self.client.post(f"/arbitration/t/{arbitration.token}/release")
+        assert response.status_code == 302
+        assert Arbitration.objects.get(pk=arbitration.pk).state == "open"
+        assert self.client.get(f"/arbitration/t/{arbitration.token}/").status_code == 404
+
+    def test_it_says_when_nothing_is_left(self):
+        self.login("reviewer_a")  # an arbiter who reviewed the only disputed item
+        self.users["reviewer_a"].groups.add(self.users["arbiter"].groups.get())
+        response = self.client.post("/arbitration/support-q4/next", **htmx())
+        assert response.status_code == 200
+        assert b"Nothing left for you" in response.content
+        assert b"you reviewed yourself go to another arbiter" in response.content
+
+    def test_it_shows_leads_the_disputes_with_filters_and_counts(self):
+        agreed_campaign_item = disputed_item(
+            self.campaign, self.users["reviewer_a"], self.arbiter_2, acc=(4, 4), prefs=("tie", "B")
+        )
+        arbitration = self.claim()
+        label = o1_label(arbitration)
+        self.client.post(
+            f"/arbitration/t/{arbitration.token}/resolve",
+            {f"score-{label}-accuracy": "4", "preference": "tie", "note": "Close call."},
+        )
+        self.login("lead")
+        response = self.client.get("/campaigns/support-q4/disputes/")
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "Close call." in body and "arbiter" in body
+        assert re.search(r"Resolved</div><div class=\"stat\">1<", body)
+        assert re.search(r"Open</div><div class=\"stat\">1<", body)
+        contender = (
+            ItemOutput.objects.filter(item=self.item)
+            .order_by("pk")
+            .first()
+            .generation.contender.name
+        )
+        assert contender in body  # leads see identities
+        only_accuracy = self.client.get(
+            "/campaigns/support-q4/disputes/?dimension=accuracy", **htmx()
+        )
+        assert only_accuracy.status_code == 200 and b"<html" not in only_accuracy.content
+        assert b"1 matching dispute." in only_accuracy.content
+        by_reviewer = self.client.get(
+            "/campaigns/support-q4/disputes/?reviewer=arbiter_2"
+        ).content.decode()
+        assert (
+            "1 matching dispute." in by_reviewer
+            and agreed_campaign_item.task.external_id in by_reviewer
+        )
+        resolved = self.client.get(
+            "/campaigns/support-q4/disputes/?status=resolved"
+        ).content.decode()
+        assert "1 matching dispute." in resolved and "Close call." in resolved
+        for who in ("arbiter", "reviewer_a"):
+            self.login(who)
+            assert self.client.get("/campaigns/support-q4/disputes/").status_code == 403
+        self.login("admin")
+        assert self.client.get("/campaigns/support-q4/disputes/").status_code == 200
+
+
+class ArbitrationApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = CampaignFactory(slug="api-camp")
+        cls.item = disputed_item(cls.campaign, cls.users["reviewer_a"], cls.users["reviewer_b"])
+
+    def setUp(self):
+        self.token = api_token(self.users["arbiter"])
+        self.auth = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
+
+    def post(self, url, data=None, **extra):
+        return self.client.post(
+            url, json.dumps(data or {}), content_type="application/json", **self.auth, **extra
+        )
+
+    def test_it_serves_the_next_dispute_mapped_to_labels_then_204(self):
+        response = self.post("/api/v1/campaigns/api-camp/arbitration/next")
+        assert response.status_code == 200
+        data = response.json()
+        arbitration = Arbitration.objects.get(item=self.item)
+        assert data["token"] == arbitration.token
+        assert [c["label"] for c in data["candidates"]] == ["A", "B"]
+        assert [r["reviewer"] for r in data["reviews"]] == ["Reviewer 1", "Reviewer 2"]
+        label = o1_label(arbitration)
+        assert sorted(r["scores"][label]["accuracy"] for r in data["reviews"]) == [2.0, 5.0]
+        assert {(d["part"], d["label"]) for d in data["disputed"]} == {
+            ("accuracy", label),
+            ("preference", None),
+        }
+        assert data["agreed"]["scores"][label] == {"accuracy": None, "completeness": 4.0}
+        assert [d["key"] for d in data["rubric"]] == ["accuracy", "completeness"]
+        # Resuming returns the same token; another campaign with nothing left answers 204.
+        assert (
+            self.post("/api/v1/campaigns/api-camp/arbitration/next").json()["token"]
+            == arbitration.token
+        )
+        CampaignFactory(slug="empty-camp")
+        assert self.post("/api/v1/campaigns/empty-camp/arbitration/next").status_code == 204
+
+    def test_it_validates_and_resolves_idempotently(self):
+        data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
+        arbitration = Arbitration.objects.get(item=self.item)
+        label = o1_label(arbitration)
+        url = f"/api/v1/arbitrations/{data['token']}/resolve"
+        bad = self.post(url, {"scores": {}, "preference": "tie"})
+        assert bad.status_code == 400
+        assert bad.json()["errors"] == {
+            f"scores.{label}.accuracy": "disputed: a value is required",
+            "note": "a note explaining the decision is required",
+        }
+        assert self.post(url, {"note": "x", "colour": 1}).status_code == 400
+        body = {"scores": {label: {"accuracy": 3}}, "preference": label, "note": "A is closer."}
+        ok = self.post(url, body)
+        assert ok.status_code == 200
+        result = ok.json()
+        assert result["state"] == "resolved" and result["already_resolved"] is False
+        assert result["final"]["preference"] == label
+        assert result["final"]["scores"][label]["accuracy"] == 3.0
+        assert result["final"]["arbitrated"] == ["accuracy", "preference"]
+        again = self.post(url, {**body, "preference": "tie"})
+        assert again.status_code == 200 and again.json()["already_resolved"] is True
+        assert again.json()["final"]["preference"] == label
+        assert self.post("/api/v1/arbitrations/not-a-token/resolve", body).status_code == 404
+
+    def test_it_rejects_a_stale_token(self):
+        data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
+        Arbitration.objects.filter(token=data["token"]).update(
+            lease_expires_at="2000-01-01T00:00:00Z"
+        )
+        other = UserFactory(username="arbiter_x", roles=["arbiter"])
+        other_auth = {"HTTP_AUTHORIZATION": f"Bearer {api_token(other)}"}
+        taken = self.client.post(
+            "/api/v1/campaigns/api-camp/arbitration/next",
+            content_type="application/json",
+            **other_auth,
+        )
+        assert taken.status_code == 200 and taken.json()["token"] != data["token"]
+        stale = self.post(
+            f"/api/v1/arbitrations/{data['token']}/resolve",
+            {
+                "scores": {"A": {"accuracy": 3}, "B": {"accuracy": 3}},
+                "preference": "tie",
+                "note": "n",
+            },
+        )
+        assert stale.status_code == 404
+        assert "reassigned" in stale.json()["error"]
+        assert ReviewItem.objects.get(pk=self.item.pk).state == "disputed"
+
+    def test_it_refuses_other_roles(self):
+        from io import StringIO
+
+        from django.core.management import call_command
+
+        out = StringIO()
+        call_command("add_user", "rev_api", "--role", "reviewer", stdout=out)
+        raw = out.getvalue().split("API token: ")[1].strip()
+        response = self.client.post(
+            "/api/v1/campaigns/api-camp/arbitration/next", HTTP_AUTHORIZATION=f"Bearer {raw}"
+        )
+        assert response.status_code == 403
+        assert self.client.post("/api/v1/campaigns/api-camp/arbitration/next").status_code == 401
+
+
+class ArbitrationBlindingCanaryTests(TestCase):
+    """Every arbiter-visible page, partial and API response, checked for identity leaks."""
+
+    NAMES = [
+        "Zebra Nine",
+        "zebra-llm-9",
+        "Okapi Seven",
+        "okapi/okapi-7b-chat",
+        "okapi-7b-chat",
+        "anthropic",
+        "Zebracorp",
+    ]
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        zebra = Contender.objects.create(
+            id=770011,
+            name="Zebra Nine",
+            provider="anthropic",
+            model="zebra-llm-9",
+            base_url="http://zebra.invalid/v1",
+        )
+        okapi = Contender.objects.create(
+            id=770022,
+            name="Okapi Seven",
+            provider="anthropic",
+            model="okapi/okapi-7b-chat",
+            base_url="http://okapi.invalid/v1",
+        )
+        cls.campaign = CampaignFactory(
+            slug="canary", name="Canary campaign", contenders=[zebra, okapi], redact=["Zebracorp"]
+        )
+        task = TaskFactory(testset=cls.campaign.testset, prompt="Explain the refund policy.")
+        item = ReviewItemFactory(id=660033, campaign=cls.campaign, task=task, outputs=False)
+        texts = {
+            zebra: "As an AI developed by Zebracorp, I am zebra-llm-9. Refunds take **5 days**.",
+            okapi: "I'm okapi-7b-chat by Okapi Seven. Refunds <script>alert(1)</script> take a week.",
+        }
+        outputs = []
+        for n, (contender, text) in enumerate(texts.items()):
+            gen = Generation.objects.create(
+                id=880044 + n,
+                campaign=cls.campaign,
+                task=task,
+                contender=contender,
+                sample_index=0,
+                status="done",
+                output=text,
+            )
+            outputs.append(ItemOutput.objects.create(id=990055 + n, item=item, generation=gen))
+        o1, o2 = outputs
+        review_create(
+            item,
+            cls.users["reviewer_a"],
+            scores={o1: {"accuracy": 5, "completeness": 4}, o2: {"accuracy": 2, "completeness": 4}},
+            preference=o1,
+            comment="I think A is Zebra Nine",
+            flags={o2: ["identity_leak"]},
+        )
+        review_create(
+            item,
+            cls.users["reviewer_b"],
+            scores={
+                o1: {"accuracy": 2, "completeness": 4},
+                o2: {"accuracy": 2, "completeness": None},
+            },
+            preference=o2,
+        )
+        item_settle(item)
+        cls.item = item
+        cls.pks = ["770011", "770022", "660033", "880044", "880045", "990055", "990056"]
+
+    def assert_blind(self, response):
+        blob = (
+            response.content.decode()
+            + "\n"
+            + "\n".join(f"{k}: {v}" for k, v in response.headers.items())
+        )
+        lowered = blob.lower()
+        for name in self.NAMES:
+            assert name.lower() not in lowered, (
+                f"{name!r} leaked in {response.request['PATH_INFO']}"
+            )
+        for pk in self.pks:
+            assert pk not in blob, f"pk {pk} leaked in {response.request['PATH_INFO']}"
+        for username in ("reviewer_a", "reviewer_b"):
+            assert username not in blob
+        if response.get("Content-Type", "").startswith("text/html"):
+            assert "<script>alert" not in blob  # model text is escaped or sanitized in pages
+
+    def test_no_arbiter_page_partial_or_api_response_reveals_identity(self):
+        self.client.force_login(self.users["arbiter"])
+        responses = [self.client.get("/arbitration/")]
+        claim = self.client.post("/arbitration/canary/next")
+        token = Arbitration.objects.get(item=self.item).token
+        responses += [
+            claim,
+            self.client.get(f"/arbitration/t/{token}/"),
+            self.client.get(f"/arbitration/t/{token}/", **htmx()),
+        ]
+        responses.append(
+            self.client.post(f"/arbitration/t/{token}/resolve", {"note": ""}, **htmx())
+        )
+        responses.append(self.client.post(f"/arbitration/t/{token}/resolve", {"note": ""}))
+        page = responses[2].content.decode()
+        assert "Refunds take <strong>5 days</strong>" in page and "[redacted]" in page
+        # Fresh claim through htmx (the "next" partial) after releasing.
+        self.client.post(f"/arbitration/t/{token}/release")
+        responses.append(self.client.post("/arbitration/canary/next", **htmx()))
+        token = Arbitration.objects.get(item=self.item).token
+        arbitration = Arbitration.objects.get(item=self.item)
+        label = o1_label(arbitration)
+        other = "B" if label == "A" else "A"
+        done = self.client.post(
+            f"/arbitration/t/{token}/resolve",
+            {
+                f"score-{label}-accuracy": "3",
+                f"score-{other}-completeness": "na",
+                "preference": "tie",
+                "note": "ok",
+            },
+            **htmx(),
+        )
+        assert b"Dispute resolved" in done.content
+        responses += [
+            done,
+            self.client.post("/arbitration/canary/next", **htmx()),
+            self.client.get(f"/arbitration/t/{token}/"),
+        ]
+        for response in responses:
+            assert response.status_code in (200, 302, 404)
+            self.assert_blind(response)
+
+    def test_no_api_response_reveals_identity(self):
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {api_token(self.users['arbiter'])}"}
+        nxt = self.client.post("/api/v1/campaigns/canary/arbitration/next", **auth)
+        assert nxt.status_code == 200
+        data = nxt.json()
+        assert any("[redacted]" in c["text"] for c in data["candidates"])
+        url = f"/api/v1/arbitrations/{data['token']}/resolve"
+        bad = self.client.post(url, "{}", content_type="application/json", **auth)
+        label = o1_label(Arbitration.objects.get(item=self.item))
+        other = "B" if label == "A" else "A"
+        good = self.client.post(
+            url,
+            json.dumps(
+                {
+                    "scores": {label: {"accuracy": 3}, other: {"completeness": None}},
+                    "preference": "tie",
+                    "note": "ok",
+                }
+            ),
+            content_type="application/json",
+            **auth,
+        )
+        assert good.json()["final"]["scores"][other]["completeness"] is None
+        empty = self.client.post("/api/v1/campaigns/canary/arbitration/next", **auth)
+        assert (bad.status_code, good.status_code, empty.status_code) == (400, 200, 204)
+        for response in (nxt, bad, good, empty):
+            self.assert_blind(response)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page):
+    users = personas()
+    campaign = CampaignFactory(slug="browser-camp", name="Browser campaign")
+    item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser_page
+    errors = []
+    # JS errors and CSP violations fail the test; the browser's own favicon probe does not.
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
+            else None
+        ),
+    )
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    page.wait_for_url(re.compile(r"/arbitration/t/"))
+    arbitration = Arbitration.objects.get(item=item)
+    label = o1_label(arbitration)
+    # Focus starts on the first disputed field; "4" scores it and moves on to the preference.
+    page.wait_for_function("document.activeElement && document.activeElement.type === 'radio'")
+    page.keyboard.press("4")
+    assert page.locator(f"input[name=score-{label}-accuracy][value='4']").is_checked()
+    page.keyboard.press("t")
+    assert page.locator("input[name=preference][value=tie]").is_checked()
+    assert page.evaluate("document.activeElement.name") == "note"
+    page.keyboard.type("Both answers are acceptable.")
+    page.screenshot(path=str(ARTIFACTS / "arbitration-filled.png"), full_page=True)
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("Dispute resolved").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "arbitration-resolved.png"), full_page=True)
+    item.refresh_from_db()
+    assert item.state == "resolved"
+    assert item.final["scores"][str(labels_for(arbitration.order)[label])]["accuracy"] == 4.0
+
+    page.click("form.logout button")
+    browser_login(page, "lead", PASSWORD)
+    page.goto("/campaigns/browser-camp/disputes/")
+    row = page.locator("table.disputes tbody tr").first
+    assert "resolved" in row.inner_text()
+    assert "Both answers are acceptable." in row.inner_text()
+    page.select_option("select[name=status]", "open")
+    page.get_by_text("0 matching disputes.").wait_for()
+    page.select_option("select[name=status]", "resolved")
+    page.get_by_text("1 matching dispute.").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "disputes-lead.png"), full_page=True)
+    assert errors == []
