@@ -332,10 +332,11 @@ def _metadata(value: Any) -> dict:
     return value
 
 
-def validate_row(row: dict) -> tuple[dict | None, list[RowError]]:
+def validate_row(row: dict) -> tuple[dict, list[RowError]]:
     """One raw row (JSON object, or CSV with its JSON columns decoded) -> (task, problems).
 
-    Every field is checked, so one pass reports all of a row's problems.
+    Every field is checked, so one pass reports all of a row's problems. With problems, the
+    task is partial (only the fields that validated).
     """
     problems: list[RowError] = [
         RowError(k, "unknown field; free-form data belongs under metadata")
@@ -387,7 +388,7 @@ def validate_row(row: dict) -> tuple[dict | None, list[RowError]]:
     check("checks", _checks, row.get("checks"))
     check("metadata", _metadata, row.get("metadata"))
     if problems:
-        return None, problems
+        return task, problems  # partial: the fields that did validate
     return {k: task[k] for k in FIELDS}, []
 
 
@@ -396,17 +397,20 @@ def validate_row(row: dict) -> tuple[dict | None, list[RowError]]:
 
 def _accept(result: ParsedTestSet, seen: dict[str, int], line: int, row: dict) -> None:
     task, problems = validate_row(row)
-    if task is None:
-        for problem in problems:
-            result.add(line, problem.field, problem.message)
+    for problem in problems:
+        result.add(line, problem.field, problem.message)
+    # Duplicates are checked even on an otherwise invalid row, so one pass reports both.
+    external_id = task.get("external_id")
+    if external_id:
+        first = seen.get(external_id)
+        if first is not None:
+            result.add(
+                line, "external_id", f"duplicate {external_id!r} (first used on line {first})"
+            )
+            return
+        seen[external_id] = line
+    if problems:
         return
-    first = seen.get(task["external_id"])
-    if first is not None:
-        result.add(
-            line, "external_id", f"duplicate {task['external_id']!r} (first used on line {first})"
-        )
-        return
-    seen[task["external_id"]] = line
     if len(result.tasks) == MAX_TASKS:
         result.add(line, "(file)", f"more than {MAX_TASKS:,} tasks; split the test set")
         return

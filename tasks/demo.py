@@ -1,0 +1,28 @@
+"""Demo step for the tasks app: the support-demo test set (idempotent).
+
+`manage.py demo` calls load(context, stdout); the returned dict is merged into `context`
+for the next steps (reviews.demo). Add further steps below the test-set import.
+"""
+
+from pathlib import Path
+
+from tasks.services import testset_import
+
+DEMO_TESTSET = Path(__file__).resolve().parent / "demo_data" / "support-demo.jsonl"
+DEMO_TESTSET_NAME = "support-demo"
+
+
+def load(context: dict, stdout) -> dict:
+    # Identical content is recognised by checksum, so a second run writes nothing.
+    result = testset_import(
+        name=DEMO_TESTSET_NAME,
+        data=DEMO_TESTSET.read_bytes(),
+        filename=DEMO_TESTSET.name,
+        user=context.get("users", {}).get("admin"),
+    )
+    testset = result.testset
+    stdout.write(
+        f"Test set {testset.name} v{testset.version}: {testset.task_count} tasks"
+        f"{'' if result.created else ' (already loaded)'}"
+    )
+    return {"testset": testset}

@@ -1,0 +1,119 @@
+"""JSON API for test sets: import (multipart or JSON), list, detail."""
+
+from django.http import Http404, HttpRequest, JsonResponse
+
+from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.roles import ADMIN, LEAD, has_role
+
+from . import selectors
+from .intake import oversize_result
+from .services import TestSetImportError, testset_import
+
+IMPORT_BODY = {
+    "multipart/form-data": {
+        "schema": {
+            "type": "object",
+            "required": ["name", "file"],
+            "properties": {
+                "name": {"type": "string"},
+                "file": {"type": "string", "format": "binary"},
+                "format": {"type": "string", "enum": ["jsonl", "csv"]},
+            },
+        }
+    },
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "required": ["name", "content"],
+            "properties": {
+                "name": {"type": "string"},
+                "format": {"type": "string", "enum": ["jsonl", "csv"]},
+                "content": {"type": "string", "description": "the whole JSONL or CSV text"},
+            },
+        }
+    },
+}
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    methods=("GET", "POST"),
+    body=IMPORT_BODY,
+    summary="""List test sets (GET) or import one (POST, admin).
+
+POST takes multipart `file` + `name` (format from the file extension, or `format`), or JSON
+{"name", "format": "jsonl"|"csv", "content"}. All-or-nothing: on any problem the answer is 400
+with `errors`, every problem as "line L, field F: message". The same name again makes a new
+version; content identical to an existing version of that name writes nothing (200,
+"created": false).""",
+    responses={
+        "200": "list, or identical content",
+        "201": "imported",
+        "400": "row errors",
+        "403": "not an admin",
+    },
+)
+def testsets(request: HttpRequest) -> JsonResponse:
+    if request.method == "GET":
+        return JsonResponse(
+            {"testsets": [selectors.testset_as_dict(ts) for ts in selectors.testset_list()]}
+        )
+    if not has_role(request.user, ADMIN):
+        raise ApiError("only admins import test sets", status=403)
+    name, fmt, data, filename = _import_input(request)
+    try:
+        result = testset_import(
+            name=name, data=data, filename=filename, user=request.user, format=fmt
+        )
+    except TestSetImportError as exc:
+        raise ApiError(str(exc), errors=exc.errors, error_count=exc.parsed.error_count) from None
+    body = {
+        "created": result.created,
+        "message": result.message,
+        "testset": selectors.testset_as_dict(result.testset, counts=True),
+    }
+    return JsonResponse(body, status=201 if result.created else 200)
+
+
+def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
+    if request.content_type == "multipart/form-data":
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ApiError("send the test set as the multipart field 'file'")
+        too_big = oversize_result(upload.size, filename=upload.name)
+        if too_big is not None:
+            raise ApiError(too_big.errors[0], errors=too_big.errors, error_count=1)
+        fmt = request.POST.get("format") or None
+        return request.POST.get("name", "").strip(), fmt, upload.read(), upload.name
+    body = json_body(request)
+    content, fmt = body.get("content"), body.get("format")
+    if not isinstance(content, str):
+        raise ApiError("'content' must be the file's text (a string)")
+    if fmt not in ("jsonl", "csv"):
+        raise ApiError("'format' must be jsonl or csv")
+    name = body.get("name")
+    if not isinstance(name, str):
+        raise ApiError("'name' must be a string")
+    return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}"
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    summary="One test set: the latest version, or ?version=N; with counts by "
+    "category, tier and case type.",
+)
+def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
+    version = request.GET.get("version")
+    if version is not None and not version.isdigit():
+        raise ApiError("version must be a whole number")
+    try:
+        testset = selectors.testset_get(name=name, version=int(version) if version else None)
+    except Http404:
+        raise ApiError(
+            f"no test set {name!r}" + (f" version {version}" if version else ""), status=404
+        ) from None
+    data = selectors.testset_as_dict(testset, counts=True)
+    data["versions"] = list(selectors.testset_versions(name=name).values_list("version", flat=True))
+    return JsonResponse(data)

@@ -1,0 +1,198 @@
+import json
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from evalsite.csvsafe import csv_response
+from evalsite.roles import ADMIN, LEAD, has_role, role_required
+
+from . import selectors
+from .forms import TaskFilterForm, TestSetUploadForm
+from .intake import oversize_result
+from .models import TestSet
+from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
+from .services import (
+    TestSetFrozen,
+    TestSetImportError,
+    testset_delete,
+    testset_import,
+    testset_validate,
+)
+
+PREVIEW_ROWS = 10
+TESTSETS_PER_PAGE = 50
+
+
+@require_GET
+@role_required(ADMIN, LEAD)
+def testset_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.testset_list(), TESTSETS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "tasks/testset_list.html",
+        {"page": page, "can_upload": has_role(request.user, ADMIN)},
+    )
+
+
+@require_GET
+@role_required(ADMIN, LEAD)
+def testset_detail(request: HttpRequest, name: str, version: int) -> HttpResponse:
+    testset = selectors.testset_get(name=name, version=version)
+    counts = selectors.testset_counts(testset=testset)
+    form = TaskFilterForm(request.GET or None, categories=[c for c, _ in counts["category"]])
+    filters = form.filters() if form.is_bound else {}
+    page = selectors.testset_tasks_page(
+        testset=testset,
+        page=request.GET.get("page", 1),
+        **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")},
+    )
+    page.object_list = list(page.object_list)
+    for task in page.object_list:
+        task.checks_json = json.dumps(task.checks, indent=2, ensure_ascii=False)
+        task.metadata_json = json.dumps(task.metadata, indent=2, ensure_ascii=False)
+    context = {
+        "testset": testset,
+        "count_blocks": [
+            ("Categories", counts["category"]),
+            ("Tiers", counts["tier"]),
+            ("Case types", counts["case_type"]),
+        ],
+        "form": form,
+        "page": page,
+        "filtered": any(filters.get(k) for k in ("category", "tier", "case_type", "q")),
+        "versions": selectors.testset_versions(name=name),
+        "can_delete": has_role(request.user, ADMIN)
+        and not testset.frozen
+        and not testset.campaigns.exists(),
+    }
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "tasks/testset_detail.html#tasks", context)
+    return render(request, "tasks/testset_detail.html", context)
+
+
+@require_GET
+@role_required(ADMIN, LEAD)
+def testset_download(
+    request: HttpRequest, name: str, version: int, fmt: str
+) -> StreamingHttpResponse:
+    testset = selectors.testset_get(name=name, version=version)
+    filename = f"{testset.name}-v{testset.version}.{fmt}"
+    if fmt == "csv":
+        # Formula-escaped: prompts and references are user-supplied text opened in spreadsheets.
+        return csv_response(
+            filename, selectors.EXPORT_FIELDS, selectors.testset_export_csv_rows(testset=testset)
+        )
+    if fmt == "jsonl":
+        response = StreamingHttpResponse(
+            selectors.testset_export_jsonl(testset=testset),
+            content_type="application/x-ndjson; charset=utf-8",
+        )
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+    raise Http404("unknown format")
+
+
+@require_POST
+@role_required(ADMIN)
+def testset_remove(request: HttpRequest, name: str, version: int) -> HttpResponse:
+    testset = selectors.testset_get(name=name, version=version)
+    try:
+        testset_delete(testset=testset)
+    except TestSetFrozen as exc:
+        messages.error(request, str(exc))
+        target = reverse("testset_detail", args=[name, version])
+    else:
+        messages.success(request, f"Deleted {testset}.")
+        target = reverse("testset_list")
+    if request.htmx:
+        return HttpResponseClientRedirect(target)
+    return redirect(target)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def testset_upload(request: HttpRequest) -> HttpResponse:
+    """Choose a file -> validate (preview + every problem) -> confirm. Nothing is written
+    before confirm; between the two steps the bytes wait in a per-session pending store."""
+    context: dict = {"form": TestSetUploadForm()}
+    if request.method == "POST":
+        if request.POST.get("action") == "confirm":
+            response = _upload_confirm(request, context)
+            if response is not None:
+                return response
+        else:
+            context.update(_upload_validate(request))
+    if request.htmx:
+        return render(request, "tasks/testset_upload.html#upload", context)
+    return render(request, "tasks/testset_upload.html", context)
+
+
+def _upload_validate(request: HttpRequest) -> dict:
+    form = TestSetUploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return {"form": form}
+    name, upload = form.cleaned_data["name"], form.cleaned_data["file"]
+    # Size first: Django has already spooled the upload to disk, but we never parse it.
+    parsed = oversize_result(upload.size, filename=upload.name)
+    data = b""
+    if parsed is None:
+        data = upload.read()
+        parsed = testset_validate(name=name, data=data, filename=upload.name)
+    context = {"form": form, "parsed": parsed, "name": name, "filename": upload.name}
+    if not parsed.ok:
+        return context
+    context["preview"] = [_preview_row(task) for task in parsed.tasks[:PREVIEW_ROWS]]
+    context["counts"] = {
+        k: sorted(v.items(), key=lambda kv: (-kv[1], kv[0])) for k, v in parsed.counts().items()
+    }
+    existing = TestSet.objects.filter(name=name)
+    context["identical"] = existing.filter(checksum=parsed.checksum).order_by("version").first()
+    if context["identical"] is None:
+        latest = existing.order_by("-version").first()
+        context["next_version"] = latest.version + 1 if latest else 1
+        context["token"] = pending_upload_save(
+            session=request.session, data=data, name=name, filename=upload.name
+        )
+    return context
+
+
+def _upload_confirm(request: HttpRequest, context: dict) -> HttpResponse | None:
+    token = request.POST.get("token", "")
+    pending = pending_upload_load(session=request.session, token=token)
+    if pending is None:
+        context["expired"] = True
+        return None
+    try:
+        result = testset_import(
+            name=pending.name, data=pending.data, filename=pending.filename, user=request.user
+        )
+    except TestSetImportError as exc:
+        context.update(parsed=exc.parsed, name=pending.name, filename=pending.filename)
+        return None
+    finally:
+        pending_upload_discard(session=request.session, token=token)
+    ts = result.testset
+    if result.created:
+        messages.success(request, f"Imported {ts.name} v{ts.version}: {ts.task_count} tasks.")
+    else:
+        messages.info(
+            request, f"The file is identical to {ts.name} v{ts.version}; nothing was imported."
+        )
+    target = reverse("testset_detail", args=[ts.name, ts.version])
+    if request.htmx:
+        return HttpResponseClientRedirect(target)
+    return redirect(target)
+
+
+def _preview_row(task: dict) -> dict:
+    if task["messages"]:
+        last_user = next(m["content"] for m in reversed(task["messages"]) if m["role"] == "user")
+        text, turns = last_user, len(task["messages"])
+    else:
+        text, turns = task["prompt"], 0
+    return {**task, "text": text, "turns": turns, "check_names": sorted(task["checks"])}

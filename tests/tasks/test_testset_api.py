@@ -1,0 +1,155 @@
+import json
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import TestCase
+
+from evalsite.models import ApiToken
+from tasks.models import Task, TestSet
+from tests.factories import personas
+
+ROWS = [
+    {
+        "external_id": "T-1",
+        "category": "billing",
+        "tier": "base",
+        "case_type": "typical",
+        "prompt": "Charged twice?",
+    },
+    {
+        "external_id": "T-2",
+        "category": "shipping",
+        "tier": "advanced",
+        "case_type": "edge",
+        "messages": [{"role": "user", "content": "Where is my parcel?"}],
+    },
+]
+JSONL = "".join(json.dumps(r) + "\n" for r in ROWS)
+
+
+class TestSetApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.tokens = {name: ApiToken.issue(user) for name, user in cls.users.items()}
+
+    def auth(self, persona: str) -> dict:
+        return {"Authorization": f"Bearer {self.tokens[persona]}"}
+
+    def post_json(self, persona: str, body: dict):
+        return self.client.post(
+            "/api/v1/testsets",
+            json.dumps(body),
+            content_type="application/json",
+            headers=self.auth(persona),
+        )
+
+    def test_it_imports_a_multipart_upload(self):
+        upload = SimpleUploadedFile(
+            "support.jsonl", JSONL.encode(), content_type="application/x-ndjson"
+        )
+        response = self.client.post(
+            "/api/v1/testsets", {"name": "support", "file": upload}, headers=self.auth("admin")
+        )
+        assert response.status_code == 201, response.content
+        body = response.json()
+        assert (
+            body["created"] is True
+            and body["message"] == "imported support v1: 2 tasks in 2 categories"
+        )
+        assert body["testset"]["name"] == "support" and body["testset"]["version"] == 1
+        assert body["testset"]["counts"]["tier"] == {"base": 1, "advanced": 1, "boundary": 0}
+        assert body["testset"]["created_by"] == "admin"
+        assert Task.objects.filter(testset__name="support").count() == 2
+
+    def test_it_imports_a_json_body_and_recognises_identical_content(self):
+        csv = (
+            "external_id,category,tier,case_type,prompt\nT-1,billing,base,typical,Charged twice?\n"
+        )
+        first = self.post_json("admin", {"name": "support", "format": "csv", "content": csv})
+        assert first.status_code == 201
+        again = self.post_json("admin", {"name": "support", "format": "csv", "content": csv})
+        assert again.status_code == 200
+        assert again.json()["created"] is False
+        assert again.json()["message"] == "identical to support v1; nothing was imported"
+        changed = self.post_json("admin", {"name": "support", "format": "jsonl", "content": JSONL})
+        assert changed.status_code == 201 and changed.json()["testset"]["version"] == 2
+
+    def test_it_lists_every_row_error_and_writes_nothing(self):
+        bad = (
+            JSONL
+            + '{"external_id": "T-1", "category": "x", "tier": "hard", "case_type": "edge", "prompt": "p"}\n'
+        )
+        response = self.post_json("admin", {"name": "support", "format": "jsonl", "content": bad})
+        assert response.status_code == 400
+        body = response.json()
+        assert body["error"] == "2 problems found; nothing was imported"
+        assert body["errors"] == [
+            "line 3, field tier: unknown value 'hard'; use one of base, advanced, boundary",
+            "line 3, field external_id: duplicate 'T-1' (first used on line 1)",
+        ]
+        assert body["error_count"] == 2
+        assert not TestSet.objects.exists()
+
+    def test_it_rejects_malformed_requests(self):
+        assert (
+            self.post_json("admin", {"name": "s", "format": "xml", "content": "x"}).json()["error"]
+            == "'format' must be jsonl or csv"
+        )
+        assert self.post_json("admin", {"name": "s", "format": "csv"}).status_code == 400
+        response = self.client.post("/api/v1/testsets", {"name": "s"}, headers=self.auth("admin"))
+        assert response.status_code == 400 and "multipart field 'file'" in response.json()["error"]
+        assert not TestSet.objects.exists()
+
+    def test_it_allows_only_admins_to_import(self):
+        for persona in ("lead", "reviewer_a", "arbiter", "outsider"):
+            response = self.post_json(persona, {"name": "s", "format": "jsonl", "content": JSONL})
+            assert response.status_code == 403, persona
+        response = self.client.post(
+            "/api/v1/testsets",
+            json.dumps({"name": "s", "format": "jsonl", "content": JSONL}),
+            content_type="application/json",
+        )
+        assert response.status_code == 401
+        assert not TestSet.objects.exists()
+
+    def test_it_lists_and_shows_test_sets_to_admins_and_leads(self):
+        self.post_json("admin", {"name": "support", "format": "jsonl", "content": JSONL})
+        self.post_json(
+            "admin",
+            {"name": "support", "format": "jsonl", "content": JSONL.replace("twice", "thrice")},
+        )
+        for persona in ("admin", "lead"):
+            listing = self.client.get("/api/v1/testsets", headers=self.auth(persona))
+            assert listing.status_code == 200
+            assert [(t["name"], t["version"]) for t in listing.json()["testsets"]] == [
+                ("support", 2),
+                ("support", 1),
+            ]
+            detail = self.client.get("/api/v1/testsets/support", headers=self.auth(persona)).json()
+            assert detail["version"] == 2 and detail["versions"] == [2, 1] and detail["tasks"] == 2
+            assert detail["counts"]["category"] == {"billing": 1, "shipping": 1}
+        old = self.client.get(
+            "/api/v1/testsets/support?version=1", headers=self.auth("lead")
+        ).json()
+        assert old["version"] == 1
+        missing = self.client.get("/api/v1/testsets/nope", headers=self.auth("lead"))
+        assert missing.status_code == 404 and missing.json()["error"] == "no test set 'nope'"
+
+    def test_it_denies_reading_to_reviewers_arbiters_and_outsiders(self):
+        for persona in ("reviewer_a", "arbiter", "outsider"):
+            assert (
+                self.client.get("/api/v1/testsets", headers=self.auth(persona)).status_code == 403
+            )
+            assert (
+                self.client.get("/api/v1/testsets/support", headers=self.auth(persona)).status_code
+                == 403
+            )
+
+    def test_it_is_described_in_the_openapi_schema(self):
+        schema = self.client.get("/api/v1/schema").json()
+        assert set(schema["paths"]["/api/v1/testsets"]) == {"get", "post"}
+        assert (
+            "multipart/form-data"
+            in schema["paths"]["/api/v1/testsets"]["post"]["requestBody"]["content"]
+        )
+        assert "get" in schema["paths"]["/api/v1/testsets/{name}"]
