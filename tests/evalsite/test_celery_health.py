@@ -25,7 +25,8 @@ def test_it_runs_a_job_through_a_worker_on_the_serverless_filesystem_broker():
         client = Celery(broker="filesystem://")
         folder = f"{data_dir}/broker/out"
         client.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder,
-                                                "processed_folder": f"{data_dir}/broker/processed"}
+                                                "processed_folder": f"{data_dir}/broker/processed",
+                                                "control_folder": f"{data_dir}/broker/control"}
         result = client.send_task("evalsite.health", args=[41])
         assert wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job") == 42
     finally:
