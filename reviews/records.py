@@ -39,6 +39,7 @@ from tasks.intake import strict_json
 from tasks.models import Campaign, Generation
 
 from .models import ItemOutput, Preference, Review, ReviewItem, Score
+from .readiness import pair_key as readiness_pair_key
 
 FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
 JSONL_KEYS = (
@@ -886,10 +887,11 @@ def _write(
             continue
         task = tasks[rec.task_id]
         chosen = [contenders[n] for n in sorted(key[2])]
+        # The generation side's key, so review_items_sync later finds the same item.
         pair_key = (
             ""
-            if len(chosen) == campaign.contenders.count()
-            else "-".join(str(c.pk) for c in sorted(chosen, key=lambda c: c.pk))
+            if len(chosen) == len(contenders)
+            else readiness_pair_key(campaign.pk, tuple(c.pk for c in chosen))
         )
         item = ReviewItem.objects.create(
             campaign=campaign,

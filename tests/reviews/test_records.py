@@ -12,6 +12,7 @@ from django.test import TestCase
 from evalsite.models import ApiToken
 from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score
 from reviews.records import RecordImportError, records_export, reviews_import
+from reviews.report import campaign_report
 from tasks.models import Campaign, Contender, Generation, Task, TestSet
 from tests.factories import personas
 
@@ -149,6 +150,47 @@ class ImportTests(TestCase):
         assert Arbitration.objects.filter(item__task__external_id="T-4").exists()
         # Imported generations are marked done so the item counts as complete.
         assert set(Generation.objects.values_list("status", flat=True)) == {"done"}
+
+    def test_it_reports_on_an_imported_file(self):
+        # Both judges agree everywhere: zeta is preferred on T-1..T-3, omega on T-4, so the
+        # leaderboard must be the published Bradley-Terry reference "A beats B 3 times, loses
+        # once -> A 1095.42, B 904.58" (STATS.md).
+        zeta, omega = SECRET_NAMES
+        records = []
+        for i in range(1, 5):
+            best, worst = (zeta, omega) if i < 4 else (omega, zeta)
+            for judge, order in (("j1", (best, worst)), ("j2", (worst, best))):
+                records.append(
+                    rec(
+                        task=f"T-{i}",
+                        judge=judge,
+                        models={"A": order[0], "B": order[1]},
+                        scores={
+                            "A": {"accuracy": 4, "completeness": 4},
+                            "B": {"accuracy": 4, "completeness": 4},
+                        },
+                        preference="A" if order[0] == best else "B",
+                        seconds=20 if judge == "j1" else 60,
+                    )
+                )
+        reviews_import(campaign=self.campaign, data=jsonl(*records), fmt="jsonl")
+        report = campaign_report(campaign=self.campaign)
+        assert report["progress"]["items"] == 4 and report["progress"]["agreed"] == 4
+        assert report["disputes"]["rate"] == 0
+        ratings = {r["contender"]: r for r in report["leaderboard"]}
+        assert ratings[zeta]["rating"] == pytest.approx(1095.42, abs=0.01)
+        assert ratings[omega]["rating"] == pytest.approx(904.58, abs=0.01)
+        assert (ratings[zeta]["wins"], ratings[zeta]["losses"]) == (3, 1)
+        # j1 always chose position A, j2 always position B.
+        assert (
+            report["position_bias"]["n"] == 8
+            and report["position_bias"]["first_position_win_rate"] == 0.5
+        )
+        assert (
+            report["reviewers"]["j1"]["median_seconds"] == 20
+            and report["reviewers"]["j2"]["reviews"] == 4
+        )
+        assert report["preference_agreement"]["alpha"] == 1.0
 
     def test_it_is_idempotent(self):
         data = jsonl(*sample_records())
@@ -573,12 +615,14 @@ class ExportTests(TestCase):
         )
         reviews_import(campaign=target, data=body.encode(), fmt="jsonl")
         assert self.jsonl_of(target) == self.jsonl_of(self.campaign)
-        states = lambda c: sorted(
-            ReviewItem.objects.filter(campaign=c).values_list("task__external_id", "state", "final")
-        )  # noqa: E731
-        assert states(target) != [] and [s[:2] for s in states(target)] == [
-            s[:2] for s in states(self.campaign)
-        ]
+        # The same report, figure for figure (only the campaign's own name differs).
+        source, copy = campaign_report(campaign=self.campaign), campaign_report(campaign=target)
+        for report in (source, copy):
+            report.pop("campaign"), report.pop("name")
+        assert copy == source
+        assert (
+            copy["progress"]["reviews_done"] == 8 and copy["leaderboard"][0]["rating"] is not None
+        )
 
     def test_it_rejects_a_blind_export_on_import(self):
         body = "".join(records_export(campaign=self.campaign, fmt="jsonl"))

@@ -1,0 +1,158 @@
+"""Lead dashboards: who may see them, that they show the report's figures, CSV downloads."""
+
+import csv
+import io
+
+import pytest
+from django.test import TestCase
+
+from reviews.dashboards import PAGES
+from reviews.records import reviews_import
+from reviews.report import campaign_report
+from tests.factories import personas
+from tests.reviews.test_records import SECRET_NAMES, jsonl, make_campaign, sample_records
+
+TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def page_urls(slug: str) -> list[str]:
+    urls = [f"/campaigns/{slug}/dashboard/"]
+    urls += [f"/campaigns/{slug}/dashboard/{key}/" for key, _ in PAGES if key != "overview"]
+    return urls
+
+
+class DashboardTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = make_campaign()
+        records = sample_records()
+        records[0]["comment"] = "=cmd|' /C calc'!A0"
+        for r in records:  # a judge whose name a spreadsheet would run as a formula
+            if r["judge"] == "judge_2":
+                r["judge"] = "@judge_2"
+        reviews_import(campaign=cls.campaign, data=jsonl(*records), fmt="jsonl")
+        cls.report = campaign_report(campaign=cls.campaign)
+
+    def login(self, who: str) -> None:
+        self.client.force_login(self.users[who])
+
+    def test_it_shows_every_dashboard_to_leads_and_admins(self):
+        for who in ("lead", "admin"):
+            self.login(who)
+            for url in page_urls("camp"):
+                response = self.client.get(url)
+                assert response.status_code == 200, (who, url)
+                assert b"Download CSV" in response.content, url
+
+    def test_it_denies_reviewers_arbiters_and_outsiders(self):
+        urls = [*page_urls("camp"), "/campaigns/camp/dashboard/leaderboard/leaderboard.csv",
+                "/campaigns/camp/reviews/download?format=jsonl"]
+        for who in ("reviewer_a", "arbiter", "outsider"):
+            self.login(who)
+            for url in urls:
+                assert self.client.get(url).status_code == 403, (who, url)
+        self.client.logout()
+        for url in urls:
+            response = self.client.get(url)
+            assert response.status_code == 302 and response.url.startswith("/login/")
+
+    def test_it_returns_404_for_unknown_campaigns_pages_and_tables(self):
+        self.login("lead")
+        assert self.client.get("/campaigns/nope/dashboard/").status_code == 404
+        assert self.client.get("/campaigns/camp/dashboard/secrets/").status_code == 404
+        assert self.client.get("/campaigns/camp/dashboard/leaderboard/nope.csv").status_code == 404
+
+    def test_it_shows_the_report_figures_on_the_leaderboard(self):
+        self.login("lead")
+        body = self.client.get("/campaigns/camp/dashboard/leaderboard/").content.decode()
+        top = self.report["leaderboard"][0]
+        assert top["contender"] == SECRET_NAMES[0]
+        assert f"{top['rating']:,.1f}" in body
+        assert "<svg" in body and 'class="interval"' in body and "<circle" in body
+        assert " style=" not in body and "<script>" not in body
+
+    def test_it_draws_agreement_bands_and_counts(self):
+        self.login("lead")
+        body = self.client.get("/campaigns/camp/dashboard/agreement/").content.decode()
+        accuracy = self.report["agreement"]["accuracy"]
+        assert accuracy["band"] in body and f"{accuracy['alpha']:.3f}" in body
+        assert "0.667" in body and "0.800" in body
+        assert f"<td class=\"num\">{accuracy['n_units']}</td>" in body
+
+    def test_it_shows_capability_heatmaps(self):
+        self.login("lead")
+        body = self.client.get("/campaigns/camp/dashboard/capability/").content.decode()
+        assert "Category x contender" in body and "Tier x contender" in body
+        assert "heat-8" in body  # zeta's 0.81 quality
+        assert "heat-3" in body  # omega's 0.375
+
+    def test_it_shows_the_decision_weights(self):
+        self.login("lead")
+        body = self.client.get("/campaigns/camp/dashboard/cost/").content.decode()
+        assert "w_quality = 0.7" in body and "w_stability = 0.3" in body
+
+    def test_it_compares_two_contenders_either_way_round(self):
+        self.login("lead")
+        zeta, omega = SECRET_NAMES
+        body = self.client.get(f"/campaigns/camp/dashboard/head-to-head/?a={zeta}&b={omega}").content.decode()
+        assert f"Tasks where {omega} regressed" in body and "T-1" in body
+        assert "-0.438" in body
+        partial = self.client.get(f"/campaigns/camp/dashboard/head-to-head/?a={omega}&b={zeta}", HTTP_HX_REQUEST="true")
+        text = partial.content.decode()
+        assert "<html" not in text and 'id="comparison"' in text and "0.438" in text
+
+    def test_it_downloads_every_table_as_escaped_csv(self):
+        self.login("lead")
+        for key, _ in PAGES:
+            url = "/campaigns/camp/dashboard/" + ("" if key == "overview" else f"{key}/")
+            response = self.client.get(url)
+            for table in response.context["tables"]:
+                csv_response = self.client.get(f"/campaigns/camp/dashboard/{key}/{table.key}.csv")
+                assert csv_response.status_code == 200
+                assert csv_response["Content-Disposition"] == f'attachment; filename="camp-{table.key}.csv"'
+                rows = list(csv.reader(io.StringIO(b"".join(csv_response.streaming_content).decode(), newline="")))
+                assert rows[0] == table.csv_header() and len(rows) == len(table.rows) + 1
+                assert not [c for row in rows for c in row if c[:1] in TRIGGERS and not is_number(c)]
+                if table.key == "reviewers":
+                    assert ["'@judge_2"] == [row[0] for row in rows if "judge_2" in row[0]]
+
+    def test_it_offers_unblinded_record_downloads_to_leads_only(self):
+        self.login("lead")
+        body = self.client.get("/campaigns/camp/dashboard/").content.decode()
+        assert "unblind=1" in body
+        response = self.client.get("/campaigns/camp/reviews/download?format=csv&unblind=1")
+        text = b"".join(response.streaming_content).decode()
+        assert SECRET_NAMES[0] in text and "'=cmd|' /C calc'!A0" in text
+        self.login("admin")
+        body = self.client.get("/campaigns/camp/dashboard/").content.decode()
+        assert "unblind=1" not in body
+        assert self.client.get("/campaigns/camp/reviews/download?format=csv&unblind=1").status_code == 403
+        response = self.client.get("/campaigns/camp/reviews/download?format=jsonl")
+        assert response.status_code == 200
+        text = b"".join(response.streaming_content).decode()
+        assert all(name not in text for name in SECRET_NAMES)
+
+
+@pytest.mark.django_db
+def test_it_reuses_the_cached_report_until_the_data_changes(django_assert_max_num_queries):
+    from reviews.dashboards import campaign_report_cached, report_fingerprint
+
+    campaign = make_campaign()
+    records = sample_records()
+    reviews_import(campaign=campaign, data=jsonl(*records[:4]), fmt="jsonl")
+    before = report_fingerprint(campaign)
+    first = campaign_report_cached(campaign)
+    with django_assert_max_num_queries(6):
+        assert campaign_report_cached(campaign) == first
+    reviews_import(campaign=campaign, data=jsonl(*records), fmt="jsonl")
+    assert report_fingerprint(campaign) != before
+    assert campaign_report_cached(campaign)["progress"]["reviews_done"] == 8
