@@ -26,6 +26,7 @@ from .arbitration_selectors import (
     arbiter_counts,
     arbiter_queue,
     arbitration_workspace,
+    campaign_dispute_counts,
     campaign_disputes,
     dispute_rows,
 )
@@ -236,6 +237,12 @@ def campaign_disputes_view(request: HttpRequest, slug: str) -> HttpResponse:
         if request.GET.get("status") in ("open", "in_progress", "resolved")
         else "",
     )
+    if request.htmx and request.GET.get("summary"):
+        # The small section the campaign page loads lazily.
+        counts = campaign_dispute_counts(campaign=campaign)
+        return render(
+            request, "reviews/disputes.html#summary", {"campaign": campaign, "counts": counts}
+        )
     data = campaign_disputes(campaign=campaign, filters=filters)
     page = Paginator(data["queryset"], 50).get_page(request.GET.get("page"))
     rows = dispute_rows(

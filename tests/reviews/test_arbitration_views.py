@@ -186,6 +186,15 @@ class ArbitrationPageTests(TestCase):
             "/campaigns/support-q4/disputes/?status=resolved"
         ).content.decode()
         assert "1 matching dispute." in resolved and "Close call." in resolved
+        summary = self.client.get(
+            "/campaigns/support-q4/disputes/?summary=1", **htmx()
+        ).content.decode()
+        assert (
+            "2 disputed items: <strong>1</strong> open · <strong>0</strong> in progress · <strong>1</strong> resolved"
+            in summary
+        )
+        campaign_page = self.client.get("/campaigns/support-q4/").content.decode()
+        assert 'hx-get="/campaigns/support-q4/disputes/?summary=1"' in campaign_page
         for who in ("arbiter", "reviewer_a"):
             self.login(who)
             assert self.client.get("/campaigns/support-q4/disputes/").status_code == 403
