@@ -84,9 +84,13 @@ def synthetic(
             "output_tokens": rng.integers(50, 800, n_gen).astype(float),
             "latency_ms": rng.gamma(4, 300, n_gen).round(),
             "ttft_ms": rng.gamma(2, 120, n_gen).round(),
-            "checks_passed": np.where(rng.random(n_gen) < 0.9, True, False).astype(object),
         }
     )
+    passed = rng.random((n_gen, 2)) < 0.95
+    gens["check_results"] = [
+        {"regex": {"passed": bool(a)}, "max_chars": {"passed": bool(b)}} for a, b in passed
+    ]
+    gens["checks_passed"] = passed.all(axis=1).astype(object)
     # items: (task, sample), all contenders side by side; outputs in generation order
     n_items = tasks * samples
     item_ids = np.arange(1, n_items + 1)
@@ -107,7 +111,7 @@ def synthetic(
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     flip = np.array([-1.0 if r.get("direction") == "lower" else 1.0 for r in RUBRIC])
     true = mid + half * np.tanh(latent[:, :, None] * flip + rng.normal(0, 0.3, (n_items, k, d)))
-    noise = rng.normal(0, 0.6, (n_items, 2, k, d)) * (half / 2)
+    noise = rng.normal(0, 0.35, (n_items, 2, k, d)) * (half / 2)
     raw = np.clip(np.rint(true[:, None] + noise), lo, hi)  # items x 2 x k x d
     pair = np.stack([rng.choice(reviewers, 2, replace=False) for _ in range(n_items)])
     perms = np.argsort(rng.random((n_items, 2, k)), axis=2)
@@ -239,11 +243,207 @@ def time_report(scale: int, repeat: int) -> tuple[float, int, dict]:
     return min(times), len(frames["scores"]), report
 
 
+def write_to_database(frames: dict, meta: dict, slug: str):
+    """Bulk-insert the synthetic campaign (users, test set, contenders, generations, items,
+    outputs, reviews, scores). Returns the Campaign."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from reviews.models import ItemOutput, Review, ReviewItem, Score
+    from tasks.models import Campaign, Contender, Generation, Task, TestSet
+
+    User = get_user_model()
+    now = timezone.now()
+    users = {
+        name: User.objects.get_or_create(username=name)[0]
+        for name in sorted(set(frames["reviews"]["reviewer"]))
+    }
+    testset = TestSet.objects.create(name=slug, checksum="0" * 64, frozen=True)
+    task_objs = Task.objects.bulk_create(
+        Task(
+            testset=testset,
+            position=i,
+            external_id=r.external_id,
+            category=r.category,
+            tier=r.tier,
+            prompt="p",
+        )
+        for i, r in enumerate(frames["tasks"].itertuples())
+    )
+    task_map = dict(zip(frames["tasks"]["id"], task_objs, strict=True))
+    contender_objs = [
+        Contender.objects.create(
+            name=f"{slug}-{r.name}",
+            provider="imported",
+            price_in_per_mtok=r.price_in,
+            price_out_per_mtok=r.price_out,
+        )
+        for r in frames["contenders"].itertuples()
+    ]
+    contender_map = dict(zip(frames["contenders"]["id"], contender_objs, strict=True))
+    campaign = Campaign.objects.create(
+        slug=slug,
+        name=slug,
+        testset=testset,
+        rubric=meta["rubric"],
+        weights=meta["weights"],
+        mode=meta["mode"],
+        samples_per_task=meta["samples_per_task"],
+        reviewed_samples=meta["reviewed_samples"],
+        overlap=meta["overlap"],
+        status="reviewing",
+    )
+    campaign.contenders.set(contender_objs)
+    g = frames["generations"]
+    gen_objs = Generation.objects.bulk_create(
+        (
+            Generation(
+                campaign=campaign,
+                task=task_map[r.task],
+                contender=contender_map[r.contender],
+                sample_index=r.sample,
+                status=r.status,
+                input_tokens=int(r.input_tokens),
+                output_tokens=int(r.output_tokens),
+                latency_ms=int(r.latency_ms),
+                ttft_ms=int(r.ttft_ms),
+                checks_passed=bool(r.checks_passed),
+                check_results=r.check_results,
+                output="answer",
+            )
+            for r in g.itertuples()
+        ),
+        batch_size=2000,
+    )
+    gen_map = dict(zip(g["id"], gen_objs, strict=True))
+    it = frames["items"]
+    item_objs = ReviewItem.objects.bulk_create(
+        (
+            ReviewItem(
+                campaign=campaign,
+                task=task_map[r.task],
+                sample_index=r.sample,
+                overlap=meta["overlap"],
+                ready=True,
+                state=r.state,
+                submitted_count=2,
+                live_count=2,
+                dispute_reasons=r.dispute_reasons,
+            )
+            for r in it.itertuples()
+        ),
+        batch_size=2000,
+    )
+    item_map = dict(zip(it["id"], item_objs, strict=True))
+    o = frames["outputs"]
+    out_objs = ItemOutput.objects.bulk_create(
+        (
+            ItemOutput(item=item_map[r.item], generation=gen_map[r.generation])
+            for r in o.itertuples()
+        ),
+        batch_size=5000,
+    )
+    out_map = dict(zip(o["id"], out_objs, strict=True))
+    # final outcomes keyed by the new ItemOutput ids
+    for synthetic_id, item in item_map.items():
+        final = it.loc[it["id"] == synthetic_id, "final"].iloc[0]
+        pref = final["preference"]
+        item.final = {
+            "scores": {str(out_map[int(k)].pk): v for k, v in final["scores"].items()},
+            "preference": pref if pref in ("tie", "both_bad", None) else str(out_map[int(pref)].pk),
+            "arbitrated": [],
+        }
+    ReviewItem.objects.bulk_update(item_objs, ["final"], batch_size=2000)
+    rv = frames["reviews"]
+    review_objs = Review.objects.bulk_create(
+        (
+            Review(
+                item=item_map[r.item],
+                reviewer=users[r.reviewer],
+                preference=r.preference,
+                preferred_output=out_map[int(r.preferred_output)]
+                if r.preference == "output"
+                else None,
+                seconds_spent=r.seconds,
+                submitted_at=now,
+                presented_order=[out_map[x].pk for x in r.presented_order],
+            )
+            for r in rv.itertuples()
+        ),
+        batch_size=2000,
+    )
+    review_map = dict(zip(rv["id"], review_objs, strict=True))
+    sc = frames["scores"]
+    Score.objects.bulk_create(
+        (
+            Score(
+                review=review_map[r.review],
+                output=out_map[r.output],
+                dimension=r.dimension,
+                value=r.value,
+            )
+            for r in sc.itertuples()
+        ),
+        batch_size=10000,
+    )
+    return campaign
+
+
+def time_database(repeat: int) -> tuple[float, float]:
+    """(seconds for campaign_frames, seconds for the whole campaign_report) at 1x."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from reviews.report import campaign_frames, campaign_report, report_json
+    from tasks.models import Campaign
+
+    call_command("migrate", verbosity=0)
+    slug = "bench-report"
+    Campaign.objects.filter(slug=slug).delete()
+    frames, meta = synthetic(tasks=300)
+    start = time.perf_counter()
+    campaign = write_to_database(frames, meta, slug)
+    print(f"  wrote the 1x campaign to {connection.vendor} in {time.perf_counter() - start:.1f} s")
+    try:
+        reads, totals = [], []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            campaign_frames(campaign)
+            reads.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            report_json(campaign_report(campaign=campaign))
+            totals.append(time.perf_counter() - start)
+        return min(reads), min(totals)
+    finally:
+        _delete(campaign)
+
+
+def _delete(campaign) -> None:
+    from reviews.models import ItemOutput, Review, ReviewItem, Score
+    from tasks.models import Contender, Generation, Task
+
+    testset, contenders = campaign.testset, list(campaign.contenders.all())
+    Score.objects.filter(review__item__campaign=campaign).delete()
+    Review.objects.filter(item__campaign=campaign).delete()
+    ItemOutput.objects.filter(item__campaign=campaign).delete()
+    ReviewItem.objects.filter(campaign=campaign).delete()
+    Generation.objects.filter(campaign=campaign).delete()
+    campaign.delete()
+    Task.objects.filter(testset=testset).delete()
+    testset.delete()
+    Contender.objects.filter(pk__in=[c.pk for c in contenders]).delete()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,10", help="comma-separated multiples of 300 tasks")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--database-url", help="also time campaign_report end to end on this database"
+    )
     args = parser.parse_args()
+    if args.database_url:
+        os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     os.environ.setdefault("EVALSITE_DATA_DIR", "/tmp/evalsite-bench-report")
     import django
@@ -256,6 +456,9 @@ def main() -> None:
             f"{scale:>3}x  {300 * scale:>5} tasks  {n_scores:>7} scores  report {seconds:6.2f} s  "
             f"(top: {top['contender']} {top['rating']}, alpha accuracy {report['agreement']['accuracy']['alpha']})"
         )
+    if args.database_url:
+        reads, total = time_database(args.repeat)
+        print(f"  1x from the database: reads {reads:.2f} s, campaign_report + JSON {total:.2f} s")
 
 
 if __name__ == "__main__":

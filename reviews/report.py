@@ -49,7 +49,7 @@ class CampaignFrames:
     contenders: id, name, price_in, price_out (per million tokens)
     tasks: id, external_id, category, tier
     generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
-                 latency_ms, ttft_ms, checks_passed
+                 latency_ms, ttft_ms, checks_passed, check_results ({check: {"passed": bool}})
     items: id, task, sample, state, ready, final (dict|None), dispute_reasons (list)
     outputs: id, item, generation (ItemOutput rows)
     reviews: id, item, reviewer (username), preference, preferred_output, seconds,
@@ -115,6 +115,7 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
             "latency_ms",
             "ttft_ms",
             "checks_passed",
+            "check_results",
         ),
         [
             "id",
@@ -128,6 +129,7 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
             "latency_ms",
             "ttft_ms",
             "checks_passed",
+            "check_results",
         ],
     )
     for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms"):
@@ -179,11 +181,12 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     ``leaderboard`` [ {contender, rating, ci95, rank, wins, losses, ties, scores {dimension:
     {mean, ci95, n_tasks}}, quality, quality_ci95, stability, pass_at_1, pass_at_k, pass_hat_k,
     k, cost_per_task, normalized_cost, latency_ms {p50, p95}, ttft_ms {p50, p95},
-    decision_score} ] ordered by rating (then quality, then name);
+    decision_score, stability_source} ] ordered by rating (then quality, then name);
     ``rating`` {method, n_battles, n_items, sources {preference, scores}, ridge, undefeated,
     winless, components, reason, bootstrap {rounds, ridge_rounds, seed}};
     ``quality`` {weights, by_category {contender: {category: {mean, ci95, n_tasks}}}, by_tier};
-    ``stability`` {contender: {stability, n_tasks, pass_at_1, pass_at_k, pass_hat_k, k}};
+    ``stability`` {contender: {stability, n_tasks, source ("human"|"checks"|null), pass_at_1,
+    pass_at_k, pass_hat_k, k}};
     ``position_bias`` {first_position_win_rate, ci95, n, expected, p_value, source, reason};
     ``reviewers`` {username: {reviews, median_seconds, mean_offset, mean_abs_offset,
     agreement_exact, agreement_within_one, n_compared}};
@@ -254,6 +257,34 @@ def _final_tables(f: CampaignFrames, outputs: pd.DataFrame) -> tuple[pd.DataFram
     )
 
 
+def final_outcomes(f: CampaignFrames, outputs: pd.DataFrame | None = None):
+    """(final scores, final preferences, final scores joined with the output's contender,
+    task, sample, category and tier) of the settled items."""
+    outputs = _output_table(f) if outputs is None else outputs
+    final_scores, final_prefs = _final_tables(f, outputs)
+    cols = ["id", "item", "generation", "contender", "task", "sample", "category", "tier"]
+    final_full = final_scores.merge(
+        outputs[cols].rename(columns={"id": "output"}), on="output", how="inner"
+    ).sort_values(["output", "dimension"])
+    return final_scores, final_prefs, final_full
+
+
+def output_quality_frame(f: CampaignFrames, meta: dict) -> pd.DataFrame:
+    """One row per reviewed output of a settled item: item, output, generation, contender,
+    task, sample, category, tier, quality (0..1). For capability heatmaps and the like."""
+    return quality.output_quality(final_outcomes(f)[2], meta["rubric"])
+
+
+def campaign_head_to_head(*, campaign: Campaign, a: str, b: str, limit: int | None = None) -> dict:
+    """Head-to-head of contender ``b`` against ``a`` (names): paired per-task quality
+    differences, the exact sign test and every task where b regressed (``limit`` caps lists)."""
+    f = campaign_frames(campaign)
+    outq = output_quality_frame(f, campaign_meta(campaign))
+    task_q = outq.groupby(["task", "contender"], sort=True)["quality"].mean().reset_index()
+    labels = dict(zip(f.tasks["id"], f.tasks["external_id"], strict=True))
+    return clean(head_to_head.head_to_head(task_q, a, b, labels=labels, limit=limit))
+
+
 def _battles(outq: pd.DataFrame, prefs: pd.DataFrame, order: dict) -> tuple[pd.DataFrame, dict]:
     """Pairwise outcomes per settled item: the final preference where given (a tie or "both
     bad" is a tie for every pair; a preferred output beats every other output of its item),
@@ -320,6 +351,45 @@ def _position_bias(f: CampaignFrames, rubric: list[dict]) -> dict:
     return bias.position_bias(won, n_opts, source="scores")
 
 
+def check_scores(generations: pd.DataFrame) -> pd.DataFrame:
+    """Per done generation with automatic checks: the share of its checks that passed."""
+    done = generations[generations["status"] == Generation.Status.DONE]
+
+    def share(results):
+        if not isinstance(results, dict) or not results:
+            return np.nan
+        return sum(bool((r or {}).get("passed")) for r in results.values()) / len(results)
+
+    scored = done.assign(quality=done["check_results"].map(share))
+    return scored.loc[scored["quality"].notna(), ["contender", "task", "sample", "quality"]]
+
+
+def _stability(sample_q: pd.DataFrame, gens: pd.DataFrame, names: list, warnings: list) -> dict:
+    """Stability from human final quality where a task has >= 2 human-scored samples; for a
+    contender without any, from the automatic checks' pass share of all its samples."""
+    human = stability.contender_stability(sample_q)
+    checks = stability.contender_stability(check_scores(gens)) if "check_results" in gens else {}
+    out = {}
+    for name in names:
+        h, c = human.get(name, {}), checks.get(name, {})
+        if h.get("stability") is not None:
+            out[name] = {**h, "source": "human"}
+        elif c.get("stability") is not None:
+            out[name] = {**c, "source": "checks"}
+        else:
+            out[name] = {"stability": None, "n_tasks": 0, "source": None}
+    if any(v["source"] == "checks" for v in out.values()):
+        warnings.append(
+            "stability: fewer than two human-scored samples per task (reviewed_samples < 2); "
+            "computed from the automatic checks' pass share over all samples instead"
+        )
+    if all(v["stability"] is None for v in out.values()):
+        warnings.append(
+            "stability: needs two or more scored samples of a task (reviewed_samples >= 2, or automatic checks)"
+        )
+    return out
+
+
 def _preference_agreement(
     f: CampaignFrames, outputs: pd.DataFrame, *, n_boot: int, seed: int
 ) -> dict:
@@ -374,26 +444,19 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
         key = dim["key"]
         ratings = raw.loc[raw["dimension"] == key, ["output", "reviewer", "value"]]
         ratings = ratings.rename(columns={"output": "unit", "reviewer": "coder"})
-        agreement_out[key] = agreement.krippendorff_alpha(
-            ratings, dim.get("level", "ordinal"), n_boot=n_boot, seed=seed
-        )
+        level = dim.get("level", "ordinal")
+        if level not in agreement.LEVELS:
+            agreement_out[key] = {
+                "alpha": None,
+                "level": level,
+                "reason": f"unknown level of measurement {level!r}",
+            }
+            continue
+        agreement_out[key] = agreement.krippendorff_alpha(ratings, level, n_boot=n_boot, seed=seed)
     pref_agreement = _preference_agreement(f, outputs, n_boot=n_boot, seed=seed)
 
     # Final outcomes -> quality, battles
-    final_scores, final_prefs = _final_tables(f, outputs)
-    per_output_cols = [
-        "id",
-        "item",
-        "generation",
-        "contender",
-        "task",
-        "sample",
-        "category",
-        "tier",
-    ]
-    final_full = final_scores.merge(
-        outputs[per_output_cols].rename(columns={"id": "output"}), on="output", how="inner"
-    ).sort_values(["output", "dimension"])
+    final_scores, final_prefs, final_full = final_outcomes(f, outputs)
     outq = quality.output_quality(final_full, rubric)
     dims = quality.dimension_scores(final_full)
     weighted = quality.weighted_quality(outq, category_weights)
@@ -416,15 +479,11 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     sample_q = (
         outq.groupby(["contender", "task", "sample"], sort=True)["quality"].mean().reset_index()
     )
-    stab = stability.contender_stability(sample_q)
-    if not any(v["stability"] is not None for v in stab.values()):
-        warnings.append(
-            "stability: needs at least two human-scored samples of a task (reviewed_samples >= 2)"
-        )
     gens = f.generations.copy()
     gens["contender"] = gens["contender"].map(
         dict(zip(f.contenders["id"], f.contenders["name"], strict=True))
     )
+    stab = _stability(sample_q, gens, names, warnings)
     gen_quality = outq.groupby("generation")["quality"].mean()
     finished = gens[gens["status"].isin([Generation.Status.DONE, Generation.Status.FAILED])].copy()
     human = finished["id"].map(gen_quality)
@@ -475,6 +534,7 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
                     else {"mean": None, "ci95": None, "n_tasks": 0}
                     for d in rubric
                 },
+                "stability_source": st.get("source"),
                 "quality": q.get("quality"),
                 "quality_ci95": q.get("ci95"),
                 "stability": st.get("stability"),
@@ -546,7 +606,7 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
         },
         "stability": {
             name: {
-                **stab.get(name, {"stability": None, "n_tasks": 0}),
+                **stab[name],
                 **{
                     k: passes.get(name, {}).get(k) for k in ("pass_at_1", "pass_at_k", "pass_hat_k")
                 },

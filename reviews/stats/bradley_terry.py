@@ -218,9 +218,13 @@ def bradley_terry(
 
     lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
     if lo is None:
-        lo, hi = elo, elo
-    else:
-        out["ci95"] = {c: [float(a), float(b)] for c, a, b in zip(contenders, lo, hi, strict=True)}
+        # The rank rule needs intervals; ranking bare point estimates would claim a precision
+        # that one item (or no bootstrap) cannot give.
+        out["reason"] = (
+            "no confidence intervals (fewer than two items, or no bootstrap rounds): no ranks"
+        )
+        return out
+    out["ci95"] = {c: [float(a), float(b)] for c, a, b in zip(contenders, lo, hi, strict=True)}
     out["rank"] = dict(zip(contenders, ranks(lo, hi), strict=True))
     out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
     return out

@@ -16,7 +16,7 @@ def sign_test(wins: int, losses: int) -> float | None:
 
 
 def head_to_head(
-    task_quality: pd.DataFrame, a, b, *, labels: dict | None = None, limit: int = 20
+    task_quality: pd.DataFrame, a, b, *, labels: dict | None = None, limit: int | None = 20
 ) -> dict:
     """Paired per-task comparison of ``b`` against ``a`` on rows (task, contender, quality).
 

@@ -11,7 +11,7 @@ from django.test import TestCase
 from evalsite.models import ApiToken
 from reviews.disputes import item_settle
 from reviews.models import ReviewItem
-from reviews.report import campaign_report, report_json
+from reviews.report import campaign_head_to_head, campaign_report, report_json
 from tasks.models import Generation
 from tests.factories import (
     CampaignFactory,
@@ -216,6 +216,11 @@ class ReportTests(TestCase):
         assert [r["task"] for r in mid_strong["regressions"]] == [self.task_ids[4]]
         assert mid_strong["p_value"] == pytest.approx(0.21875)  # exact sign test, 5 vs 1
 
+    def test_it_reads_the_database_in_a_few_bulk_queries(self):
+        # contenders, tasks, generations, items, outputs, reviews, scores: no per-row queries
+        with self.assertNumQueries(7):
+            campaign_report(campaign=self.campaign, n_boot=10)
+
     def test_it_is_byte_identical_twice(self):
         first = report_json(campaign_report(campaign=self.campaign, n_boot=200))
         second = report_json(campaign_report(campaign=self.campaign, n_boot=200))
@@ -285,6 +290,8 @@ class TinyDataTests(TestCase):
         assert report["rating"]["ridge"] > 0
         assert any("ridge" in w for w in report["warnings"])
         assert report["leaderboard"][0]["contender"] == "model-strong"
+        # one item cannot give an interval, so no ranks are claimed
+        assert all(row["rank"] is None and row["ci95"] is None for row in report["leaderboard"])
 
     def test_a_disputed_item_waits_for_arbitration(self):
         campaign = build_campaign(slug="disputed", plan=PLAN[:3], users=self.users, settle=False)
@@ -320,3 +327,51 @@ class TinyDataTests(TestCase):
         # strong vs mid by scores: strong wins 5 tasks, loses 1; weak beats mid once
         assert board["model-strong"]["wins"] == 11 and board["model-weak"]["wins"] == 1
         assert report["preference_agreement"]["alpha"] is None
+
+    def test_stability_falls_back_to_automatic_checks(self):
+        campaign = build_campaign(slug="checks", plan=PLAN[:2], users=self.users)
+        shares = {
+            "model-strong": [1.0, 1.0, 1.0],
+            "model-mid": [1.0, 1.0, 0.5],
+            "model-weak": [1.0, 0.5, 0.0],
+        }
+        for task in campaign.testset.tasks.all():
+            for contender in campaign.contenders.all():
+                for sample, share in enumerate(shares[contender.name]):
+                    results = {
+                        "regex": {"passed": share >= 0.5},
+                        "max_chars": {"passed": share == 1.0},
+                    }
+                    gen, _ = Generation.objects.get_or_create(
+                        campaign=campaign,
+                        task=task,
+                        contender=contender,
+                        sample_index=sample,
+                        defaults={"status": "done", "output": "x"},
+                    )
+                    gen.check_results, gen.checks_passed = results, share == 1.0
+                    gen.save()
+        campaign.samples_per_task = 3
+        campaign.save()
+        report = campaign_report(campaign=campaign, n_boot=20)
+        stab = report["stability"]
+        assert (
+            stab["model-strong"]["stability"] == 1.0 and stab["model-strong"]["source"] == "checks"
+        )
+        # 1, 1, 0.5: mean 5/6, population std 0.2357 -> 1 - 0.2828
+        assert stab["model-mid"]["stability"] == pytest.approx(1 - 0.235702 / (5 / 6), abs=1e-5)
+        # 1, 0.5, 0: mean 0.5, population std 0.4082 -> 0.1835
+        assert stab["model-weak"]["stability"] == pytest.approx(1 - 0.408248 / 0.5, abs=1e-5)
+        assert any("automatic checks" in w for w in report["warnings"])
+        # pass@1: sample 0 of every task passes its checks and (human) threshold for strong
+        assert stab["model-strong"]["pass_at_1"] == 1.0 and stab["model-strong"]["pass_at_k"] == 1.0
+        # weak: only sample 0 passes checks, and its human quality is below the threshold
+        assert stab["model-weak"]["pass_at_1"] == 0.0
+
+    def test_head_to_head_lists_every_regression(self):
+        campaign = build_campaign(slug="h2h", plan=PLAN, users=self.users)
+        result = campaign_head_to_head(campaign=campaign, a="model-mid", b="model-weak")
+        assert result["n_tasks"] == 6
+        assert (result["wins"], result["losses"]) == (1, 5)
+        assert len(result["regressions"]) == 5
+        assert result["improvements"][0]["task"].startswith("T-")
