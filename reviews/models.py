@@ -154,3 +154,22 @@ class Arbitration(models.Model):
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+
+
+class ReviewerRemoval(models.Model):
+    """A reviewer taken off one campaign by an admin or lead: no more claims there."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="reviewer_removals")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    removed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    removed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "reviewer"], name="reviewer_removal_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_id} removed from {self.campaign_id}"

@@ -155,3 +155,21 @@ def review_create(item, reviewer, *, scores: dict, preference: str = "", flags: 
         for output, dims in scores.items() for dim, value in dims.items()
     )
     return review
+
+
+def campaign_ready(*, items: int = 4, overlap: int = 2, contenders: list | None = None, outputs: list | None = None,
+                   **campaign_fields):
+    """A reviewing campaign with `items` ready review items, one output per contender.
+
+    `outputs`, if given, is a list of texts used for the generations in contender order.
+    """
+    campaign = CampaignFactory(overlap=overlap, contenders=contenders, **campaign_fields)
+    for _ in range(items):
+        item = ReviewItemFactory(campaign=campaign)
+        if outputs:
+            for generation, text in zip(
+                (o.generation for o in item.outputs.order_by("generation__contender_id")), outputs, strict=False
+            ):
+                generation.output = text
+                generation.save(update_fields=["output"])
+    return campaign

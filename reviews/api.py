@@ -1,0 +1,129 @@
+"""The reviewer loop over JSON (SPEC "Scripting interface"): next -> submit, blinded."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+
+from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.roles import REVIEWER
+from tasks.models import Campaign
+
+from . import selectors, services
+from .models import Assignment
+
+SUBMIT_BODY = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "properties": {
+                "scores": {
+                    "type": "object",
+                    "description": 'per label, per rubric dimension: {"A": {"accuracy": 4}}; "na" or null '
+                    "where the dimension allows N/A",
+                    "additionalProperties": {"type": "object"},
+                },
+                "preference": {
+                    "type": "string",
+                    "description": 'a label ("A", "B", ...), "tie" or "both_bad"',
+                },
+                "flags": {
+                    "type": "object",
+                    "description": 'per label: ["hallucination", "refusal", "format_violation", "unsafe", "identity_leak"]',
+                },
+                "comment": {"type": "string"},
+                "seconds_spent": {"type": "integer"},
+                "key": {
+                    "type": "string",
+                    "description": "client-generated idempotency key (or the Idempotency-Key header): "
+                    "repeat it when retrying so a review is never saved twice",
+                },
+            },
+        },
+        "example": {
+            "scores": {"A": {"accuracy": 4}, "B": {"accuracy": 5}},
+            "preference": "B",
+            "flags": {"B": ["hallucination"]},
+            "comment": "",
+            "key": "3f6c0c1e-retry-safe",
+        },
+    }
+}
+
+SUBMIT_STATUS = {
+    "saved": 201,
+    "saved_late": 201,
+    "duplicate": 200,
+    "invalid": 400,
+    "already_submitted": 409,
+    "reassigned": 409,
+    "skipped": 409,
+    "released": 409,
+}
+
+
+@api_endpoint(
+    REVIEWER,
+    methods=("POST",),
+    summary="Claim the next item to review in a campaign (or get back the one you hold).\n\n"
+    "Returns an assignment token, the blinded task, the candidates as labels and text only, the rubric, "
+    "and when the lease ends. 204 when nothing is left for you.",
+    responses={
+        "200": "the assignment: token, task, candidates, rubric, preference_choices, flags, lease_expires_at",
+        "204": "nothing left to review for you in this campaign",
+        "404": "no such campaign open to you",
+        "503": "every candidate item was taken concurrently; retry",
+    },
+)
+def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = Campaign.objects.filter(slug=slug).first()
+    if campaign is None or not services.reviewer_may_review(
+        campaign=campaign, reviewer=request.user
+    ):
+        raise ApiError("no such campaign open to you", status=404)
+    try:
+        claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
+    except services.ClaimBusy:
+        raise ApiError("busy: every candidate was taken concurrently; retry", status=503) from None
+    if claim is None:
+        return HttpResponse(status=204)
+    screen = selectors.review_screen(assignment=claim.assignment)
+    payload = selectors.review_api_payload(
+        screen=screen,
+        resumed=claim.resumed,
+        submit_url=reverse("api_assignment_submit", args=[claim.assignment.token]),
+    )
+    return JsonResponse(payload)
+
+
+@api_endpoint(
+    REVIEWER,
+    methods=("POST",),
+    summary="Submit the review for an assignment.\n\n"
+    "Idempotent with a client key: repeating a submit with the same key returns 200 and status "
+    '"duplicate" without saving twice. A submit after your lease was given to someone else returns 409 '
+    '"reassigned"; after the lease ran out but nobody took the slot, it is saved ("saved_late").',
+    body=SUBMIT_BODY,
+    responses={
+        "201": 'saved: {"status": "saved"|"saved_late", "message": ...}',
+        "200": 'already saved with this key: {"status": "duplicate"}',
+        "400": 'invalid: {"error": ..., "errors": {"scores.A.accuracy": "required", ...}}',
+        "404": "no such assignment of yours",
+        "409": "already submitted with another key, skipped, released, or reassigned",
+    },
+)
+def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
+    data = json_body(request)
+    key = str(data.pop("key", "") or request.headers.get("Idempotency-Key", ""))
+    try:
+        result = services.assignment_submit(token=token, reviewer=request.user, key=key, data=data)
+    except Assignment.DoesNotExist:
+        raise ApiError("no such assignment of yours", status=404) from None
+    status = SUBMIT_STATUS[result.code]
+    if result.ok:
+        body = {"status": result.code, "message": result.message}
+    else:
+        body = {"error": result.message, "status": result.code}
+        if result.errors:
+            body["errors"] = result.errors
+    return JsonResponse(body, status=status)

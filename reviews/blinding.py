@@ -1,0 +1,214 @@
+"""What a reviewer may see of a model's output: masked, then rendered as safe Markdown.
+
+Every output goes through the same pipeline (RELIABILITY.md "Blinding leaks" 5): identity
+masking on the raw text, Markdown with raw HTML disabled, then an allow-list sanitizer, so a
+model cannot smuggle markup, scripts, images (which would call out to a third party) or
+attributes into the page. Nothing here calls an LLM; it is cheap enough to run per request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import nh3
+from markdown_it import MarkdownIt
+
+MASK = "[redacted]"
+
+# Model and vendor names that identify an assistant and hardly ever mean anything else in a
+# business answer. Generic words that *are* vendors (Google, Meta, Microsoft, Amazon) are only
+# masked in a self-identifying phrase ("trained by Google"), see SELF_ID below.
+BUILTIN_TERMS: tuple[str, ...] = (
+    "OpenAI",
+    "ChatGPT",
+    "GPT",
+    "Anthropic",
+    "Claude",
+    "Gemini",
+    "Bard",
+    "PaLM",
+    "DeepMind",
+    "LLaMA",
+    "Llama",
+    "Mistral AI",
+    "Mistral",
+    "Mixtral",
+    "Codestral",
+    "Cohere",
+    "Command R",
+    "Qwen",
+    "Tongyi",
+    "Qianwen",
+    "DeepSeek",
+    "Grok",
+    "xAI",
+    "Gemma",
+    "Vicuna",
+    "ERNIE Bot",
+    "Wenxin",
+    "ChatGLM",
+    "Zhipu",
+    "Moonshot AI",
+    "Kimi",
+    "Baichuan",
+    "Perplexity",
+    "Nemotron",
+    "Copilot",
+    "Bing Chat",
+    "Falcon LLM",
+    "Jamba",
+    "AI21",
+    "Hugging Face",
+    "HuggingChat",
+    "Ollama",
+    "vLLM",
+)
+# Versioned family names: GPT-4o, gpt-3.5-turbo, Llama-3.1-70B, Phi-3, o1-preview, ...
+BUILTIN_PATTERNS: tuple[str, ...] = (
+    r"gpt[-\s]?\d(?:[\w\-]|\.(?=\w))*",
+    r"(?:llama|qwen|mistral|mixtral|gemma|phi|claude|gemini|deepseek|grok|yi)[-\s]?\d(?:[\w\-]|\.(?=\w))*",
+    r"o[1-4](?:-(?:preview|mini|pro))\b",
+)
+# "As an AI developed by X", "I am a language model trained by X", "created by the X team":
+# only near an assistant's self-description, so "the bridge was built by Contoso" stays.
+SELF_ID = re.compile(
+    r"(?P<about>\bI(?:'m|\s+am|\s+was)\b|\b(?:AI|assistant|language\s+model|LLM|chatbot|model)\b)"
+    r"(?P<between>[^.\n]{0,60}?)"
+    r"(?P<lead>\b(?:developed|created|made|trained|built|designed|engineered|provided)\s+by)"
+    r"\s+(?P<who>(?:the\s+)?[A-Z](?:[\w\-]|\.(?=\w))*(?:\s+[A-Z](?:[\w\-]|\.(?=\w))*){0,2}(?:\s+team)?)",
+    re.IGNORECASE,
+)
+WORD_CHAR = r"[\w]"
+
+FLAG_CHOICES = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
+
+
+@dataclass(frozen=True)
+class Masked:
+    text: str
+    hits: int
+
+
+def _term_pattern(term: str) -> str:
+    escaped = re.escape(term.strip())
+    # Word boundaries that also hold for terms starting or ending in punctuation ("01.AI").
+    return rf"(?<!{WORD_CHAR}){escaped}(?!{WORD_CHAR})"
+
+
+@lru_cache(maxsize=256)
+def _compiled(extra: tuple[str, ...]) -> re.Pattern:
+    terms = sorted(
+        {t.strip() for t in (*BUILTIN_TERMS, *extra) if len(t.strip()) >= 2}, key=len, reverse=True
+    )
+    parts = [*BUILTIN_PATTERNS, *(_term_pattern(t) for t in terms)]
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
+
+
+def identity_terms(
+    *, redact: Iterable[str] = (), contenders: Iterable[dict] = ()
+) -> tuple[str, ...]:
+    """The campaign's redaction words plus its contenders' own names and model ids."""
+    terms: list[str] = [str(w) for w in redact if str(w).strip()]
+    for c in contenders:
+        for key in ("name", "model", "version_label"):
+            value = (c.get(key) or "").strip()
+            if len(value) >= 3:
+                terms.append(value)
+                # "org/model-name" model ids: the bare name after the slash is just as telling.
+                if "/" in value:
+                    terms.append(value.rsplit("/", 1)[1])
+    return tuple(sorted(set(terms)))
+
+
+def mask_identity(text: str, terms: tuple[str, ...] = ()) -> Masked:
+    """Replace self-identification with MASK; `hits` counts replacements."""
+    hits = 0
+
+    def self_id(match: re.Match) -> str:
+        nonlocal hits
+        hits += 1
+        return f"{match.group('about')}{match.group('between')}{match.group('lead')} {MASK}"
+
+    text = SELF_ID.sub(self_id, text)
+
+    def term(match: re.Match) -> str:
+        nonlocal hits
+        hits += 1
+        return MASK
+
+    text = _compiled(tuple(terms)).sub(term, text)
+    return Masked(text=text, hits=hits)
+
+
+class SanitizedHTML(str):
+    """HTML that came out of the allow-list sanitizer; templates render it unescaped.
+
+    This is the only way LLM text reaches a page unescaped: no `|safe` on model output.
+    """
+
+    def __html__(self) -> str:
+        return self
+
+
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    .enable("table")
+    .enable("strikethrough")
+)
+
+ALLOWED_TAGS = {
+    "p",
+    "br",
+    "hr",
+    "strong",
+    "em",
+    "b",
+    "i",
+    "del",
+    "s",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "a",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+}
+ALLOWED_ATTRIBUTES = {"a": {"href"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+
+
+def render_markdown(text: str) -> SanitizedHTML:
+    """Markdown -> sanitized HTML. Raw HTML in the source is shown as text, never executed."""
+    html = _md.render(text or "")
+    return SanitizedHTML(
+        nh3.clean(
+            html,
+            tags=ALLOWED_TAGS,
+            # Table alignment comes out as style=; drop it (CSP forbids inline styles anyway).
+            attributes={k: v - {"style"} for k, v in ALLOWED_ATTRIBUTES.items() if v - {"style"}},
+            url_schemes={"http", "https", "mailto"},
+            link_rel="noopener noreferrer nofollow",
+            strip_comments=True,
+        )
+    )
+
+
+def render_output(text: str, terms: tuple[str, ...] = ()) -> tuple[str, SanitizedHTML, int]:
+    """(masked text, sanitized HTML, mask hits) for one model output."""
+    masked = mask_identity(text or "", terms)
+    return masked.text, render_markdown(masked.text), masked.hits

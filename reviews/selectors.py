@@ -1,0 +1,370 @@
+"""Reads shaped for the review screens.
+
+Reviewer-facing selectors return plain dicts that are already blinded: labels A, B, ..., the
+opaque assignment token, masked and sanitized text. No model instance, contender, provider,
+model id or primary key of an output/generation/contender/item ever leaves this module
+towards a reviewer template or API response.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.paginator import Paginator
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
+from django.db.models.functions import Now
+
+from tasks.models import Campaign, Generation
+
+from . import blinding
+from .models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
+from .services import (
+    BLOCKING,
+    REVIEWABLE,
+    SKIP_REASONS,
+    campaign_identity_terms,
+    campaign_wants,
+    labels_for,
+)
+
+
+def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
+    """The reviewer's home: campaigns open to them, with their own progress only."""
+    removed = ReviewerRemoval.objects.filter(reviewer=reviewer).values("campaign_id")
+    campaigns = (
+        Campaign.objects.filter(status__in=REVIEWABLE).exclude(pk__in=removed).order_by("name")
+    )
+    rows = []
+    for campaign in campaigns:
+        mine = Assignment.objects.filter(reviewer=reviewer, item__campaign=campaign)
+        done = mine.filter(state=Assignment.State.SUBMITTED).count()
+        active = mine.filter(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now()).exists()
+        available = available_for(campaign=campaign, reviewer=reviewer)
+        if not (done or active or available):
+            continue
+        rows.append(
+            {
+                "slug": campaign.slug,
+                "name": campaign.name,
+                "done": done,
+                "available": available,
+                "in_progress": active,
+                "total": done + available + (1 if active else 0),
+            }
+        )
+    return rows
+
+
+def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
+    """Items this reviewer could still be given (an upper bound: others may take slots first)."""
+    blocked = Assignment.objects.filter(
+        reviewer=reviewer, item__campaign=campaign, state__in=BLOCKING
+    ).values("item_id")
+    return (
+        ReviewItem.objects.filter(
+            campaign=campaign, ready=True, state=ReviewItem.State.OPEN, live_count__lt=F("overlap")
+        )
+        .exclude(pk__in=blocked)
+        .count()
+    )
+
+
+def reviewer_progress(*, campaign: Campaign, reviewer: AbstractBaseUser) -> dict:
+    done = Assignment.objects.filter(
+        reviewer=reviewer, item__campaign=campaign, state=Assignment.State.SUBMITTED
+    ).count()
+    return {"done": done, "available": available_for(campaign=campaign, reviewer=reviewer)}
+
+
+def _rubric(campaign: Campaign) -> list[dict]:
+    rows = []
+    for dim in campaign.rubric or []:
+        lo, hi = int(dim.get("min", 1)), int(dim.get("max", 5))
+        anchors = {str(k): str(v) for k, v in (dim.get("anchors") or {}).items()}
+        rows.append(
+            {
+                "key": dim["key"],
+                "label": dim.get("label") or dim["key"].replace("_", " ").capitalize(),
+                "description": dim.get("description", ""),
+                "min": lo,
+                "max": hi,
+                "allow_na": bool(dim.get("allow_na")),
+                "anchors": anchors,
+                "points": [
+                    {"value": v, "anchor": anchors.get(str(v), "")} for v in range(lo, hi + 1)
+                ],
+            }
+        )
+    return rows
+
+
+def review_screen(*, assignment: Assignment) -> dict:
+    """Everything the review page shows for one assignment, blinded."""
+    item = ReviewItem.objects.select_related("campaign", "task").get(pk=assignment.item_id)
+    campaign, task = item.campaign, item.task
+    outputs = {
+        o.pk: o
+        for o in ItemOutput.objects.filter(item_id=item.pk)
+        .select_related("generation")
+        .only("pk", "generation__pk", "generation__output", "generation__identity_leak")
+    }
+    terms = campaign_identity_terms(campaign)
+    labels = labels_for(len(assignment.order))
+    candidates, leaking = [], []
+    for label, output_id in zip(labels, assignment.order, strict=True):
+        generation = outputs[output_id].generation
+        text, html, hits = blinding.render_output(generation.output, terms)
+        if hits and not generation.identity_leak:
+            leaking.append(generation.pk)
+        candidates.append({"label": label, "text": text, "html": html})
+    if leaking:
+        # Lazily, for admins: the outputs needed masking. No LLM call, one small UPDATE.
+        Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
+
+    conversation = [
+        {
+            "role": str(m.get("role", "user")),
+            "content": str(m.get("content", "")),
+            "html": blinding.render_markdown(str(m.get("content", ""))),
+        }
+        for m in task.conversation()
+    ]
+    reference = None
+    if campaign.show_reference and task.reference:
+        reference = {"text": task.reference, "html": blinding.render_markdown(task.reference)}
+    wants_scores, wants_preference = campaign_wants(campaign)
+    return {
+        "token": assignment.token,
+        "state": assignment.state,
+        "lease_expires_at": assignment.lease_expires_at,
+        "campaign": {"slug": campaign.slug, "name": campaign.name, "mode": campaign.mode},
+        "task": {
+            "category": task.category,
+            "multi_turn": bool(task.messages),
+            "conversation": conversation,
+            "reference": reference,
+        },
+        "candidates": candidates,
+        "rubric": _rubric(campaign) if wants_scores else [],
+        "wants_scores": wants_scores,
+        "wants_preference": wants_preference,
+        "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
+        "flag_choices": list(blinding.FLAG_CHOICES),
+        "skip_reasons": SKIP_REASONS,
+    }
+
+
+def review_form(*, screen: dict, entered: dict | None = None, errors: dict | None = None) -> dict:
+    """The score grid with what the reviewer entered and per-field errors (for re-renders)."""
+    entered, errors = entered or {}, errors or {}
+    scores = entered.get("scores") or {}
+    dims = []
+    for dim in screen["rubric"]:
+        cells = []
+        for cand in screen["candidates"]:
+            label = cand["label"]
+            value = str((scores.get(label) or {}).get(dim["key"], "") or "")
+            cells.append(
+                {
+                    "label": label,
+                    "name": f"score-{label}-{dim['key']}",
+                    "points": [{**p, "checked": value == str(p["value"])} for p in dim["points"]],
+                    "na_checked": value.lower() == "na",
+                    "error": errors.get(f"scores.{label}.{dim['key']}", ""),
+                }
+            )
+        dims.append({**dim, "cells": cells})
+    flags = entered.get("flags") or {}
+    pref = str(entered.get("preference") or "")
+    pref_labels = {
+        "tie": "Tie",
+        "both_bad": "Both bad" if len(screen["candidates"]) == 2 else "All bad",
+    }
+    return {
+        "dims": dims,
+        "preference": [
+            {"value": c, "text": pref_labels.get(c, c), "checked": pref == c}
+            for c in screen["preference_choices"]
+        ],
+        "preference_error": errors.get("preference", ""),
+        "flags": [
+            {
+                "label": cand["label"],
+                "name": f"flag-{cand['label']}",
+                "choices": [
+                    {
+                        "value": f,
+                        "text": f.replace("_", " "),
+                        "checked": f in (flags.get(cand["label"]) or []),
+                    }
+                    for f in screen["flag_choices"]
+                ],
+                "error": errors.get(f"flags.{cand['label']}", ""),
+            }
+            for cand in screen["candidates"]
+        ],
+        "flags_open": bool(flags) or any(k.startswith("flags.") for k in errors),
+        "comment": entered.get("comment", ""),
+        "comment_error": errors.get("comment", ""),
+        # Errors with no field of their own on the page (e.g. a hand-made POST).
+        "general_errors": [f"{k}: {v}" for k, v in errors.items() if k not in _inline_keys(screen)],
+        "error_count": len(errors),
+    }
+
+
+def _inline_keys(screen: dict) -> set[str]:
+    keys = {"preference", "comment"}
+    for cand in screen["candidates"]:
+        keys.add(f"flags.{cand['label']}")
+        keys.update(f"scores.{cand['label']}.{d['key']}" for d in screen["rubric"])
+    return keys
+
+
+def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
+    """The JSON shape of SPEC's reviewer loop: labels and text only."""
+    task = {"category": screen["task"]["category"]}
+    if screen["task"]["multi_turn"]:
+        task["messages"] = [
+            {"role": m["role"], "content": m["content"]} for m in screen["task"]["conversation"]
+        ]
+    else:
+        task["prompt"] = (
+            screen["task"]["conversation"][0]["content"] if screen["task"]["conversation"] else ""
+        )
+    if screen["task"]["reference"]:
+        task["reference"] = screen["task"]["reference"]["text"]
+    return {
+        "token": screen["token"],
+        "resumed": resumed,
+        "lease_expires_at": screen["lease_expires_at"].isoformat(),
+        "campaign": screen["campaign"]["slug"],
+        "mode": screen["campaign"]["mode"],
+        "task": task,
+        "candidates": [{"label": c["label"], "text": c["text"]} for c in screen["candidates"]],
+        "rubric": [
+            {k: d[k] for k in ("key", "label", "description", "min", "max", "anchors", "allow_na")}
+            for d in screen["rubric"]
+        ],
+        "preference_choices": screen["preference_choices"],
+        "flags": screen["flag_choices"],
+        "submit_url": submit_url,
+    }
+
+
+# --- admin / lead ---------------------------------------------------------------------------
+
+
+def assignment_overview(
+    *, campaign: Campaign, page: int = 1, item_state: str = "", per_page: int = 50
+) -> dict:
+    """Assignment state for admins and leads: per reviewer, per item, stale leases."""
+    User = get_user_model()
+    removed = set(
+        ReviewerRemoval.objects.filter(campaign=campaign).values_list("reviewer_id", flat=True)
+    )
+    per_reviewer = (
+        Assignment.objects.filter(item__campaign=campaign)
+        .values("reviewer_id", "reviewer__username")
+        .annotate(
+            active=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())),
+            stale=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())),
+            submitted=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),
+            skipped=Count("pk", filter=Q(state=Assignment.State.SKIPPED)),
+            expired=Count("pk", filter=Q(state=Assignment.State.EXPIRED)),
+            released=Count("pk", filter=Q(state=Assignment.State.RELEASED)),
+        )
+        .order_by("reviewer__username")
+    )
+    reviewers = [{**r, "removed": r["reviewer_id"] in removed} for r in per_reviewer]
+    seen = {r["reviewer_id"] for r in reviewers}
+    for user in User.objects.filter(pk__in=removed - seen):
+        reviewers.append(
+            {
+                "reviewer_id": user.pk,
+                "reviewer__username": user.get_username(),
+                "active": 0,
+                "stale": 0,
+                "submitted": 0,
+                "skipped": 0,
+                "expired": 0,
+                "released": 0,
+                "removed": True,
+            }
+        )
+
+    items = (
+        ReviewItem.objects.filter(campaign=campaign)
+        .select_related("task")
+        .order_by("task__position", "sample_index", "pair_key", "pk")
+    )
+    if item_state:
+        items = items.filter(state=item_state)
+    paginator = Paginator(items, per_page)
+    page_obj = paginator.get_page(page)
+    page_items = list(page_obj.object_list)
+    by_item: dict[int, list] = {}
+    for a in (
+        Assignment.objects.filter(item__in=page_items)
+        .select_related("reviewer")
+        .annotate(
+            is_stale=ExpressionWrapper(
+                Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now()),
+                output_field=BooleanField(),
+            )
+        )
+        .order_by("slot", "created_at")
+    ):
+        by_item.setdefault(a.item_id, []).append(
+            {
+                "token": a.token,
+                "reviewer": a.reviewer.get_username(),
+                "state": a.state,
+                "slot": a.slot,
+                "lease_expires_at": a.lease_expires_at,
+                "stale": a.is_stale,
+                "skip_reason": a.skip_reason,
+            }
+        )
+    totals = ReviewItem.objects.filter(campaign=campaign).aggregate(
+        items=Count("pk"),
+        ready=Count("pk", filter=Q(ready=True)),
+        complete=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
+        in_progress=Count("pk", filter=Q(live_count__gt=0, submitted_count__lt=F("overlap"))),
+    )
+    stale = list(
+        Assignment.objects.filter(
+            item__campaign=campaign, state=Assignment.State.ACTIVE, lease_expires_at__lte=Now()
+        )
+        .select_related("reviewer", "item__task")
+        .order_by("lease_expires_at")[:200]
+    )
+    return {
+        "totals": totals,
+        "reviewers": reviewers,
+        "items": [
+            {
+                "task": i.task.external_id,
+                "sample": i.sample_index,
+                "pair": i.pair_key,
+                "state": i.state,
+                "ready": i.ready,
+                "live": i.live_count,
+                "submitted": i.submitted_count,
+                "k": i.overlap,
+                "assignments": by_item.get(i.pk, []),
+            }
+            for i in page_items
+        ],
+        "page": page_obj,
+        "item_state": item_state,
+        "item_states": ReviewItem.State.choices,
+        "stale": [
+            {
+                "token": a.token,
+                "reviewer": a.reviewer.get_username(),
+                "task": a.item.task.external_id,
+                "lease_expires_at": a.lease_expires_at,
+            }
+            for a in stale
+        ],
+    }

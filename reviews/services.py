@@ -1,0 +1,704 @@
+"""Double assignment: claim, lease, heartbeat, submit, skip, release (SPEC workflows 3 and 4).
+
+The guarantee "each item gets exactly k distinct reviewers" rests on three things, in this
+order of importance (RELIABILITY.md "Assigning items"):
+
+1. Database constraints: UNIQUE(item, reviewer), UNIQUE(item, slot) over live assignments,
+   CHECK(0 <= slot < k) and CHECK(live_count <= k). Whatever the code does, the database
+   refuses a third reviewer on a k=2 item.
+2. A counter on the item row (`live_count` = active + submitted), changed in the same
+   transaction as the assignment row. A claim locks the item row with
+   SELECT ... FOR NO KEY UPDATE SKIP LOCKED; under READ COMMITTED a waiting claim re-checks the
+   locked row, and the counter is on that row, so it sees the first claim's increment (a COUNT
+   subquery would not be re-checked).
+3. Lock order, to stay deadlock-free: paths that end an *active* assignment (submit, skip,
+   expire, release) lock the assignment row first and the item row second; the claim locks
+   the item row and then only inserts, or revives a row that is not active, which no other
+   path touches without the item lock.
+
+Leases are compared with the database clock, never the web server's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, connection, transaction
+from django.db.models import BigIntegerField, F, Q, Value
+from django.db.models.functions import Cast, Mod, Now
+
+from tasks.models import Campaign, Generation, Mode
+
+from . import blinding
+from .disputes import item_settle
+from .models import (
+    Assignment,
+    ItemOutput,
+    Preference,
+    Review,
+    ReviewerRemoval,
+    ReviewItem,
+    Score,
+    new_token,
+)
+
+log = logging.getLogger(__name__)
+
+LIVE = (Assignment.State.ACTIVE, Assignment.State.SUBMITTED)
+# A reviewer never gets an item again once they hold it, reviewed it or chose to skip it. An
+# expired or released row of theirs may be revived (with two reviewers and k=2 an item must not
+# get stuck because one of them walked away once).
+BLOCKING = (Assignment.State.ACTIVE, Assignment.State.SUBMITTED, Assignment.State.SKIPPED)
+REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
+# A heartbeat extends the lease by the campaign's lease length, up to this many lease lengths
+# after the claim: an open but forgotten tab cannot hold a slot for ever.
+HEARTBEAT_CAP_LEASES = 4
+CLAIM_ATTEMPTS = 8
+SHUFFLE_PRIME = (
+    2_147_483_647  # 2**31 - 1; shuffle_key < 2**31, so key -> (a*key + b) mod p is a permutation
+)
+SKIP_REASONS = {
+    "expertise": "I can't judge this topic",
+    "unreadable": "The text is unreadable or broken",
+    "conflict": "Conflict of interest",
+    "other": "Other",
+}
+
+
+class ClaimBusy(Exception):
+    """Every candidate was taken under our feet CLAIM_ATTEMPTS times in a row; retry."""
+
+
+class NotReviewable(Exception):
+    """The campaign is not open for this reviewer (wrong status, removed, not a reviewer)."""
+
+
+@dataclass
+class Claim:
+    assignment: Assignment
+    resumed: bool
+
+
+@dataclass
+class SubmitResult:
+    """What happened to a submit. `code` is stable (the API returns it as "status")."""
+
+    code: str  # saved | saved_late | duplicate | invalid | already_submitted | reassigned | skipped | released
+    message: str
+    assignment: Assignment
+    errors: dict[str, str] = field(default_factory=dict)
+    review: Review | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.code in {"saved", "saved_late", "duplicate"}
+
+
+def db_now() -> datetime:
+    """The database's clock: several web processes must agree on when a lease ends."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement_timestamp()")
+            return cursor.fetchone()[0]
+    # Embedded mode: SQLite has no server; it and the web process share this machine's clock.
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+def reviewer_may_review(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+    if campaign.status not in REVIEWABLE:
+        return False
+    return not ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists()
+
+
+def _shuffle_expression(*, campaign: Campaign, reviewer: AbstractBaseUser):
+    """Per-reviewer order of items: an affine permutation of the random shuffle_key.
+
+    Two reviewers see the same items in different orders, and nobody gets them in id (that
+    is, creation) order.
+    """
+    seed = int.from_bytes(
+        hashlib.sha256(f"{campaign.pk}:{reviewer.pk}".encode()).digest()[:8], "big"
+    )
+    a = 1 + seed % (SHUFFLE_PRIME - 1)
+    b = (seed >> 32) % SHUFFLE_PRIME
+    key = Cast(F("shuffle_key"), BigIntegerField())
+    return Mod(
+        key * Value(a, output_field=BigIntegerField()) + Value(b, output_field=BigIntegerField()),
+        Value(SHUFFLE_PRIME, output_field=BigIntegerField()),
+    )
+
+
+def presented_order(*, item_pk: int, output_ids: list[int], slot: int) -> list[int]:
+    """The permutation shown in `slot` of an item (ItemOutput ids, position A first).
+
+    `output_ids` come in contender order. Slot s of an item shows rotation (base + s) mod n of
+    that order, with base = item_pk mod n, and the cycle reversed on every other block of n
+    items. So within one item the k reviewers see k different rotations (the second never
+    repeats the first's order), and across the campaign each contender lands in each position
+    equally often up to a few items' worth (tests/reviews/test_assignment_engine.py bounds it).
+    """
+    n = len(output_ids)
+    if n < 2:
+        return list(output_ids)
+    block, base = divmod(item_pk, n)
+    cycle = list(reversed(output_ids)) if block % 2 else list(output_ids)
+    r = (base + slot) % n
+    return cycle[r:] + cycle[:r]
+
+
+def _output_ids_in_contender_order(item_pk: int) -> list[int]:
+    return list(
+        ItemOutput.objects.filter(item_id=item_pk)
+        .order_by("generation__contender_id", "pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def _decrement_live(item_counts: Counter) -> None:
+    # Sorted, so two transactions that release slots on the same items lock them in one order.
+    for item_id in sorted(item_counts):
+        ReviewItem.objects.filter(pk=item_id).update(
+            live_count=F("live_count") - item_counts[item_id]
+        )
+
+
+def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 500) -> int:
+    """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
+    with transaction.atomic():
+        stale = Assignment.objects.select_for_update(skip_locked=True, of=("self",)).filter(
+            state=Assignment.State.ACTIVE, lease_expires_at__lte=Now()
+        )
+        if campaign is not None:
+            stale = stale.filter(item__campaign_id=campaign.pk)
+        rows = list(stale.order_by("pk").values_list("pk", "item_id")[:limit])
+        if not rows:
+            return 0
+        # The rows are locked and still active (FOR UPDATE re-checked them): no other path can
+        # end them now, so each slot is returned exactly once.
+        Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            state=Assignment.State.EXPIRED
+        )
+        _decrement_live(Counter(item_id for _, item_id in rows))
+    return len(rows)
+
+
+def assignment_sweep_expired() -> int:
+    """Beat entry: expire every stale lease in every campaign, in batches."""
+    total = 0
+    while True:
+        n = assignment_expire_stale(limit=1000)
+        total += n
+        if n < 1000:
+            return total
+
+
+_RETRY = object()
+
+
+def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+    with transaction.atomic():
+        blocked = Assignment.objects.filter(
+            reviewer=reviewer, item__campaign_id=campaign.pk, state__in=BLOCKING
+        ).values("item_id")
+        item = (
+            ReviewItem.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
+            .filter(
+                campaign_id=campaign.pk,
+                ready=True,
+                state=ReviewItem.State.OPEN,
+                live_count__lt=F("overlap"),
+            )
+            .exclude(pk__in=blocked)
+            # Breadth first: items already in review come first so pairs complete, then a
+            # per-reviewer shuffle.
+            .order_by(
+                "-live_count", _shuffle_expression(campaign=campaign, reviewer=reviewer), "pk"
+            )
+            .only("pk", "overlap", "live_count")
+            .first()
+        )
+        if item is None:
+            return None
+        used = set(
+            Assignment.objects.filter(item_id=item.pk, state__in=LIVE).values_list(
+                "slot", flat=True
+            )
+        )
+        free = [s for s in range(item.overlap) if s not in used]
+        if not free:
+            # The counter said there was room but the rows disagree: never trust one alone.
+            log.error(
+                "review item %s: live_count=%s but slots %s are taken",
+                item.pk,
+                item.live_count,
+                used,
+            )
+            return _RETRY
+        slot = free[0]
+        order = presented_order(
+            item_pk=item.pk, output_ids=_output_ids_in_contender_order(item.pk), slot=slot
+        )
+        expires = db_now() + lease
+        try:
+            # A savepoint: an IntegrityError rolls back only this attempt, and the outer
+            # transaction stays usable (catching it inside a broken atomic block would not).
+            with transaction.atomic():
+                previous = Assignment.objects.filter(
+                    item_id=item.pk,
+                    reviewer=reviewer,
+                    state__in=[Assignment.State.EXPIRED, Assignment.State.RELEASED],
+                ).first()
+                fields = {
+                    "state": Assignment.State.ACTIVE,
+                    "slot": slot,
+                    "overlap": item.overlap,
+                    "order": order,
+                    "lease_expires_at": expires,
+                    "heartbeat_at": None,
+                    "submit_key": "",
+                }
+                if previous is not None:
+                    # A new token fences off the page still open from the earlier lease.
+                    revived = Assignment.objects.filter(
+                        pk=previous.pk, state=previous.state
+                    ).update(token=new_token(), created_at=Now(), **fields)
+                    if revived != 1:
+                        raise IntegrityError("assignment changed while reviving it")
+                    assignment = Assignment.objects.get(pk=previous.pk)
+                else:
+                    assignment = Assignment.objects.create(
+                        item_id=item.pk, reviewer=reviewer, **fields
+                    )
+                ReviewItem.objects.filter(pk=item.pk).update(live_count=F("live_count") + 1)
+        except IntegrityError as exc:
+            log.info("claim on review item %s lost a race (%s); trying another", item.pk, exc)
+            return _RETRY
+        return assignment
+
+
+def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Claim | None:
+    """The reviewer's current item, or a newly claimed one, or None when nothing is left."""
+    if not reviewer_may_review(campaign=campaign, reviewer=reviewer):
+        raise NotReviewable(campaign.slug)
+    # Lazy expiry: abandoned slots come back even if the beat sweeper is not running.
+    assignment_expire_stale(campaign=campaign)
+    current = (
+        Assignment.objects.filter(
+            reviewer=reviewer, item__campaign_id=campaign.pk, state=Assignment.State.ACTIVE
+        )
+        .order_by("created_at", "pk")
+        .first()
+    )
+    if current is not None:
+        return Claim(assignment=current, resumed=True)
+    lease = timedelta(minutes=campaign.lease_minutes)
+    for _ in range(CLAIM_ATTEMPTS):
+        result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)
+        if result is _RETRY:
+            continue
+        if result is None:
+            return None
+        return Claim(assignment=result, resumed=False)
+    raise ClaimBusy(campaign.slug)
+
+
+def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime | None:
+    """Extend a live lease (the page is open); None if the lease is already gone."""
+    assignment = (
+        Assignment.objects.select_related("item__campaign")
+        .filter(token=token, reviewer=reviewer)
+        .only("pk", "created_at", "lease_expires_at", "item__campaign__lease_minutes")
+        .first()
+    )
+    if assignment is None:
+        raise Assignment.DoesNotExist(token)
+    lease = timedelta(minutes=assignment.item.campaign.lease_minutes)
+    now = db_now()
+    new_expiry = max(
+        assignment.lease_expires_at,
+        min(now + lease, assignment.created_at + HEARTBEAT_CAP_LEASES * lease),
+    )
+    updated = Assignment.objects.filter(
+        pk=assignment.pk, state=Assignment.State.ACTIVE, lease_expires_at__gt=Now()
+    ).update(lease_expires_at=new_expiry, heartbeat_at=Now())
+    return new_expiry if updated else None
+
+
+# --- submit ---------------------------------------------------------------------------------
+
+
+def labels_for(n: int) -> list[str]:
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+def campaign_wants(campaign: Campaign) -> tuple[bool, bool]:
+    """(wants rubric scores, wants a preference) for the campaign's mode."""
+    scores = campaign.mode in (Mode.RUBRIC, Mode.BOTH) and bool(campaign.rubric)
+    preference = campaign.mode in (Mode.PAIRWISE, Mode.BOTH)
+    return scores, preference
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value.strip():
+        return float(value.strip())
+    raise ValueError
+
+
+def review_payload_parse(
+    *, campaign: Campaign, order: list[int], data: dict
+) -> tuple[dict, dict[str, str]]:
+    """Check a submit against the rubric and map labels to ItemOutput ids.
+
+    `data` = {"scores": {"A": {"accuracy": 4}}, "preference": "A"|"tie"|"both_bad",
+    "flags": {"A": ["hallucination"]}, "comment": "..."}. "na" or null is N/A where a dimension
+    allows it. Returns (parsed, errors); errors map "scores.A.accuracy"-style paths to messages.
+    """
+    labels = labels_for(len(order))
+    by_label = dict(zip(labels, order, strict=True))
+    wants_scores, wants_preference = campaign_wants(campaign)
+    errors: dict[str, str] = {}
+    scores: dict[int, dict[str, float | None]] = {}
+
+    raw_scores = data.get("scores") or {}
+    if not isinstance(raw_scores, dict):
+        errors["scores"] = "must be an object keyed by label"
+        raw_scores = {}
+    for label in raw_scores:
+        if label not in by_label:
+            errors[f"scores.{label}"] = f"unknown label; this item has {', '.join(labels)}"
+    if wants_scores:
+        for label in labels:
+            given = raw_scores.get(label) or {}
+            if not isinstance(given, dict):
+                errors[f"scores.{label}"] = "must be an object keyed by dimension"
+                continue
+            for key in given:
+                if key not in campaign.dimension_keys:
+                    errors[f"scores.{label}.{key}"] = "unknown dimension"
+            for dim in campaign.rubric:
+                key, path = dim["key"], f"scores.{label}.{dim['key']}"
+                lo, hi = dim.get("min", 1), dim.get("max", 5)
+                value = given.get(key, "")
+                if value is None or (
+                    isinstance(value, str) and value.strip().lower() in {"na", "n/a"}
+                ):
+                    if dim.get("allow_na"):
+                        scores.setdefault(by_label[label], {})[key] = None
+                    else:
+                        errors[path] = "N/A is not allowed here; choose a score"
+                    continue
+                if value == "":
+                    errors[path] = "required"
+                    continue
+                try:
+                    number = _number(value)
+                except ValueError:
+                    errors[path] = f"must be a number from {lo} to {hi}"
+                    continue
+                if not (lo <= number <= hi):
+                    errors[path] = f"must be from {lo} to {hi}"
+                    continue
+                scores.setdefault(by_label[label], {})[key] = number
+    elif raw_scores:
+        errors["scores"] = "this campaign does not collect rubric scores"
+
+    preference, preferred = "", None
+    raw_pref = data.get("preference")
+    raw_pref = "" if raw_pref is None else str(raw_pref).strip()
+    if wants_preference:
+        if raw_pref in by_label:
+            preference, preferred = Preference.OUTPUT, by_label[raw_pref]
+        elif raw_pref in (Preference.TIE, Preference.BOTH_BAD):
+            preference = raw_pref
+        elif raw_pref == "":
+            errors["preference"] = "required: choose an output, tie or both bad"
+        else:
+            errors["preference"] = f"must be one of {', '.join([*labels, 'tie', 'both_bad'])}"
+    elif raw_pref:
+        errors["preference"] = "this campaign does not ask for a preference"
+
+    flags: dict[str, list[str]] = {}
+    raw_flags = data.get("flags") or {}
+    if not isinstance(raw_flags, dict):
+        errors["flags"] = "must be an object keyed by label"
+        raw_flags = {}
+    for label, names in raw_flags.items():
+        if label not in by_label:
+            errors[f"flags.{label}"] = "unknown label"
+            continue
+        if not isinstance(names, list) or any(n not in blinding.FLAG_CHOICES for n in names):
+            errors[f"flags.{label}"] = (
+                f"must be a list drawn from {', '.join(blinding.FLAG_CHOICES)}"
+            )
+            continue
+        if names:
+            flags[str(by_label[label])] = sorted(set(names))
+
+    comment = data.get("comment") or ""
+    if not isinstance(comment, str):
+        errors["comment"] = "must be text"
+        comment = ""
+    elif len(comment) > 5000:
+        errors["comment"] = "at most 5000 characters"
+
+    seconds = data.get("seconds_spent")
+    try:
+        seconds = None if seconds in (None, "") else max(0, min(int(seconds), 86400))
+    except (TypeError, ValueError):
+        seconds = None
+
+    parsed = {
+        "scores": scores,
+        "preference": preference,
+        "preferred_output_id": preferred,
+        "flags": flags,
+        "comment": comment.strip(),
+        "seconds_spent": seconds,
+    }
+    return parsed, errors
+
+
+def _settled_result(assignment: Assignment, key: str) -> SubmitResult:
+    if key and assignment.submit_key == key:
+        return SubmitResult(
+            "duplicate",
+            "Already saved: this review arrived before, it was not saved twice.",
+            assignment,
+        )
+    return SubmitResult(
+        "already_submitted", "You already submitted a review for this item.", assignment
+    )
+
+
+def _closed_result(assignment: Assignment) -> SubmitResult:
+    if assignment.state == Assignment.State.SKIPPED:
+        return SubmitResult(
+            "skipped", "You skipped this item; the review was not saved.", assignment
+        )
+    if assignment.state == Assignment.State.RELEASED:
+        return SubmitResult(
+            "released",
+            "An administrator released this item from you; the review was not saved.",
+            assignment,
+        )
+    return SubmitResult(
+        "reassigned",
+        "Your time on this item ran out and it was given to another reviewer; "
+        "the review was not saved.",
+        assignment,
+    )
+
+
+def assignment_state_message(assignment: Assignment) -> str:
+    return {
+        Assignment.State.ACTIVE: "This item is yours to review.",
+        Assignment.State.SUBMITTED: "You already submitted a review for this item.",
+        Assignment.State.SKIPPED: "You skipped this item.",
+        Assignment.State.RELEASED: "An administrator released this item from you.",
+        Assignment.State.EXPIRED: "Your time on this item ran out and it went back to the pool.",
+    }[assignment.state]
+
+
+def assignment_submit(
+    *, token: str, reviewer: AbstractBaseUser, key: str, data: dict
+) -> SubmitResult:
+    """Save a review once, fenced on the assignment still being this reviewer's.
+
+    - Same `key` again (double click, retry after a network error) -> "duplicate", nothing new.
+    - Lease ran out but nobody took the slot -> saved anyway ("saved_late"); work is not lost.
+    - Lease ran out and the slot went to someone else -> "reassigned", nothing saved.
+    Raises Assignment.DoesNotExist for a token that is not the reviewer's.
+    """
+    key = (key or "").strip()[:64]
+    assignment = Assignment.objects.select_related("item__campaign").get(
+        token=token, reviewer=reviewer
+    )
+    if assignment.state == Assignment.State.SUBMITTED:
+        return _settled_result(assignment, key)
+    if assignment.state in (Assignment.State.SKIPPED, Assignment.State.RELEASED):
+        return _closed_result(assignment)
+    campaign = assignment.item.campaign
+    parsed, errors = review_payload_parse(campaign=campaign, order=assignment.order, data=data)
+    if errors:
+        return SubmitResult(
+            "invalid", "Some answers are missing or invalid.", assignment, errors=errors
+        )
+    if not key:
+        key = "server-" + secrets.token_hex(8)
+
+    code, message = "saved", "Saved."
+    with transaction.atomic():
+        # The fence: one row changes, or this is no longer our active assignment.
+        fenced = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
+            state=Assignment.State.SUBMITTED, submit_key=key, submitted_at=Now()
+        )
+        if not fenced:
+            assignment.refresh_from_db()
+            if assignment.state == Assignment.State.SUBMITTED:
+                return _settled_result(assignment, key)
+            if assignment.state != Assignment.State.EXPIRED:
+                return _closed_result(assignment)
+            # Expired: take a slot again if one is still free (item row locked first, as in a claim).
+            item = (
+                ReviewItem.objects.select_for_update(of=("self",), no_key=True)
+                .filter(pk=assignment.item_id)
+                .only("pk", "overlap", "live_count", "state")
+                .first()
+            )
+            used = set(
+                Assignment.objects.filter(item_id=item.pk, state__in=LIVE).values_list(
+                    "slot", flat=True
+                )
+            )
+            free = [s for s in range(item.overlap) if s not in used]
+            if item.state != ReviewItem.State.OPEN or item.live_count >= item.overlap or not free:
+                return _closed_result(assignment)
+            try:
+                with transaction.atomic():
+                    revived = Assignment.objects.filter(
+                        pk=assignment.pk, state=Assignment.State.EXPIRED
+                    ).update(
+                        state=Assignment.State.SUBMITTED,
+                        slot=free[0],
+                        overlap=item.overlap,
+                        submit_key=key,
+                        submitted_at=Now(),
+                    )
+                    if revived != 1:
+                        raise IntegrityError("assignment changed while saving a late review")
+                    ReviewItem.objects.filter(pk=item.pk).update(live_count=F("live_count") + 1)
+            except IntegrityError:
+                return _closed_result(assignment)
+            code = "saved_late"
+            message = "Saved. Your time on this item had run out, but it still needed your review."
+
+        review = Review.objects.create(
+            item_id=assignment.item_id,
+            assignment=assignment,
+            reviewer=reviewer,
+            preference=parsed["preference"],
+            preferred_output_id=parsed["preferred_output_id"],
+            flags=parsed["flags"],
+            comment=parsed["comment"],
+            seconds_spent=parsed["seconds_spent"],
+            submitted_at=db_now(),
+            presented_order=list(assignment.order),
+        )
+        Score.objects.bulk_create(
+            Score(review=review, output_id=output_id, dimension=dim, value=value)
+            for output_id, dims in parsed["scores"].items()
+            for dim, value in dims.items()
+        )
+        ReviewItem.objects.filter(pk=assignment.item_id).update(
+            submitted_count=F("submitted_count") + 1
+        )
+        item = ReviewItem.objects.select_related("campaign").get(pk=assignment.item_id)
+        if item.submitted_count >= item.overlap and item.state == ReviewItem.State.OPEN:
+            item_settle(item)
+    assignment.refresh_from_db()
+    return SubmitResult(code, message, assignment, review=review)
+
+
+def assignment_skip(*, token: str, reviewer: AbstractBaseUser, reason: str) -> bool:
+    """Give an item back with a reason; the reviewer will not be offered it again."""
+    reason = (reason or "").strip()[:200]
+    if not reason:
+        raise ValueError("a reason is required to skip")
+    assignment = Assignment.objects.only("pk", "item_id").get(token=token, reviewer=reviewer)
+    with transaction.atomic():
+        done = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
+            state=Assignment.State.SKIPPED, skip_reason=reason
+        )
+        if done:
+            _decrement_live(Counter({assignment.item_id: 1}))
+    return bool(done)
+
+
+def assignment_release(*, campaign: Campaign, token: str) -> bool:
+    """Admin/lead: take an active lease away; the slot returns to the pool at once."""
+    assignment = Assignment.objects.only("pk", "item_id").get(token=token, item__campaign=campaign)
+    with transaction.atomic():
+        done = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
+            state=Assignment.State.RELEASED
+        )
+        if done:
+            _decrement_live(Counter({assignment.item_id: 1}))
+    return bool(done)
+
+
+def reviewer_remove_from_campaign(
+    *, campaign: Campaign, reviewer: AbstractBaseUser, by: AbstractBaseUser | None = None
+) -> int:
+    """Admin/lead: no more items for this reviewer here; their open leases return to the pool.
+
+    Reviews they already submitted stay (they are real, finished work). Returns how many
+    leases were released.
+    """
+    with transaction.atomic():
+        ReviewerRemoval.objects.get_or_create(
+            campaign=campaign, reviewer=reviewer, defaults={"removed_by": by}
+        )
+        rows = list(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(item__campaign_id=campaign.pk, reviewer=reviewer, state=Assignment.State.ACTIVE)
+            .order_by("pk")
+            .values_list("pk", "item_id")
+        )
+        if rows:
+            Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+                state=Assignment.State.RELEASED
+            )
+            _decrement_live(Counter(item_id for _, item_id in rows))
+    return len(rows)
+
+
+def reviewer_restore_to_campaign(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+    return ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).delete()[0] > 0
+
+
+def generations_flag_identity(
+    *, campaign: Campaign, generation_ids: list[int] | None = None
+) -> int:
+    """Mark outputs that needed identity masking (`Generation.identity_leak`) for admins.
+
+    Pure text work, no LLM. The review selector calls it lazily for the outputs it renders;
+    it can also run over a whole campaign. Returns how many rows were newly flagged.
+    """
+    terms = campaign_identity_terms(campaign)
+    rows = Generation.objects.filter(
+        campaign=campaign, identity_leak=False, status=Generation.Status.DONE
+    )
+    if generation_ids is not None:
+        rows = rows.filter(pk__in=generation_ids)
+    leaking = [
+        pk
+        for pk, text in rows.values_list("pk", "output")
+        if blinding.mask_identity(text, terms).hits
+    ]
+    if not leaking:
+        return 0
+    return Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
+
+
+def campaign_identity_terms(campaign: Campaign) -> tuple[str, ...]:
+    return blinding.identity_terms(
+        redact=campaign.redact or [],
+        contenders=campaign.contenders.values("name", "model", "version_label"),
+    )
+
+
+def stale_leases_q() -> Q:
+    return Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())

@@ -1,0 +1,310 @@
+"""Reviewer pages (blind) and the admin/lead view of assignment state.
+
+Reviewer views only ever pass the plain, blinded dicts from `selectors` to templates.
+Assignments are looked up by (token, request.user): someone else's token is a 404.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect, replace_url
+
+from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
+from tasks.models import Campaign
+
+from . import selectors, services
+from .models import Assignment
+
+REVIEW_TEMPLATE = "reviews/review.html"
+
+
+def _campaign_for_reviewer(request: HttpRequest, slug: str) -> Campaign:
+    campaign = get_object_or_404(Campaign, slug=slug)
+    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+        raise Http404
+    return campaign
+
+
+def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
+    return get_object_or_404(
+        Assignment.objects.select_related("item"),
+        token=token,
+        reviewer=request.user,
+        item__campaign__slug=slug,
+    )
+
+
+def _review_url(slug: str, token: str) -> str:
+    return reverse("review_page", args=[slug, token])
+
+
+def _render_review(
+    request: HttpRequest,
+    *,
+    campaign: Campaign,
+    assignment: Assignment | None,
+    notice: dict | None = None,
+    entered: dict | None = None,
+    errors: dict | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The review page, or only its #review region for htmx requests."""
+    context = {
+        "campaign": {"slug": campaign.slug, "name": campaign.name},
+        "progress": selectors.reviewer_progress(campaign=campaign, reviewer=request.user),
+        "notice": notice,
+        "finished": assignment is None,
+    }
+    if assignment is not None:
+        screen = selectors.review_screen(assignment=assignment)
+        context.update(
+            screen=screen,
+            form=selectors.review_form(screen=screen, entered=entered, errors=errors),
+            live=assignment.state == Assignment.State.ACTIVE,
+            # Replaced by a client-generated key when JavaScript runs; either way a repeated
+            # POST of this form carries the same key and is saved once.
+            submit_key=secrets.token_urlsafe(12),
+            # Heartbeat three times per lease, at most once a minute.
+            heartbeat_ms=min(60_000, campaign.lease_minutes * 20_000),
+        )
+    template = f"{REVIEW_TEMPLATE}#review" if request.htmx else REVIEW_TEMPLATE
+    response = render(request, template, context, status=status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _next_response(
+    request: HttpRequest, campaign: Campaign, notice: dict | None = None
+) -> HttpResponse:
+    """Claim the next item and show it (htmx: swap in place, no full reload)."""
+    try:
+        claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
+    except services.ClaimBusy:
+        notice = {
+            "level": "warn",
+            "text": "Many reviewers are busy right now; please try again in a moment.",
+        }
+        claim = None
+    if not request.htmx:
+        if notice:
+            (messages.warning if notice["level"] == "warn" else messages.success)(
+                request, notice["text"]
+            )
+        if claim is None:
+            return redirect("review_campaign", campaign.slug)
+        return redirect(_review_url(campaign.slug, claim.assignment.token))
+    response = _render_review(
+        request, campaign=campaign, assignment=claim.assignment if claim else None, notice=notice
+    )
+    target = (
+        _review_url(campaign.slug, claim.assignment.token)
+        if claim
+        else reverse("review_campaign", args=[campaign.slug])
+    )
+    return replace_url(response, target)
+
+
+@role_required(REVIEWER)
+@require_GET
+def reviewer_home(request: HttpRequest) -> HttpResponse:
+    campaigns = selectors.reviewer_campaigns(reviewer=request.user)
+    return render(request, "reviews/reviewer_home.html", {"campaigns": campaigns})
+
+
+@role_required(REVIEWER)
+@require_GET
+def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
+    """A campaign's entry: resume the open item, or offer to start, or say the queue is done."""
+    campaign = _campaign_for_reviewer(request, slug)
+    current = (
+        Assignment.objects.filter(
+            reviewer=request.user, item__campaign=campaign, state=Assignment.State.ACTIVE
+        )
+        .order_by("created_at", "pk")
+        .first()
+    )
+    if current is not None:
+        return redirect(_review_url(slug, current.token))
+    progress = selectors.reviewer_progress(campaign=campaign, reviewer=request.user)
+    return render(
+        request,
+        "reviews/review_start.html",
+        {"campaign": {"slug": campaign.slug, "name": campaign.name}, "progress": progress},
+    )
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_next(request: HttpRequest, slug: str) -> HttpResponse:
+    return _next_response(request, _campaign_for_reviewer(request, slug))
+
+
+@role_required(REVIEWER)
+@require_GET
+def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    campaign = _campaign_for_reviewer(request, slug)
+    assignment = _assignment(request, slug, token)
+    if assignment.state != Assignment.State.ACTIVE:
+        return render(
+            request,
+            "reviews/review_closed.html",
+            {
+                "campaign": {"slug": campaign.slug, "name": campaign.name},
+                "text": services.assignment_state_message(assignment),
+            },
+        )
+    return _render_review(request, campaign=campaign, assignment=assignment)
+
+
+def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) -> dict:
+    post = request.POST
+    scores = {
+        label: {
+            dim: post.get(f"score-{label}-{dim}", "")
+            for dim in dims
+            if post.get(f"score-{label}-{dim}", "") != ""
+        }
+        for label in labels
+    }
+    return {
+        "scores": {label: values for label, values in scores.items() if values},
+        "preference": post.get("preference", ""),
+        "flags": {
+            label: post.getlist(f"flag-{label}")
+            for label in labels
+            if post.getlist(f"flag-{label}")
+        },
+        "comment": post.get("comment", ""),
+        "seconds_spent": post.get("seconds_spent", ""),
+    }
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    campaign = _campaign_for_reviewer(request, slug)
+    assignment = _assignment(request, slug, token)
+    labels = services.labels_for(len(assignment.order))
+    data = _submitted_data(request, labels, campaign.dimension_keys)
+    result = services.assignment_submit(
+        token=token, reviewer=request.user, key=request.POST.get("submit_key", ""), data=data
+    )
+    if result.code == "invalid":
+        # htmx 2 swaps only 2xx: the form comes back with its errors and status 200.
+        notice = {"level": "error", "text": "Not saved yet: please answer the marked questions."}
+        return _render_review(
+            request,
+            campaign=campaign,
+            assignment=assignment,
+            notice=notice,
+            entered=data,
+            errors=result.errors,
+        )
+    level = "ok" if result.ok else "warn"
+    return _next_response(request, campaign, notice={"level": level, "text": result.message})
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    campaign = _campaign_for_reviewer(request, slug)
+    _assignment(request, slug, token)
+    code = request.POST.get("reason", "")
+    detail = request.POST.get("detail", "").strip()
+    reason = services.SKIP_REASONS.get(code, "")
+    if detail:
+        reason = f"{reason}: {detail}" if reason else detail
+    if not reason:
+        assignment = _assignment(request, slug, token)
+        notice = {"level": "error", "text": "Choose a reason to skip this item."}
+        return _render_review(request, campaign=campaign, assignment=assignment, notice=notice)
+    skipped = services.assignment_skip(token=token, reviewer=request.user, reason=reason)
+    text = (
+        "Skipped; you will not get this item again."
+        if skipped
+        else "This item was no longer yours to skip."
+    )
+    return _next_response(
+        request, campaign, notice={"level": "ok" if skipped else "warn", "text": text}
+    )
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
+    _campaign_for_reviewer(request, slug)
+    _assignment(request, slug, token)
+    expires = services.assignment_heartbeat(token=token, reviewer=request.user)
+    if expires is None:
+        return JsonResponse(
+            {
+                "ok": False,
+                "message": "Your time on this item ran out. Submitting may still work if nobody else took it.",
+            },
+            status=409,
+        )
+    return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
+
+
+# --- admin / lead -----------------------------------------------------------------------------
+
+
+@role_required(ADMIN, LEAD)
+@require_GET
+def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, slug=slug)
+    try:
+        page = int(request.GET.get("page", "1"))
+    except ValueError:
+        page = 1
+    state = request.GET.get("state", "")
+    overview = selectors.assignment_overview(campaign=campaign, page=page, item_state=state)
+    context = {"campaign": campaign, **overview}
+    template = "reviews/assignments.html#items" if request.htmx else "reviews/assignments.html"
+    return render(request, template, context)
+
+
+def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    url = reverse("campaign_assignments", args=[slug])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@role_required(ADMIN, LEAD)
+@require_POST
+def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, slug=slug)
+    try:
+        released = services.assignment_release(campaign=campaign, token=token)
+    except Assignment.DoesNotExist:
+        raise Http404 from None
+    if released:
+        messages.success(request, "Lease released; the slot is back in the pool.")
+    else:
+        messages.warning(request, "That lease had already ended.")
+    return _back_to_assignments(request, slug)
+
+
+@role_required(ADMIN, LEAD)
+@require_POST
+def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, slug=slug)
+    reviewer = get_object_or_404(get_user_model(), pk=user_id)
+    if request.POST.get("restore"):
+        services.reviewer_restore_to_campaign(campaign=campaign, reviewer=reviewer)
+        messages.success(request, f"{reviewer.get_username()} may review this campaign again.")
+    else:
+        n = services.reviewer_remove_from_campaign(
+            campaign=campaign, reviewer=reviewer, by=request.user
+        )
+        messages.success(
+            request,
+            f"{reviewer.get_username()} was removed from this campaign; {n} open lease(s) returned to the pool.",
+        )
+    return _back_to_assignments(request, slug)

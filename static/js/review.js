@@ -1,0 +1,243 @@
+// Review page: keyboard-only scoring, idempotent submit key, lease heartbeat.
+// No inline scripts (CSP); the page opts in by containing #review.
+(() => {
+  "use strict";
+
+  let row = 0;
+  let col = 0;
+  let startedAt = Date.now();
+  let heartbeatTimer = null;
+
+  const review = () => document.getElementById("review");
+  const form = () => document.getElementById("review-form");
+  const rows = () => Array.from(form()?.querySelectorAll("fieldset[data-row]") || []);
+  const cells = (fieldset) => Array.from(fieldset.querySelectorAll("[data-cell]"));
+
+  function randomKey() {
+    // crypto.getRandomValues works on plain http too (randomUUID needs a secure context).
+    const bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrftoken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function setStatus(text) {
+    const el = review()?.querySelector("[data-status]");
+    if (el) el.textContent = text;
+  }
+
+  function focusCell(r, c, scroll = true) {
+    const all = rows();
+    if (!all.length) return;
+    row = Math.max(0, Math.min(r, all.length - 1));
+    const rowCells = cells(all[row]);
+    col = Math.max(0, Math.min(c, rowCells.length - 1));
+    document.querySelectorAll("#review [data-cell].focused").forEach((el) => el.classList.remove("focused"));
+    const cell = rowCells[col];
+    if (!cell) return;
+    cell.classList.add("focused");
+    cell.focus({ preventScroll: !scroll });
+    if (scroll) cell.scrollIntoView({ block: "nearest" });
+  }
+
+  function advance() {
+    const all = rows();
+    const rowCells = cells(all[row]);
+    if (col + 1 < rowCells.length) focusCell(row, col + 1);
+    else if (row + 1 < all.length) focusCell(row + 1, 0);
+  }
+
+  function pick(digit) {
+    const fieldset = rows()[row];
+    if (!fieldset) return;
+    const cell = cells(fieldset)[col];
+    const radios = Array.from(cell.querySelectorAll("input[type=radio]"));
+    let target;
+    if (fieldset.dataset.kind === "choice") target = radios[digit - 1];
+    else target = radios.find((r) => r.value === String(digit));
+    if (!target) {
+      setStatus(`${digit} is not a choice here`);
+      return;
+    }
+    target.checked = true;
+    cell.classList.remove("has-error");
+    cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
+    advance();
+  }
+
+  function pickNA() {
+    const fieldset = rows()[row];
+    const na = fieldset && cells(fieldset)[col]?.querySelector("input[value=na]");
+    if (na) {
+      na.checked = true;
+      advance();
+    }
+  }
+
+  function toggleShortcuts() {
+    const dialog = document.getElementById("shortcuts");
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+
+  function submit() {
+    const f = form();
+    if (f) f.requestSubmit();
+  }
+
+  function onKey(event) {
+    if (!review()) return;
+    const target = event.target;
+    const dialog = document.getElementById("shortcuts");
+    if (dialog?.open) {
+      if (event.key === "?") {
+        event.preventDefault();
+        dialog.close();
+      }
+      return;
+    }
+    const typing = target.matches?.("textarea, select, input:not([type=radio]):not([type=checkbox]):not([type=hidden])");
+    if (typing) {
+      if (event.key === "Escape") {
+        target.blur();
+        focusCell(row, col);
+      } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.closest("#review-form")) {
+        event.preventDefault();
+        submit();
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "?") {
+      event.preventDefault();
+      toggleShortcuts();
+      return;
+    }
+    if (!form()) return;
+    const key = event.key;
+    if (/^[0-9]$/.test(key)) {
+      event.preventDefault();
+      pick(Number(key));
+    } else if (key === "x") {
+      event.preventDefault();
+      pickNA();
+    } else if (key === "ArrowDown" || key === "j") {
+      event.preventDefault();
+      focusCell(row + 1, col);
+    } else if (key === "ArrowUp" || key === "k") {
+      event.preventDefault();
+      focusCell(row - 1, col);
+    } else if (key === "ArrowRight" || key === "l") {
+      event.preventDefault();
+      focusCell(row, col + 1);
+    } else if (key === "ArrowLeft" || key === "h") {
+      event.preventDefault();
+      focusCell(row, col - 1);
+    } else if (key === "c") {
+      event.preventDefault();
+      review().querySelector("[data-comment]")?.focus();
+    } else if (key === "f") {
+      event.preventDefault();
+      const flags = review().querySelector("details.flags");
+      if (flags) {
+        flags.open = true;
+        flags.querySelector("input")?.focus();
+      }
+    } else if (key === "s") {
+      event.preventDefault();
+      const skip = review().querySelector("details.skip");
+      if (skip) {
+        skip.open = true;
+        skip.querySelector("[data-skip-reason]")?.focus();
+      }
+    } else if (key === "Enter") {
+      // Buttons, links and <summary> keep their own Enter.
+      if (target.matches?.("button, a, summary")) return;
+      event.preventDefault();
+      submit();
+    }
+  }
+
+  function heartbeat() {
+    const el = review();
+    const url = el?.dataset.heartbeatUrl;
+    if (!url) return;
+    fetch(url, { method: "POST", headers: { "X-CSRFToken": csrfToken() }, credentials: "same-origin" })
+      .then((r) => r.json().then((body) => ({ ok: r.ok, body })))
+      .then(({ ok, body }) => {
+        if (!ok) setStatus(body.message || "Your time on this item ran out.");
+      })
+      .catch(() => setStatus("Connection lost; your answers stay on this page."));
+  }
+
+  function init() {
+    const el = review();
+    clearInterval(heartbeatTimer);
+    heartbeatTimer = null;
+    if (!el) return;
+    const keyInput = el.querySelector("[data-submit-key]");
+    if (keyInput && !keyInput.dataset.clientKey) {
+      keyInput.value = randomKey();
+      keyInput.dataset.clientKey = "1";
+    }
+    startedAt = Date.now();
+    if (el.dataset.heartbeatUrl) {
+      heartbeatTimer = setInterval(heartbeat, Number(el.dataset.heartbeatMs) || 60000);
+    }
+    // Start on the first unanswered question (after a validation error, that is the first error).
+    const all = rows();
+    let start = [0, 0];
+    outer: for (let r = 0; r < all.length; r++) {
+      const rc = cells(all[r]);
+      for (let c = 0; c < rc.length; c++) {
+        if (rc[c].classList.contains("has-error") || !rc[c].querySelector("input:checked")) {
+          start = [r, c];
+          break outer;
+        }
+      }
+    }
+    if (all.length) focusCell(start[0], start[1], false);
+    else el.querySelector("[autofocus], [data-finished] a")?.focus();
+  }
+
+  document.addEventListener("keydown", onKey);
+  document.addEventListener("click", (event) => {
+    if (event.target.closest?.("[data-shortcuts-open]")) toggleShortcuts();
+    const cell = event.target.closest?.("#review [data-cell]");
+    if (cell) {
+      const fieldset = cell.closest("fieldset[data-row]");
+      focusCell(rows().indexOf(fieldset), cells(fieldset).indexOf(cell), false);
+    }
+  });
+  // Time spent goes with the submit; the key is kept, so a retry is recognised as the same review.
+  document.addEventListener(
+    "submit",
+    (event) => {
+      if (event.target.id !== "review-form") return;
+      const seconds = event.target.querySelector("[data-seconds]");
+      if (seconds) seconds.value = String(Math.round((Date.now() - startedAt) / 1000));
+      setStatus("Saving…");
+    },
+    true,
+  );
+  document.addEventListener("htmx:sendError", () =>
+    setStatus("Network error: not saved yet. Press Enter to try again; it will never be saved twice."),
+  );
+  document.addEventListener("htmx:responseError", () =>
+    setStatus("The server had a problem: not saved yet. Press Enter to try again; it will never be saved twice."),
+  );
+  // The next item was swapped in without a page load: start over on it.
+  document.addEventListener("htmx:afterSettle", () => {
+    if (review()) init();
+  });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
