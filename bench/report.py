@@ -8,6 +8,7 @@ and times `campaign_report(campaign=...)` end to end (bulk reads + statistics).
 
     .venv/bin/python bench/report.py
     .venv/bin/python bench/report.py --database-url postgres://postgres@127.0.0.1:5432/evalsite_bench
+    .venv/bin/python bench/report.py --scales 1 --database-url sqlite
 
 Use a throwaway database: the script migrates it and deletes the campaign it made.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -442,7 +444,11 @@ def main() -> None:
         "--database-url", help="also time campaign_report end to end on this database"
     )
     args = parser.parse_args()
-    if args.database_url:
+    if args.database_url == "sqlite":
+        # the embedded default: a fresh SQLite file in a temporary data dir
+        os.environ.pop("DATABASE_URL", None)
+        os.environ["EVALSITE_DATA_DIR"] = tempfile.mkdtemp(prefix="evalsite-bench-report-")
+    elif args.database_url:
         os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     os.environ.setdefault("EVALSITE_DATA_DIR", "/tmp/evalsite-bench-report")
@@ -450,7 +456,9 @@ def main() -> None:
 
     django.setup()
     for scale in [int(x) for x in args.scales.split(",")]:
-        seconds, n_scores, report = time_report(scale, args.repeat if scale == 1 else 1)
+        seconds, n_scores, report = time_report(
+            scale, args.repeat if scale == 1 else min(args.repeat, 2)
+        )
         top = report["leaderboard"][0]
         print(
             f"{scale:>3}x  {300 * scale:>5} tasks  {n_scores:>7} scores  report {seconds:6.2f} s  "
