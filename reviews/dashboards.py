@@ -158,11 +158,9 @@ def display(value, kind: str) -> str:
     if value is None:
         return "–"
     if kind == "ci":
-        return (
-            "–"
-            if not isinstance(value, list | tuple) or len(value) != 2
-            else f"{value[0]:.3g} – {value[1]:.3g}"
-        )
+        if not isinstance(value, list | tuple) or len(value) != 2 or None in value:
+            return "–"
+        return f"{display(value[0], 'num')} – {display(value[1], 'num')}"
     if kind == "int":
         return f"{value:,}"
     if kind == "num" and isinstance(value, int | float):

@@ -1,0 +1,61 @@
+"""A lead reads the leaderboard and dashboards in a real Chromium under the strict CSP."""
+
+from pathlib import Path
+
+import pytest
+
+from reviews.records import reviews_import
+from tests.conftest import browser_login
+from tests.factories import PASSWORD, personas
+from tests.reviews.test_records import SECRET_NAMES, jsonl, make_campaign, sample_records
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_lead_opens_the_leaderboard_and_the_dashboards(browser_page):
+    personas()
+    campaign = make_campaign()
+    reviews_import(campaign=campaign, data=jsonl(*sample_records()), fmt="jsonl")
+    page = browser_page
+    errors = []
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
+            else None
+        ),
+    )
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    browser_login(page, "lead", PASSWORD)
+    page.goto(f"/campaigns/{campaign.slug}/dashboard/leaderboard/")
+    page.get_by_role("heading", name="Leaderboard").first.wait_for()
+    chart = page.locator("svg.interval-chart").first
+    assert chart.is_visible()
+    # One interval and one point per contender, drawn where the report says.
+    assert chart.locator("circle.point").count() == 2
+    assert SECRET_NAMES[0] in chart.text_content()
+    box = chart.bounding_box()
+    assert box["width"] > 300 and box["height"] > 60
+    page.screenshot(path=str(ARTIFACTS / "dashboard-leaderboard.png"), full_page=True)
+
+    page.get_by_role("link", name="Capability profile").click()
+    page.get_by_role("heading", name="Category x contender").wait_for()
+    cell = page.locator("td.heat-8").first
+    # The heatmap colour comes from the stylesheet (no inline styles under the CSP).
+    assert cell.evaluate("el => getComputedStyle(el).backgroundColor") != "rgba(0, 0, 0, 0)"
+    page.screenshot(path=str(ARTIFACTS / "dashboard-capability.png"), full_page=True)
+
+    page.get_by_role("link", name="Head-to-head").click()
+    page.select_option("select[name=a]", SECRET_NAMES[0])
+    page.select_option("select[name=b]", SECRET_NAMES[1])
+    page.get_by_role("button", name="Compare").click()
+    page.get_by_role("heading", name=f"Tasks where {SECRET_NAMES[1]} regressed").wait_for()
+    assert "T-1" in page.inner_text("#table-regressions")
+    assert f"a={SECRET_NAMES[0]}" in page.url  # htmx pushed the choice into the address bar
+    page.screenshot(path=str(ARTIFACTS / "dashboard-head-to-head.png"), full_page=True)
+    assert errors == []
