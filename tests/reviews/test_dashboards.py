@@ -65,6 +65,12 @@ class DashboardTests(TestCase):
             response = self.client.get(url)
             assert response.status_code == 302 and response.url.startswith("/login/")
 
+    def test_it_links_the_dashboards_from_the_campaign_page(self):
+        self.login("lead")
+        body = self.client.get("/campaigns/camp/").content.decode()
+        assert 'href="/campaigns/camp/dashboard/"' in body
+        assert 'href="/campaigns/camp/dashboard/leaderboard/"' in body
+
     def test_it_returns_404_for_unknown_campaigns_pages_and_tables(self):
         self.login("lead")
         assert self.client.get("/campaigns/nope/dashboard/").status_code == 404
