@@ -9,7 +9,7 @@ Two layers, so dashboards, exports and the benchmark can reuse them:
   `campaign_report(campaign=...)` is the two together.
 
 Everything is deterministic: rows are sorted before use, bootstraps use a fixed seed, floats are
-rounded to 6 significant decimals and NaN becomes null, so the same data gives a byte-identical
+rounded (12 decimals, 10 significant digits) and NaN becomes null, so the same data gives a byte-identical
 `report_json`.
 """
 
@@ -205,7 +205,7 @@ def report_json(report: dict) -> str:
 
 
 def clean(value):
-    """Round floats (6 decimals), NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
+    """Round floats (see below), NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -218,7 +218,9 @@ def clean(value):
         v = float(value)
         if not math.isfinite(v):
             return None
-        r = round(v, 6)
+        # 12 decimals absolute (float noise like 1e-17 becomes 0), then 10 significant digits
+        # (small costs per task such as 0.0000345 keep their precision).
+        r = float(f"{round(v, 12):.10g}")
         return 0.0 if r == 0 else r
     return value
 

@@ -375,3 +375,91 @@ class TinyDataTests(TestCase):
         assert (result["wins"], result["losses"]) == (1, 5)
         assert len(result["regressions"]) == 5
         assert result["improvements"][0]["task"].startswith("T-")
+
+
+class PairwiseModeTests(TestCase):
+    """Pairwise mode with three contenders: one item per pair, a generation in two items."""
+
+    @classmethod
+    def setUpTestData(cls):
+        from reviews.models import ItemOutput
+
+        users = personas()
+        contenders = [ContenderFactory(name=n) for n in ("pw-a", "pw-b", "pw-c")]
+        cls.campaign = CampaignFactory(slug="pairwise", contenders=contenders, mode="pairwise")
+        level = {"pw-a": 5.0, "pw-b": 3.0, "pw-c": 1.0}
+        for n in range(4):
+            task = TaskFactory(testset=cls.campaign.testset)
+            gens = {
+                c.name: Generation.objects.create(
+                    campaign=cls.campaign,
+                    task=task,
+                    contender=c,
+                    sample_index=0,
+                    status="done",
+                    output="x",
+                    latency_ms=100 * (n + 1),
+                )
+                for c in contenders
+            }
+            for first, second in (("pw-a", "pw-b"), ("pw-a", "pw-c"), ("pw-b", "pw-c")):
+                item = ReviewItem.objects.create(
+                    campaign=cls.campaign,
+                    task=task,
+                    sample_index=0,
+                    pair_key=f"{first}|{second}",
+                    overlap=2,
+                    ready=True,
+                    state="open",
+                )
+                outs = [
+                    ItemOutput.objects.create(item=item, generation=gens[x])
+                    for x in (first, second)
+                ]
+                # the last task: c beats b by preference (an upset), everything else by level
+                upset = n == 3 and (first, second) == ("pw-b", "pw-c")
+                for reviewer in (users["reviewer_a"], users["reviewer_b"]):
+                    review_create(
+                        item,
+                        reviewer,
+                        scores={
+                            o: {"accuracy": level[x], "completeness": level[x]}
+                            for o, x in zip(outs, (first, second), strict=True)
+                        },
+                        preference=outs[1] if upset else outs[0],
+                    )
+                item.submitted_count = 2
+                item.save(update_fields=["submitted_count"])
+                item_settle(item)
+        cls.report = campaign_report(campaign=cls.campaign, n_boot=100)
+
+    def test_it_rates_pairs(self):
+        r = self.report
+        assert r["progress"]["items"] == 12 and r["progress"]["agreed"] == 12
+        assert r["rating"]["n_items"] == 12 and r["rating"]["sources"] == {
+            "preference": 12,
+            "scores": 0,
+        }
+        board = {row["contender"]: row for row in r["leaderboard"]}
+        assert [row["contender"] for row in r["leaderboard"]] == ["pw-a", "pw-b", "pw-c"]
+        assert (board["pw-a"]["wins"], board["pw-a"]["losses"]) == (8, 0)
+        assert (board["pw-c"]["wins"], board["pw-c"]["losses"]) == (1, 7)
+        assert r["rating"]["undefeated"] == ["pw-a"] and r["rating"]["ridge"] > 0
+
+    def test_a_generation_in_two_items_counts_once_per_task(self):
+        board = {row["contender"]: row for row in self.report["leaderboard"]}
+        assert board["pw-a"]["quality"] == 1.0 and board["pw-c"]["quality"] == 0.0
+        assert board["pw-a"]["scores"]["accuracy"] == {
+            "mean": 5.0,
+            "ci95": [5.0, 5.0],
+            "n_tasks": 4,
+        }
+        # latency over the four generations, not the eight item outputs
+        assert board["pw-b"]["latency_ms"] == {"p50": 250.0, "p95": 385.0}
+
+    def test_position_bias_expects_one_half_with_two_outputs(self):
+        bias = self.report["position_bias"]
+        # review_create shows outputs in pk order: the first of each pair won 22 of 24 reviews
+        assert bias["n"] == 24 and bias["expected"] == 0.5
+        assert bias["first_position_win_rate"] == pytest.approx(22 / 24)
+        assert bias["p_value"] < 0.001
