@@ -13,7 +13,7 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
 from . import selectors
 from .forms import TaskFilterForm, TestSetUploadForm
-from .intake import oversize_result
+from .intake import CASE_TYPES, TIERS, oversize_result
 from .models import TestSet
 from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
 from .services import (
@@ -147,8 +147,11 @@ def _upload_validate(request: HttpRequest) -> dict:
     if not parsed.ok:
         return context
     context["preview"] = [_preview_row(task) for task in parsed.tasks[:PREVIEW_ROWS]]
+    counts = parsed.counts()
     context["counts"] = {
-        k: sorted(v.items(), key=lambda kv: (-kv[1], kv[0])) for k, v in parsed.counts().items()
+        "category": sorted(counts["category"].items(), key=lambda kv: (-kv[1], kv[0])),
+        "tier": [(t, counts["tier"].get(t, 0)) for t in TIERS],
+        "case_type": [(c, counts["case_type"].get(c, 0)) for c in CASE_TYPES],
     }
     existing = TestSet.objects.filter(name=name)
     context["identical"] = existing.filter(checksum=parsed.checksum).order_by("version").first()
