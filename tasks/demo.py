@@ -25,4 +25,8 @@ def load(context: dict, stdout) -> dict:
         f"Test set {testset.name} v{testset.version}: {testset.task_count} tasks"
         f"{'' if result.created else ' (already loaded)'}"
     )
-    return {"testset": testset}
+    context = {**context, "testset": testset}
+    # The support-demo campaign (three imported contenders, outputs from a shipped file).
+    from tasks import campaign_demo
+
+    return {"testset": testset, **campaign_demo.load(context, stdout)}

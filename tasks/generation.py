@@ -196,7 +196,11 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
             return None, "", RunOutcome("skip", detail=f"already {gen.status}")
         if gen.status == S.RUNNING and gen.lease_expires_at and gen.lease_expires_at > now:
             return None, "", RunOutcome("skip", detail="claimed by another worker")
-        if gen.status == S.PENDING and gen.queued_at and gen.queued_at > now + timedelta(seconds=1):
+        if (
+            gen.status == S.PENDING
+            and gen.queued_at
+            and gen.queued_at > now + timedelta(seconds=0.25)
+        ):
             # A retry is scheduled later; this is an early duplicate message.
             return None, "", RunOutcome("skip", detail="a later attempt is scheduled")
         if gen.contender.provider == Provider.IMPORTED:
@@ -388,7 +392,11 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     }
     for row in rows:
         gen = existing.get((row.task_id, row.sample))
-        if gen is None:
+        if row.contender and row.contender != contender.name:
+            errors.append(
+                f"line {row.line}, field contender: {row.contender!r} is not {contender.name!r}"
+            )
+        elif gen is None:
             if row.sample >= campaign.samples_per_task:
                 errors.append(
                     f"line {row.line}, field sample: the campaign has {campaign.samples_per_task} "

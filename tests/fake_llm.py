@@ -36,6 +36,8 @@ class FakeLLM:
         self.always: dict[str, str] = {}
         self.calls: list[dict] = []
         self.delays: dict[str, float] = {}
+        self.active: dict[str, int] = defaultdict(int)
+        self.max_active: dict[str, int] = defaultdict(int)
         handler = type("Handler", (_Handler,), {"fake": self})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
@@ -146,14 +148,21 @@ class _Handler(BaseHTTPRequestHandler):
                     "at": time.time(),
                 }
             )
-        delay = self.fake.latency + self.fake.delays.get(model, 0.0)
-        if delay:
-            time.sleep(delay)
-        if self.path.endswith("/chat/completions"):
-            return self._openai(body, model, fault)
-        if self.path.endswith("/messages"):
-            return self._anthropic(body, model, fault)
-        return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        with self.fake.lock:
+            self.fake.active[model] += 1
+            self.fake.max_active[model] = max(self.fake.max_active[model], self.fake.active[model])
+        try:
+            delay = self.fake.latency + self.fake.delays.get(model, 0.0)
+            if delay:
+                time.sleep(delay)
+            if self.path.endswith("/chat/completions"):
+                return self._openai(body, model, fault)
+            if self.path.endswith("/messages"):
+                return self._anthropic(body, model, fault)
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        finally:
+            with self.fake.lock:
+                self.fake.active[model] -= 1
 
     def _common_fault(self, fault: str, anthropic: bool) -> bool:
         """Answer with a scripted error; True when the request is handled."""

@@ -1,7 +1,8 @@
 """`imported` contenders: outputs produced elsewhere and uploaded as JSONL.
 
 One object per line: {"task_id": "T-1", "sample": 0, "output": "..."} plus optional
-"input_tokens", "output_tokens", "latency_ms", "ttft_ms", "cost", "finish_reason".
+"input_tokens", "output_tokens", "latency_ms", "ttft_ms", "cost", "finish_reason" and
+"contender" (when given, it must name the contender being imported).
 Parsing is strict and all-or-nothing: every problem is reported as "line L, field F: message".
 """
 
@@ -16,6 +17,7 @@ from .base import PermanentError
 MAX_ERRORS = 50
 INT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "ttft_ms")
 KNOWN_FIELDS = {
+    "contender",
     "task_id",
     "external_id",
     "sample",
@@ -41,6 +43,7 @@ class ImportedOutput:
     ttft_ms: int | None = None
     cost: Decimal | None = None
     finish_reason: str = ""
+    contender: str = ""
 
 
 class ImportErrors(Exception):
@@ -133,6 +136,9 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
                     raise InvalidOperation
             except InvalidOperation:
                 row_errors.append(f"line {number}, field cost: must be a number >= 0")
+        contender = data.get("contender") or ""
+        if not isinstance(contender, str):
+            row_errors.append(f"line {number}, field contender: must be a string")
         finish_reason = data.get("finish_reason") or ""
         if not isinstance(finish_reason, str):
             row_errors.append(f"line {number}, field finish_reason: must be a string")

@@ -477,3 +477,25 @@ class PageTests(TestCase):
         campaign = Campaign.objects.get(slug="form-made")
         assert campaign.rubric[0]["anchors"] == {"1": "wrong", "5": "right"}
         assert campaign.generations.count() == 2 * 2
+
+
+class DemoTests(TestCase):
+    def test_demo_campaign_is_ready_for_review_and_idempotent(self):
+        call_command("demo", stdout=StringIO())
+        campaign = Campaign.objects.get(slug="support-demo")
+        assert sorted(campaign.contenders.values_list("provider", flat=True)) == ["imported"] * 3
+        assert campaign.generations.filter(status="done").count() == 12 * 3 * 2
+        assert campaign.items.filter(ready=True).count() == 12
+        assert [d["key"] for d in campaign.rubric] == ["accuracy", "completeness", "tone"]
+        assert campaign.generations.filter(identity_leak=True).count() == 2
+        snapshot = (
+            Generation.objects.count(),
+            ReviewItem.objects.count(),
+            list(Generation.objects.order_by("pk").values_list("output", flat=True)),
+        )
+        call_command("demo", stdout=StringIO())
+        assert snapshot == (
+            Generation.objects.count(),
+            ReviewItem.objects.count(),
+            list(Generation.objects.order_by("pk").values_list("output", flat=True)),
+        )

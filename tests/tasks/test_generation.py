@@ -1,0 +1,615 @@
+"""Generation: services on any database; the real thing with Celery workers on Redis + PostgreSQL."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db.models import Count
+from django.test import TestCase, override_settings
+from django.utils import timezone
+
+from reviews.models import ItemOutput, ReviewItem
+from reviews.readiness import review_items_sync
+from tasks import generation as gen_services
+from tasks.campaigns import campaign_create
+from tasks.checks import run_checks
+from tasks.generation import (
+    generation_cancel,
+    generation_enqueue,
+    generation_reconcile,
+    generation_retry_failed,
+    generation_run,
+)
+from tasks.models import Campaign, Generation
+from tests.factories import TaskFactory, TestSetFactory
+from tests.fake_llm import FakeLLM
+from tests.services import (
+    Worker,
+    need,
+    postgres_available,
+    purge_broker,
+    redis_available,
+    wait_until,
+)
+
+
+def make_campaign(
+    fake=None,
+    *,
+    tasks=3,
+    samples=1,
+    contenders=None,
+    slug="gen",
+    mode="both",
+    reviewed=1,
+    checks=None,
+):
+    ts = TestSetFactory(name=f"ts-{slug}", frozen=False, task_count=tasks)
+    for i in range(tasks):
+        TaskFactory(
+            testset=ts,
+            position=i,
+            external_id=f"T-{i + 1}",
+            prompt=f"Question number {i + 1}?",
+            checks=checks or {},
+        )
+    base = fake.base_url if fake else "http://127.0.0.1:9/v1"
+    if contenders is None:
+        contenders = [
+            {"name": "oa", "provider": "openai", "model": "oa"},
+            {"name": "an", "provider": "anthropic", "model": "an"},
+        ]
+    for c in contenders:
+        if c.get("provider") in ("openai", "anthropic"):
+            c.setdefault("base_url", base)
+    definition = {
+        "slug": slug,
+        "testset": ts.name,
+        "contenders": contenders,
+        "samples_per_task": samples,
+        "reviewed_samples": reviewed,
+        "mode": mode,
+        "rubric": [] if mode == "pairwise" else [{"key": "accuracy"}],
+    }
+    campaign, _ = campaign_create(definition=definition)
+    return campaign
+
+
+# -- services, on any database ------------------------------------------------------------------
+
+
+@override_settings(
+    GENERATION_READ_TIMEOUT=1, GENERATION_BACKOFF_BASE=0.1, GENERATION_MAX_ATTEMPTS=3
+)
+class ServiceTests(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fake = FakeLLM(slow_seconds=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def test_it_stores_one_output_with_metrics_checks_and_cost(self):
+        campaign = make_campaign(
+            self.fake,
+            tasks=1,
+            contenders=[
+                {
+                    "name": "oa",
+                    "provider": "openai",
+                    "model": "oa",
+                    "price_in_per_mtok": 1,
+                    "price_out_per_mtok": 2,
+                    "params": {"seed": 3},
+                },
+                {"name": "imp", "provider": "imported"},
+            ],
+            checks={"must_include": ["question"], "max_chars": 10},
+        )
+        row = Generation.objects.get(campaign=campaign, contender__name="oa")
+        outcome = generation_run(generation_id=row.pk)
+        assert outcome.action == "done"
+        row.refresh_from_db()
+        assert row.output == "oa answers: Question number 1?" and row.attempts == 1
+        assert (
+            row.latency_ms is not None and row.ttft_ms is not None and row.finish_reason == "stop"
+        )
+        assert row.cost == Decimal(row.input_tokens * 1 + row.output_tokens * 2) / 1_000_000
+        assert (
+            row.check_results["must_include"]["passed"]
+            and not row.check_results["max_chars"]["passed"]
+        )
+        assert row.checks_passed is False
+        assert self.fake.calls_for("oa")[-1]["body"]["seed"] == 3
+        # A second delivery of the same job is a no-op: no provider call, no second output.
+        calls = len(self.fake.calls_for("oa"))
+        assert generation_run(generation_id=row.pk).action == "skip"
+        assert len(self.fake.calls_for("oa")) == calls
+
+    def test_it_schedules_retries_and_fails_at_the_attempt_cap(self):
+        campaign = make_campaign(
+            self.fake,
+            tasks=1,
+            contenders=[
+                {"name": "flaky", "provider": "openai", "model": "flaky"},
+                {"name": "imp", "provider": "imported"},
+            ],
+        )
+        self.fake.set_always("flaky", "503")
+        row = Generation.objects.get(campaign=campaign, contender__name="flaky")
+        outcomes = []
+        for _ in range(5):
+            Generation.objects.filter(pk=row.pk, status="pending").update(queued_at=timezone.now())
+            outcomes.append(generation_run(generation_id=row.pk).action)
+        assert outcomes == ["retry", "retry", "failed", "skip", "skip"]
+        row.refresh_from_db()
+        assert row.status == "failed" and row.attempts == 3 and row.retries == 2
+        assert "HTTP 503" in row.error and "gave up after 3 attempts" in row.error
+        assert len(self.fake.calls_for("flaky")) == 3
+
+    def test_it_honours_retry_after_and_does_not_retry_a_400(self):
+        campaign = make_campaign(
+            self.fake,
+            tasks=2,
+            contenders=[
+                {"name": "lim", "provider": "openai", "model": "lim"},
+                {"name": "bad", "provider": "openai", "model": "bad"},
+            ],
+        )
+        self.fake.script("lim", "429")
+        self.fake.set_always("bad", "400")
+        lim = Generation.objects.filter(campaign=campaign, contender__name="lim").first()
+        outcome = generation_run(generation_id=lim.pk)
+        assert outcome.action == "retry" and outcome.countdown >= 1.0
+        lim.refresh_from_db()
+        assert lim.status == "pending" and lim.queued_at > timezone.now()
+        # The scheduled retry is not run early by a duplicate message.
+        assert generation_run(generation_id=lim.pk).action == "skip"
+        bad = Generation.objects.filter(campaign=campaign, contender__name="bad").first()
+        assert generation_run(generation_id=bad.pk).action == "failed"
+        bad.refresh_from_db()
+        assert bad.attempts == 1 and bad.retries == 0 and "max_tokens is too large" in bad.error
+
+    def test_a_late_duplicate_call_is_discarded_and_counted(self):
+        campaign = make_campaign(self.fake, tasks=1)
+        row = Generation.objects.filter(campaign=campaign, contender__name="oa").first()
+        first, token, _ = gen_services._claim(row.pk)
+        # The first worker stalls past its lease; the row is claimed again and finished.
+        Generation.objects.filter(pk=row.pk).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        assert generation_run(generation_id=row.pk).action == "done"
+        from tasks.providers.base import ProviderResult
+
+        late = ProviderResult(
+            text="late text",
+            input_tokens=1,
+            output_tokens=1,
+            latency_ms=1,
+            ttft_ms=1,
+            finish_reason="stop",
+        )
+        assert gen_services._store(first, token, late).action == "discarded"
+        row.refresh_from_db()
+        assert (
+            row.output == "oa answers: Question number 1?"
+            and row.discarded_calls == 1
+            and row.attempts == 2
+        )
+
+    def test_cancel_discards_in_flight_results_and_generate_resumes(self):
+        campaign = make_campaign(self.fake, tasks=2)
+        with self.captureOnCommitCallbacks(execute=False) as callbacks:
+            assert generation_enqueue(campaign=campaign) == 4
+        assert len(callbacks) == 4
+        row = Generation.objects.filter(campaign=campaign).first()
+        claimed, token, _ = gen_services._claim(row.pk)
+        assert generation_cancel(campaign=campaign) == 4
+        assert Campaign.objects.get(pk=campaign.pk).status == "cancelled"
+        from tasks.providers.base import ProviderResult
+
+        result = ProviderResult(
+            text="x", input_tokens=1, output_tokens=1, latency_ms=1, ttft_ms=1, finish_reason=""
+        )
+        assert gen_services._store(claimed, token, result).action == "discarded"
+        assert not Generation.objects.filter(campaign=campaign, status="done").exists()
+        with self.captureOnCommitCallbacks(execute=False) as callbacks:
+            assert generation_enqueue(campaign=campaign) == 4
+        assert (
+            Generation.objects.filter(
+                campaign=campaign, status="pending", queued_at__isnull=False
+            ).count()
+            == 4
+        )
+        assert Campaign.objects.get(pk=campaign.pk).status == "generating"
+
+    def test_retry_failed_gives_a_fresh_budget(self):
+        campaign = make_campaign(self.fake, tasks=2)
+        Generation.objects.filter(campaign=campaign, contender__name="oa").update(
+            status="failed", attempts=3, error="HTTP 503"
+        )
+        with self.captureOnCommitCallbacks(execute=False) as callbacks:
+            assert generation_retry_failed(campaign=campaign) == 2
+        assert len(callbacks) == 2
+        rows = Generation.objects.filter(campaign=campaign, contender__name="oa")
+        assert all(r.status == "pending" and r.attempts == 0 and r.error == "" for r in rows)
+
+    def test_the_reconciler_requeues_lapsed_and_lost_rows(self):
+        campaign = make_campaign(self.fake, tasks=2)
+        rows = list(Generation.objects.filter(campaign=campaign).order_by("pk"))
+        past = timezone.now() - timedelta(minutes=30)
+        Generation.objects.filter(pk=rows[0].pk).update(
+            status="running", lease_expires_at=past, claim_token="x", attempts=1
+        )
+        Generation.objects.filter(pk=rows[1].pk).update(queued_at=past)
+        Generation.objects.filter(pk=rows[2].pk).update(
+            status="running",
+            claim_token="y",
+            attempts=1,
+            lease_expires_at=timezone.now() + timedelta(minutes=5),
+        )
+        Campaign.objects.filter(pk=campaign.pk).update(status="generating")
+        with self.captureOnCommitCallbacks(execute=False) as callbacks:
+            assert generation_reconcile(requeue_after=600) == {"lapsed": 1, "requeued": 1}
+        assert len(callbacks) == 2
+        assert Generation.objects.get(pk=rows[0].pk).status == "pending"
+        assert (
+            Generation.objects.get(pk=rows[2].pk).status == "running"
+        )  # a live lease is left alone
+
+    def test_it_never_exceeds_the_contender_concurrency(self):
+        campaign = make_campaign(
+            self.fake,
+            tasks=3,
+            contenders=[
+                {"name": "narrow", "provider": "openai", "model": "narrow", "max_concurrency": 2},
+                {"name": "imp", "provider": "imported"},
+            ],
+        )
+        rows = list(Generation.objects.filter(campaign=campaign, contender__name="narrow"))
+        assert gen_services._claim(rows[0].pk)[2] is None
+        assert gen_services._claim(rows[1].pk)[2] is None
+        assert gen_services._claim(rows[2].pk)[2].action == "busy"
+        assert Generation.objects.get(pk=rows[2].pk).status == "pending"
+
+
+class ReadinessTests(TestCase):
+    def test_an_item_with_a_missing_output_is_never_ready(self):
+        campaign = make_campaign(
+            tasks=2,
+            contenders=[
+                {"name": "a", "provider": "imported"},
+                {"name": "b", "provider": "imported"},
+            ],
+        )
+        review_items_sync(campaign=campaign)
+        assert ReviewItem.objects.filter(campaign=campaign).count() == 2
+        first = ReviewItem.objects.filter(campaign=campaign).first()
+        Generation.objects.filter(campaign=campaign, task=first.task, contender__name="a").update(
+            status="done"
+        )
+        Generation.objects.filter(campaign=campaign, task=first.task, contender__name="b").update(
+            status="failed"
+        )
+        review_items_sync(campaign=campaign)
+        assert not ReviewItem.objects.filter(campaign=campaign, ready=True).exists()
+        assert set(
+            ReviewItem.objects.filter(campaign=campaign).values_list("state", flat=True)
+        ) == {"waiting"}
+        Generation.objects.filter(campaign=campaign, task=first.task).update(status="done")
+        assert review_items_sync(campaign=campaign)["ready"] == 1
+        first.refresh_from_db()
+        assert first.ready and first.state == "open" and first.outputs.count() == 2
+
+    def test_it_creates_items_only_for_reviewed_samples_with_overlap(self):
+        campaign = make_campaign(
+            tasks=2,
+            samples=3,
+            reviewed=2,
+            contenders=[
+                {"name": "a", "provider": "imported"},
+                {"name": "b", "provider": "imported"},
+            ],
+        )
+        Generation.objects.filter(campaign=campaign).update(status="done")
+        assert review_items_sync(campaign=campaign) == {"created": 4, "ready": 4}
+        assert set(ReviewItem.objects.values_list("sample_index", flat=True)) == {0, 1}
+        assert set(ReviewItem.objects.values_list("overlap", flat=True)) == {campaign.overlap}
+        assert review_items_sync(campaign=campaign) == {"created": 0, "ready": 0}
+
+    def test_pairwise_with_three_contenders_builds_balanced_pairs(self):
+        campaign = make_campaign(
+            tasks=12,
+            mode="pairwise",
+            contenders=[{"name": n, "provider": "imported"} for n in ("a", "b", "c")],
+        )
+        Generation.objects.filter(campaign=campaign).update(status="done")
+        review_items_sync(campaign=campaign)
+        items = ReviewItem.objects.filter(campaign=campaign)
+        assert items.count() == 12 and all(i.outputs.count() == 2 for i in items)
+        pairs = {}
+        for item in items:
+            names = tuple(
+                sorted(item.outputs.values_list("generation__contender__name", flat=True))
+            )
+            pairs[names] = pairs.get(names, 0) + 1
+        assert pairs == {("a", "b"): 4, ("a", "c"): 4, ("b", "c"): 4}
+        per_contender = (
+            ItemOutput.objects.filter(item__campaign=campaign)
+            .values("generation__contender__name")
+            .annotate(n=Count("pk"))
+        )
+        assert {r["n"] for r in per_contender} == {8}
+
+
+class CheckTests(TestCase):
+    def test_json_schema_regex_max_chars_and_must_include(self):
+        schema = {
+            "type": "object",
+            "required": ["answer", "confidence"],
+            "additionalProperties": False,
+            "properties": {
+                "answer": {"type": "string", "minLength": 2},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+        }
+        checks = {
+            "json_schema": schema,
+            "regex": r"^\{",
+            "max_chars": 80,
+            "must_include": ["answer"],
+        }
+        results, passed = run_checks('{"answer": "yes", "confidence": 0.9}', checks)
+        assert passed is True and all(r["passed"] for r in results.values())
+        results, passed = run_checks('{"answer": "y", "confidence": 2, "extra": 1}', checks)
+        assert passed is False
+        detail = results["json_schema"]["detail"]
+        assert (
+            "shorter than 2" in detail
+            and "above 1" in detail
+            and "unexpected property 'extra'" in detail
+        )
+        results, _ = run_checks(
+            "```json\n" + '{"answer": "ok", "confidence": 1}' + "\n```", {"json_schema": schema}
+        )
+        assert results["json_schema"]["passed"]
+        results, passed = run_checks("not json at all " * 10, checks)
+        assert not results["json_schema"]["passed"] and not results["max_chars"]["passed"]
+        assert (
+            not results["regex"]["passed"]
+            and results["must_include"]["detail"] == "missing: answer"
+        )
+        assert run_checks("anything", {}) == ({}, None)
+        results, _ = run_checks("Refund issued", [{"type": "must_include", "terms": ["refund"]}])
+        assert results["must_include"]["passed"]
+
+
+# -- real workers on Redis + PostgreSQL -------------------------------------------------------------
+
+WORKER_ENV = {
+    "GENERATION_READ_TIMEOUT": "1",
+    "GENERATION_BACKOFF_BASE": "0.2",
+    "GENERATION_BACKOFF_MAX": "2",
+}
+
+
+@pytest.fixture
+def workers(transactional_db):
+    need(postgres_available(), "real workers need PostgreSQL")
+    need(redis_available(), "real workers need Redis")
+    purge_broker()
+    started = []
+
+    def start(**kwargs):
+        env = {**WORKER_ENV, **kwargs.pop("extra_env", {})}
+        worker = Worker(extra_env=env, **kwargs)
+        started.append(worker)
+        wait_until(lambda: "ready" in worker.log(), timeout=60, message="worker ready")
+        return worker
+
+    start.started = started
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def fake():
+    server = FakeLLM(slow_seconds=2.5)
+    yield server
+    server.close()
+
+
+def _finished(campaign):
+    waiting = Generation.objects.filter(campaign=campaign, status__in=["pending", "running"])
+    return not waiting.exclude(contender__provider="imported").exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_campaign_runs_to_completion_through_a_faulty_server(workers, fake):
+    campaign = make_campaign(
+        fake,
+        tasks=3,
+        samples=2,
+        slug="faulty",
+        contenders=[
+            {
+                "name": "oa",
+                "provider": "openai",
+                "model": "oa",
+                "price_in_per_mtok": 1,
+                "price_out_per_mtok": 1,
+            },
+            {"name": "an", "provider": "anthropic", "model": "an"},
+            {"name": "bad", "provider": "openai", "model": "bad"},
+            {"name": "down", "provider": "openai", "model": "down"},
+        ],
+    )
+    fake.script("oa", "429", "500", "502", "503", "slow", "malformed")
+    fake.script("an", "529", "malformed", "slow")
+    fake.set_always("bad", "400")
+    fake.set_always("down", "502")
+    workers(concurrency=4, extra_env={"GENERATION_MAX_ATTEMPTS": "3"})
+    assert generation_enqueue(campaign=campaign) == 4 * 3 * 2
+    wait_until(lambda: _finished(campaign), timeout=120, message="campaign finished")
+
+    rows = Generation.objects.filter(campaign=campaign).select_related("contender")
+    for row in rows:
+        name = row.contender.name
+        if name in ("oa", "an"):
+            assert row.status == "done", (name, row.error)
+            assert row.output == f"{name} answers: {row.task.prompt}"
+            assert (
+                row.latency_ms is not None
+                and row.ttft_ms is not None
+                and row.ttft_ms <= row.latency_ms
+            )
+            assert row.input_tokens and row.output_tokens
+            assert 1 <= row.attempts <= 3
+        elif name == "bad":
+            assert (
+                row.status == "failed"
+                and row.attempts == 1
+                and "max_tokens is too large" in row.error
+            )
+        else:
+            assert (
+                row.status == "failed"
+                and row.attempts == 3
+                and row.retries == 2
+                and "HTTP 502" in row.error
+            )
+    oa = rows.filter(contender__name="oa")
+    assert sum(r.retries for r in oa) == 6 and all(r.cost is not None for r in oa)
+    assert sum(r.retries for r in rows.filter(contender__name="an")) == 3
+    # Exactly one successful provider call per stored output: nothing was generated twice.
+    for name in ("oa", "an"):
+        ok_calls = [c for c in fake.calls_for(name) if c["fault"] == "ok"]
+        assert len(ok_calls) == 6
+    assert len(fake.calls_for("down")) == 6 * 3
+    # Failed contenders keep their items waiting: a missing side is never offered.
+    assert ReviewItem.objects.filter(campaign=campaign).count() == 3
+    assert not ReviewItem.objects.filter(campaign=campaign, ready=True).exists()
+    assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_worker_killed_mid_job_loses_nothing(workers, fake):
+    campaign = make_campaign(
+        fake,
+        tasks=4,
+        slug="killed",
+        contenders=[
+            {"name": "s1", "provider": "openai", "model": "s1"},
+            {"name": "s2", "provider": "anthropic", "model": "s2"},
+        ],
+    )
+    fake.set_delay("s1", 1.5)
+    fake.set_delay("s2", 1.5)
+    env = {
+        "GENERATION_LEASE_SECONDS": "4",
+        "GENERATION_READ_TIMEOUT": "3",
+        "GENERATION_MAX_ATTEMPTS": "3",
+    }
+    first = workers(concurrency=2, extra_env=env)
+    generation_enqueue(campaign=campaign)
+    wait_until(
+        lambda: Generation.objects.filter(campaign=campaign, status="running").count() >= 2,
+        timeout=30,
+        message="jobs in flight",
+    )
+    first.kill()
+    in_flight = set(
+        Generation.objects.filter(campaign=campaign, status="running").values_list("pk", flat=True)
+    )
+    assert in_flight
+    workers(concurrency=2, extra_env=env)
+
+    def reconciled():
+        generation_reconcile(requeue_after=3)  # what beat runs every minute
+        return _finished(campaign)
+
+    wait_until(reconciled, timeout=120, interval=2, message="campaign finished after the kill")
+    rows = list(Generation.objects.filter(campaign=campaign).select_related("contender", "task"))
+    assert all(r.status == "done" for r in rows), [(r.pk, r.status, r.error) for r in rows]
+    assert all(r.output == f"{r.contender.name} answers: {r.task.prompt}" for r in rows)
+    assert all(1 <= r.attempts <= 3 for r in rows)
+    assert all(r.attempts >= 2 for r in rows if r.pk in in_flight)
+    assert (
+        ItemOutput.objects.filter(item__campaign=campaign).values("generation").distinct().count()
+        == 8
+    )
+    assert ReviewItem.objects.filter(campaign=campaign, ready=True, state="open").count() == 4
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_duplicate_delivery_makes_one_call_and_one_output(workers, fake):
+    from tasks.tasks import generation_run_task
+
+    campaign = make_campaign(
+        fake,
+        tasks=1,
+        slug="dup",
+        contenders=[
+            {"name": "d1", "provider": "openai", "model": "d1"},
+            {"name": "imp", "provider": "imported"},
+        ],
+    )
+    fake.set_delay("d1", 0.5)  # below the 1 s read timeout
+    row = Generation.objects.get(campaign=campaign, contender__name="d1")
+    Generation.objects.filter(pk=row.pk).update(queued_at=timezone.now())
+    workers(concurrency=3)
+    for _ in range(3):
+        generation_run_task.delay(row.pk)
+    wait_until(
+        lambda: Generation.objects.get(pk=row.pk).status == "done", timeout=60, message="row done"
+    )
+    generation_run_task.delay(row.pk)  # a late redelivery after it finished
+    wait_until(lambda: len(fake.calls) >= 1, timeout=5)
+    import time
+
+    time.sleep(2)
+    row.refresh_from_db()
+    assert len(fake.calls_for("d1")) == 1, (
+        [c["at"] for c in fake.calls_for("d1")],
+        row.attempts,
+        row.status,
+        [w.log() for w in workers.started],
+    )
+    assert (
+        row.attempts == 1
+        and row.discarded_calls == 0
+        and row.output == "d1 answers: Question number 1?"
+    )
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_the_concurrency_limit_holds_across_workers(workers, fake):
+    campaign = make_campaign(
+        fake,
+        tasks=8,
+        slug="sem",
+        contenders=[
+            {"name": "narrow", "provider": "openai", "model": "narrow", "max_concurrency": 2},
+            {"name": "imp", "provider": "imported"},
+        ],
+    )
+    fake.set_delay("narrow", 0.4)
+    workers(concurrency=3)
+    workers(concurrency=3)
+    generation_enqueue(campaign=campaign)
+    wait_until(lambda: _finished(campaign), timeout=90, message="campaign finished")
+    assert (
+        Generation.objects.filter(
+            campaign=campaign, contender__name="narrow", status="done"
+        ).count()
+        == 8
+    )
+    assert fake.max_active["narrow"] == 2
