@@ -91,7 +91,10 @@ def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None
                 )
                 .exclude(item__reviews__reviewer=arbiter)
                 .exclude(pk__in=skipped)
-                .order_by("item__shuffle_key", "pk")
+                # Oldest dispute first, along the primary key index: the scan stops at the first
+                # row it can lock instead of sorting the whole queue (an arbiter sees every
+                # contender in every item, so queue order reveals nothing).
+                .order_by("pk")
                 .first()
             )
             if candidate is None:

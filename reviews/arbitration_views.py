@@ -245,9 +245,7 @@ def campaign_disputes_view(request: HttpRequest, slug: str) -> HttpResponse:
         )
     data = campaign_disputes(campaign=campaign, filters=filters)
     page = Paginator(data["queryset"], 50).get_page(request.GET.get("page"))
-    rows = dispute_rows(
-        arbitrations=list(page.object_list), contender_of=data["contender_of"], now=data["now"]
-    )
+    rows = dispute_rows(arbitrations=list(page.object_list), now=data["now"])
     query = request.GET.copy()
     query.pop("page", None)
     context = {
