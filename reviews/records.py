@@ -12,6 +12,11 @@ set, contenders and rubric, and against reviews already stored) before anything 
 problems come back as "line L, field F: message". Importing the same file twice changes
 nothing: a judge's review of an item that is already stored and identical is skipped, a
 different one is an error. Each item that received reviews is settled by the dispute rules.
+
+Resolved arbitrations are exported after the reviews as records with `"arbitration": true`
+(judge = the arbiter, comment = the note) and replayed on import through the arbitration
+module's own `resolution_build`, so an export imported into an empty campaign reproduces the
+same final outcomes and report.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import re
 import string
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -38,7 +43,7 @@ from evalsite.csvsafe import csv_lines
 from tasks.intake import strict_json
 from tasks.models import Campaign, Generation
 
-from .models import ItemOutput, Preference, Review, ReviewItem, Score
+from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
 from .readiness import pair_key as readiness_pair_key
 
 FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
@@ -56,6 +61,7 @@ JSONL_KEYS = (
     "comment",
     "submitted_at",
     "seconds",
+    "arbitration",
 )
 REQUIRED_KEYS = ("task_id", "candidates", "judge", "models")
 MAX_ERRORS = 200
@@ -143,6 +149,89 @@ def records_iter(
             batch = []
     if batch:
         yield from _records_for_batch(batch, dim_rank, contender_names, unblind)
+    yield from _arbitration_records(campaign, unblind, dim_rank, contender_names, chunk_size)
+
+
+def _arbitration_records(
+    campaign, unblind, dim_rank, contender_names, chunk_size
+) -> Iterator[dict]:
+    """Resolved arbitrations, after all reviews: the arbiter's decisions, so a re-import
+    reproduces the final outcomes too. Marked `"arbitration": true`; `comment` is the note."""
+    rows = (
+        Arbitration.objects.filter(item__campaign=campaign, state=Arbitration.State.RESOLVED)
+        .order_by("item__task__position", "item__sample_index", "item__pair_key", "item_id")
+        .values_list(
+            "item_id",
+            "item__task__external_id",
+            "item__task__category",
+            "item__sample_index",
+            "arbiter__username",
+            "order",
+            "final_values",
+            "note",
+            "resolved_at",
+        )
+        .iterator(chunk_size=chunk_size)
+    )
+    batch: list[tuple] = []
+
+    def flush(batch):
+        output_contender = dict(
+            ItemOutput.objects.filter(item_id__in={r[0] for r in batch}).values_list(
+                "id", "generation__contender_id"
+            )
+        )
+        for _item, task_id, category, sample, arbiter, order, values, note, resolved_at in batch:
+            order = [int(o) for o in order or []]
+            names = labels(len(order))
+            label_of = {str(o): name for o, name in zip(order, names, strict=True)}
+            values = values or {}
+            record = {
+                "task_id": task_id,
+                "category": category,
+                "candidates": names,
+                "scores": {
+                    label_of[o]: {
+                        d: _number(v)
+                        for d, v in sorted(
+                            dims.items(), key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0])
+                        )
+                    }
+                    for o, dims in sorted(
+                        (values.get("scores") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+                    )
+                    if o in label_of
+                },
+                "judge": arbiter or "",
+                "blind": True,
+            }
+            if unblind:
+                record["models"] = {
+                    label_of[str(o)]: contender_names.get(output_contender.get(o), "")
+                    for o in order
+                }
+            preference = values.get("preference")
+            record["preference"] = label_of.get(preference, preference) if preference else None
+            record["sample"] = sample
+            record["flags"] = {
+                label_of[o]: list(fl)
+                for o, fl in sorted(
+                    (values.get("flags") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+                )
+                if o in label_of
+            }
+            record["comment"] = note
+            record["submitted_at"] = _iso(resolved_at)
+            record["arbitration"] = True
+            yield record
+
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= chunk_size:
+            yield from flush(batch)
+            batch = []
+    if batch:
+        yield from flush(batch)
 
 
 def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
@@ -248,6 +337,7 @@ def csv_columns(*, campaign: Campaign, unblind: bool = False) -> list[str]:
         "preference",
         "comment",
         "seconds",
+        "arbitration",
     ]
     if unblind:
         columns += [f"models.{label}" for label in names]
@@ -269,6 +359,7 @@ def _csv_rows(campaign: Campaign, columns: list[str], unblind: bool) -> Iterator
             "preference": record["preference"],
             "comment": record["comment"],
             "seconds": record.get("seconds"),
+            "arbitration": "true" if record.get("arbitration") else None,
         }
         for label, name in record.get("models", {}).items():
             flat[f"models.{label}"] = name
@@ -276,7 +367,8 @@ def _csv_rows(campaign: Campaign, columns: list[str], unblind: bool) -> Iterator
             for d, v in dims.items():
                 flat[f"scores.{label}.{d}"] = v
         for label, fl in record["flags"].items():
-            flat[f"flags.{label}"] = ";".join(fl)
+            # An arbiter's explicitly empty list is "none" (an empty cell means "not given").
+            flat[f"flags.{label}"] = ";".join(fl) or "none"
         yield [flat.get(c) for c in columns]
 
 
@@ -337,16 +429,11 @@ class ImportSummary:
     items_created: int = 0
     judges_created: list[str] = field(default_factory=list)
     items_settled: int = 0
+    arbitrations_created: int = 0
+    arbitrations_unchanged: int = 0
 
     def as_dict(self) -> dict:
-        return {
-            "records": self.records,
-            "reviews_created": self.reviews_created,
-            "reviews_unchanged": self.reviews_unchanged,
-            "items_created": self.items_created,
-            "judges_created": self.judges_created,
-            "items_settled": self.items_settled,
-        }
+        return asdict(self)
 
 
 def _decode(data: bytes) -> str:
@@ -407,6 +494,7 @@ CSV_FIXED = (
     "preference",
     "comment",
     "seconds",
+    "arbitration",
 )
 CSV_COLUMN_RE = re.compile(r"^(?:models\.([A-Z]+)|scores\.([A-Z]+)\.(.+)|flags\.([A-Z]+))$")
 
@@ -483,6 +571,10 @@ def _csv_record(row: dict[str, str]) -> dict:
         )
     if row.get("preference", "") != "":
         record["preference"] = row["preference"]
+    if row.get("arbitration", "") != "":
+        record["arbitration"] = {"true": True, "false": False}.get(
+            row["arbitration"].strip().lower(), row["arbitration"]
+        )
     if row.get("candidates", "") != "":
         record["candidates"] = [c.strip() for c in row["candidates"].split(";")]
     models, scores, flags = {}, {}, {}
@@ -495,7 +587,9 @@ def _csv_record(row: dict[str, str]) -> dict:
         elif m.group(2):
             scores.setdefault(m.group(2), {})[m.group(3)] = _csv_value(raw)
         elif m.group(4):
-            flags[m.group(4)] = [f.strip() for f in raw.split(";") if f.strip()]
+            flags[m.group(4)] = (
+                [] if raw.strip() == "none" else [f.strip() for f in raw.split(";") if f.strip()]
+            )
     if models:
         record["models"] = models
     record["scores"] = scores
@@ -532,6 +626,7 @@ class _Record:
     comment: str
     submitted_at: datetime | None
     seconds: int | None
+    arbitration: bool = False
 
     @property
     def item_key(self) -> tuple:
@@ -663,8 +758,8 @@ def _check_record(
                 f"flags.{label}", f"unknown flag(s) {', '.join(unknown)}; known: {', '.join(FLAGS)}"
             )
             continue
-        if values:
-            clean_flags[label] = list(dict.fromkeys(values))
+        # Empty lists are kept: in an arbitration record they mean "this output has no flags".
+        clean_flags[label] = list(dict.fromkeys(values))
     comment = raw.get("comment", "")
     if comment is None:
         comment = ""
@@ -676,7 +771,10 @@ def _check_record(
     submitted_at = raw.get("submitted_at")
     when = None
     if submitted_at not in (None, ""):
-        when = parse_datetime(submitted_at) if isinstance(submitted_at, str) else None
+        try:
+            when = parse_datetime(submitted_at) if isinstance(submitted_at, str) else None
+        except ValueError:
+            when = None
         if when is None:
             err("submitted_at", "must be an ISO 8601 date-time, e.g. 2026-11-30T10:00:00Z")
         elif timezone.is_naive(when):
@@ -686,6 +784,9 @@ def _check_record(
         isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0
     ):
         err("seconds", "must be a whole number of seconds >= 0")
+    arbitration = raw.get("arbitration")
+    if arbitration is not None and not isinstance(arbitration, bool):
+        err("arbitration", "must be true or false")
     if len(errors) > before:
         return None
     return _Record(
@@ -701,6 +802,7 @@ def _check_record(
         comment=comment,
         submitted_at=when,
         seconds=seconds,
+        arbitration=bool(arbitration),
     )
 
 
@@ -761,13 +863,26 @@ def reviews_import(
                     rec.line, "models", f"not a contender of this campaign: {', '.join(unknown)}"
                 )
             )
-        key = (rec.item_key, rec.judge)
-        if key in seen:
-            errors.append(
-                RecordError(
-                    rec.line, "judge", f"{rec.judge} already reviewed this item on line {seen[key]}"
+        if rec.arbitration:
+            key = (rec.item_key, "(arbitration)")
+            if key in seen:
+                errors.append(
+                    RecordError(
+                        rec.line,
+                        "arbitration",
+                        f"this item was already arbitrated on line {seen[key]}",
+                    )
                 )
-            )
+        else:
+            key = (rec.item_key, rec.judge)
+            if key in seen:
+                errors.append(
+                    RecordError(
+                        rec.line,
+                        "judge",
+                        f"{rec.judge} already reviewed this item on line {seen[key]}",
+                    )
+                )
         seen.setdefault(key, rec.line)
     for line, raw in parsed:
         category = raw.get("category")
@@ -795,6 +910,8 @@ def _write(
 
     summary = ImportSummary(records=len(records))
     errors: list[RecordError] = []
+    arbitration_records = [r for r in records if r.arbitration]
+    review_records = [r for r in records if not r.arbitration]
     contender_name = {c.pk: c.name for c in contenders.values()}
     # Existing items of the campaign, keyed like records: (task external id, sample, contender names).
     existing: dict[tuple, ReviewItem] = {}
@@ -830,7 +947,7 @@ def _write(
 
     new_items: dict[tuple, ReviewItem] = {}
     to_create: list[tuple[_Record, tuple]] = []
-    for rec in records:
+    for rec in review_records:
         item = existing.get(rec.item_key)
         by_label = rec.models
         signature = _review_signature(
@@ -938,7 +1055,7 @@ def _write(
                 reviewer=users[rec.judge],
                 preference=preference,
                 preferred_output_id=preferred,
-                flags={str(out_of[label]): f for label, f in rec.flags.items()},
+                flags={str(out_of[label]): f for label, f in rec.flags.items() if f},
                 comment=rec.comment,
                 seconds_spent=rec.seconds,
                 submitted_at=rec.submitted_at or now,
@@ -964,7 +1081,113 @@ def _write(
         item.save(update_fields=["submitted_count"])
         item_settle(item)
         summary.items_settled += 1
+    if arbitration_records:
+        items_by_key = {**existing, **new_items}
+        _write_arbitrations(arbitration_records, items_by_key, outputs_by_item, users, now, summary)
     return summary
+
+
+def _arbitration_signature(
+    *, arbiter_id, scores: dict, preference, flags: dict, note: str
+) -> tuple:
+    """An arbiter's decision keyed by ItemOutput id, for recognising a re-imported one."""
+    flat_scores = tuple(
+        sorted((str(o), d, v) for o, dims in scores.items() for d, v in dims.items())
+    )
+    flat_flags = tuple(sorted((str(o), tuple(sorted(f))) for o, f in flags.items()))
+    return (arbiter_id, flat_scores, preference or None, flat_flags, note.strip())
+
+
+def _write_arbitrations(
+    records: list[_Record],
+    items_by_key: dict,
+    outputs_by_item: dict,
+    users: dict,
+    now,
+    summary: ImportSummary,
+) -> None:
+    """Replay arbiters' decisions through the arbitration rules (`resolution_build`): the same
+    validation as the arbitration page, and the same final outcome as the original."""
+    from .arbitration import ResolveInvalid, resolution_build
+
+    errors: list[RecordError] = []
+    for rec in records:
+        item = items_by_key.get(rec.item_key)
+        if item is None:
+            errors.append(RecordError(rec.line, "task_id", "no reviews of this item to arbitrate"))
+            continue
+        item.refresh_from_db()
+        arbiter = users[rec.judge]
+        out_of = {label: outputs_by_item[item.pk][rec.models[label]] for label in rec.labels}
+        arbitration = Arbitration.objects.filter(item=item).first()
+        signature = _arbitration_signature(
+            arbiter_id=arbiter.pk,
+            scores={out_of[label]: dims for label, dims in rec.scores.items()},
+            preference=str(out_of.get(rec.preference, rec.preference)) if rec.preference else None,
+            flags={out_of[label]: f for label, f in rec.flags.items()},
+            note=rec.comment,
+        )
+        if item.state == ReviewItem.State.RESOLVED and arbitration is not None:
+            values = arbitration.final_values or {}
+            stored = _arbitration_signature(
+                arbiter_id=arbitration.arbiter_id,
+                scores=values.get("scores") or {},
+                preference=values.get("preference"),
+                flags=values.get("flags") or {},
+                note=arbitration.note,
+            )
+            if stored == signature:
+                summary.arbitrations_unchanged += 1
+            else:
+                errors.append(
+                    RecordError(
+                        rec.line, "arbitration", "this item was already arbitrated differently"
+                    )
+                )
+            continue
+        if item.state != ReviewItem.State.DISPUTED or arbitration is None:
+            errors.append(
+                RecordError(
+                    rec.line, "arbitration", "the reviews of this item agree: nothing to arbitrate"
+                )
+            )
+            continue
+        if Review.objects.filter(item=item, reviewer=arbiter).exists():
+            errors.append(
+                RecordError(
+                    rec.line, "judge", f"{rec.judge} reviewed this item and cannot arbitrate it"
+                )
+            )
+            continue
+        arbitration.order = [out_of[label] for label in rec.labels]
+        try:
+            final, values = resolution_build(
+                arbitration=arbitration,
+                scores=rec.scores,
+                preference=rec.preference,
+                flags=rec.flags or None,
+                note=rec.comment,
+            )
+        except ResolveInvalid as exc:
+            for where, message in exc.errors.items():
+                errors.append(
+                    RecordError(rec.line, "comment" if where == "note" else where, message)
+                )
+            continue
+        note = values.pop("note")
+        Arbitration.objects.filter(pk=arbitration.pk).update(
+            state=Arbitration.State.RESOLVED,
+            arbiter=arbiter,
+            order=arbitration.order,
+            final_values=values,
+            note=note,
+            resolved_at=rec.submitted_at or now,
+            lease_expires_at=None,
+        )
+        ReviewItem.objects.filter(pk=item.pk).update(final=final, state=ReviewItem.State.RESOLVED)
+        summary.arbitrations_created += 1
+    if errors:
+        raise RecordImportError(errors)
 
 
 def _stored_signatures(

@@ -749,3 +749,113 @@ class ApiTests(TestCase):
         )
         assert response.status_code == 400
         assert "line 1, field judge: required" in response.json()["errors"]
+
+
+def arbitration_record(**extra) -> dict:
+    """The arbiter's decision on T-4 (judges gave omega's accuracy 5 and 2)."""
+    zeta, omega = SECRET_NAMES
+    out = rec(
+        task="T-4",
+        judge="arb",
+        models={"A": zeta, "B": omega},
+        scores={"B": {"accuracy": 4}},
+        preference=None,
+        comment="Omega's answer is mostly right; one date is wrong.",
+        arbitration=True,
+        submitted_at="2026-11-30T12:00:00Z",
+    )
+    out.update(extra)
+    return out
+
+
+class ArbitrationRecordTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = make_campaign()
+
+    def counts(self):
+        return (
+            ReviewItem.objects.count(),
+            Review.objects.count(),
+            Score.objects.count(),
+            Arbitration.objects.count(),
+            Arbitration.objects.filter(state="resolved").count(),
+        )
+
+    def test_it_replays_an_arbiters_decision(self):
+        summary = reviews_import(
+            campaign=self.campaign, data=jsonl(*sample_records(), arbitration_record()), fmt="jsonl"
+        )
+        assert summary.arbitrations_created == 1 and summary.reviews_created == 8
+        item = ReviewItem.objects.get(task__external_id="T-4")
+        assert item.state == "resolved"
+        omega_output = ItemOutput.objects.get(
+            item=item, generation__contender__name=SECRET_NAMES[1]
+        )
+        assert item.final["scores"][str(omega_output.pk)]["accuracy"] == 4.0
+        assert item.final["arbitrated"] == ["accuracy"]
+        arbitration = Arbitration.objects.get(item=item)
+        assert arbitration.arbiter.username == "arb" and arbitration.note.startswith(
+            "Omega's answer"
+        )
+        assert campaign_report(campaign=self.campaign)["progress"]["resolved"] == 1
+
+    def test_it_round_trips_arbitrations_and_reproduces_the_report(self):
+        reviews_import(
+            campaign=self.campaign, data=jsonl(*sample_records(), arbitration_record()), fmt="jsonl"
+        )
+        source = campaign_report(campaign=self.campaign)
+        for fmt in ("jsonl", "csv"):
+            body = "".join(records_export(campaign=self.campaign, fmt=fmt, unblind=True))
+            assert body.count("arbitration") >= 1
+            target = make_campaign(
+                slug=f"copy-{fmt}",
+                testset=self.campaign.testset,
+                contenders=list(self.campaign.contenders.all()),
+            )
+            summary = reviews_import(campaign=target, data=body.encode(), fmt=fmt)
+            assert summary.arbitrations_created == 1
+            copy = campaign_report(campaign=target)
+            copy["campaign"], copy["name"] = source["campaign"], source["name"]
+            assert copy == source, fmt
+            # Importing the export again changes nothing.
+            again = reviews_import(campaign=target, data=body.encode(), fmt=fmt)
+            assert (
+                again.reviews_created,
+                again.arbitrations_created,
+                again.arbitrations_unchanged,
+            ) == (0, 0, 1)
+
+    def assert_rejected(self, records, expected):
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(campaign=self.campaign, data=jsonl(*records), fmt="jsonl")
+        assert any(expected in m for m in exc.value.messages()), exc.value.messages()
+        assert self.counts() == (0, 0, 0, 0, 0)
+
+    def test_it_rejects_arbitrating_an_agreed_item(self):
+        self.assert_rejected(
+            [*sample_records(), arbitration_record(task_id="T-1")],
+            "line 9, field arbitration: the reviews of this item agree: nothing to arbitrate",
+        )
+
+    def test_it_requires_a_note_and_the_disputed_values(self):
+        self.assert_rejected(
+            [*sample_records(), arbitration_record(comment="")],
+            "line 9, field comment: a note explaining the decision is required",
+        )
+        self.assert_rejected(
+            [*sample_records(), arbitration_record(scores={})],
+            "line 9, field scores.B.accuracy: disputed: a value is required",
+        )
+
+    def test_it_rejects_an_arbiter_who_reviewed_the_item(self):
+        self.assert_rejected(
+            [*sample_records(), arbitration_record(judge="judge_1")],
+            "line 9, field judge: judge_1 reviewed this item and cannot arbitrate it",
+        )
+
+    def test_it_rejects_two_decisions_on_one_item(self):
+        self.assert_rejected(
+            [*sample_records(), arbitration_record(), arbitration_record(judge="arb2")],
+            "line 10, field arbitration: this item was already arbitrated on line 9",
+        )

@@ -37,5 +37,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Imported {summary.reviews_created} review(s) on {summary.items_settled} item(s) "
             f"({summary.items_created} new item(s), {summary.reviews_unchanged} already present, "
-            f"{len(summary.judges_created)} new judge account(s))."
+            f"{len(summary.judges_created)} new judge account(s)); "
+            f"{summary.arbitrations_created} arbitration(s) replayed, {summary.arbitrations_unchanged} already present."
         )
