@@ -170,8 +170,20 @@ def bradley_terry(
     Returns ``{"ratings": {c: float|None}, "ci95": {c: [lo, hi]|None}, "rank": {c: int|None},
     "record": {c: {"wins", "losses", "ties"}}, "n_battles", "n_items", "ridge": float|None,
     "undefeated": [...], "winless": [...], "components": [[...], ...]|None, "reason": str|None,
-    "bootstrap": {"rounds", "ridge_rounds"}}``.
+    "bootstrap": {"rounds", "ridge_rounds", "seed"}}``, keyed in the order of ``contenders``.
+    The figures do not depend on that order, on item ids or on row order: the work is done
+    with contenders sorted by name, and the bootstrap groups items by content.
     """
+    given = list(contenders)
+    out = _bradley_terry(battles, sorted(given, key=str), n_boot=n_boot, seed=seed)
+    for key in ("ratings", "ci95", "rank", "record"):
+        out[key] = {c: out[key][c] for c in given}
+    for key in ("undefeated", "winless"):
+        out[key] = [c for c in given if c in out[key]]
+    return out
+
+
+def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed: int) -> dict:
     k = len(contenders)
     rec = (
         record(battles, contenders)

@@ -3,6 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reviews.stats.agreement import band, categorical_codes, coincidence_alpha, krippendorff_alpha
 
@@ -160,3 +162,19 @@ def test_preference_alpha_is_nominal_on_the_choice():
     # Hand computation: coincidences x-x 2, y-y 2, tie-y 1, y-tie 1; n = 6;
     # D_o = 2/6, D_e = (6*6 - (4 + 9 + 1)) / (6 * 5) = 22/30 -> alpha = 1 - (1/3) / (22/30)
     assert result["alpha"] == pytest.approx(1 - (1 / 3) / (22 / 30))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 30), st.sampled_from(["r1", "r2", "r3"]), st.integers(1, 5)),
+        min_size=4,
+        max_size=60,
+        unique_by=lambda t: (t[0], t[1]),
+    )
+)
+def test_alpha_and_its_interval_do_not_depend_on_ids_or_row_order(rows):
+    data = frame([(u, c, float(v)) for u, c, v in rows])
+    first = krippendorff_alpha(data, "ordinal", n_boot=50, seed=2)
+    renamed = data.assign(unit=data["unit"] * 13 + 5, coder="x" + data["coder"]).iloc[::-1]
+    assert krippendorff_alpha(renamed, "ordinal", n_boot=50, seed=2) == first

@@ -2,6 +2,8 @@
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reviews.stats.bradley_terry import RIDGE, bradley_terry, mle_exists, ranks, win_matrix
 
@@ -123,3 +125,33 @@ def test_too_little_data_is_null_with_a_reason():
     assert result["ratings"] == {"A": None, "B": None}
     assert result["reason"]
     assert bradley_terry(empty, ["A"])["reason"] == "fewer than two contenders"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0])),
+        min_size=3,
+        max_size=25,
+    ).filter(lambda rows: all(a != b for a, b, _ in rows))
+)
+def test_ratings_do_not_depend_on_names_order_or_ids(rows):
+    names = ["A", "B", "C", "D"]
+    data = pd.DataFrame(
+        [(i, names[a], names[b], s) for i, (a, b, s) in enumerate(rows)],
+        columns=["item", "a", "b", "score"],
+    )
+    first = bradley_terry(data, names, n_boot=30, seed=1)
+    # other contender order, other item ids, rows shuffled: the same figures per name
+    relabelled = data.assign(item=data["item"] * 7 + 1000).iloc[::-1]
+    second = bradley_terry(relabelled, names[::-1], n_boot=30, seed=1)
+    assert first["components"] == (None if second["components"] is None else first["components"])
+    for name in names:
+        if first["ratings"][name] is None:
+            assert second["ratings"][name] is None
+            continue
+        assert first["ratings"][name] == pytest.approx(second["ratings"][name], abs=1e-6)
+        assert first["ci95"][name] == pytest.approx(second["ci95"][name], abs=1e-6)
+    rated = [r for r in first["ratings"].values() if r is not None]
+    if rated:
+        assert sum(rated) / len(rated) == pytest.approx(1000.0)
