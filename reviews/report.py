@@ -472,9 +472,12 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     if bt["reason"]:
         warnings.append(f"ratings: {bt['reason']}")
     if bt["ridge"]:
-        who = ", ".join(bt["undefeated"] + bt["winless"]) or "a group of contenders"
+        parts = [f"{', '.join(bt['undefeated'])} never lost"] if bt["undefeated"] else []
+        parts += [f"{', '.join(bt['winless'])} never won"] if bt["winless"] else []
+        who = "; ".join(parts) or "a group of contenders never lost (or never won) against the rest"
         warnings.append(
-            f"ratings: {who} never lost or never won; a ridge penalty of {bt['ridge']} keeps ratings finite"
+            f"ratings: {who}, so the plain estimate would be infinite; a ridge penalty of "
+            f"{bt['ridge']} keeps ratings finite (read them as 'far above/below', not as exact)"
         )
 
     # Stability and pass@k over samples

@@ -6,8 +6,6 @@ from evalsite.api import ApiError, api_endpoint
 from evalsite.roles import ADMIN, LEAD
 from tasks.models import Campaign
 
-from .report import campaign_report, report_json
-
 
 @api_endpoint(
     ADMIN,
@@ -22,6 +20,10 @@ from .report import campaign_report, report_json
     responses={"200": "the report", "403": "role does not allow this", "404": "no such campaign"},
 )
 def campaign_report_api(request: HttpRequest, slug: str) -> HttpResponse:
+    # Imported here: pandas/scipy add about a second to every process that loads the URLconf
+    # (manage.py commands included), and only this view needs them.
+    from .report import campaign_report, report_json
+
     campaign = Campaign.objects.filter(slug=slug).first()
     if campaign is None:
         raise ApiError("no such campaign", status=404)
