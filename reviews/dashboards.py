@@ -163,6 +163,8 @@ def display(value, kind: str) -> str:
         return f"{display(value[0], 'num')} – {display(value[1], 'num')}"
     if kind == "int":
         return f"{value:,}"
+    if kind == "num" and isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     if kind == "num" and isinstance(value, int | float):
         return f"{value:.3f}" if abs(value) < 100 else f"{value:,.1f}"
     if kind == "pct" and isinstance(value, int | float):

@@ -27,5 +27,8 @@ class Command(BaseCommand):
                 for chunk in chunks:
                     fh.write(chunk)
         else:
-            for chunk in chunks:
-                self.stdout.write(chunk, ending="")
+            try:
+                for chunk in chunks:
+                    self.stdout.write(chunk, ending="")
+            except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
+                pass
