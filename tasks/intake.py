@@ -562,6 +562,25 @@ def oversize_result(size: int, *, filename: str = "") -> ParsedTestSet | None:
     return result
 
 
+MULTIPART_SLACK = 64 * 1024  # boundaries and the other form fields around the file
+
+
+def oversize_request(request) -> ParsedTestSet | None:
+    """Refuse a request whose declared body cannot hold an acceptable file, before reading it."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+    limit = settings.TESTSET_MAX_BYTES
+    if length <= limit + MULTIPART_SLACK:
+        return None
+    result = ParsedTestSet(format="")
+    result.add(
+        1, "(file)", f"the upload is {_size(length)}; the limit for a file is {_size(limit)}"
+    )
+    return result
+
+
 def _size(n: int) -> str:
     if n >= 1024 * 1024:
         return f"{n / (1024 * 1024):.1f} MiB ({n:,} bytes)"

@@ -6,7 +6,7 @@ from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
 from . import selectors
-from .intake import oversize_result
+from .intake import oversize_request, oversize_result
 from .services import TestSetImportError, testset_import
 
 IMPORT_BODY = {
@@ -77,6 +77,9 @@ def testsets(request: HttpRequest) -> JsonResponse:
 
 
 def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
+    too_big = oversize_request(request)  # before the body is read
+    if too_big is not None:
+        raise ApiError(too_big.errors[0], status=413, errors=too_big.errors, error_count=1)
     if request.content_type == "multipart/form-data":
         upload = request.FILES.get("file")
         if upload is None:

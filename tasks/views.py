@@ -5,6 +5,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -13,7 +14,7 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
 from . import selectors
 from .forms import TaskFilterForm, TestSetUploadForm
-from .intake import CASE_TYPES, TIERS, oversize_result
+from .intake import CASE_TYPES, TIERS, oversize_request, oversize_result
 from .models import TestSet
 from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
 from .services import (
@@ -116,9 +117,24 @@ def testset_remove(request: HttpRequest, name: str, version: int) -> HttpRespons
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
+@csrf_exempt  # only so an oversize body is refused before anything reads it; see below
 def testset_upload(request: HttpRequest) -> HttpResponse:
     """Choose a file -> validate (preview + every problem) -> confirm. Nothing is written
     before confirm; between the two steps the bytes wait in a per-session pending store."""
+    too_big = oversize_request(request)
+    if too_big is not None:
+        # Answered from the Content-Length alone: the body is never parsed or spooled to disk.
+        # No state changes here, so answering before the CSRF check is safe.
+        context = {"form": TestSetUploadForm(), "parsed": too_big, "filename": "the upload"}
+        template = (
+            "tasks/testset_upload.html#upload" if request.htmx else "tasks/testset_upload.html"
+        )
+        return render(request, template, context)
+    return _testset_upload(request)
+
+
+@csrf_protect
+def _testset_upload(request: HttpRequest) -> HttpResponse:
     context: dict = {"form": TestSetUploadForm()}
     if request.method == "POST":
         if request.POST.get("action") == "confirm":

@@ -100,6 +100,14 @@ class TestSetApiTests(TestCase):
         assert response.status_code == 400 and "multipart field 'file'" in response.json()["error"]
         assert not TestSet.objects.exists()
 
+    def test_it_refuses_an_oversize_body_with_413_before_reading_it(self):
+        with self.settings(TESTSET_MAX_BYTES=100):
+            big = JSONL * 2000  # ~300 KB, above the limit plus the multipart allowance
+            response = self.post_json("admin", {"name": "s", "format": "jsonl", "content": big})
+        assert response.status_code == 413
+        assert response.json()["errors"][0].startswith("line 1, field (file): the upload is")
+        assert not TestSet.objects.exists()
+
     def test_it_allows_only_admins_to_import(self):
         for persona in ("lead", "reviewer_a", "arbiter", "outsider"):
             response = self.post_json(persona, {"name": "s", "format": "jsonl", "content": JSONL})

@@ -177,6 +177,37 @@ class UploadFlowTests(TestCase):
         assert "line 1, field (file): the file is" in html and "the limit is 50 bytes" in html
         assert not TestSet.objects.exists()
 
+    @override_settings(TESTSET_MAX_BYTES=1000)
+    def test_it_refuses_a_huge_request_from_its_content_length_before_parsing(self):
+        data = jsonl([task_row(i, reference="x" * 1000) for i in range(80)])  # ~90 KB
+        for htmx in (False, True):
+            response = self.validate(data, htmx=htmx)
+            html = response.content.decode()
+            assert response.status_code == 200
+            assert (
+                "line 1, field (file): the upload is" in html
+                and "the limit for a file is 1,000 bytes" in html
+            )
+        assert SESSION_KEY not in self.client.session and not TestSet.objects.exists()
+
+    def test_it_still_requires_the_csrf_token(self):
+        client = self.client_class(enforce_csrf_checks=True)
+        client.force_login(self.users["admin"])
+        upload = SimpleUploadedFile("a.jsonl", jsonl([task_row(1)]))
+        response = client.post(
+            "/testsets/upload/", {"name": "a", "file": upload, "action": "validate"}
+        )
+        assert response.status_code == 403
+        client.get("/testsets/upload/")
+        token = client.cookies["csrftoken"].value
+        upload = SimpleUploadedFile("a.jsonl", jsonl([task_row(1)]))
+        response = client.post(
+            "/testsets/upload/",
+            {"name": "a", "file": upload, "action": "validate"},
+            headers={"X-CSRFToken": token},
+        )
+        assert response.status_code == 200 and "Import as a v1" in response.content.decode()
+
     def test_it_rejects_a_bad_name_in_the_form(self):
         html = self.validate(jsonl([task_row(1)]), name="no spaces please").content.decode()
         assert "use letters, digits" in html and 'aria-invalid="true"' in html
