@@ -13,6 +13,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,7 +140,17 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     return result
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    # 1e999 parses to inf without ever reaching parse_constant; PostgreSQL's jsonb refuses it.
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"the number {text[:30]} is out of range")
+    return value
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicate_keys
+)
 
 
 def strict_json(text: str) -> Any:

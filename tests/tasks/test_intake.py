@@ -104,6 +104,10 @@ class BadInputTests(TestCase):
             e.startswith("line 3, field (json): -Infinity is not valid JSON") for e in errors
         ), errors
 
+    def test_it_rejects_numbers_that_overflow_to_infinity(self):
+        data = jsonl(row()) + b'{"external_id": "T-2", "metadata": {"big": 1e999}}\n'
+        self.assert_rejected(data, "line 2, field (json): the number 1e999 is out of range")
+
     def test_it_rejects_a_duplicate_key(self):
         data = (
             jsonl(row())
