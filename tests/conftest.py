@@ -3,6 +3,14 @@ import pytest
 from tests.services import chromium_path, need, postgres_available, redis_available
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing():
+    # PBKDF2 at production strength costs ~0.3 s per user; tests create hundreds.
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("postgres"):
         need(postgres_available(), "needs PostgreSQL: set DATABASE_URL=postgres://...")

@@ -9,9 +9,15 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+
+    @factory.post_generation
+    def password(self, create, extracted, **kwargs):
+        self.set_password(extracted or PASSWORD)
+        if create:
+            self.save(update_fields=["password"])
 
     @factory.post_generation
     def roles(self, create, extracted, **kwargs):
