@@ -476,6 +476,7 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     users = personas()
     campaign = CampaignFactory(slug="browser-camp", name="Browser campaign")
     item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
+    second = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser_page
     errors = []
@@ -511,16 +512,30 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     item.refresh_from_db()
     assert item.state == "resolved"
     assert item.final["scores"][str(labels_for(arbitration.order)[label])]["accuracy"] == 4.0
+    # Enter on the focused "Next dispute" loads the next one in place (no full page load).
+    page.evaluate("window.__same_document = true")
+    page.keyboard.press("Enter")
+    page.locator("#arb-form").wait_for()
+    nxt = Arbitration.objects.get(item=second)
+    assert nxt.state == "active" and page.url.endswith(f"/arbitration/t/{nxt.token}/")
+    assert page.evaluate("window.__same_document === true")
 
     page.click("form.logout button")
     browser_login(page, "lead", PASSWORD)
     page.goto("/campaigns/browser-camp/disputes/")
-    row = page.locator("table.disputes tbody tr").first
-    assert "resolved" in row.inner_text()
-    assert "Both answers are acceptable." in row.inner_text()
+    rows = page.locator("table.disputes tbody tr")
+    assert rows.count() == 2
+    assert "resolved" in rows.first.inner_text()
+    assert "Both answers are acceptable." in rows.first.inner_text()
     page.select_option("select[name=status]", "open")
     page.get_by_text("0 matching disputes.").wait_for()
-    page.select_option("select[name=status]", "resolved")
+    page.select_option("select[name=status]", "in_progress")
     page.get_by_text("1 matching dispute.").wait_for()
+    assert "in progress" in page.locator("table.disputes tbody tr").first.inner_text()
+    page.select_option("select[name=status]", "resolved")
+    page.wait_for_url(re.compile(r"status=resolved"))
+    resolved = page.locator("table.disputes tbody tr")
+    resolved.filter(has_text="Both answers are acceptable.").wait_for()
+    assert resolved.count() == 1 and "resolved" in resolved.first.inner_text()
     page.screenshot(path=str(ARTIFACTS / "disputes-lead.png"), full_page=True)
     assert errors == []
