@@ -30,8 +30,8 @@ def _context(request: HttpRequest, campaign: Campaign, page: str) -> dict:
     }
 
 
+@role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-@role_required(ADMIN, LEAD)
 def campaign_dashboard(request: HttpRequest, slug: str, page: str = "overview") -> HttpResponse:
     if page not in PAGE_TITLES:
         raise Http404
@@ -43,8 +43,8 @@ def campaign_dashboard(request: HttpRequest, slug: str, page: str = "overview") 
     return render(request, template, context)
 
 
+@role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-@role_required(ADMIN, LEAD)
 def dashboard_table_csv(request: HttpRequest, slug: str, page: str, table: str) -> HttpResponse:
     """Any dashboard table as CSV, from the same rows the page shows (formula-escaped)."""
     if page not in PAGE_TITLES:
@@ -59,8 +59,8 @@ def dashboard_table_csv(request: HttpRequest, slug: str, page: str, table: str) 
     return csv_response(f"{campaign.slug}-{table}.csv", found.csv_header(), found.csv_rows())
 
 
+@role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-@role_required(ADMIN, LEAD)
 def campaign_reviews_download(request: HttpRequest, slug: str) -> HttpResponse:
     """Review records as a streamed file; identities only for leads (`unblind=1`)."""
     campaign = get_object_or_404(Campaign, slug=slug)

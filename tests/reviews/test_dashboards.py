@@ -54,12 +54,16 @@ class DashboardTests(TestCase):
                 assert b"Download CSV" in response.content, url
 
     def test_it_denies_reviewers_arbiters_and_outsiders(self):
-        urls = [*page_urls("camp"), "/campaigns/camp/dashboard/leaderboard/leaderboard.csv",
-                "/campaigns/camp/reviews/download?format=jsonl"]
+        urls = [
+            *page_urls("camp"),
+            "/campaigns/camp/dashboard/leaderboard/leaderboard.csv",
+            "/campaigns/camp/reviews/download?format=jsonl",
+        ]
         for who in ("reviewer_a", "arbiter", "outsider"):
             self.login(who)
             for url in urls:
                 assert self.client.get(url).status_code == 403, (who, url)
+                assert self.client.post(url).status_code == 403, (who, url)
         self.client.logout()
         for url in urls:
             response = self.client.get(url)
@@ -70,6 +74,10 @@ class DashboardTests(TestCase):
         body = self.client.get("/campaigns/camp/").content.decode()
         assert 'href="/campaigns/camp/dashboard/"' in body
         assert 'href="/campaigns/camp/dashboard/leaderboard/"' in body
+
+    def test_it_only_answers_get(self):
+        self.login("lead")
+        assert self.client.post("/campaigns/camp/dashboard/").status_code == 405
 
     def test_it_returns_404_for_unknown_campaigns_pages_and_tables(self):
         self.login("lead")
@@ -92,7 +100,7 @@ class DashboardTests(TestCase):
         accuracy = self.report["agreement"]["accuracy"]
         assert accuracy["band"] in body and f"{accuracy['alpha']:.3f}" in body
         assert "0.667" in body and "0.800" in body
-        assert f"<td class=\"num\">{accuracy['n_units']}</td>" in body
+        assert f'<td class="num">{accuracy["n_units"]}</td>' in body
 
     def test_it_shows_capability_heatmaps(self):
         self.login("lead")
@@ -109,10 +117,14 @@ class DashboardTests(TestCase):
     def test_it_compares_two_contenders_either_way_round(self):
         self.login("lead")
         zeta, omega = SECRET_NAMES
-        body = self.client.get(f"/campaigns/camp/dashboard/head-to-head/?a={zeta}&b={omega}").content.decode()
+        body = self.client.get(
+            f"/campaigns/camp/dashboard/head-to-head/?a={zeta}&b={omega}"
+        ).content.decode()
         assert f"Tasks where {omega} regressed" in body and "T-1" in body
         assert "-0.438" in body
-        partial = self.client.get(f"/campaigns/camp/dashboard/head-to-head/?a={omega}&b={zeta}", HTTP_HX_REQUEST="true")
+        partial = self.client.get(
+            f"/campaigns/camp/dashboard/head-to-head/?a={omega}&b={zeta}", HTTP_HX_REQUEST="true"
+        )
         text = partial.content.decode()
         assert "<html" not in text and 'id="comparison"' in text and "0.438" in text
 
@@ -124,10 +136,19 @@ class DashboardTests(TestCase):
             for table in response.context["tables"]:
                 csv_response = self.client.get(f"/campaigns/camp/dashboard/{key}/{table.key}.csv")
                 assert csv_response.status_code == 200
-                assert csv_response["Content-Disposition"] == f'attachment; filename="camp-{table.key}.csv"'
-                rows = list(csv.reader(io.StringIO(b"".join(csv_response.streaming_content).decode(), newline="")))
+                assert (
+                    csv_response["Content-Disposition"]
+                    == f'attachment; filename="camp-{table.key}.csv"'
+                )
+                rows = list(
+                    csv.reader(
+                        io.StringIO(b"".join(csv_response.streaming_content).decode(), newline="")
+                    )
+                )
                 assert rows[0] == table.csv_header() and len(rows) == len(table.rows) + 1
-                assert not [c for row in rows for c in row if c[:1] in TRIGGERS and not is_number(c)]
+                assert not [
+                    c for row in rows for c in row if c[:1] in TRIGGERS and not is_number(c)
+                ]
                 if table.key == "reviewers":
                     assert ["'@judge_2"] == [row[0] for row in rows if "judge_2" in row[0]]
 
@@ -141,7 +162,10 @@ class DashboardTests(TestCase):
         self.login("admin")
         body = self.client.get("/campaigns/camp/dashboard/").content.decode()
         assert "unblind=1" not in body
-        assert self.client.get("/campaigns/camp/reviews/download?format=csv&unblind=1").status_code == 403
+        assert (
+            self.client.get("/campaigns/camp/reviews/download?format=csv&unblind=1").status_code
+            == 403
+        )
         response = self.client.get("/campaigns/camp/reviews/download?format=jsonl")
         assert response.status_code == 200
         text = b"".join(response.streaming_content).decode()
