@@ -241,17 +241,28 @@ def _output_table(f: CampaignFrames) -> pd.DataFrame:
     return out.dropna(subset=["contender"]).sort_values("id").reset_index(drop=True)
 
 
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return np.nan
+    return float(value)
+
+
 def _final_tables(f: CampaignFrames, outputs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Final scores (output, dimension, value) and final preferences (item, preference) of the
     settled items (agreed or resolved by arbitration)."""
     settled = f.items[f.items["state"].isin(SETTLED) & f.items["final"].notna()]
-    valid = set(outputs["id"].tolist())
+    own = outputs.groupby("item")["id"].agg(frozenset).to_dict() if len(outputs) else {}
     rows, prefs = [], []
+    # Defensive about the JSON: a key that is not one of the item's outputs, or a value that is
+    # not a number, is skipped rather than crashing the report.
     for item, final in zip(settled["id"], settled["final"], strict=True):
+        if not isinstance(final, dict):
+            continue
+        mine = own.get(item, frozenset())
         for output, dims in (final.get("scores") or {}).items():
-            o = int(output)
-            if o in valid:
-                rows.extend((o, dim, np.nan if v is None else float(v)) for dim, v in dims.items())
+            o = int(output) if str(output).isdigit() else None
+            if o in mine and isinstance(dims, dict):
+                rows.extend((o, str(dim), _number(v)) for dim, v in dims.items())
         prefs.append((item, final.get("preference")))
     return (
         pd.DataFrame(rows, columns=["output", "dimension", "value"]),

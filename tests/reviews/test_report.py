@@ -463,3 +463,28 @@ class PairwiseModeTests(TestCase):
         assert bias["n"] == 24 and bias["expected"] == 0.5
         assert bias["first_position_win_rate"] == pytest.approx(22 / 24)
         assert bias["p_value"] < 0.001
+
+
+class OddFinalTests(TestCase):
+    def test_it_skips_final_values_that_are_not_the_items_outputs_or_numbers(self):
+        users = personas()
+        campaign = build_campaign(slug="odd", plan=PLAN[:3], users=users)
+        clean_report = campaign_report(campaign=campaign, n_boot=20)
+        item = ReviewItem.objects.filter(campaign=campaign).order_by("pk").first()
+        other = ReviewItem.objects.filter(campaign=campaign).order_by("pk").last()
+        final = dict(item.final)
+        scores = dict(final["scores"])
+        key = next(iter(scores))
+        scores["not-an-id"] = {"accuracy": 5}
+        scores[str(other.outputs.order_by("pk").first().pk)] = {"accuracy": 1}  # another item's
+        scores[key] = {**scores[key], "accuracy": "five"}
+        final["scores"] = scores
+        item.final = final
+        item.save(update_fields=["final"])
+        report = campaign_report(campaign=campaign, n_boot=20)
+        strong = next(r for r in report["leaderboard"] if r["contender"] == "model-strong")
+        before = next(r for r in clean_report["leaderboard"] if r["contender"] == "model-strong")
+        # the string is treated as not rated: accuracy mean over the other two tasks (5, 4)
+        assert strong["scores"]["accuracy"]["mean"] == pytest.approx(4.5)
+        assert before["scores"]["accuracy"]["mean"] == pytest.approx(14 / 3)
+        assert report["rating"]["n_items"] == 3
