@@ -20,6 +20,9 @@ app.conf.update(
 app.conf.beat_schedule = {
     # Re-enqueue generation rows whose worker died (lapsed lease) or whose message was lost.
     "generation-reconcile": {"task": "tasks.generation_reconcile", "schedule": 60.0},
+    # Expire review leases that ran out, so abandoned items go back to other reviewers even
+    # when nobody claims in that campaign for a while (claims expire lazily as well).
+    "review-lease-sweep": {"task": "reviews.sweep_expired_leases", "schedule": 60.0},
 }
 app.autodiscover_tasks()
 

@@ -110,6 +110,7 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
         "400": 'invalid: {"error": ..., "errors": {"scores.A.accuracy": "required", ...}}',
         "404": "no such assignment of yours",
         "409": "already submitted with another key, skipped, released, or reassigned",
+        "503": "the item kept changing while saving; retry with the same key",
     },
 )
 def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
@@ -119,6 +120,10 @@ def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
         result = services.assignment_submit(token=token, reviewer=request.user, key=key, data=data)
     except Assignment.DoesNotExist:
         raise ApiError("no such assignment of yours", status=404) from None
+    except services.ClaimBusy:
+        raise ApiError(
+            "busy: retry with the same key (it will not be saved twice)", status=503
+        ) from None
     status = SUBMIT_STATUS[result.code]
     if result.ok:
         body = {"status": result.code, "message": result.message}

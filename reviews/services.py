@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import secrets
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import BigIntegerField, F, Q, Value
 from django.db.models.functions import Cast, Mod, Now
 
@@ -46,7 +48,6 @@ from .models import (
     ReviewerRemoval,
     ReviewItem,
     Score,
-    new_token,
 )
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
 # A heartbeat extends the lease by the campaign's lease length, up to this many lease lengths
 # after the claim: an open but forgotten tab cannot hold a slot for ever.
 HEARTBEAT_CAP_LEASES = 4
-CLAIM_ATTEMPTS = 8
+CLAIM_ATTEMPTS = 12
 SHUFFLE_PRIME = (
     2_147_483_647  # 2**31 - 1; shuffle_key < 2**31, so key -> (a*key + b) mod p is a permutation
 )
@@ -174,9 +175,9 @@ def _decrement_live(item_counts: Counter) -> None:
 def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 500) -> int:
     """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
     with transaction.atomic():
-        stale = Assignment.objects.select_for_update(skip_locked=True, of=("self",)).filter(
-            state=Assignment.State.ACTIVE, lease_expires_at__lte=Now()
-        )
+        stale = Assignment.objects.select_for_update(
+            skip_locked=True, of=("self",), no_key=True
+        ).filter(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
         if campaign is not None:
             stale = stale.filter(item__campaign_id=campaign.pk)
         rows = list(stale.order_by("pk").values_list("pk", "item_id")[:limit])
@@ -204,20 +205,26 @@ def assignment_sweep_expired() -> int:
 _RETRY = object()
 
 
+def _retryable(exc: OperationalError) -> bool:
+    """A deadlock or serialization failure: PostgreSQL rolled us back; the retry is safe."""
+    return getattr(exc.__cause__, "sqlstate", None) in ("40P01", "40001") and not (
+        connection.in_atomic_block
+    )
+
+
 def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
     with transaction.atomic():
         blocked = Assignment.objects.filter(
             reviewer=reviewer, item__campaign_id=campaign.pk, state__in=BLOCKING
         ).values("item_id")
+        candidates = ReviewItem.objects.filter(
+            campaign_id=campaign.pk,
+            ready=True,
+            state=ReviewItem.State.OPEN,
+            live_count__lt=F("overlap"),
+        ).exclude(pk__in=blocked)
         item = (
-            ReviewItem.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
-            .filter(
-                campaign_id=campaign.pk,
-                ready=True,
-                state=ReviewItem.State.OPEN,
-                live_count__lt=F("overlap"),
-            )
-            .exclude(pk__in=blocked)
+            candidates.select_for_update(skip_locked=True, of=("self",), no_key=True)
             # Breadth first: items already in review come first so pairs complete, then a
             # per-reviewer shuffle.
             .order_by(
@@ -227,6 +234,11 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
             .first()
         )
         if item is None:
+            # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
+            # another claim on them). "Nothing left" must mean nothing left, so look again
+            # without locking; if candidates exist, retry once they are released.
+            if candidates.exists():
+                return _RETRY
             return None
         used = set(
             Assignment.objects.filter(item_id=item.pk, state__in=LIVE).values_list(
@@ -252,11 +264,18 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
             # A savepoint: an IntegrityError rolls back only this attempt, and the outer
             # transaction stays usable (catching it inside a broken atomic block would not).
             with transaction.atomic():
-                previous = Assignment.objects.filter(
-                    item_id=item.pk,
-                    reviewer=reviewer,
-                    state__in=[Assignment.State.EXPIRED, Assignment.State.RELEASED],
-                ).first()
+                # Re-read with a fresh snapshot now that the item is locked: the candidate
+                # query's NOT IN (blocked) was evaluated on an older snapshot, and a row lock
+                # re-checks only the item row. Inserting over a row of ours that exists but is
+                # being changed right now would wait on that transaction while we hold the
+                # item lock it needs: a deadlock. So never insert when a row exists.
+                previous = (
+                    Assignment.objects.filter(item_id=item.pk, reviewer=reviewer)
+                    .only("pk", "state")
+                    .first()
+                )
+                if previous is not None and previous.state in BLOCKING:
+                    return _RETRY
                 fields = {
                     "state": Assignment.State.ACTIVE,
                     "slot": slot,
@@ -267,10 +286,12 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
                     "submit_key": "",
                 }
                 if previous is not None:
-                    # A new token fences off the page still open from the earlier lease.
+                    # Same token and same presented order: a page still open from the earlier
+                    # lease keeps working, and its labels still mean the same outputs.
+                    fields.pop("order")
                     revived = Assignment.objects.filter(
                         pk=previous.pk, state=previous.state
-                    ).update(token=new_token(), created_at=Now(), **fields)
+                    ).update(created_at=Now(), **fields)
                     if revived != 1:
                         raise IntegrityError("assignment changed while reviving it")
                     assignment = Assignment.objects.get(pk=previous.pk)
@@ -301,9 +322,16 @@ def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> 
     if current is not None:
         return Claim(assignment=current, resumed=True)
     lease = timedelta(minutes=campaign.lease_minutes)
-    for _ in range(CLAIM_ATTEMPTS):
-        result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)
+    for attempt in range(CLAIM_ATTEMPTS):
+        try:
+            result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)
+        except OperationalError as exc:
+            if not _retryable(exc):
+                raise
+            result = _RETRY
         if result is _RETRY:
+            # Lock holders finish in milliseconds; back off a little, with jitter.
+            time.sleep(random.uniform(0.002, 0.01) * (attempt + 1))
             continue
         if result is None:
             return None
@@ -539,77 +567,112 @@ def assignment_submit(
     if not key:
         key = "server-" + secrets.token_hex(8)
 
-    code, message = "saved", "Saved."
-    with transaction.atomic():
-        # The fence: one row changes, or this is no longer our active assignment.
-        fenced = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
-            state=Assignment.State.SUBMITTED, submit_key=key, submitted_at=Now()
-        )
-        if not fenced:
-            assignment.refresh_from_db()
-            if assignment.state == Assignment.State.SUBMITTED:
-                return _settled_result(assignment, key)
-            if assignment.state != Assignment.State.EXPIRED:
-                return _closed_result(assignment)
-            # Expired: take a slot again if one is still free (item row locked first, as in a claim).
-            item = (
-                ReviewItem.objects.select_for_update(of=("self",), no_key=True)
-                .filter(pk=assignment.item_id)
-                .only("pk", "overlap", "live_count", "state")
-                .first()
-            )
-            used = set(
-                Assignment.objects.filter(item_id=item.pk, state__in=LIVE).values_list(
-                    "slot", flat=True
-                )
-            )
-            free = [s for s in range(item.overlap) if s not in used]
-            if item.state != ReviewItem.State.OPEN or item.live_count >= item.overlap or not free:
-                return _closed_result(assignment)
-            try:
-                with transaction.atomic():
-                    revived = Assignment.objects.filter(
-                        pk=assignment.pk, state=Assignment.State.EXPIRED
-                    ).update(
-                        state=Assignment.State.SUBMITTED,
-                        slot=free[0],
-                        overlap=item.overlap,
-                        submit_key=key,
-                        submitted_at=Now(),
-                    )
-                    if revived != 1:
-                        raise IntegrityError("assignment changed while saving a late review")
-                    ReviewItem.objects.filter(pk=item.pk).update(live_count=F("live_count") + 1)
-            except IntegrityError:
-                return _closed_result(assignment)
-            code = "saved_late"
-            message = "Saved. Your time on this item had run out, but it still needed your review."
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                # The fence: one row changes, or this is no longer our active assignment.
+                fenced = Assignment.objects.filter(
+                    pk=assignment.pk, state=Assignment.State.ACTIVE
+                ).update(state=Assignment.State.SUBMITTED, submit_key=key, submitted_at=Now())
+                if fenced:
+                    review = _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed)
+                    assignment.refresh_from_db()
+                    return SubmitResult("saved", "Saved.", assignment, review=review)
+            # Not fenced. That transaction is over on purpose: a fence that lost a race may
+            # still hold the row lock PostgreSQL took while re-checking it, and the late path
+            # locks the item first (like a claim); holding both the other way round deadlocks.
+            result = _submit_late(assignment=assignment, reviewer=reviewer, key=key, parsed=parsed)
+        except OperationalError as exc:
+            if not _retryable(exc):
+                raise
+            result = _RETRY
+        if result is not _RETRY:
+            return result
+        time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
+    raise ClaimBusy("the item kept changing while saving; retry with the same key")
 
-        review = Review.objects.create(
-            item_id=assignment.item_id,
-            assignment=assignment,
-            reviewer=reviewer,
-            preference=parsed["preference"],
-            preferred_output_id=parsed["preferred_output_id"],
-            flags=parsed["flags"],
-            comment=parsed["comment"],
-            seconds_spent=parsed["seconds_spent"],
-            submitted_at=db_now(),
-            presented_order=list(assignment.order),
+
+def _submit_late(
+    *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed: dict
+) -> SubmitResult:
+    """A submit whose fence failed: a double click's twin, or a lease that ran out."""
+    with transaction.atomic():
+        item = (
+            ReviewItem.objects.select_for_update(of=("self",), no_key=True)
+            .filter(pk=assignment.item_id)
+            .only("pk", "overlap", "live_count", "state")
+            .first()
         )
-        Score.objects.bulk_create(
-            Score(review=review, output_id=output_id, dimension=dim, value=value)
-            for output_id, dims in parsed["scores"].items()
-            for dim, value in dims.items()
+        assignment.refresh_from_db()
+        if assignment.state == Assignment.State.SUBMITTED:
+            return _settled_result(assignment, key)
+        if assignment.state == Assignment.State.ACTIVE:
+            # Revived by a claim of the same reviewer meanwhile: go through the fence again
+            # (not here, while holding the item lock).
+            return _RETRY
+        if assignment.state != Assignment.State.EXPIRED:
+            return _closed_result(assignment)
+        # Expired: take a slot again if one is still free, so finished work is not lost.
+        used = set(
+            Assignment.objects.filter(item_id=item.pk, state__in=LIVE).values_list(
+                "slot", flat=True
+            )
         )
-        ReviewItem.objects.filter(pk=assignment.item_id).update(
-            submitted_count=F("submitted_count") + 1
-        )
-        item = ReviewItem.objects.select_related("campaign").get(pk=assignment.item_id)
-        if item.submitted_count >= item.overlap and item.state == ReviewItem.State.OPEN:
-            item_settle(item)
+        free = [s for s in range(item.overlap) if s not in used]
+        if item.state != ReviewItem.State.OPEN or item.live_count >= item.overlap or not free:
+            return _closed_result(assignment)
+        try:
+            with transaction.atomic():
+                revived = Assignment.objects.filter(
+                    pk=assignment.pk, state=Assignment.State.EXPIRED
+                ).update(
+                    state=Assignment.State.SUBMITTED,
+                    slot=free[0],
+                    overlap=item.overlap,
+                    submit_key=key,
+                    submitted_at=Now(),
+                )
+                if revived != 1:
+                    raise IntegrityError("assignment changed while saving a late review")
+                ReviewItem.objects.filter(pk=item.pk).update(live_count=F("live_count") + 1)
+        except IntegrityError:
+            return _closed_result(assignment)
+        review = _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed)
     assignment.refresh_from_db()
-    return SubmitResult(code, message, assignment, review=review)
+    return SubmitResult(
+        "saved_late",
+        "Saved. Your time on this item had run out, but it still needed your review.",
+        assignment,
+        review=review,
+    )
+
+
+def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
+    """Write the review and its scores; settle the item when this was its k-th review."""
+    review = Review.objects.create(
+        item_id=assignment.item_id,
+        assignment=assignment,
+        reviewer=reviewer,
+        preference=parsed["preference"],
+        preferred_output_id=parsed["preferred_output_id"],
+        flags=parsed["flags"],
+        comment=parsed["comment"],
+        seconds_spent=parsed["seconds_spent"],
+        submitted_at=db_now(),
+        presented_order=list(assignment.order),
+    )
+    Score.objects.bulk_create(
+        Score(review=review, output_id=output_id, dimension=dim, value=value)
+        for output_id, dims in parsed["scores"].items()
+        for dim, value in dims.items()
+    )
+    ReviewItem.objects.filter(pk=assignment.item_id).update(
+        submitted_count=F("submitted_count") + 1
+    )
+    item = ReviewItem.objects.select_related("campaign").get(pk=assignment.item_id)
+    if item.submitted_count >= item.overlap and item.state == ReviewItem.State.OPEN:
+        item_settle(item)
+    return review
 
 
 def assignment_skip(*, token: str, reviewer: AbstractBaseUser, reason: str) -> bool:
@@ -652,7 +715,7 @@ def reviewer_remove_from_campaign(
             campaign=campaign, reviewer=reviewer, defaults={"removed_by": by}
         )
         rows = list(
-            Assignment.objects.select_for_update(of=("self",))
+            Assignment.objects.select_for_update(of=("self",), no_key=True)
             .filter(item__campaign_id=campaign.pk, reviewer=reviewer, state=Assignment.State.ACTIVE)
             .order_by("pk")
             .values_list("pk", "item_id")

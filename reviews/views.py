@@ -193,9 +193,18 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     assignment = _assignment(request, slug, token)
     labels = services.labels_for(len(assignment.order))
     data = _submitted_data(request, labels, campaign.dimension_keys)
-    result = services.assignment_submit(
-        token=token, reviewer=request.user, key=request.POST.get("submit_key", ""), data=data
-    )
+    try:
+        result = services.assignment_submit(
+            token=token, reviewer=request.user, key=request.POST.get("submit_key", ""), data=data
+        )
+    except services.ClaimBusy:
+        notice = {
+            "level": "warn",
+            "text": "Busy right now: not saved yet. Submit again; it will never be saved twice.",
+        }
+        return _render_review(
+            request, campaign=campaign, assignment=assignment, notice=notice, entered=data
+        )
     if result.code == "invalid":
         # htmx 2 swaps only 2xx: the form comes back with its errors and status 200.
         notice = {"level": "error", "text": "Not saved yet: please answer the marked questions."}
