@@ -68,11 +68,12 @@ def _reviewed_by(item_id: int, user) -> bool:
 def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None:
     """The arbiter's current arbitration in this campaign, else the next claimable one, else None."""
     with transaction.atomic():
+        # Resume what this arbiter holds, even past its lease if nobody took it meanwhile: the
+        # lease is renewed and the token (in their open tab) stays valid.
         held = (
             Arbitration.objects.select_for_update(of=("self",), no_key=True)
             .filter(item__campaign=campaign, arbiter=arbiter, state=Arbitration.State.ACTIVE)
-            .filter(lease_expires_at__gt=Now())
-            .order_by("lease_expires_at", "pk")
+            .order_by("pk")
             .first()
         )
         if held is not None:

@@ -324,9 +324,12 @@ def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
         Q(state="open") | Q(state="active", lease_expires_at__lte=Now())
     )
     return {
-        "available": claimable.exclude(item__reviews__reviewer=arbiter).count(),
+        "available": claimable.exclude(arbiter=arbiter)
+        .exclude(item__reviews__reviewer=arbiter)
+        .count(),
         "reviewed_by_you": claimable.filter(item__reviews__reviewer=arbiter).distinct().count(),
-        "holding": base.filter(state="active", arbiter=arbiter, lease_expires_at__gt=Now()).count(),
+        # Held even past the lease until someone else takes it (the claim resumes it).
+        "holding": base.filter(state="active", arbiter=arbiter).count(),
         "resolved_by_you": base.filter(state="resolved", arbiter=arbiter).count(),
         "in_progress_by_others": base.filter(state="active", lease_expires_at__gt=Now())
         .exclude(arbiter=arbiter)
@@ -338,9 +341,8 @@ def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
 
 def held_token(*, campaign: Campaign, arbiter) -> str | None:
     return (
-        Arbitration.objects.filter(
-            item__campaign=campaign, arbiter=arbiter, state="active", lease_expires_at__gt=Now()
-        )
+        Arbitration.objects.filter(item__campaign=campaign, arbiter=arbiter, state="active")
+        .order_by("pk")
         .values_list("token", flat=True)
         .first()
     )

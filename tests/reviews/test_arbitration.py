@@ -193,6 +193,14 @@ class ArbitrationServiceTests(TestCase):
             )
         assert ReviewItem.objects.get(pk=self.item.pk).state == "disputed"
 
+    def test_it_resumes_its_own_expired_lease_with_the_same_token(self):
+        first = self.claim()
+        Arbitration.objects.filter(pk=first.pk).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        again = self.claim()
+        assert again.token == first.token and again.lease_expires_at > timezone.now()
+
     def test_it_releases_back_to_the_queue(self):
         first = self.claim()
         arbitration_release(token=first.token, arbiter=self.users["arbiter"])

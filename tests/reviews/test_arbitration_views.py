@@ -87,6 +87,8 @@ class ArbitrationPageTests(TestCase):
         assert f'name="score-{label}-completeness" value="" checked' in body
         assert "keep 4" in body and "keep 3.5" in body
         assert 'data-arb-group="preference" data-disputed' in body
+        home = self.client.get("/arbitration/").content.decode()
+        assert f'href="/arbitration/t/{arbitration.token}/"' in home and "Continue" in home
         # The partial is served to htmx from the same view.
         partial = self.client.get(f"/arbitration/t/{arbitration.token}/", **htmx())
         assert (
