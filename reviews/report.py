@@ -580,10 +580,11 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
             reason_counts[part] = reason_counts.get(part, 0) + 1
 
     task_q = outq.groupby(["task", "contender"], sort=True)["quality"].mean().reset_index()
-    h2h = []
-    for a, b in combinations(names, 2):
-        result = head_to_head.head_to_head(task_q, a, b, labels=labels, limit=10)
-        h2h.append(result)
+    wide = head_to_head.task_table(task_q)
+    h2h = [
+        head_to_head.head_to_head_wide(wide, a, b, labels=labels, limit=10)
+        for a, b in combinations(names, 2)
+    ]
 
     final_for_reviewers = final_scores
     report = {

@@ -23,10 +23,23 @@ def head_to_head(
     diff = quality(b) - quality(a) per task both have. Returns mean diff with a t interval,
     b's wins / losses / ties, the exact sign test, and the tasks where b regressed (most first)
     and improved, as task labels."""
-    labels = labels or {}
-    wide = task_quality[task_quality["contender"].isin([a, b])].pivot_table(
+    return head_to_head_wide(task_table(task_quality), a, b, labels=labels, limit=limit)
+
+
+def task_table(task_quality: pd.DataFrame) -> pd.DataFrame:
+    """Tasks x contenders table of mean quality (NaN where a contender has no score)."""
+    if task_quality.empty:
+        return pd.DataFrame()
+    return task_quality.pivot_table(
         index="task", columns="contender", values="quality", aggfunc="mean"
     )
+
+
+def head_to_head_wide(
+    wide: pd.DataFrame, a, b, *, labels: dict | None = None, limit: int | None = 20
+) -> dict:
+    """`head_to_head` on a `task_table` (pivot once, compare many pairs)."""
+    labels = labels or {}
     out = {
         "a": a,
         "b": b,

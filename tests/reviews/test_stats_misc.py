@@ -100,6 +100,8 @@ def test_head_to_head_lists_regressions():
     assert result["mean_diff"] == pytest.approx((0.4 - 0.3 + 0 - 0.1 + 0.1) / 5)
     missing = head_to_head.head_to_head(frame, "old", "ghost")
     assert missing["reason"] and missing["n_tasks"] == 0
+    empty = head_to_head.head_to_head(frame.iloc[:0], "old", "new")
+    assert empty["reason"] and empty["p_value"] is None
 
 
 RUBRIC = [
