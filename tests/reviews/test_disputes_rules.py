@@ -1,6 +1,8 @@
 """Dispute rules on plain data (no database)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reviews.disputes import ReviewData, disputed_cells, settle
 
@@ -169,3 +171,42 @@ def test_it_settles_a_single_review_as_agreed():
 def test_it_refuses_to_settle_without_reviews():
     with pytest.raises(ValueError):
         run()
+
+
+cell = st.one_of(st.none(), st.integers(min_value=1, max_value=5))
+choice = st.sampled_from(["", "11", "12", "tie", "both_bad"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cells=st.lists(st.tuples(cell, cell), min_size=1, max_size=4),
+    prefs=st.lists(choice, min_size=4, max_size=4),
+    gap=st.integers(min_value=0, max_value=3),
+)
+def test_it_follows_the_rules_for_any_scores_and_in_any_review_order(cells, prefs, gap):
+    """k = len(cells) reviewers; cells[i] = reviewer i's accuracy for outputs 11 and 12."""
+    rubric = [{"key": "accuracy", "min": 1, "max": 5, "max_gap": gap}]
+    reviews = [
+        ReviewData(scores={"11": {"accuracy": a}, "12": {"accuracy": b}}, preference=p)
+        for (a, b), p in zip(cells, prefs, strict=False)
+    ]
+    outcome = settle(rubric=rubric, outputs=OUTS, reviews=reviews)
+    cells_disputed = disputed_cells(outcome.reasons)
+    for index, output in enumerate(OUTS):
+        values = [c[index] for c in cells]
+        rated = [v for v in values if v is not None]
+        expected = bool(rated) and (len(rated) < len(values) or max(rated) - min(rated) > gap)
+        assert (("accuracy", output) in cells_disputed) is expected
+        final = outcome.final["scores"][output]["accuracy"]
+        if expected or not rated:
+            assert final is None
+        else:
+            assert final == pytest.approx(sum(rated) / len(rated))
+            assert min(rated) <= final <= max(rated)
+    given_prefs = {p for p in prefs[: len(cells)] if p}
+    assert (("preference", None) in cells_disputed) is (len(given_prefs) > 1)
+    assert outcome.disputed is bool(cells_disputed)
+    # The order in which reviews arrive never changes the decision or the final outcome.
+    flipped = settle(rubric=rubric, outputs=OUTS, reviews=list(reversed(reviews)))
+    assert disputed_cells(flipped.reasons) == cells_disputed
+    assert flipped.final == outcome.final
