@@ -283,25 +283,22 @@ def resolution_build(
             continue
         output = labels[label]
         given_flags[output] = sorted(set(names))
-        before = set(final["flags"].get(output, []))
-        after = set(names)
-        for name in sorted(before ^ after):
-            if (f"flag:{name}", output) in cells:
-                arbitrated.add("flag")
-            else:
-                corrections.append(
-                    {
-                        "part": "flag",
-                        "output": output,
-                        "flag": name,
-                        "from": name in before,
-                        "to": name in after,
-                    }
-                )
-                arbitrated.add("flag")
-        for part, out in cells:
-            if out == output and part.startswith("flag:"):
-                arbitrated.add("flag")
+        before, after = set(final["flags"].get(output, [])), set(names)
+        decided = {part[5:] for part, out in cells if out == output and part.startswith("flag:")}
+        if decided:
+            arbitrated.add("flag")
+        for name in sorted((before ^ after) - decided):
+            # A change to a flag the reviewers agreed on is a correction, recorded as such.
+            corrections.append(
+                {
+                    "part": "flag",
+                    "output": output,
+                    "flag": name,
+                    "from": name in before,
+                    "to": name in after,
+                }
+            )
+            arbitrated.add("flag")
         final["flags"][output] = sorted(after)
     for part, output in sorted(cells, key=lambda c: (c[0], c[1] or "")):
         if part.startswith("flag:") and output not in given_flags:

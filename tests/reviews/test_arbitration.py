@@ -322,6 +322,7 @@ class ArbitrationServiceTests(TestCase):
         item_settle(item)
         arbitration = arbitration_claim_next(campaign=campaign, arbiter=self.users["arbiter"])
         label = {int(v): k for k, v in labels_for(arbitration.order).items()}[o1.pk]
+        other = "B" if label == "A" else "A"
         with pytest.raises(ResolveInvalid) as exc:
             arbitration_resolve(
                 token=arbitration.token,
@@ -338,12 +339,16 @@ class ArbitrationServiceTests(TestCase):
             token=arbitration.token,
             arbiter=self.users["arbiter"],
             scores={},
-            flags={label: ["refusal"]},
+            flags={label: ["refusal"], other: ["unsafe"]},
             note="It refuses half the question.",
         )
         item.refresh_from_db()
-        assert item.final["flags"][str(o1.pk)] == ["refusal"]
+        assert item.final["flags"] == {str(o1.pk): ["refusal"], str(o2.pk): ["unsafe"]}
         assert item.final["arbitrated"] == ["flag"]
+        # Raising a flag nobody disputed is a correction, recorded as such.
+        assert item.final["corrections"] == [
+            {"part": "flag", "output": str(o2.pk), "flag": "unsafe", "from": False, "to": True}
+        ]
 
 
 @pytest.mark.postgres
