@@ -148,18 +148,23 @@ def ranks(lower: list[float], upper: list[float]) -> list[int]:
 
 def record(battles: pd.DataFrame, contenders: list) -> dict:
     """Wins, losses and ties per contender."""
-    out = {c: {"wins": 0, "losses": 0, "ties": 0} for c in contenders}
-    for a, b, score in battles[["a", "b", "score"]].itertuples(index=False):
-        if score == 1:
-            out[a]["wins"] += 1
-            out[b]["losses"] += 1
-        elif score == 0:
-            out[b]["wins"] += 1
-            out[a]["losses"] += 1
-        else:
-            out[a]["ties"] += 1
-            out[b]["ties"] += 1
-    return out
+    k = len(contenders)
+    index = {c: i for i, c in enumerate(contenders)}
+    a = battles["a"].map(index).to_numpy(dtype=int)
+    b = battles["b"].map(index).to_numpy(dtype=int)
+    score = battles["score"].to_numpy(dtype=float)
+
+    def count(who, mask):
+        return np.bincount(who[mask], minlength=k)
+
+    wins = count(a, score == 1) + count(b, score == 0)
+    losses = count(a, score == 0) + count(b, score == 1)
+    tie = (score != 0) & (score != 1)
+    ties = count(a, tie) + count(b, tie)
+    return {
+        c: {"wins": int(wins[i]), "losses": int(losses[i]), "ties": int(ties[i])}
+        for c, i in index.items()
+    }
 
 
 def bradley_terry(
