@@ -417,7 +417,7 @@ class ArbitrationBlindingCanaryTests(TestCase):
         page = responses[2].content.decode()
         assert "Refunds take <strong>5 days</strong>" in page and "[redacted]" in page
         # Fresh claim through htmx (the "next" partial) after releasing.
-        self.client.post(f"/arbitration/t/{token}/release")
+        responses.append(self.client.post(f"/arbitration/t/{token}/release"))
         responses.append(self.client.post("/arbitration/canary/next", **htmx()))
         token = Arbitration.objects.get(item=self.item).token
         arbitration = Arbitration.objects.get(item=self.item)
