@@ -106,7 +106,7 @@ def review_screen(*, assignment: Assignment) -> dict:
         o.pk: o
         for o in ItemOutput.objects.filter(item_id=item.pk)
         .select_related("generation")
-        .only("pk", "generation__pk", "generation__output", "generation__identity_leak")
+        .only("pk", "generation__id", "generation__output", "generation__identity_leak")
     }
     terms = campaign_identity_terms(campaign)
     labels = labels_for(len(assignment.order))

@@ -541,3 +541,51 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     assert resolved.count() == 1 and "resolved" in resolved.first.inner_text()
     page.screenshot(path=str(ARTIFACTS / "disputes-lead.png"), full_page=True)
     assert errors == []
+
+
+class ArbitrationPersonaTests(TestCase):
+    """Every arbitration URL for every persona: deny by default, 404 for other people's work."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = CampaignFactory(slug="persona-camp")
+        cls.item = disputed_item(cls.campaign, cls.users["reviewer_a"], cls.users["reviewer_b"])
+
+    def test_it_answers_each_persona_as_expected(self):
+        from reviews.arbitration import arbitration_claim_next
+
+        token = arbitration_claim_next(campaign=self.campaign, arbiter=self.users["arbiter"]).token
+        urls = [
+            ("get", "/arbitration/"),
+            ("get", f"/arbitration/t/{token}/"),
+            ("post", f"/arbitration/t/{token}/resolve"),
+            ("post", f"/arbitration/t/{token}/release"),
+            ("post", "/arbitration/persona-camp/next"),
+            ("get", "/campaigns/persona-camp/disputes/"),
+        ]
+        expected = {
+            # arbiter_home, page, resolve, release, next, disputes
+            "admin": [403, 403, 403, 403, 403, 200],
+            "lead": [403, 403, 403, 403, 403, 200],
+            "reviewer_a": [403, 403, 403, 403, 403, 403],
+            "outsider": [403, 403, 403, 403, 403, 403],
+            None: [302, 302, 302, 302, 302, 302],
+        }
+        for who, codes in expected.items():
+            if who:
+                self.client.force_login(self.users[who])
+            else:
+                self.client.logout()
+            got = [getattr(self.client, method)(url).status_code for method, url in urls]
+            assert got == codes, (who, got)
+        # The holder sees their page; another arbiter gets 404 for it, not a 403 that confirms it.
+        self.client.force_login(self.users["arbiter"])
+        assert self.client.get(f"/arbitration/t/{token}/").status_code == 200
+        other = UserFactory(username="arbiter_other", roles=["arbiter"])
+        self.client.force_login(other)
+        assert self.client.get(f"/arbitration/t/{token}/").status_code == 404
+        assert self.client.post(f"/arbitration/t/{token}/release").status_code == 404
+        assert self.client.get("/arbitration/").status_code == 200
+        assert self.client.get("/arbitration/nope/next").status_code == 405
+        assert self.client.post("/arbitration/no-such-campaign/next").status_code == 404

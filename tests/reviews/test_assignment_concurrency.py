@@ -49,7 +49,9 @@ def run_reviewers(campaign, reviewers, *, threads=THREADS, abandon_rate=0.15, se
                     )
                     continue
                 result = services.assignment_submit(
-                    token=a.token, reviewer=user, key=f"{a.token}-{rng.randrange(2)}",
+                    token=a.token,
+                    reviewer=user,
+                    key=f"{a.token}-{rng.randrange(2)}",
                     data=full_review(a, value=rng.randint(1, 5)),
                 )
                 with lock:
@@ -76,7 +78,9 @@ class ConcurrentAssignmentTests(TransactionTestCase):
     def check(self, campaign, k, n_items, reviewers, outcomes):
         assert invariant_violations(campaign) == []
         for item in ReviewItem.objects.filter(campaign=campaign):
-            reviewer_ids = list(Review.objects.filter(item=item).values_list("reviewer_id", flat=True))
+            reviewer_ids = list(
+                Review.objects.filter(item=item).values_list("reviewer_id", flat=True)
+            )
             assert len(reviewer_ids) == k, (item.pk, reviewer_ids)
             assert len(set(reviewer_ids)) == k
             assert item.submitted_count == k and item.live_count == k
@@ -85,7 +89,13 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         # Concurrent double submits happened and were recognised, never saved twice.
         assert outcomes.count("saved") + outcomes.count("saved_late") == n_items * k
         # A thread whose tab-mate abandoned the lease may find the slot reassigned: told so.
-        assert set(outcomes) <= {"saved", "saved_late", "duplicate", "already_submitted", "reassigned"}
+        assert set(outcomes) <= {
+            "saved",
+            "saved_late",
+            "duplicate",
+            "already_submitted",
+            "reassigned",
+        }
 
     def test_it_gives_every_item_exactly_two_distinct_reviewers_under_contention(self):
         campaign = campaign_ready(items=24, overlap=2)
@@ -109,10 +119,14 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         users = [UserFactory(username=f"pg-c-{i}", roles=["reviewer"]) for i in range(3)]
         lease = timezone.now() + timedelta(minutes=5)
         for slot, user in enumerate(users[:2]):
-            Assignment.objects.create(item=item, reviewer=user, slot=slot, overlap=2, lease_expires_at=lease)
+            Assignment.objects.create(
+                item=item, reviewer=user, slot=slot, overlap=2, lease_expires_at=lease
+            )
         for slot, user in ((0, users[2]), (2, users[2]), (1, users[0])):
             with pytest.raises(IntegrityError), transaction.atomic():
-                Assignment.objects.create(item=item, reviewer=user, slot=slot, overlap=2, lease_expires_at=lease)
+                Assignment.objects.create(
+                    item=item, reviewer=user, slot=slot, overlap=2, lease_expires_at=lease
+                )
         with pytest.raises(IntegrityError), transaction.atomic():
             ReviewItem.objects.filter(pk=item.pk).update(live_count=3)
 
@@ -143,7 +157,11 @@ class ConcurrentSweepTests(TransactionTestCase):
         def submit(a, user):
             try:
                 barrier.wait()
-                results.append(services.assignment_submit(token=a.token, reviewer=user, key="s", data=full_review(a)).code)
+                results.append(
+                    services.assignment_submit(
+                        token=a.token, reviewer=user, key="s", data=full_review(a)
+                    ).code
+                )
             except BaseException as exc:  # noqa: BLE001
                 errors.append(exc)
             finally:

@@ -1,0 +1,321 @@
+"""Blinding: safe Markdown, identity masking + flagging, and the canary over every reviewer URL."""
+
+import json
+import re
+
+from django.test import TestCase
+from django.urls import reverse
+
+from evalsite.models import ApiToken
+from reviews import blinding
+from reviews.models import Assignment, ItemOutput, ReviewItem
+from tasks.models import Generation
+from tests.factories import (
+    CampaignFactory,
+    ContenderFactory,
+    GenerationFactory,
+    TaskFactory,
+    TestSetFactory,
+    personas,
+)
+
+HTMX = {"HX-Request": "true"}
+
+
+class MarkdownTests(TestCase):
+    def test_it_escapes_raw_html_and_drops_dangerous_links_and_images(self):
+        html = blinding.render_markdown(
+            "<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3)) "
+            "![pixel](https://tracker.example/p.png) [ok](https://example.com)"
+        )
+        assert "<script" not in html and "&lt;script&gt;" in html
+        assert "<img" not in html and "onerror=alert(2)&gt;" in html
+        assert "javascript:" not in html.replace("[x](javascript:alert(3))", "")
+        assert 'href="javascript' not in html
+        assert 'href="https://example.com" rel="noopener noreferrer nofollow"' in html
+
+    def test_it_keeps_code_blocks_tables_and_lists(self):
+        html = blinding.render_markdown(
+            "```python\nif a < b:\n    print('<b>')\n```\n\n| a | b |\n|:--|--:|\n| 1 | 2 |\n\n- one\n- two"
+        )
+        assert "<pre><code>if a &lt; b:\n    print('&lt;b&gt;')\n</code></pre>" in html
+        assert "<table>" in html and "<td>1</td>" in html and "style=" not in html
+        assert "<ul>\n<li>one</li>" in html
+
+
+class MaskingTests(TestCase):
+    def test_it_masks_builtin_model_and_vendor_names(self):
+        masked = blinding.mask_identity(
+            "I am ChatGPT, built on GPT-4o. Claude 3.5 and Llama-3.1-70B agree."
+        )
+        assert (
+            masked.text == "I am [redacted], built on [redacted]. [redacted] and [redacted] agree."
+        )
+        assert masked.hits == 4
+
+    def test_it_masks_self_identification_but_not_ordinary_use_of_by(self):
+        masked = blinding.mask_identity(
+            "As an AI developed by Google, I can't. The bridge was built by Contoso."
+        )
+        assert (
+            masked.text
+            == "As an AI developed by [redacted], I can't. The bridge was built by Contoso."
+        )
+
+    def test_it_masks_the_campaigns_words_and_contender_names(self):
+        terms = blinding.identity_terms(
+            redact=["Acme Brain"],
+            contenders=[{"name": "zz-secret-model-9", "model": "vendor/zz-model-77"}],
+        )
+        masked = blinding.mask_identity("Acme Brain here (zz-secret-model-9, zz-model-77).", terms)
+        assert masked.text == "[redacted] here ([redacted], [redacted])."
+
+    def test_it_leaves_plain_text_alone(self):
+        text = "Restart the router, then call support at 555-0100."
+        assert blinding.mask_identity(text) == blinding.Masked(text=text, hits=0)
+
+
+SECRETS = [
+    "zz-secret-model-9",
+    "qq-hidden-llm-4",
+    "zz-model-id-7731",
+    "qq-model-id-4402",
+    "zz-secret-host",
+    "ZZ_SECRET_KEY_ENV",
+    "v9-canary-label",
+    "anthropic",
+    "openai",
+]
+# Distinctive primary keys, so a leaked id is recognisable in any body or header.
+IDS = {
+    "contender": (910_001, 910_002),
+    "generation": (820_001, 820_002),
+    "output": (730_001, 730_002),
+    "item": 640_001,
+}
+
+
+class BlindingCanaryTests(TestCase):
+    """Render every reviewer-visible URL and look for anything that identifies a model."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        contenders = [
+            ContenderFactory(
+                id=IDS["contender"][0],
+                name="zz-secret-model-9",
+                provider="anthropic",
+                model="zz-model-id-7731",
+                base_url="http://zz-secret-host.example:9/v1",
+                api_key_env="ZZ_SECRET_KEY_ENV",
+                version_label="v9-canary-label",
+            ),
+            ContenderFactory(
+                id=IDS["contender"][1],
+                name="qq-hidden-llm-4",
+                provider="openai",
+                model="qq-model-id-4402",
+                base_url="http://zz-secret-host.example:10/v1",
+            ),
+        ]
+        testset = TestSetFactory()
+        cls.campaign = CampaignFactory(
+            slug="canary",
+            name="Canary campaign",
+            testset=testset,
+            contenders=contenders,
+            show_reference=True,
+            overlap=2,
+            redact=["Zorblax"],
+        )
+        task = TaskFactory(
+            testset=testset, prompt="Explain the refund policy.", reference="Refunds in 30 days."
+        )
+        item = ReviewItemFactory_ready(cls.campaign, task)
+        texts = [
+            "As an AI developed by Anthropic, I am zz-secret-model-9 and Zorblax approves.",
+            "I'm qq-hidden-llm-4 (qq-model-id-4402), made by OpenAI. Refunds take **30 days**.",
+        ]
+        for i, contender in enumerate(contenders):
+            generation = GenerationFactory(
+                id=IDS["generation"][i],
+                campaign=cls.campaign,
+                task=task,
+                contender=contender,
+                output=texts[i],
+            )
+            ItemOutput.objects.create(id=IDS["output"][i], item=item, generation=generation)
+        cls.item = item
+        cls.token = ApiToken.issue(cls.users["reviewer_a"])
+
+    def assert_blind(self, response, what):
+        body = response.content.decode(errors="replace")
+        headers = "\n".join(f"{k}: {v}" for k, v in response.items())
+        for secret in SECRETS:
+            assert secret.lower() not in body.lower(), f"{what}: body leaks {secret!r}"
+            assert secret.lower() not in headers.lower(), f"{what}: headers leak {secret!r}"
+        for kind, values in IDS.items():
+            for value in values if isinstance(values, tuple) else (values,):
+                assert not re.search(rf"(?<!\d){value}(?!\d)", body + headers), (
+                    f"{what}: leaks {kind} id {value}"
+                )
+
+    def test_no_reviewer_visible_url_leaks_identity(self):
+        client = self.client
+        client.force_login(self.users["reviewer_a"])
+        seen = []
+
+        def check(response, what):
+            assert response.status_code < 500, what
+            self.assert_blind(response, what)
+            seen.append(what)
+            return response
+
+        check(client.get(reverse("reviewer_home")), "reviewer home")
+        check(client.get(reverse("review_campaign", args=["canary"])), "campaign start page")
+        response = check(client.post(reverse("review_next", args=["canary"])), "claim redirect")
+        page_url = response.url
+        page = check(client.get(page_url), "review page")
+        assert b"[redacted]" in page.content and b"<strong>30 days</strong>" in page.content
+        assert b"Refunds in 30 days." in page.content  # the reference, shown by this campaign
+        check(client.get(page_url, headers=HTMX), "review partial")
+        check(client.get(reverse("review_campaign", args=["canary"])), "campaign page (resumes)")
+        assignment = Assignment.objects.get(reviewer=self.users["reviewer_a"])
+        slug, token = "canary", assignment.token
+        check(client.post(reverse("review_heartbeat", args=[slug, token])), "heartbeat")
+        check(
+            client.post(
+                reverse("review_submit", args=[slug, token]), {"submit_key": "k"}, headers=HTMX
+            ),
+            "invalid submit partial",
+        )
+        check(
+            client.post(reverse("review_skip", args=[slug, token]), {"reason": ""}, headers=HTMX),
+            "skip without reason",
+        )
+        full = {
+            "submit_key": "k",
+            "preference": "B",
+            **{f"score-{lab}-{dim}": "3" for lab in "AB" for dim in ("accuracy", "completeness")},
+        }
+        check(
+            client.post(reverse("review_submit", args=[slug, token]), full, headers=HTMX),
+            "saved -> finished",
+        )
+        check(
+            client.post(reverse("review_submit", args=[slug, token]), full, headers=HTMX),
+            "duplicate",
+        )
+        check(
+            client.post(reverse("review_submit", args=[slug, token]), full),
+            "duplicate without htmx",
+        )
+        check(client.get(page_url), "closed item page")
+        check(
+            client.post(reverse("review_next", args=["canary"]), headers=HTMX), "finished partial"
+        )
+        check(
+            client.post(reverse("review_heartbeat", args=[slug, token])),
+            "heartbeat on a closed lease",
+        )
+        check(client.get(reverse("review_page", args=[slug, "no-such-token"])), "404 page")
+        check(client.get(f"/review/canary/{IDS['item']}/"), "404 page for an id-shaped token")
+        check(client.get(reverse("campaign_assignments", args=["canary"])), "403 page")
+        check(client.get("/review/does-not-exist/"), "404 campaign")
+
+        # The second reviewer, over the API.
+        api = {"HTTP_AUTHORIZATION": f"Bearer {ApiToken.issue(self.users['reviewer_b'])}"}
+        nxt = check(
+            client.post("/api/v1/campaigns/canary/next", content_type="application/json", **api),
+            "API next",
+        )
+        body = nxt.json()
+        assert "[redacted]" in body["candidates"][0]["text"] + body["candidates"][1]["text"]
+        submit = body["submit_url"]
+        for what, payload in [
+            ("API invalid submit", {"scores": {"A": {"accuracy": 1}}}),
+            ("API unknown label", {"scores": {"Z": {}}, "preference": "Q"}),
+            (
+                "API submit",
+                {
+                    "scores": {lab: {"accuracy": 2, "completeness": 2} for lab in "AB"},
+                    "preference": "tie",
+                    "key": "x",
+                },
+            ),
+            (
+                "API duplicate",
+                {
+                    "scores": {lab: {"accuracy": 2, "completeness": 2} for lab in "AB"},
+                    "preference": "tie",
+                    "key": "x",
+                },
+            ),
+            (
+                "API conflict",
+                {
+                    "scores": {lab: {"accuracy": 2, "completeness": 2} for lab in "AB"},
+                    "preference": "tie",
+                    "key": "y",
+                },
+            ),
+        ]:
+            check(
+                client.post(
+                    submit, data=json.dumps(payload), content_type="application/json", **api
+                ),
+                what,
+            )
+        check(
+            client.post("/api/v1/campaigns/canary/next", content_type="application/json", **api),
+            "API 204",
+        )
+        check(
+            client.post(
+                f"/api/v1/assignments/{IDS['output'][0]}/submit",
+                data="{}",
+                content_type="application/json",
+                **api,
+            ),
+            "API 404",
+        )
+        check(
+            client.post(
+                "/api/v1/campaigns/canary/next", data="not json", content_type="application/json"
+            ),
+            "API 401",
+        )
+        assert len(seen) == 28
+
+    def test_it_masks_and_flags_self_identifying_outputs_for_admins(self):
+        self.client.force_login(self.users["reviewer_a"])
+        assert not Generation.objects.filter(identity_leak=True).exists()
+        self.client.post(reverse("review_next", args=["canary"]))
+        page = self.client.get(
+            reverse("review_page", args=["canary", Assignment.objects.get().token])
+        )
+        assert page.content.count(b"[redacted]") >= 4
+        assert set(
+            Generation.objects.filter(identity_leak=True).values_list("id", flat=True)
+        ) == set(IDS["generation"])
+
+    def test_it_offers_no_item_whose_outputs_are_not_all_there(self):
+        ReviewItem.objects.filter(pk=self.item.pk).update(ready=False, state="waiting")
+        self.client.force_login(self.users["reviewer_a"])
+        response = self.client.post(reverse("review_next", args=["canary"]))
+        assert response.url == reverse("review_campaign", args=["canary"])
+        assert not Assignment.objects.exists()
+
+
+def ReviewItemFactory_ready(campaign, task):  # noqa: N802 - a factory-like helper
+    return ReviewItem.objects.create(
+        id=IDS["item"],
+        campaign=campaign,
+        task=task,
+        sample_index=0,
+        overlap=campaign.overlap,
+        ready=True,
+        state="open",
+        shuffle_key=12345,
+    )

@@ -1,0 +1,394 @@
+"""Reviewer pages, the admin/lead assignment view and the reviewer JSON API."""
+
+import json
+from datetime import timedelta
+
+from django.test import TestCase
+from django.urls import reverse
+from django.utils import timezone
+
+from evalsite.models import ApiToken
+from reviews.models import Assignment, Review, ReviewItem
+from tests.factories import UserFactory, campaign_ready, personas
+
+HTMX = {"HX-Request": "true"}
+
+
+def form_data(assignment, value="4", preference="A", key="key-1"):
+    data = {"submit_key": key, "preference": preference, "comment": "ok", "seconds_spent": "42"}
+    for label in ("A", "B"):
+        data[f"score-{label}-accuracy"] = value
+        data[f"score-{label}-completeness"] = value
+    return data
+
+
+class ReviewerPageTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = campaign_ready(items=2, overlap=2)
+        cls.reviewer = cls.users["reviewer_a"]
+
+    def setUp(self):
+        self.client.force_login(self.reviewer)
+
+    def start(self):
+        response = self.client.post(reverse("review_next", args=[self.campaign.slug]))
+        assert response.status_code == 302
+        return Assignment.objects.get(reviewer=self.reviewer, state="active"), response.url
+
+    def test_it_lists_the_reviewers_campaigns_with_their_progress(self):
+        response = self.client.get(reverse("reviewer_home"))
+        assert response.status_code == 200
+        assert self.campaign.name.encode() in response.content
+        assert b"Start reviewing" in response.content
+
+    def test_it_denies_the_reviewer_pages_to_other_roles(self):
+        for persona in ("lead", "arbiter", "outsider"):
+            self.client.force_login(self.users[persona])
+            assert self.client.get(reverse("reviewer_home")).status_code == 403
+            assert (
+                self.client.post(reverse("review_next", args=[self.campaign.slug])).status_code
+                == 403
+            )
+        self.client.logout()
+        response = self.client.get(reverse("reviewer_home"))
+        assert response.status_code == 302 and "/login/" in response.url
+
+    def test_it_shows_the_item_blind_with_rubric_anchors_and_no_history(self):
+        assignment, url = self.start()
+        response = self.client.get(url)
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert 'hx-history="false"' in html
+        assert "Output A" in html and "Output B" in html
+        assert "fully correct" in html and "covers everything" in html
+        assert "Which output is better?" in html
+        assert response["Cache-Control"] == "no-store"
+        # The htmx request gets only the swappable region.
+        partial = self.client.get(url, headers=HTMX).content.decode()
+        assert partial.lstrip().startswith('<section id="review"') and "<html" not in partial
+
+    def test_it_shows_missing_scores_inline_and_saves_nothing(self):
+        assignment, url = self.start()
+        data = form_data(assignment)
+        del data["score-B-accuracy"]
+        data["preference"] = ""
+        response = self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+            data,
+            headers=HTMX,
+        )
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert "Not saved yet" in html
+        assert html.count("data-error>required<") == 1
+        assert "required: choose an output, tie or both bad" in html
+        # What was entered stays entered.
+        assert 'name="score-A-accuracy" value="4" checked' in html
+        assert Review.objects.count() == 0
+
+    def test_it_saves_and_swaps_in_the_next_item_without_a_reload(self):
+        first, _ = self.start()
+        response = self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, first.token]),
+            form_data(first),
+            headers=HTMX,
+        )
+        html = response.content.decode()
+        assert response.status_code == 200 and "<html" not in html
+        assert 'data-notice="ok"' in html and "Saved." in html
+        second = Assignment.objects.get(reviewer=self.reviewer, state="active")
+        assert second.item_id != first.item_id
+        assert second.token in html
+        assert response["HX-Replace-Url"] == reverse(
+            "review_page", args=[self.campaign.slug, second.token]
+        )
+        review = Review.objects.get(assignment=first)
+        assert review.seconds_spent == 42 and review.comment == "ok"
+
+    def test_it_says_so_on_a_double_submit_and_saves_once(self):
+        first, _ = self.start()
+        url = reverse("review_submit", args=[self.campaign.slug, first.token])
+        self.client.post(url, form_data(first), headers=HTMX)
+        again = self.client.post(url, form_data(first), headers=HTMX).content.decode()
+        assert "Already saved: this review arrived before, it was not saved twice." in again
+        assert Review.objects.filter(reviewer=self.reviewer).count() == 1
+
+    def test_it_says_so_when_the_item_was_reassigned(self):
+        campaign = campaign_ready(items=1, overlap=2)
+        self.client.post(reverse("review_next", args=[campaign.slug]))
+        first = Assignment.objects.get(reviewer=self.reviewer, item__campaign=campaign)
+        Assignment.objects.filter(pk=first.pk).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        for user in (
+            self.users["reviewer_b"],
+            UserFactory(username="reviewer_c", roles=["reviewer"]),
+        ):
+            self.client.force_login(user)
+            self.client.post(reverse("review_next", args=[campaign.slug]))
+        assert ReviewItem.objects.get(pk=first.item_id).live_count == 2
+        self.client.force_login(self.reviewer)
+        html = self.client.post(
+            reverse("review_submit", args=[campaign.slug, first.token]),
+            form_data(first),
+            headers=HTMX,
+        ).content.decode()
+        assert 'data-notice="warn"' in html and "given to another reviewer" in html
+        assert not Review.objects.filter(reviewer=self.reviewer).exists()
+
+    def test_it_says_when_the_queue_is_finished(self):
+        for _ in range(2):
+            assignment = (
+                Assignment.objects.filter(reviewer=self.reviewer, state="active").first()
+                or self.start()[0]
+            )
+            response = self.client.post(
+                reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+                form_data(assignment, key=assignment.token),
+                headers=HTMX,
+            )
+        html = response.content.decode()
+        assert "Your queue is finished" in html and "data-finished" in html
+        assert response["HX-Replace-Url"] == reverse("review_campaign", args=[self.campaign.slug])
+        page = self.client.get(
+            reverse("review_campaign", args=[self.campaign.slug])
+        ).content.decode()
+        assert "Your queue is finished" in page
+        # Without JavaScript: a plain POST redirects to the campaign page, which says the same.
+        response = self.client.post(reverse("review_next", args=[self.campaign.slug]))
+        assert response.url == reverse("review_campaign", args=[self.campaign.slug])
+
+    def test_it_returns_404_for_another_reviewers_token(self):
+        assignment, url = self.start()
+        self.client.force_login(self.users["reviewer_b"])
+        assert self.client.get(url).status_code == 404
+        submit = reverse("review_submit", args=[self.campaign.slug, assignment.token])
+        assert self.client.post(submit, form_data(assignment)).status_code == 404
+        heartbeat = reverse("review_heartbeat", args=[self.campaign.slug, assignment.token])
+        assert self.client.post(heartbeat).status_code == 404
+        assert (
+            self.client.get(
+                reverse("review_page", args=["no-such-campaign", assignment.token])
+            ).status_code
+            == 404
+        )
+
+    def test_it_skips_with_a_reason(self):
+        assignment, _ = self.start()
+        url = reverse("review_skip", args=[self.campaign.slug, assignment.token])
+        html = self.client.post(url, {"reason": ""}, headers=HTMX).content.decode()
+        assert "Choose a reason" in html
+        html = self.client.post(
+            url, {"reason": "expertise", "detail": "tax law"}, headers=HTMX
+        ).content.decode()
+        assert "Skipped; you will not get this item again." in html
+        assignment.refresh_from_db()
+        assert (
+            assignment.state == "skipped"
+            and assignment.skip_reason == "I can't judge this topic: tax law"
+        )
+
+    def test_it_extends_the_lease_on_heartbeat_and_reports_a_lost_one(self):
+        assignment, _ = self.start()
+        url = reverse("review_heartbeat", args=[self.campaign.slug, assignment.token])
+        response = self.client.post(url)
+        assert response.status_code == 200 and response.json()["ok"] is True
+        assert self.client.get(url).status_code == 405
+        Assignment.objects.filter(pk=assignment.pk).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        response = self.client.post(url)
+        assert response.status_code == 409 and "ran out" in response.json()["message"]
+
+    def test_it_shows_a_closed_item_for_what_it_is(self):
+        assignment, url = self.start()
+        self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+            form_data(assignment),
+        )
+        response = self.client.get(url)
+        assert response.status_code == 200
+        assert b"You already submitted a review for this item." in response.content
+        assert b"score-A-accuracy" not in response.content
+
+    def test_it_works_without_javascript(self):
+        assignment, url = self.start()
+        response = self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+            form_data(assignment),
+        )
+        assert response.status_code == 302
+        nxt = Assignment.objects.get(reviewer=self.reviewer, state="active")
+        assert response.url == reverse("review_page", args=[self.campaign.slug, nxt.token])
+
+
+class AssignmentAdminTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = campaign_ready(items=3, overlap=2)
+
+    def claim(self, persona):
+        self.client.force_login(self.users[persona])
+        self.client.post(reverse("review_next", args=[self.campaign.slug]))
+        return Assignment.objects.get(reviewer=self.users[persona], state="active")
+
+    def test_it_shows_assignment_state_to_admins_and_leads_only(self):
+        held = self.claim("reviewer_a")
+        Assignment.objects.filter(pk=held.pk).update(
+            lease_expires_at=timezone.now() - timedelta(minutes=3)
+        )
+        url = reverse("campaign_assignments", args=[self.campaign.slug])
+        for persona in ("admin", "lead"):
+            self.client.force_login(self.users[persona])
+            response = self.client.get(url)
+            assert response.status_code == 200
+            html = response.content.decode()
+            assert "reviewer_a" in html and "stale" in html and "Remove from campaign" in html
+            partial = self.client.get(url + "?state=open", headers=HTMX).content.decode()
+            assert partial.lstrip().startswith('<div id="items">')
+        for persona in ("reviewer_a", "arbiter", "outsider"):
+            self.client.force_login(self.users[persona])
+            assert self.client.get(url).status_code == 403
+
+    def test_it_releases_a_lease_and_removes_a_reviewer(self):
+        held = self.claim("reviewer_a")
+        self.client.force_login(self.users["lead"])
+        response = self.client.post(
+            reverse("assignment_release", args=[self.campaign.slug, held.token])
+        )
+        assert response.status_code == 302
+        held.refresh_from_db()
+        assert held.state == "released"
+        other = self.claim("reviewer_b")
+        self.client.force_login(self.users["admin"])
+        url = reverse("reviewer_remove", args=[self.campaign.slug, self.users["reviewer_b"].pk])
+        assert self.client.post(url).status_code == 302
+        other.refresh_from_db()
+        assert other.state == "released"
+        self.client.force_login(self.users["reviewer_b"])
+        assert (
+            self.client.post(reverse("review_next", args=[self.campaign.slug])).status_code == 404
+        )
+        assert self.campaign.name.encode() not in self.client.get(reverse("reviewer_home")).content
+        self.client.force_login(self.users["reviewer_a"])
+        assert (
+            self.client.post(
+                reverse("assignment_release", args=[self.campaign.slug, other.token])
+            ).status_code
+            == 403
+        )
+
+
+class ReviewApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = campaign_ready(items=1, overlap=1)
+        cls.token = ApiToken.issue(cls.users["reviewer_a"])
+        cls.lead_token = ApiToken.issue(cls.users["lead"])
+
+    def post(self, url, body=None, token=None, **headers):
+        return self.client.post(
+            url,
+            data=json.dumps(body or {}),
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {token or self.token}", **headers},
+        )
+
+    def test_it_runs_the_reviewer_loop(self):
+        response = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next")
+        assert response.status_code == 200
+        body = response.json()
+        assert set(body) == {
+            "token",
+            "resumed",
+            "lease_expires_at",
+            "campaign",
+            "mode",
+            "task",
+            "candidates",
+            "rubric",
+            "preference_choices",
+            "flags",
+            "submit_url",
+        }
+        assert [c["label"] for c in body["candidates"]] == ["A", "B"]
+        assert set(body["candidates"][0]) == {"label", "text"}
+        assert body["task"]["prompt"].startswith("Summarise ticket")
+        assert body["rubric"][0]["anchors"] == {"1": "wrong", "5": "fully correct"}
+        assert body["preference_choices"] == ["A", "B", "tie", "both_bad"]
+        assert body["submit_url"] == f"/api/v1/assignments/{body['token']}/submit"
+        again = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        assert again["token"] == body["token"] and again["resumed"] is True
+
+        invalid = self.post(
+            body["submit_url"], {"scores": {"A": {"accuracy": 7}}, "preference": "A"}
+        )
+        assert invalid.status_code == 400
+        assert invalid.json()["errors"]["scores.A.accuracy"] == "must be from 1 to 5"
+        review = {
+            "scores": {
+                "A": {"accuracy": 4, "completeness": "na"},
+                "B": {"accuracy": 2, "completeness": 3},
+            },
+            "preference": "A",
+            "flags": {"B": ["hallucination"]},
+            "comment": "B made it up",
+        }
+        saved = self.post(body["submit_url"], review, **{"Idempotency-Key": "abc"})
+        assert saved.status_code == 201 and saved.json()["status"] == "saved"
+        duplicate = self.post(body["submit_url"], {**review, "key": "abc"})
+        assert duplicate.status_code == 200 and duplicate.json()["status"] == "duplicate"
+        conflict = self.post(body["submit_url"], {**review, "key": "another"})
+        assert conflict.status_code == 409 and conflict.json()["status"] == "already_submitted"
+        assert self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").status_code == 204
+        assert Review.objects.count() == 1
+
+    def test_it_says_reassigned_on_a_late_submit(self):
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        Assignment.objects.filter(token=body["token"]).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        other = ApiToken.issue(self.users["reviewer_b"])
+        assert (
+            self.post(f"/api/v1/campaigns/{self.campaign.slug}/next", token=other).status_code
+            == 200
+        )
+        late = self.post(
+            body["submit_url"],
+            {
+                "scores": {
+                    "A": {"accuracy": 4, "completeness": 4},
+                    "B": {"accuracy": 4, "completeness": 4},
+                },
+                "preference": "tie",
+                "key": "k",
+            },
+        )
+        assert late.status_code == 409 and late.json()["status"] == "reassigned"
+
+    def test_it_denies_by_default(self):
+        url = f"/api/v1/campaigns/{self.campaign.slug}/next"
+        assert self.client.post(url).status_code == 401
+        assert self.post(url, token=self.lead_token).status_code == 403
+        assert self.post("/api/v1/campaigns/nope/next").status_code == 404
+        assert (
+            self.post("/api/v1/assignments/not-a-token/submit", {"scores": {}}).status_code == 404
+        )
+        mine = self.post(url).json()
+        other = ApiToken.issue(self.users["reviewer_b"])
+        assert self.post(mine["submit_url"], {}, token=other).status_code == 404
+        assert (
+            self.client.get(url, headers={"Authorization": f"Bearer {self.token}"}).status_code
+            == 405
+        )
+
+    def test_it_documents_the_loop_in_the_openapi_schema(self):
+        paths = self.client.get("/api/v1/schema").json()["paths"]
+        nxt = paths["/api/v1/campaigns/{slug}/next"]["post"]
+        assert set(nxt["responses"]) >= {"200", "204"}
+        submit = paths["/api/v1/assignments/{token}/submit"]["post"]
+        assert "requestBody" in submit and set(submit["responses"]) >= {"201", "200", "400", "409"}
