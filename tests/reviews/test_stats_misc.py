@@ -206,3 +206,23 @@ def test_reviewer_figures():
     assert result["ann"]["agreement_exact"] == 0.5 and result["ann"]["agreement_within_one"] == 0.5
     assert result["bob"]["median_seconds"] == 20
     assert math.isclose(result["bob"]["n_compared"], 2)
+
+
+def test_means_are_taken_per_task_first():
+    # task 1 has two samples (4 and 2 -> task mean 3), task 2 one (5): mean 4 over 2 tasks
+    final = pd.DataFrame(
+        [
+            (1, "x", 1, 0, "a", "base", "accuracy", 4.0),
+            (2, "x", 1, 1, "a", "base", "accuracy", 2.0),
+            (3, "x", 2, 0, "b", "advanced", "accuracy", 5.0),
+        ],
+        columns=["output", "contender", "task", "sample", "category", "tier", "dimension", "value"],
+    )
+    dims = quality.dimension_scores(final)
+    mean, ci = quality.mean_ci([3.0, 5.0])
+    assert dims[("x", "accuracy")] == {"mean": 4.0, "ci95": ci, "n_tasks": 2}
+    assert mean == 4.0
+    outq = quality.output_quality(final, RUBRIC)
+    by_tier = quality.summary_by(outq, "quality", ["contender", "tier"])
+    assert by_tier[("x", "base")] == {"mean": 0.5, "ci95": None, "n_tasks": 1}
+    assert by_tier[("x", "advanced")]["mean"] == 1.0
