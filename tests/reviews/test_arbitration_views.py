@@ -163,6 +163,7 @@ class ArbitrationPageTests(TestCase):
         assert response.status_code == 200
         body = response.content.decode()
         assert "Close call." in body and "arbiter" in body
+        assert "set accuracy, preference" in body
         assert re.search(r"Resolved</div><div class=\"stat\">1<", body)
         assert re.search(r"Open</div><div class=\"stat\">1<", body)
         contender = (
