@@ -17,7 +17,7 @@ import secrets
 from itertools import combinations
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -39,11 +39,20 @@ def item_plan(campaign: Campaign, *, task_id: int | None = None, sample_index: i
     split = campaign.mode == Mode.PAIRWISE and len(contenders) > 2
     pairs = list(combinations(contenders, 2))
     random.Random(f"pairs:{campaign.pk}").shuffle(pairs)
-    task_ids = list(campaign.testset.tasks.order_by("position").values_list("pk", flat=True))
+    tasks = campaign.testset.tasks
+    if task_id is not None and not split:
+        indexed = [(0, task_id)]
+    elif task_id is not None:
+        # Scoped (one finishing generation): only this task's index among all is needed, and
+        # only for dealing pairs; no need to read the whole test set.
+        position = tasks.filter(pk=task_id).values_list("position", flat=True).first()
+        if position is None:
+            return []
+        indexed = [(tasks.filter(position__lt=position).count() if split else 0, task_id)]
+    else:
+        indexed = list(enumerate(tasks.order_by("position").values_list("pk", flat=True)))
     plan = []
-    for i, tid in enumerate(task_ids):
-        if task_id is not None and tid != task_id:
-            continue
+    for i, tid in indexed:
         for s in range(campaign.reviewed_samples):
             if sample_index is not None and s != sample_index:
                 continue
@@ -129,3 +138,21 @@ def review_items_sync(
         pk__in=ready_ids, ready=False, state=ReviewItem.State.WAITING
     ).update(ready=True, state=ReviewItem.State.OPEN)
     return {"created": created, "ready": ready}
+
+
+def review_items_open_for(*, generation_id: int) -> int:
+    """Open the items that show this (just finished) generation, if all their outputs are done.
+
+    One UPDATE: the hot path of every finished generation. Items themselves are created up
+    front by `review_items_sync` (campaign creation, generate, import, and the reconciler).
+    """
+    not_done = ItemOutput.objects.filter(item=OuterRef("pk")).exclude(
+        generation__status=Generation.Status.DONE
+    )
+    return (
+        ReviewItem.objects.filter(
+            outputs__generation_id=generation_id, ready=False, state=ReviewItem.State.WAITING
+        )
+        .exclude(Exists(not_done))
+        .update(ready=True, state=ReviewItem.State.OPEN)
+    )

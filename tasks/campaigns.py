@@ -445,6 +445,8 @@ def campaign_create(*, definition: dict, user=None) -> tuple[Campaign, list[str]
     Contenders are created or reused by name; the test set is frozen; one generation row per
     (task, contender, sample) is created (pending, not yet queued).
     """
+    from reviews.readiness import review_items_sync
+
     from .generation import generation_rows_create
 
     valid = campaign_definition_validate(definition)
@@ -461,4 +463,6 @@ def campaign_create(*, definition: dict, user=None) -> tuple[Campaign, list[str]
         contenders.append(contender)
     campaign.contenders.set(contenders)
     generation_rows_create(campaign=campaign)
+    # Items exist (waiting) from the start; finishing generations only open them.
+    review_items_sync(campaign=campaign)
     return campaign, valid.warnings

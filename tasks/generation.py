@@ -27,6 +27,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from reviews.readiness import review_items_open_for, review_items_sync
+
 from . import providers
 from .checks import run_checks
 from .models import Campaign, Contender, Generation, Provider
@@ -91,6 +93,7 @@ def generation_enqueue(*, campaign: Campaign) -> int:
         raise GenerationError("; ".join(problems))
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     generation_rows_create(campaign=campaign)
+    review_items_sync(campaign=campaign)
     now = timezone.now()
     rows = (
         Generation.objects.filter(campaign=campaign)
@@ -325,12 +328,10 @@ def _retry_later(
 
 
 def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
-    from reviews.readiness import review_items_sync
-
     if gen is None:
         gen = Generation.objects.select_related("campaign").get(pk=generation_id)
     if gen.sample_index < gen.campaign.reviewed_samples:
-        review_items_sync(campaign=gen.campaign, task_id=gen.task_id, sample_index=gen.sample_index)
+        review_items_open_for(generation_id=gen.pk)
     campaign_status_refresh(campaign_id=gen.campaign_id)
 
 
@@ -362,10 +363,9 @@ def generation_reconcile(*, requeue_after: float | None = None, limit: int = 500
         )
         Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
         _enqueue(lapsed + stale)
-    for campaign_id in Campaign.objects.filter(status=Campaign.Status.GENERATING).values_list(
-        "pk", flat=True
-    ):
-        campaign_status_refresh(campaign_id=campaign_id)
+    for campaign in Campaign.objects.filter(status=Campaign.Status.GENERATING):
+        review_items_sync(campaign=campaign)  # safety net: items missed by a crash between steps
+        campaign_status_refresh(campaign_id=campaign.pk)
     return {"lapsed": len(lapsed), "requeued": len(stale)}
 
 
@@ -450,8 +450,6 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
             )
             stored += 1
             touched.add(gen.pk)
-    from reviews.readiness import review_items_sync
-
     sync = review_items_sync(campaign=campaign)
     campaign_status_refresh(campaign_id=campaign.pk)
     missing = (

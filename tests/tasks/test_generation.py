@@ -9,7 +9,7 @@ from django.test import TestCase, override_settings
 from django.utils import timezone
 
 from reviews.models import ItemOutput, ReviewItem
-from reviews.readiness import review_items_sync
+from reviews.readiness import review_items_open_for, review_items_sync
 from tasks import generation as gen_services
 from tasks.campaigns import campaign_create
 from tasks.checks import run_checks
@@ -300,7 +300,10 @@ class ReadinessTests(TestCase):
             ReviewItem.objects.filter(campaign=campaign).values_list("state", flat=True)
         ) == {"waiting"}
         Generation.objects.filter(campaign=campaign, task=first.task).update(status="done")
-        assert review_items_sync(campaign=campaign)["ready"] == 1
+        # What a finishing generation runs: one UPDATE for the items that show it.
+        last = Generation.objects.get(campaign=campaign, task=first.task, contender__name="b")
+        assert review_items_open_for(generation_id=last.pk) == 1
+        assert review_items_open_for(generation_id=last.pk) == 0
         first.refresh_from_db()
         assert first.ready and first.state == "open" and first.outputs.count() == 2
 
@@ -314,8 +317,10 @@ class ReadinessTests(TestCase):
                 {"name": "b", "provider": "imported"},
             ],
         )
+        # Items exist (waiting) from the campaign's creation; outputs done -> ready.
+        assert ReviewItem.objects.filter(campaign=campaign, state="waiting").count() == 4
         Generation.objects.filter(campaign=campaign).update(status="done")
-        assert review_items_sync(campaign=campaign) == {"created": 4, "ready": 4}
+        assert review_items_sync(campaign=campaign) == {"created": 0, "ready": 4}
         assert set(ReviewItem.objects.values_list("sample_index", flat=True)) == {0, 1}
         assert set(ReviewItem.objects.values_list("overlap", flat=True)) == {campaign.overlap}
         assert review_items_sync(campaign=campaign) == {"created": 0, "ready": 0}

@@ -1,0 +1,216 @@
+"""Benchmark: generation throughput on real Celery workers against an endpoint with fixed latency.
+
+A local OpenAI-compatible endpoint (tests/fake_llm.py, streaming) answers every request after a
+fixed 200 ms. One contender with a concurrency limit of 16 can therefore finish at most
+16 / 0.2 s = 80 generations per second. The bench queues 2,000 generations (1,000 tasks x 2
+samples, plus an imported second contender so review items are built as rows finish, as in
+a real campaign) and times enqueue -> last row done on real worker processes over Redis and
+PostgreSQL. Reported: throughput as a fraction of 80/s (target >= 85%), the largest number of
+concurrent requests the endpoint saw (must be <= 16), latency/TTFT percentiles.
+
+    createdb -h 127.0.0.1 -U postgres evalsite_bench   # once
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalsite_bench REDIS_URL=redis://127.0.0.1:6379/2 \\
+        .venv/bin/python bench/generation.py [--pool threads|prefork] [--concurrency 20] [--workers 1]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+
+from evalsite.celery import app  # noqa: E402
+from reviews.models import ReviewItem  # noqa: E402
+from tasks.campaigns import campaign_create  # noqa: E402
+from tasks.generation import generation_enqueue, outputs_import  # noqa: E402
+from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402
+from tests.fake_llm import FakeLLM  # noqa: E402
+
+LATENCY = 0.2
+LIMIT = 16
+
+
+def setup(fake: FakeLLM, tasks: int, samples: int) -> Campaign:
+    # A fresh campaign each run (the endpoint's port changes); old bench rows are removed.
+    for old in Campaign.objects.filter(slug__startswith="bench-gen"):
+        ReviewItem.objects.filter(campaign=old).delete()
+        Generation.objects.filter(campaign=old).delete()
+        old.delete()
+    Contender.objects.filter(name__startswith="bench-gen").delete()
+    TestSet.objects.filter(name="bench-gen").delete()
+    ts = TestSet.objects.create(name="bench-gen", checksum="0" * 64, task_count=tasks)
+    Task.objects.bulk_create(
+        [
+            Task(
+                testset=ts,
+                position=i,
+                external_id=f"B-{i}",
+                category=f"cat-{i % 5}",
+                prompt=f"Question {i}?",
+                checks={"max_chars": 200},
+            )
+            for i in range(tasks)
+        ]
+    )
+    campaign, _ = campaign_create(
+        definition={
+            "slug": f"bench-gen-{int(time.time())}",
+            "testset": "bench-gen",
+            "samples_per_task": samples,
+            "mode": "both",
+            "rubric": [{"key": "accuracy"}],
+            "contenders": [
+                {
+                    "name": f"bench-gen-endpoint-{fake.base_url.rsplit(':', 1)[1].split('/')[0]}",
+                    "provider": "openai",
+                    "base_url": fake.base_url,
+                    "model": "bench",
+                    "max_concurrency": LIMIT,
+                    "params": {"max_tokens": 64, "seed": 1},
+                    "price_in_per_mtok": 0.1,
+                    "price_out_per_mtok": 0.4,
+                },
+                {"name": f"bench-gen-imported-{int(time.time())}", "provider": "imported"},
+            ],
+        }
+    )
+    imported = campaign.contenders.get(provider="imported")
+    lines = "\n".join(
+        f'{{"task_id": "B-{i}", "sample": 0, "output": "imported answer {i}"}}'
+        for i in range(tasks)
+    )
+    outputs_import(campaign=campaign, contender_name=imported.name, raw=lines.encode())
+    return campaign
+
+
+def start_workers(n: int, pool: str, concurrency: int) -> list[subprocess.Popen]:
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": settings.REDIS_URL,
+        "LOG_LEVEL": "WARNING",
+    }
+    procs = []
+    for i in range(n):
+        args = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "evalsite",
+            "worker",
+            "--pool",
+            pool,
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"bench{i}@%h",
+        ]
+        procs.append(
+            subprocess.Popen(
+                args,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
+    # Wait until every worker answers a ping.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=1.0) or []
+        if len(replies) >= n:
+            return procs
+    raise SystemExit("workers did not come up")
+
+
+def pct(values: list[int], p: float) -> int:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--pool", default="threads", choices=["threads", "prefork"])
+    parser.add_argument(
+        "--concurrency", type=int, default=20, help="worker slots per worker process"
+    )
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    if connection.vendor != "postgresql" or not settings.REDIS_URL:
+        raise SystemExit("set DATABASE_URL (PostgreSQL) and REDIS_URL")
+    call_command("migrate", verbosity=0)
+    app.control.purge()
+    fake = FakeLLM(latency=LATENCY)
+    campaign = setup(fake, args.tasks, args.samples)
+    target = campaign.generations.exclude(contender__provider="imported")
+    total = target.count()
+    procs = start_workers(args.workers, args.pool, args.concurrency)
+    try:
+        started = time.monotonic()
+        generation_enqueue(campaign=campaign)
+        while True:
+            finished = target.filter(status__in=["done", "failed"]).count()
+            if finished >= total:
+                break
+            if time.monotonic() - started > 600:
+                raise SystemExit(f"gave up: {finished}/{total} after 600 s")
+            time.sleep(0.25)
+        elapsed = time.monotonic() - started
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, 15)
+        for proc in procs:
+            proc.wait(30)
+        fake.close()
+    done = target.filter(status="done")
+    latencies = list(done.values_list("latency_ms", flat=True))
+    ttfts = list(done.values_list("ttft_ms", flat=True))
+    bound = LIMIT / LATENCY
+    rate = total / elapsed
+    print(
+        f"pool={args.pool} workers={args.workers} x concurrency={args.concurrency}; "
+        f"{total} generations ({done.count()} done, {target.filter(status='failed').count()} failed)"
+    )
+    print(
+        f"elapsed {elapsed:.1f} s -> {rate:.1f}/s = {rate / bound:.1%} of the {bound:.0f}/s endpoint bound"
+    )
+    print(
+        f"endpoint saw at most {fake.max_active['bench']} concurrent requests (limit {LIMIT}); "
+        f"provider calls {len(fake.calls)}; retries {sum(target.values_list('retries', flat=True))}"
+    )
+    print(
+        f"latency ms p50 {pct(latencies, 50)} p95 {pct(latencies, 95)} max {max(latencies)}; "
+        f"TTFT ms p50 {pct(ttfts, 50)} mean {statistics.mean(ttfts):.0f}"
+    )
+    print(
+        f"review items ready: {campaign.items.filter(ready=True).count()} of {campaign.items.count()}"
+    )
+
+
+if __name__ == "__main__":
+    main()
