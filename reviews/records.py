@@ -90,7 +90,9 @@ def labels(n: int) -> list[str]:
 def _number(value: float | None):
     if value is None:
         return None
-    return int(value) if float(value).is_integer() else value
+    if isinstance(value, int):
+        return value
+    return int(value) if value.is_integer() else value
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -275,14 +277,7 @@ def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[di
             "category": category,
             "candidates": names,
             "scores": {
-                label_of[o]: {
-                    d: _number(v)
-                    for d, v in sorted(
-                        review_scores.get(o, {}).items(),
-                        key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0]),
-                    )
-                }
-                for o in order
+                label_of[o]: _ordered_scores(review_scores.get(o, {}), dim_rank) for o in order
             },
             "judge": judge,
             "blind": True,
@@ -306,6 +301,15 @@ def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[di
         if seconds is not None:
             record["seconds"] = seconds
         yield record
+
+
+def _ordered_scores(per_dim: dict, dim_rank: dict) -> dict:
+    """Scores in rubric order (the common case is checked first: it is the hot loop)."""
+    if all(d in dim_rank for d in per_dim):
+        ordered = sorted(per_dim, key=dim_rank.__getitem__)
+    else:
+        ordered = sorted(per_dim, key=lambda d: (dim_rank.get(d, len(dim_rank)), d))
+    return {d: _number(per_dim[d]) for d in ordered}
 
 
 def records_jsonl(*, campaign: Campaign, unblind: bool = False) -> Iterator[str]:
