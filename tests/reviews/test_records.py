@@ -368,7 +368,9 @@ class BadInputTests(TestCase):
 
     def test_it_rejects_infinity_spelled_as_a_huge_number(self):
         line = json.dumps(rec()).replace('"accuracy": 4', '"accuracy": 1e999').encode()
-        self.assert_rejected(line, "line 1, field (json): the number 1e999 is out of range", "jsonl")
+        self.assert_rejected(
+            line, "line 1, field (json): the number 1e999 is out of range", "jsonl"
+        )
 
     def test_it_rejects_duplicate_keys(self):
         line = json.dumps(rec())[:-1] + ', "judge": "other"}'
@@ -741,6 +743,17 @@ class ApiTests(TestCase):
         )
         assert response.status_code == 200, response.content
         assert response.json()["reviews_created"] == 8
+        # The same file again, as CSV in a multipart upload: nothing new.
+        csv_body = b"".join(self.get("lead", "?format=csv&unblind=1").streaming_content)
+        upload = io.BytesIO(csv_body)
+        upload.name = "records.csv"
+        response = self.client.post(
+            f"/api/v1/campaigns/{target.slug}/reviews",
+            data={"file": upload},
+            HTTP_AUTHORIZATION=f"Bearer {self.tokens['lead']}",
+        )
+        assert response.status_code == 200, response.content
+        assert (response.json()["reviews_created"], response.json()["reviews_unchanged"]) == (0, 8)
         response = self.client.post(
             f"/api/v1/campaigns/{target.slug}/reviews",
             data=b'{"task_id": "T-1"}\n',
