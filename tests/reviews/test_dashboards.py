@@ -186,3 +186,64 @@ def test_it_reuses_the_cached_report_until_the_data_changes(django_assert_max_nu
     reviews_import(campaign=campaign, data=jsonl(*records), fmt="jsonl")
     assert report_fingerprint(campaign) != before
     assert campaign_report_cached(campaign)["progress"]["reviews_done"] == 8
+
+
+class EmptyAndPairwiseDashboardTests(TestCase):
+    """Too little data shows as 'no data', never a crash; pairwise campaigns work end to end."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.empty = make_campaign(slug="empty")
+
+    def test_it_renders_every_page_and_table_of_an_empty_campaign(self):
+        self.client.force_login(self.users["lead"])
+        for url in page_urls("empty"):
+            response = self.client.get(url)
+            assert response.status_code == 200, url
+            for table in response.context["tables"]:
+                page = response.context["page"]
+                assert (
+                    self.client.get(
+                        f"/campaigns/empty/dashboard/{page}/{table.key}.csv"
+                    ).status_code
+                    == 200
+                )
+
+    def test_it_handles_a_pairwise_campaign_with_three_contenders(self):
+        from tasks.models import Contender
+
+        names = ["p-one", "p-two", "p-three"]
+        contenders = [Contender.objects.create(name=n, provider="imported") for n in names]
+        campaign = make_campaign(slug="pairs", contenders=contenders, n_tasks=3)
+        campaign.mode, campaign.rubric = "pairwise", []
+        campaign.save()
+        records = []
+        for i, (a, b) in enumerate(
+            [("p-one", "p-two"), ("p-two", "p-three"), ("p-one", "p-three")], start=1
+        ):
+            for judge in ("j1", "j2"):
+                records.append(
+                    {
+                        "task_id": f"T-{i}",
+                        "candidates": ["A", "B"],
+                        "judge": judge,
+                        "models": {"A": a, "B": b},
+                        "scores": {},
+                        "preference": "A",
+                    }
+                )
+        reviews_import(campaign=campaign, data=jsonl(*records), fmt="jsonl")
+        pair_keys = set(campaign.items.values_list("pair_key", flat=True))
+        assert len(pair_keys) == 3 and "" not in pair_keys
+        self.client.force_login(self.users["lead"])
+        for url in page_urls("pairs"):
+            assert self.client.get(url).status_code == 200, url
+        body = self.client.get("/campaigns/pairs/dashboard/leaderboard/").content.decode()
+        assert all(name in body for name in names)
+        exported = b"".join(
+            self.client.get(
+                "/campaigns/pairs/reviews/download?format=jsonl&unblind=1"
+            ).streaming_content
+        )
+        assert len(exported.splitlines()) == 6
