@@ -28,7 +28,9 @@ def bearer_user(request: HttpRequest):
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    token = ApiToken.objects.select_related("user").filter(digest=ApiToken.hash(raw.strip())).first()
+    token = (
+        ApiToken.objects.select_related("user").filter(digest=ApiToken.hash(raw.strip())).first()
+    )
     if token is None or not token.user.is_active:
         return None
     now = timezone.now()
@@ -47,8 +49,13 @@ def json_body(request: HttpRequest) -> dict:
     return data
 
 
-def api_endpoint(*roles: str, methods: tuple[str, ...] = ("GET",), summary: str = "", body: dict | None = None,
-                 responses: dict | None = None) -> Callable:
+def api_endpoint(
+    *roles: str,
+    methods: tuple[str, ...] = ("GET",),
+    summary: str = "",
+    body: dict | None = None,
+    responses: dict | None = None,
+) -> Callable:
     def decorator(view):
         @csrf_exempt
         @wraps(view)
@@ -60,19 +67,27 @@ def api_endpoint(*roles: str, methods: tuple[str, ...] = ("GET",), summary: str 
                     status=401,
                     headers={"WWW-Authenticate": "Bearer"},
                 )
-            if request.method not in methods:
-                return JsonResponse({"error": f"method {request.method} not allowed"}, status=405,
-                                    headers={"Allow": ", ".join(methods)})
             if not has_role(user, *roles):
                 return JsonResponse({"error": "your role does not allow this"}, status=403)
+            if request.method not in methods:
+                return JsonResponse(
+                    {"error": f"method {request.method} not allowed"},
+                    status=405,
+                    headers={"Allow": ", ".join(methods)},
+                )
             request.user = user
             try:
                 return view(request, *args, **kwargs)
             except ApiError as exc:
                 return JsonResponse({"error": exc.message, **exc.extra}, status=exc.status)
 
-        wrapped.api_doc = {"roles": roles, "methods": methods, "summary": summary or (view.__doc__ or "").strip(),
-                           "body": body, "responses": responses or {}}
+        wrapped.api_doc = {
+            "roles": roles,
+            "methods": methods,
+            "summary": summary or (view.__doc__ or "").strip(),
+            "body": body,
+            "responses": responses or {},
+        }
         return wrapped
 
     return decorator

@@ -8,7 +8,9 @@ from django.db import models
 class ApiToken(models.Model):
     """A bearer token for /api/v1/. Only its SHA-256 is stored; the token is shown once."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     digest = models.CharField(max_length=64, unique=True)
     label = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -21,15 +21,20 @@ def build_schema() -> dict:
         if doc is None:
             continue
         path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
-        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for n in re.findall(r"{(\w+)}", path)]
+        params = [
+            {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+            for n in re.findall(r"{(\w+)}", path)
+        ]
         for method in doc["methods"]:
             op = {
                 "summary": doc["summary"].splitlines()[0] if doc["summary"] else "",
                 "description": doc["summary"] + f"\n\nRoles: {', '.join(doc['roles'])}.",
                 "parameters": params,
                 "security": [{"bearer": []}],
-                "responses": {str(k): {"description": v} for k, v in (doc["responses"] or {"200": "OK"}).items()},
+                "responses": {
+                    str(k): {"description": v}
+                    for k, v in (doc["responses"] or {"200": "OK"}).items()
+                },
             }
             if doc["body"] and method in ("POST", "PUT", "PATCH"):
                 op["requestBody"] = {"required": True, "content": doc["body"]}

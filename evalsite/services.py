@@ -7,12 +7,15 @@ from .roles import ROLES
 
 
 @transaction.atomic
-def user_create_or_update(*, username: str, roles: list[str], password: str | None = None,
-                          email: str = "") -> tuple[object, str]:
+def user_create_or_update(
+    *, username: str, roles: list[str], password: str | None = None, email: str = ""
+) -> tuple[object, str]:
     """Create (or update the roles and password of) a user; returns (user, new API token)."""
     unknown = set(roles) - set(ROLES)
     if unknown:
-        raise ValueError(f"unknown role(s): {', '.join(sorted(unknown))}; choose from {', '.join(ROLES)}")
+        raise ValueError(
+            f"unknown role(s): {', '.join(sorted(unknown))}; choose from {', '.join(ROLES)}"
+        )
     User = get_user_model()
     user, _ = User.objects.get_or_create(username=username, defaults={"email": email})
     if password:

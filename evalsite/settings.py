@@ -50,7 +50,9 @@ def env_list(name: str, default: list[str]) -> list[str]:
 def database_from_url(url: str) -> dict:
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
-        raise ImproperlyConfigured(f"DATABASE_URL must be postgres://..., got scheme {parsed.scheme!r}")
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be postgres://..., got scheme {parsed.scheme!r}"
+        )
     options = dict(parse_qsl(parsed.query))
     return {
         "ENGINE": "django.db.backends.postgresql",
@@ -158,7 +160,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

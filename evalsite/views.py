@@ -7,8 +7,12 @@ from django.urls import NoReverseMatch
 from .api import api_endpoint
 from .roles import ADMIN, ARBITER, LEAD, REVIEWER, roles_of
 
-HOME_BY_ROLE = [(ADMIN, "campaign_list"), (LEAD, "campaign_list"), (REVIEWER, "reviewer_home"),
-                (ARBITER, "arbiter_home")]
+HOME_BY_ROLE = [
+    (ADMIN, "campaign_list"),
+    (LEAD, "campaign_list"),
+    (REVIEWER, "reviewer_home"),
+    (ARBITER, "arbiter_home"),
+]
 
 
 @login_required
@@ -44,4 +48,6 @@ def error_500(request):
 
 @api_endpoint(ADMIN, LEAD, REVIEWER, ARBITER, summary="The authenticated user and their roles.")
 def whoami(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"username": request.user.get_username(), "roles": sorted(roles_of(request.user))})
+    return JsonResponse(
+        {"username": request.user.get_username(), "roles": sorted(roles_of(request.user))}
+    )

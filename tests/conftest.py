@@ -17,13 +17,19 @@ def pytest_runtest_setup(item):
     if item.get_closest_marker("redis"):
         need(redis_available(), "needs Redis: set REDIS_URL=redis://127.0.0.1:6379/0")
     if item.get_closest_marker("browser"):
-        need(chromium_path() is not None, "needs Chromium at /usr/bin/chromium (apt-get install chromium)")
+        need(
+            chromium_path() is not None,
+            "needs Chromium at /usr/bin/chromium (apt-get install chromium)",
+        )
 
 
 @pytest.fixture
 def celery_worker(transactional_db):
     """A real worker process; the test must use TransactionTestCase semantics (committed rows)."""
-    need(postgres_available(), "a real worker needs PostgreSQL (it cannot see an in-memory SQLite test db)")
+    need(
+        postgres_available(),
+        "a real worker needs PostgreSQL (it cannot see an in-memory SQLite test db)",
+    )
     need(redis_available(), "a real worker needs Redis")
     from tests.services import Worker, purge_broker
 
@@ -42,7 +48,10 @@ def browser_page(live_server, settings):
     """
     import os
 
-    need(chromium_path() is not None, "needs Chromium at /usr/bin/chromium (apt-get install chromium)")
+    need(
+        chromium_path() is not None,
+        "needs Chromium at /usr/bin/chromium (apt-get install chromium)",
+    )
     from playwright.sync_api import sync_playwright
 
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -51,10 +60,17 @@ def browser_page(live_server, settings):
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium_path(),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update"],
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+            ],
         )
-        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+        context = browser.new_context(
+            base_url=live_server.url, viewport={"width": 1280, "height": 900}
+        )
         page = context.new_page()
         page.set_default_timeout(15000)
         yield page

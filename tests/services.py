@@ -39,7 +39,11 @@ def redis_available() -> bool:
 
 
 def chromium_path() -> str | None:
-    for candidate in (os.environ.get("CHROMIUM_PATH"), "/usr/bin/chromium", "/usr/bin/chromium-browser"):
+    for candidate in (
+        os.environ.get("CHROMIUM_PATH"),
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     return None
@@ -48,8 +52,13 @@ def chromium_path() -> str | None:
 class Worker:
     """A real `celery worker` subprocess on the test database and the test Redis."""
 
-    def __init__(self, concurrency: int = 2, extra_env: dict | None = None, beat: bool = False,
-                 pool: str = "prefork"):
+    def __init__(
+        self,
+        concurrency: int = 2,
+        extra_env: dict | None = None,
+        beat: bool = False,
+        pool: str = "prefork",
+    ):
         env = {
             **os.environ,
             "REDIS_URL": settings.REDIS_URL,
@@ -58,18 +67,40 @@ class Worker:
         }
         db = connection.settings_dict
         if connection.vendor == "postgresql":
-            env["DATABASE_URL"] = (f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
-                                   f"{db['PORT'] or 5432}/{db['NAME']}")
+            env["DATABASE_URL"] = (
+                f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+                f"{db['PORT'] or 5432}/{db['NAME']}"
+            )
         env.update(extra_env or {})
-        args = [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool", pool,
-                "--concurrency", str(concurrency), "--loglevel", "INFO", "--without-gossip",
-                "--without-mingle", "--without-heartbeat"]
+        args = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "evalsite",
+            "worker",
+            "--pool",
+            pool,
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ]
         if beat:
             args.append("--beat")
         self.log_path = Path(settings.DATA_DIR) / f"worker-{os.getpid()}-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

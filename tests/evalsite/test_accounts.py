@@ -49,7 +49,17 @@ class AddUserCommandTests(TestCase):
         from io import StringIO
 
         out = StringIO()
-        call_command("add_user", "carol", "--role", "reviewer", "--role", "arbiter", "--password", "pw-xyz-123", stdout=out)
+        call_command(
+            "add_user",
+            "carol",
+            "--role",
+            "reviewer",
+            "--role",
+            "arbiter",
+            "--password",
+            "pw-xyz-123",
+            stdout=out,
+        )
         token = out.getvalue().split("API token: ")[1].strip()
         response = self.client.get("/api/v1/schema")
         assert response.status_code == 200

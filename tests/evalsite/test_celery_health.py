@@ -11,7 +11,9 @@ from tests.services import Worker, purge_broker, wait_until
 
 
 def _succeeded(worker: Worker, task_id: str):
-    match = re.search(rf"Task evalsite\.health\[{task_id}\] succeeded in [\d.]+s: (\d+)", worker.log())
+    match = re.search(
+        rf"Task evalsite\.health\[{task_id}\] succeeded in [\d.]+s: (\d+)", worker.log()
+    )
     return match and int(match.group(1))
 
 
@@ -19,16 +21,25 @@ def test_it_runs_a_job_through_a_worker_on_the_serverless_filesystem_broker():
     data_dir = tempfile.mkdtemp(prefix="evalsite-fsbroker-")
     for sub in ("out", "processed"):
         os.makedirs(f"{data_dir}/broker/{sub}")
-    worker = Worker(concurrency=1, extra_env={"REDIS_URL": "", "EVALSITE_DATA_DIR": data_dir, "DATABASE_URL": ""})
+    worker = Worker(
+        concurrency=1,
+        extra_env={"REDIS_URL": "", "EVALSITE_DATA_DIR": data_dir, "DATABASE_URL": ""},
+    )
     try:
         # A client configured exactly like the embedded mode's settings, on the same folder.
         client = Celery(broker="filesystem://")
         folder = f"{data_dir}/broker/out"
-        client.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder,
-                                                "processed_folder": f"{data_dir}/broker/processed",
-                                                "control_folder": f"{data_dir}/broker/control"}
+        client.conf.broker_transport_options = {
+            "data_folder_in": folder,
+            "data_folder_out": folder,
+            "processed_folder": f"{data_dir}/broker/processed",
+            "control_folder": f"{data_dir}/broker/control",
+        }
         result = client.send_task("evalsite.health", args=[41])
-        assert wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job") == 42
+        assert (
+            wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job")
+            == 42
+        )
     finally:
         worker.stop()
 
@@ -41,7 +52,9 @@ def test_it_runs_a_job_through_a_worker_on_redis():
     worker = Worker(concurrency=1)
     try:
         result = app.send_task("evalsite.health", args=[1])
-        assert wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job") == 2
+        assert (
+            wait_until(lambda: _succeeded(worker, result.id), timeout=90, message="health job") == 2
+        )
     finally:
         worker.stop()
 

@@ -13,7 +13,12 @@ def test_it_reads_a_postgres_database_url():
     db = database_from_url("postgres://app:p%40ss@db.internal:5433/evalsite?sslmode=require")
     assert db["ENGINE"] == "django.db.backends.postgresql"
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
-        "app", "p@ss", "db.internal", "5433", "evalsite")
+        "app",
+        "p@ss",
+        "db.internal",
+        "5433",
+        "evalsite",
+    )
     assert db["OPTIONS"] == {"sslmode": "require"}
     assert db["CONN_MAX_AGE"] > 0
 
@@ -33,12 +38,22 @@ def test_it_fails_loudly_on_bad_boolean_and_integer_values(monkeypatch):
 
 
 def test_it_passes_the_deployment_checks_with_production_variables(tmp_path):
-    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "x" * 20 + "a-long-random-production-secret-key-123456",
-           "ALLOWED_HOSTS": "evalsite.example.com", "SECURE_SSL_REDIRECT": "1",
-           "EVALSITE_DATA_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "DEBUG": "0",
+        "SECRET_KEY": "x" * 20 + "a-long-random-production-secret-key-123456",
+        "ALLOWED_HOSTS": "evalsite.example.com",
+        "SECURE_SSL_REDIRECT": "1",
+        "EVALSITE_DATA_DIR": str(tmp_path),
+    }
     env.pop("SECURE_COOKIES", None)
     env.pop("SECURE_HSTS_SECONDS", None)
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout

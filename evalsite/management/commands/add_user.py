@@ -9,14 +9,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument("--role", action="append", choices=ROLES, required=True,
-                            help="repeat for several roles")
+        parser.add_argument(
+            "--role", action="append", choices=ROLES, required=True, help="repeat for several roles"
+        )
         parser.add_argument("--password", help="omit to create an API-only user without a password")
         parser.add_argument("--email", default="")
 
     def handle(self, name, role, password, email, **options):
         try:
-            user, token = user_create_or_update(username=name, roles=role, password=password, email=email)
+            user, token = user_create_or_update(
+                username=name, roles=role, password=password, email=email
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"user {user.username} roles={','.join(sorted(role))}")
