@@ -1,0 +1,140 @@
+"""Two reviewers in a real Chromium, keyboard only (Playwright + Debian's chromium)."""
+
+from pathlib import Path
+
+import pytest
+
+from reviews import services
+from reviews.models import Assignment, ReviewItem
+from tests.conftest import browser_login
+from tests.factories import PASSWORD, UserFactory, campaign_ready
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def arrange_opposite_orders(campaign, first, second):
+    """Pick shuffle keys for which the two reviewers' per-reviewer shuffles disagree."""
+    items = list(ReviewItem.objects.filter(campaign=campaign).order_by("pk"))
+    for offset in range(1, 500):
+        for n, item in enumerate(items):
+            ReviewItem.objects.filter(pk=item.pk).update(shuffle_key=1000 + n * offset)
+        orders = [
+            list(
+                ReviewItem.objects.filter(campaign=campaign)
+                .order_by(services._shuffle_expression(campaign=campaign, reviewer=user), "pk")
+                .values_list("pk", flat=True)
+            )
+            for user in (first, second)
+        ]
+        if orders[0] != orders[1]:
+            return
+    raise AssertionError("no shuffle keys give different orders")
+
+
+def item_fingerprint(page):
+    """(prompt, output texts in label order) as the reviewer sees them."""
+    prompt = page.inner_text("#review .task .prompt").strip()
+    outputs = [t.strip() for t in page.locator("#review .output-body").all_inner_texts()]
+    return prompt, outputs
+
+
+def review_with_keyboard(page, keys):
+    for key in keys:
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=2, name="Support answers")
+    first = UserFactory(username="kb-reviewer-1", roles=["reviewer"])
+    second = UserFactory(username="kb-reviewer-2", roles=["reviewer"])
+    arrange_opposite_orders(campaign, first, second)
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    browser_login(page, first.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
+    page.wait_for_selector("#review-form")
+    page.evaluate("window.__sameDocument = true")
+
+    # `?` shows the shortcuts, `?` again hides them.
+    page.keyboard.press("?")
+    assert page.locator("dialog#shortcuts").is_visible()
+    page.keyboard.press("?")
+    assert not page.locator("dialog#shortcuts").is_visible()
+
+    # Enter with nothing scored: inline errors, nothing saved, still the same document.
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-notice=error]")
+    assert page.locator("#review [data-error]").count() == 5
+    assert Assignment.objects.filter(reviewer=first, state="submitted").count() == 0
+
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.screenshot(path=str(ARTIFACTS / "review-1280x800.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "review-390x844.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    seen_by_first = [item_fingerprint(page)]
+    # A-accuracy 4, B-accuracy 5, A-completeness 3, B-completeness 4, preference: 2nd choice (B).
+    review_with_keyboard(page, ["4", "5", "3", "4", "2"])
+    page.wait_for_selector("[data-notice=ok]")
+    assert page.evaluate("window.__sameDocument") is True  # swapped in, no page load
+    seen_by_first.append(item_fingerprint(page))
+    assert seen_by_first[1][0] != seen_by_first[0][0]
+    # Arrow keys and vim keys move too: down to completeness, back up, across.
+    review_with_keyboard(page, ["2", "2", "j", "k", "l", "h", "x", "5", "ArrowDown", "3"])
+    page.wait_for_selector("[data-finished]")
+    assert page.evaluate("window.__sameDocument") is True
+    assert "Your queue is finished" in page.inner_text("#review")
+
+    submitted = Assignment.objects.filter(reviewer=first, state="submitted")
+    assert submitted.count() == 2
+    scores = {
+        (a.item_id, s.output_id, s.dimension): s.value
+        for a in submitted
+        for s in a.review.scores.all()
+    }
+    one = submitted.get(item__task__prompt=seen_by_first[0][0])
+    a_out, b_out = one.order
+    assert (
+        scores[(one.item_id, a_out, "accuracy")] == 4
+        and scores[(one.item_id, b_out, "accuracy")] == 5
+    )
+    assert one.review.preferred_output_id == b_out
+    two = submitted.get(item__task__prompt=seen_by_first[1][0])
+    assert scores[(two.item_id, two.order[0], "completeness")] is None  # "x" = N/A
+    assert two.review.preference == "tie"
+
+    # The second reviewer: same items, another order of items and of outputs.
+    context = page.context.browser.new_context(
+        base_url=live_server.url, viewport={"width": 1280, "height": 800}
+    )
+    other = context.new_page()
+    other.set_default_timeout(15000)
+    browser_login(other, second.username, PASSWORD)
+    other.goto(f"/review/{campaign.slug}/")
+    other.keyboard.press("Enter")
+    other.wait_for_selector("#review-form")
+    seen_by_second = [item_fingerprint(other)]
+    review_with_keyboard(other, ["3", "3", "3", "3", "3"])
+    other.wait_for_selector("[data-notice=ok]")
+    seen_by_second.append(item_fingerprint(other))
+    review_with_keyboard(other, ["4", "4", "4", "4", "4"])
+    other.wait_for_selector("[data-finished]")
+    context.close()
+
+    prompts_first = [p for p, _ in seen_by_first]
+    prompts_second = [p for p, _ in seen_by_second]
+    assert sorted(prompts_first) == sorted(prompts_second) and prompts_first != prompts_second
+    outputs_first = dict(seen_by_first)
+    for prompt, outputs in seen_by_second:
+        assert sorted(outputs) == sorted(outputs_first[prompt])
+        assert (
+            outputs != outputs_first[prompt]
+        )  # counterbalanced: B sees the pair the other way round
+    for item in ReviewItem.objects.filter(campaign=campaign):
+        assert item.submitted_count == 2 and item.state in ("agreed", "disputed")
