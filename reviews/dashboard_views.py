@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.csvsafe import csv_response
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from tasks.models import Campaign
 
 from .dashboards import PAGE_TITLES, PAGES, campaign_report_cached, dashboard_page
-from .records import FORMATS
+from .records import FORMATS, RecordImportError, max_import_bytes, reviews_import
 from .records_api import export_response
 
 
@@ -71,3 +74,42 @@ def campaign_reviews_download(request: HttpRequest, slug: str) -> HttpResponse:
     if unblind and not has_role(request.user, LEAD):
         raise PermissionDenied
     return export_response(campaign=campaign, fmt=fmt, unblind=unblind)
+
+
+@role_required(ADMIN, LEAD)
+@require_POST
+def campaign_reviews_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    """Import a review-record file (all or nothing); problems are listed under the form."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    upload = request.FILES.get("file")
+    errors: list[str] = []
+    if upload is None:
+        errors = ["choose a JSONL or CSV file of review records"]
+    elif upload.size > max_import_bytes():
+        errors = [f"the file is larger than {max_import_bytes():,} bytes"]
+    else:
+        try:
+            summary = reviews_import(campaign=campaign, data=upload.read(), filename=upload.name)
+        except RecordImportError as exc:
+            errors = exc.messages()
+        else:
+            messages.success(
+                request,
+                f"Imported {summary.reviews_created} review(s) and {summary.arbitrations_created} arbitration(s) "
+                f"from {upload.name}; {summary.reviews_unchanged + summary.arbitrations_unchanged} were already here.",
+            )
+            url = reverse("campaign_dashboard", args=[campaign.slug])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    if request.htmx:
+        return render(
+            request,
+            "reviews/dashboard_overview.html#import-form",
+            {
+                "campaign": campaign,
+                "import_errors": errors,
+                "upload_name": getattr(upload, "name", ""),
+            },
+        )
+    context = _context(request, campaign, "overview")
+    context.update(import_errors=errors, upload_name=getattr(upload, "name", ""))
+    return render(request, "reviews/dashboard_overview.html", context)

@@ -74,4 +74,5 @@ urlpatterns += [
         name="campaign_dashboard_csv",
     ),
     path("campaigns/<slug:slug>/reviews/download", dashboard_views.campaign_reviews_download, name="campaign_reviews_download"),
+    path("campaigns/<slug:slug>/reviews/import", dashboard_views.campaign_reviews_upload, name="campaign_reviews_upload"),
 ]

@@ -10,7 +10,7 @@ from reviews.dashboards import PAGES
 from reviews.records import reviews_import
 from reviews.report import campaign_report
 from tests.factories import personas
-from tests.reviews.test_records import SECRET_NAMES, jsonl, make_campaign, sample_records
+from tests.reviews.test_records import SECRET_NAMES, jsonl, make_campaign, rec, sample_records
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -247,3 +247,54 @@ class EmptyAndPairwiseDashboardTests(TestCase):
             ).streaming_content
         )
         assert len(exported.splitlines()) == 6
+
+
+class ImportPageTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.campaign = make_campaign()
+
+    def upload(self, data: bytes, name="records.jsonl", **headers):
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        return self.client.post(
+            "/campaigns/camp/reviews/import", {"file": SimpleUploadedFile(name, data)}, **headers
+        )
+
+    def test_it_imports_a_file_from_the_overview_page(self):
+        from reviews.models import Review
+
+        self.client.force_login(self.users["admin"])
+        page = self.client.get("/campaigns/camp/dashboard/").content.decode()
+        assert 'action="/campaigns/camp/reviews/import"' in page
+        response = self.upload(jsonl(*sample_records()))
+        assert response.status_code == 302 and response.url == "/campaigns/camp/dashboard/"
+        assert Review.objects.count() == 8
+        followed = self.client.get(response.url).content.decode()
+        assert "Imported 8 review(s) and 0 arbitration(s) from records.jsonl" in followed
+        # htmx: a client-side redirect instead of a 302.
+        response = self.upload(jsonl(*sample_records()), HTTP_HX_REQUEST="true")
+        assert (
+            response.status_code == 200 and response["HX-Redirect"] == "/campaigns/camp/dashboard/"
+        )
+        assert Review.objects.count() == 8
+
+    def test_it_lists_the_problems_and_imports_nothing(self):
+        from reviews.models import Review
+
+        self.client.force_login(self.users["lead"])
+        bad = jsonl(rec(), rec(task="T-99"))
+        response = self.upload(bad, HTTP_HX_REQUEST="true")
+        body = response.content.decode()
+        assert response.status_code == 200 and "<html" not in body
+        assert "Nothing was imported from records.jsonl" in body
+        assert "line 2, field task_id: &#x27;T-99&#x27; is not in test set" in body
+        response = self.upload(bad)
+        assert response.status_code == 200 and "Nothing was imported" in response.content.decode()
+        assert Review.objects.count() == 0
+
+    def test_it_denies_other_roles(self):
+        for who in ("reviewer_a", "arbiter", "outsider"):
+            self.client.force_login(self.users[who])
+            assert self.upload(jsonl(rec())).status_code == 403
