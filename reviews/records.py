@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -902,8 +902,21 @@ def reviews_import(
     if errors:
         raise RecordImportError(errors)
 
-    with transaction.atomic():
-        summary = _write(campaign=campaign, records=records, tasks=tasks, contenders=contenders)
+    try:
+        with transaction.atomic():
+            summary = _write(campaign=campaign, records=records, tasks=tasks, contenders=contenders)
+    except IntegrityError:
+        # Another import (or the review engine) wrote the same rows meanwhile; nothing of
+        # this one was kept, and running it again is safe (the import is idempotent).
+        raise RecordImportError(
+            [
+                RecordError(
+                    0,
+                    "(file)",
+                    "the campaign changed while importing; nothing was imported, try again",
+                )
+            ]
+        ) from None
     return summary
 
 
