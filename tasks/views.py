@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from evalsite.csvsafe import csv_response
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
@@ -29,9 +30,13 @@ PREVIEW_ROWS = 10
 TESTSETS_PER_PAGE = 50
 
 
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
 @require_GET
 @role_required(ADMIN, LEAD)
-def testset_list(request: HttpRequest) -> HttpResponse:
+def testset_list(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(selectors.testset_list(), TESTSETS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -42,7 +47,7 @@ def testset_list(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @role_required(ADMIN, LEAD)
-def testset_detail(request: HttpRequest, name: str, version: int) -> HttpResponse:
+def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpResponse:
     testset = selectors.testset_get(name=name, version=version)
     counts = selectors.testset_counts(testset=testset)
     form = TaskFilterForm(request.GET or None, categories=[c for c, _ in counts["category"]])
@@ -100,7 +105,7 @@ def testset_download(
 
 @require_POST
 @role_required(ADMIN)
-def testset_remove(request: HttpRequest, name: str, version: int) -> HttpResponse:
+def testset_remove(request: HtmxHttpRequest, name: str, version: int) -> HttpResponse:
     testset = selectors.testset_get(name=name, version=version)
     try:
         testset_delete(testset=testset)
@@ -118,7 +123,7 @@ def testset_remove(request: HttpRequest, name: str, version: int) -> HttpRespons
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
 @csrf_exempt  # only so an oversize body is refused before anything reads it; see below
-def testset_upload(request: HttpRequest) -> HttpResponse:
+def testset_upload(request: HtmxHttpRequest) -> HttpResponse:
     """Choose a file -> validate (preview + every problem) -> confirm. Nothing is written
     before confirm; between the two steps the bytes wait in a per-session pending store."""
     too_big = oversize_request(request)
@@ -134,7 +139,7 @@ def testset_upload(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_protect
-def _testset_upload(request: HttpRequest) -> HttpResponse:
+def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
     context: dict = {"form": TestSetUploadForm()}
     if request.method == "POST":
         if request.POST.get("action") == "confirm":
@@ -148,7 +153,7 @@ def _testset_upload(request: HttpRequest) -> HttpResponse:
     return render(request, "tasks/testset_upload.html", context)
 
 
-def _upload_validate(request: HttpRequest) -> dict:
+def _upload_validate(request: HtmxHttpRequest) -> dict:
     form = TestSetUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return {"form": form}
@@ -180,7 +185,7 @@ def _upload_validate(request: HttpRequest) -> dict:
     return context
 
 
-def _upload_confirm(request: HttpRequest, context: dict) -> HttpResponse | None:
+def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | None:
     token = request.POST.get("token", "")
     pending = pending_upload_load(session=request.session, token=token)
     if pending is None:
