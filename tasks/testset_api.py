@@ -1,8 +1,9 @@
 """JSON API for test sets: import (multipart or JSON), list, detail."""
 
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.csvsafe import csv_response
 from evalsite.roles import ADMIN, LEAD, has_role
 
 from . import selectors
@@ -120,3 +121,34 @@ def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
     data = selectors.testset_as_dict(testset, counts=True)
     data["versions"] = list(selectors.testset_versions(name=name).values_list("version", flat=True))
     return JsonResponse(data)
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    summary="Download a test set's tasks: ?format=jsonl (default, re-importable) or csv "
+    "(formula-escaped); the latest version, or ?version=N.",
+    responses={"200": "the tasks, streamed", "404": "no such test set"},
+)
+def testset_tasks(request: HttpRequest, name: str):
+    fmt = request.GET.get("format", "jsonl")
+    if fmt not in ("jsonl", "csv"):
+        raise ApiError("format must be jsonl or csv")
+    version = request.GET.get("version")
+    if version is not None and not version.isdigit():
+        raise ApiError("version must be a whole number")
+    try:
+        testset = selectors.testset_get(name=name, version=int(version) if version else None)
+    except Http404:
+        raise ApiError(f"no test set {name!r}", status=404) from None
+    filename = f"{testset.name}-v{testset.version}.{fmt}"
+    if fmt == "csv":
+        return csv_response(
+            filename, selectors.EXPORT_FIELDS, selectors.testset_export_csv_rows(testset=testset)
+        )
+    response = StreamingHttpResponse(
+        selectors.testset_export_jsonl(testset=testset),
+        content_type="application/x-ndjson; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

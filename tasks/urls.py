@@ -18,6 +18,7 @@ urlpatterns += [
 api_urlpatterns += [
     path("testsets", testset_api.testsets, name="api_testsets"),
     path("testsets/<str:name>", testset_api.testset_detail, name="api_testset_detail"),
+    path("testsets/<str:name>/tasks", testset_api.testset_tasks, name="api_testset_tasks"),
 ]
 
 # Contenders, campaigns and generation (issue 3).

@@ -143,6 +143,33 @@ class TestSetApiTests(TestCase):
         missing = self.client.get("/api/v1/testsets/nope", headers=self.auth("lead"))
         assert missing.status_code == 404 and missing.json()["error"] == "no test set 'nope'"
 
+    def test_it_downloads_the_tasks_as_jsonl_or_escaped_csv(self):
+        evil = JSONL.replace("Charged twice?", "=1+1")
+        self.post_json("admin", {"name": "support", "format": "jsonl", "content": evil})
+        response = self.client.get("/api/v1/testsets/support/tasks", headers=self.auth("lead"))
+        assert response.status_code == 200
+        assert response["Content-Disposition"] == 'attachment; filename="support-v1.jsonl"'
+        lines = b"".join(response.streaming_content).decode().splitlines()
+        assert [json.loads(line) for line in lines] == [
+            {**ROWS[0], "prompt": "=1+1"},
+            ROWS[1],
+        ]
+        response = self.client.get(
+            "/api/v1/testsets/support/tasks?format=csv&version=1", headers=self.auth("admin")
+        )
+        text = b"".join(response.streaming_content).decode()
+        assert text.splitlines()[1].startswith("T-1,billing,base,typical,'=1+1,")
+        bad = self.client.get(
+            "/api/v1/testsets/support/tasks?format=xlsx", headers=self.auth("admin")
+        )
+        assert bad.status_code == 400
+        assert (
+            self.client.get("/api/v1/testsets/nope/tasks", headers=self.auth("admin")).status_code
+            == 404
+        )
+        denied = self.client.get("/api/v1/testsets/support/tasks", headers=self.auth("reviewer_a"))
+        assert denied.status_code == 403
+
     def test_it_denies_reading_to_reviewers_arbiters_and_outsiders(self):
         for persona in ("reviewer_a", "arbiter", "outsider"):
             assert (
