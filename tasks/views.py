@@ -76,7 +76,8 @@ def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpRes
         and not testset.frozen
         and not testset.campaigns.exists(),
     }
-    if request.htmx and not request.htmx.boosted:
+    # A history restore (back button, no client cache) wants the whole page.
+    if request.htmx and not request.htmx.boosted and not request.htmx.history_restore_request:
         return render(request, "tasks/testset_detail.html#tasks", context)
     return render(request, "tasks/testset_detail.html", context)
 
@@ -148,7 +149,7 @@ def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
                 return response
         else:
             context.update(_upload_validate(request))
-    if request.htmx:
+    if request.htmx and request.method == "POST":  # a GET is a page load or history restore
         return render(request, "tasks/testset_upload.html#upload", context)
     return render(request, "tasks/testset_upload.html", context)
 

@@ -312,6 +312,11 @@ class DetailTests(TestCase):
         assert "40 tasks match" in html and "<table" in html and "page 1 of" not in html
         assert "T-000" in html and "T-001" not in html
 
+    def test_it_serves_the_whole_page_for_an_htmx_history_restore(self):
+        headers = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+        html = self.client.get("/testsets/support/v1/?tier=base", headers=headers).content.decode()
+        assert "<html" in html and "<h2>Tiers</h2>" in html and "40 tasks match" in html
+
     def test_it_escapes_task_text(self):
         services.testset_import(
             name="xss", data=jsonl([task_row(1, prompt="<script>alert(1)</script>")])
