@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import binomtest
 
 Z95 = 1.959963984540054
 
@@ -45,5 +44,7 @@ def position_bias(first_won, n_options, *, source: str) -> dict:
     out["ci95"] = wilson(k, n)
     out["expected"] = float(chance.mean())
     if np.allclose(chance, chance[0]):
+        from scipy.stats import binomtest  # lazy: see bradley_terry.fit
+
         out["p_value"] = float(binomtest(k, n, float(chance[0])).pvalue)
     return out

@@ -23,7 +23,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 
 from .agreement import unique_rows
 
@@ -124,6 +123,10 @@ def _newton(
 def fit(w: np.ndarray, *, ridge: float = 0.0) -> np.ndarray:
     """Natural-scale strengths (centred at 0) by L-BFGS, polished with a few Newton steps."""
     k = len(w)
+    # scipy is imported on first use: importing it costs about a second, and the URLconf
+    # (so every manage.py command) imports the report modules.
+    from scipy.optimize import minimize
+
     res = minimize(
         _objective,
         np.zeros(k),

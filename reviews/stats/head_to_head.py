@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-from scipy.stats import binomtest
 
 from .quality import mean_ci
 
@@ -12,6 +11,8 @@ def sign_test(wins: int, losses: int) -> float | None:
     """Exact two-sided sign test on the non-tied pairs."""
     if wins + losses == 0:
         return None
+    from scipy.stats import binomtest  # lazy: see bradley_terry.fit
+
     return float(binomtest(wins, wins + losses, 0.5).pvalue)
 
 

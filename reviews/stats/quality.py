@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 def normalize(values: pd.Series, dims: pd.Series, rubric: list[dict]) -> pd.Series:
@@ -34,7 +33,9 @@ def mean_ci(values) -> tuple[float | None, list[float] | None]:
     m = float(x.mean())
     if len(x) < 2:
         return m, None
-    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    from scipy.stats import t  # lazy: see bradley_terry.fit
+
+    half = float(t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
     return m, [m - half, m + half]
 
 
