@@ -39,7 +39,7 @@ from .services import (
 
 DEMO_CAMPAIGN = "support-demo"
 SEED = 20261130
-SETTLED_SHARE = 0.65  # share of items both demo reviewers finish; the rest stays for people
+SETTLED_SHARE = 0.7  # share of items both demo reviewers finish; the rest stays for people
 DISPUTE_EVERY = (1, 3)  # settled item i is disputed when i % 5 is one of these (about 40%)
 TIER_BASE = {"base": 4.2, "advanced": 3.6, "boundary": 3.0}
 COMMENTS = [
@@ -60,20 +60,22 @@ class _Truth:
     def __init__(self, campaign: Campaign):
         rng = random.Random(f"{SEED}:{campaign.slug}")
         names = sorted(campaign.contenders.values_list("name", flat=True))
-        skills = [0.7, 0.1, -0.6, 0.4, -0.2, -0.9][: len(names)] or [0.0]
+        skills = [0.35, 0.05, -0.25, 0.2, -0.1, -0.4][: len(names)] or [0.0]
         rng.shuffle(skills)
         self.skill = dict(zip(names, skills, strict=False))
-        self.rng = rng
         self.strength: dict[tuple[str, str], float] = {}
 
     def score(self, contender: str, category: str, tier: str, dim: dict, task_key: str) -> float:
         key = (contender, category)
         if key not in self.strength:
-            self.strength[key] = self.rng.uniform(-0.8, 0.8)
+            # Keyed, not drawn in claim order: the same truth whatever order items are reviewed in.
+            self.strength[key] = random.Random(f"{SEED}:strength:{contender}:{category}").uniform(
+                -0.8, 0.8
+            )
         local = random.Random(f"{SEED}:{task_key}:{contender}:{dim['key']}")
         lo, hi = float(dim.get("min", 1)), float(dim.get("max", 5))
         centre = TIER_BASE.get(tier, 3.6) + self.skill.get(contender, 0.0) + self.strength[key]
-        value = centre + local.gauss(0, 0.6)
+        value = centre + local.gauss(0, 0.8)
         # Map the 1-5 model onto the dimension's own scale.
         scaled = lo + (value - 1) / 4 * (hi - lo)
         return float(min(hi, max(lo, round(scaled))))
@@ -105,7 +107,7 @@ def _first_review(
         if wants_scores:
             scores[label] = per_dim
         totals[label] = (
-            sum(per_dim.values()) + truth.skill.get(contender, 0.0) + rng.uniform(-0.3, 0.3)
+            sum(per_dim.values()) + truth.skill.get(contender, 0.0) + rng.uniform(-1.0, 1.0)
         )
         low = [d for d in campaign.rubric if per_dim.get(d["key"]) == d.get("min", 1)]
         if low and rng.random() < 0.5:
@@ -184,7 +186,6 @@ def _second_review(
 
 def _simulate_reviews(campaign: Campaign, reviewers: list, stdout) -> dict:
     truth = _Truth(campaign)
-    rng = random.Random(SEED)
     ready = ReviewItem.objects.filter(campaign=campaign, ready=True).count()
     target = max(1, round(ready * SETTLED_SHARE))
     settled_order = 0
@@ -205,11 +206,17 @@ def _simulate_reviews(campaign: Campaign, reviewers: list, stdout) -> dict:
             item = ReviewItem.objects.select_related("task").get(pk=assignment.item_id)
             first = Review.objects.filter(item=item).order_by("submitted_at", "pk").first()
             if first is None:
-                payload = _first_review(item, assignment.order, campaign, truth, rng)
+                item_rng = random.Random(
+                    f"{SEED}:first:{item.task.external_id}:{item.sample_index}:{item.pair_key}"
+                )
+                payload = _first_review(item, assignment.order, campaign, truth, item_rng)
             else:
                 dispute = settled_order % 5 in DISPUTE_EVERY
                 settled_order += 1
-                payload = _second_review(item, assignment.order, campaign, first, dispute, rng)
+                item_rng = random.Random(
+                    f"{SEED}:second:{item.task.external_id}:{item.sample_index}:{item.pair_key}"
+                )
+                payload = _second_review(item, assignment.order, campaign, first, dispute, item_rng)
             result = assignment_submit(
                 token=assignment.token,
                 reviewer=reviewer,
