@@ -251,6 +251,23 @@ class ImportTests(TestCase):
         # N/A against a score disputes the item (dispute rules).
         assert item.state == "disputed"
 
+    def test_it_accepts_a_bom_and_windows_line_endings(self):
+        data = b"\xef\xbb\xbf" + jsonl(*sample_records()).replace(b"\n", b"\r\n")
+        assert (
+            reviews_import(campaign=self.campaign, data=data, filename="r.jsonl").reviews_created
+            == 8
+        )
+        body = "".join(records_export(campaign=self.campaign, fmt="csv", unblind=True))
+        target = make_campaign(
+            slug="copy",
+            testset=self.campaign.testset,
+            contenders=list(self.campaign.contenders.all()),
+        )
+        summary = reviews_import(
+            campaign=target, data=b"\xef\xbb\xbf" + body.encode(), filename="r.csv"
+        )
+        assert summary.reviews_created == 8
+
     def test_it_imports_csv(self):
         columns = [
             "task_id",
