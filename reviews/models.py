@@ -44,7 +44,12 @@ class ReviewItem(models.Model):
             models.UniqueConstraint(fields=["campaign", "task", "sample_index", "pair_key"], name="item_unique"),
             models.CheckConstraint(condition=Q(live_count__lte=F("overlap")), name="item_live_count_lte_k"),
         ]
-        indexes = [models.Index(fields=["campaign", "ready", "state", "live_count"])]
+        indexes = [
+            models.Index(fields=["campaign", "ready", "state", "live_count"]),
+            # The claim's offer order: in-progress items, then fresh ones from a per-reviewer
+            # offset in shuffle_key order, as index range scans (reviews.services).
+            models.Index(fields=["campaign", "state", "live_count", "shuffle_key"], name="reviewitem_offer_idx"),
+        ]
 
 
 class ItemOutput(models.Model):

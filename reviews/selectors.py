@@ -14,7 +14,7 @@ from django.core.paginator import Paginator
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
-from tasks.models import Campaign, Generation
+from tasks.models import Campaign, Generation, Task
 
 from . import blinding
 from .models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
@@ -98,13 +98,14 @@ def _rubric(campaign: Campaign) -> list[dict]:
     return rows
 
 
-def review_screen(*, assignment: Assignment) -> dict:
+def review_screen(*, assignment: Assignment, campaign: Campaign | None = None) -> dict:
     """Everything the review page shows for one assignment, blinded."""
-    item = ReviewItem.objects.select_related("campaign", "task").get(pk=assignment.item_id)
-    campaign, task = item.campaign, item.task
+    if campaign is None:
+        campaign = Campaign.objects.get(items__pk=assignment.item_id)
+    task = Task.objects.get(review_items__pk=assignment.item_id)
     outputs = {
         o.pk: o
-        for o in ItemOutput.objects.filter(item_id=item.pk)
+        for o in ItemOutput.objects.filter(item_id=assignment.item_id)
         .select_related("generation")
         .only("pk", "generation__id", "generation__output", "generation__identity_leak")
     }

@@ -33,8 +33,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import BigIntegerField, F, Q, Value
-from django.db.models.functions import Cast, Mod, Now
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Now
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -62,9 +62,7 @@ REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
 # after the claim: an open but forgotten tab cannot hold a slot for ever.
 HEARTBEAT_CAP_LEASES = 4
 CLAIM_ATTEMPTS = 12
-SHUFFLE_PRIME = (
-    2_147_483_647  # 2**31 - 1; shuffle_key < 2**31, so key -> (a*key + b) mod p is a permutation
-)
+SHUFFLE_SPACE = 2**31  # shuffle_key is drawn from [0, 2**31)
 SKIP_REASONS = {
     "expertise": "I can't judge this topic",
     "unreadable": "The text is unreadable or broken",
@@ -120,22 +118,17 @@ def reviewer_may_review(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bo
     return not ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists()
 
 
-def _shuffle_expression(*, campaign: Campaign, reviewer: AbstractBaseUser):
-    """Per-reviewer order of items: an affine permutation of the random shuffle_key.
+def shuffle_offset(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
+    """Where in the campaign's random item order this reviewer starts (stable per reviewer).
 
-    Two reviewers see the same items in different orders, and nobody gets them in id (that
-    is, creation) order.
+    Items carry a random `shuffle_key`; a reviewer is offered fresh items in key order starting
+    at their own offset and wrapping around. So the order is random, not by id (creation
+    order), differs between reviewers, and concurrent reviewers start in different places
+    instead of all fighting over the same first rows. An index on (campaign, state,
+    live_count, shuffle_key) makes each step an index range scan, not a sort of every item.
     """
-    seed = int.from_bytes(
-        hashlib.sha256(f"{campaign.pk}:{reviewer.pk}".encode()).digest()[:8], "big"
-    )
-    a = 1 + seed % (SHUFFLE_PRIME - 1)
-    b = (seed >> 32) % SHUFFLE_PRIME
-    key = Cast(F("shuffle_key"), BigIntegerField())
-    return Mod(
-        key * Value(a, output_field=BigIntegerField()) + Value(b, output_field=BigIntegerField()),
-        Value(SHUFFLE_PRIME, output_field=BigIntegerField()),
-    )
+    digest = hashlib.sha256(f"{campaign.pk}:{reviewer.pk}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % SHUFFLE_SPACE
 
 
 def presented_order(*, item_pk: int, output_ids: list[int], slot: int) -> list[int]:
@@ -174,13 +167,15 @@ def _decrement_live(item_counts: Counter) -> None:
 
 def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 500) -> int:
     """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
+    stale = Assignment.objects.filter(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
+    if campaign is not None:
+        stale = stale.filter(item__campaign_id=campaign.pk)
+    # Usually nothing is stale: one indexed read, no transaction, on every claim.
+    if not stale.exists():
+        return 0
     with transaction.atomic():
-        stale = Assignment.objects.select_for_update(
-            skip_locked=True, of=("self",), no_key=True
-        ).filter(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
-        if campaign is not None:
-            stale = stale.filter(item__campaign_id=campaign.pk)
-        rows = list(stale.order_by("pk").values_list("pk", "item_id")[:limit])
+        locked = stale.select_for_update(skip_locked=True, of=("self",), no_key=True)
+        rows = list(locked.order_by("pk").values_list("pk", "item_id")[:limit])
         if not rows:
             return 0
         # The rows are locked and still active (FOR UPDATE re-checked them): no other path can
@@ -223,16 +218,26 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
             state=ReviewItem.State.OPEN,
             live_count__lt=F("overlap"),
         ).exclude(pk__in=blocked)
-        item = (
-            candidates.select_for_update(skip_locked=True, of=("self",), no_key=True)
-            # Breadth first: items already in review come first so pairs complete, then a
-            # per-reviewer shuffle.
-            .order_by(
-                "-live_count", _shuffle_expression(campaign=campaign, reviewer=reviewer), "pk"
+        offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
+
+        def first(qs, *order):
+            return (
+                qs.select_for_update(skip_locked=True, of=("self",), no_key=True)
+                .order_by(*order, "pk")
+                .only("pk", "overlap", "live_count")
+                # The database clock, read in the same round trip (transaction start time).
+                .annotate(db_clock=Now())
+                .first()
             )
-            .only("pk", "overlap", "live_count")
-            .first()
-        )
+
+        # Breadth first: items already in review come first, so pairs complete (few rows).
+        wrap = Case(When(shuffle_key__gte=offset, then=Value(0)), default=Value(1))
+        item = first(candidates.filter(live_count__gt=0), "-live_count", wrap, "shuffle_key")
+        # Then fresh items in this reviewer's order: from their offset to the end, then wrap.
+        if item is None:
+            item = first(candidates.filter(live_count=0, shuffle_key__gte=offset), "shuffle_key")
+        if item is None:
+            item = first(candidates.filter(live_count=0, shuffle_key__lt=offset), "shuffle_key")
         if item is None:
             # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
             # another claim on them). "Nothing left" must mean nothing left, so look again
@@ -240,11 +245,21 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
             if candidates.exists():
                 return _RETRY
             return None
-        used = set(
-            Assignment.objects.filter(item_id=item.pk, state__in=LIVE).values_list(
-                "slot", flat=True
+        # One fresh read (a new snapshot, now that the item is locked) of the item's rows: the
+        # live slots, and whether this reviewer already has a row. The candidate query's
+        # NOT IN (blocked) ran on an older snapshot, and a row lock re-checks only the item
+        # row. Inserting over a row of ours that exists but is being changed right now would
+        # wait on that transaction while we hold the item lock it needs: a deadlock. So never
+        # insert when a row exists.
+        rows = list(
+            Assignment.objects.filter(item_id=item.pk).values_list(
+                "pk", "reviewer_id", "state", "slot"
             )
         )
+        used = {slot for _, _, state, slot in rows if state in LIVE}
+        previous = next(((pk, state) for pk, rid, state, _ in rows if rid == reviewer.pk), None)
+        if previous is not None and previous[1] in BLOCKING:
+            return _RETRY
         free = [s for s in range(item.overlap) if s not in used]
         if not free:
             # The counter said there was room but the rows disagree: never trust one alone.
@@ -259,23 +274,11 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
         order = presented_order(
             item_pk=item.pk, output_ids=_output_ids_in_contender_order(item.pk), slot=slot
         )
-        expires = db_now() + lease
+        expires = item.db_clock + lease
         try:
             # A savepoint: an IntegrityError rolls back only this attempt, and the outer
             # transaction stays usable (catching it inside a broken atomic block would not).
             with transaction.atomic():
-                # Re-read with a fresh snapshot now that the item is locked: the candidate
-                # query's NOT IN (blocked) was evaluated on an older snapshot, and a row lock
-                # re-checks only the item row. Inserting over a row of ours that exists but is
-                # being changed right now would wait on that transaction while we hold the
-                # item lock it needs: a deadlock. So never insert when a row exists.
-                previous = (
-                    Assignment.objects.filter(item_id=item.pk, reviewer=reviewer)
-                    .only("pk", "state")
-                    .first()
-                )
-                if previous is not None and previous.state in BLOCKING:
-                    return _RETRY
                 fields = {
                     "state": Assignment.State.ACTIVE,
                     "slot": slot,
@@ -289,12 +292,12 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
                     # Same token and same presented order: a page still open from the earlier
                     # lease keeps working, and its labels still mean the same outputs.
                     fields.pop("order")
-                    revived = Assignment.objects.filter(
-                        pk=previous.pk, state=previous.state
-                    ).update(created_at=Now(), **fields)
+                    revived = Assignment.objects.filter(pk=previous[0], state=previous[1]).update(
+                        created_at=Now(), **fields
+                    )
                     if revived != 1:
                         raise IntegrityError("assignment changed while reviving it")
-                    assignment = Assignment.objects.get(pk=previous.pk)
+                    assignment = Assignment.objects.get(pk=previous[0])
                 else:
                     assignment = Assignment.objects.create(
                         item_id=item.pk, reviewer=reviewer, **fields
@@ -576,7 +579,7 @@ def assignment_submit(
                 ).update(state=Assignment.State.SUBMITTED, submit_key=key, submitted_at=Now())
                 if fenced:
                     review = _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed)
-                    assignment.refresh_from_db()
+                    assignment.state, assignment.submit_key = Assignment.State.SUBMITTED, key
                     return SubmitResult("saved", "Saved.", assignment, review=review)
             # Not fenced. That transaction is over on purpose: a fence that lost a race may
             # still hold the row lock PostgreSQL took while re-checking it, and the late path
@@ -669,9 +672,11 @@ def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed:
     ReviewItem.objects.filter(pk=assignment.item_id).update(
         submitted_count=F("submitted_count") + 1
     )
-    item = ReviewItem.objects.select_related("campaign").get(pk=assignment.item_id)
+    item = ReviewItem.objects.only("pk", "submitted_count", "overlap", "state").get(
+        pk=assignment.item_id
+    )
     if item.submitted_count >= item.overlap and item.state == ReviewItem.State.OPEN:
-        item_settle(item)
+        item_settle(ReviewItem.objects.select_related("campaign").get(pk=item.pk))
     return review
 
 
@@ -756,11 +761,24 @@ def generations_flag_identity(
     return Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
 
 
+_TERMS_CACHE: dict[int, tuple[float, tuple, tuple[str, ...]]] = {}
+TERMS_TTL_SECONDS = 30.0
+
+
 def campaign_identity_terms(campaign: Campaign) -> tuple[str, ...]:
-    return blinding.identity_terms(
-        redact=campaign.redact or [],
+    """Words to mask for this campaign. Cached per process for a few seconds: every review
+    page needs them, and a campaign's contenders do not change while it is reviewed."""
+    now = time.monotonic()
+    redact = tuple(campaign.redact or [])
+    cached = _TERMS_CACHE.get(campaign.pk)
+    if cached is not None and cached[1] == redact and now - cached[0] < TERMS_TTL_SECONDS:
+        return cached[2]
+    terms = blinding.identity_terms(
+        redact=redact,
         contenders=campaign.contenders.values("name", "model", "version_label"),
     )
+    _TERMS_CACHE[campaign.pk] = (now, redact, terms)
+    return terms
 
 
 def stale_leases_q() -> Q:

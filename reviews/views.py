@@ -63,7 +63,7 @@ def _render_review(
         "finished": assignment is None,
     }
     if assignment is not None:
-        screen = selectors.review_screen(assignment=assignment)
+        screen = selectors.review_screen(assignment=assignment, campaign=campaign)
         context.update(
             screen=screen,
             form=selectors.review_form(screen=screen, entered=entered, errors=errors),
@@ -86,6 +86,8 @@ def _next_response(
     """Claim the next item and show it (htmx: swap in place, no full reload)."""
     try:
         claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
+    except services.NotReviewable:
+        raise Http404 from None
     except services.ClaimBusy:
         notice = {
             "level": "warn",
@@ -143,7 +145,8 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(REVIEWER)
 @require_POST
 def review_next(request: HttpRequest, slug: str) -> HttpResponse:
-    return _next_response(request, _campaign_for_reviewer(request, slug))
+    # The claim itself refuses a campaign that is not open to this reviewer (-> 404).
+    return _next_response(request, get_object_or_404(Campaign, slug=slug))
 
 
 @role_required(REVIEWER)

@@ -74,22 +74,35 @@ class ClaimTests(TestCase):
         assert self.claim(self.b).assignment.item_id == started.item_id
 
     def test_it_orders_items_per_reviewer_and_not_by_id(self):
-        campaign = campaign_ready(items=12, overlap=1)
+        import random
+
         orders = {}
         for user in (self.a, self.b, self.c):
-            # overlap 1 keeps breadth-first out of the way; each reviewer in a fresh campaign copy
-            # would need more rows, so compare the order each would be offered from the same pool.
-            expr = services._shuffle_expression(campaign=campaign, reviewer=user)
-            orders[user.username] = list(
-                ReviewItem.objects.filter(campaign=campaign)
-                .order_by(expr, "pk")
-                .values_list("pk", flat=True)
+            # One campaign per reviewer (overlap 1, so only this reviewer's own order counts),
+            # with random keys as review_items_sync draws them.
+            campaign = campaign_ready(items=12, overlap=1)
+            rng = random.Random(user.pk)
+            for item in ReviewItem.objects.filter(campaign=campaign):
+                ReviewItem.objects.filter(pk=item.pk).update(shuffle_key=rng.randrange(2**31))
+            claimed = []
+            while (
+                claim := services.assignment_claim_next(campaign=campaign, reviewer=user)
+            ) is not None:
+                a = claim.assignment
+                services.assignment_submit(
+                    token=a.token, reviewer=user, key=a.token, data=full_review(a)
+                )
+                claimed.append(a.item_id)
+            keys = dict(
+                ReviewItem.objects.filter(campaign=campaign).values_list("pk", "shuffle_key")
             )
-        by_id = sorted(orders["rev-a"])
-        assert len({tuple(o) for o in orders.values()}) == 3
-        assert all(o != by_id for o in orders.values())
-        first = services.assignment_claim_next(campaign=campaign, reviewer=self.a).assignment
-        assert first.item_id == orders["rev-a"][0]
+            offset = services.shuffle_offset(campaign=campaign, reviewer=user)
+            # Fresh items come in key order from the reviewer's own offset, wrapping around.
+            expected = sorted(keys, key=lambda pk: (keys[pk] < offset, keys[pk]))
+            assert claimed == expected
+            assert claimed != sorted(claimed)  # not by id (creation order)
+            orders[user.username] = offset
+        assert len(set(orders.values())) == 3
 
     def test_it_refuses_a_removed_reviewer_and_a_closed_campaign(self):
         services.reviewer_remove_from_campaign(campaign=self.campaign, reviewer=self.a)

@@ -13,22 +13,16 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 def arrange_opposite_orders(campaign, first, second):
-    """Pick shuffle keys for which the two reviewers' per-reviewer shuffles disagree."""
-    items = list(ReviewItem.objects.filter(campaign=campaign).order_by("pk"))
-    for offset in range(1, 500):
-        for n, item in enumerate(items):
-            ReviewItem.objects.filter(pk=item.pk).update(shuffle_key=1000 + n * offset)
-        orders = [
-            list(
-                ReviewItem.objects.filter(campaign=campaign)
-                .order_by(services._shuffle_expression(campaign=campaign, reviewer=user), "pk")
-                .values_list("pk", flat=True)
-            )
-            for user in (first, second)
-        ]
-        if orders[0] != orders[1]:
-            return
-    raise AssertionError("no shuffle keys give different orders")
+    """Give the two items shuffle keys at the two reviewers' offsets: each reviewer's order
+    starts at their own offset, so one gets [x, y] and the other [y, x]."""
+    offsets = sorted(
+        services.shuffle_offset(campaign=campaign, reviewer=u) for u in (first, second)
+    )
+    assert offsets[0] != offsets[1]
+    for key, item in zip(
+        offsets, ReviewItem.objects.filter(campaign=campaign).order_by("pk"), strict=True
+    ):
+        ReviewItem.objects.filter(pk=item.pk).update(shuffle_key=key)
 
 
 def item_fingerprint(page):

@@ -1,0 +1,335 @@
+"""Benchmark: 32 reviewers working a 10,000-item campaign over HTTP against gunicorn.
+
+Recreates a throwaway PostgreSQL database, builds a campaign with N ready items (two outputs
+each, k=2) with bulk inserts, starts the site under gunicorn on 127.0.0.1, and runs R simulated
+reviewers as threads, each with its own HTTP connection, for a fixed time:
+
+    claim      POST /api/v1/campaigns/<slug>/next        (bearer token)
+    load page  GET  /review/<slug>/<token>/               (logged-in session, the HTML page)
+    submit     POST /api/v1/assignments/<token>/submit    (bearer token, idempotency key)
+
+It reports p50/p95 per step, completed reviews per second, and, in the same server setup, the
+throughput of the trivial `/healthz` view (one SELECT 1) under the same concurrency: the
+ceiling of this machine + gunicorn + Django. Afterwards it checks the double-assignment
+invariants on the database (no item over k, counters equal rows, no reviewer twice).
+
+    .venv/bin/python bench/review_load.py --database-url postgres://postgres@127.0.0.1:5432/evalsite_bench_review
+
+Options: --items 10000 --reviewers 32 --duration 60 --ceiling-duration 15 --workers 4 --threads 8
+"""
+
+import argparse
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PORT = 8765
+PASSWORD = "bench-reviewer-pass-1"
+
+
+def recreate_database(url: str) -> None:
+    parsed = urlparse(url)
+    name = parsed.path.lstrip("/")
+    admin = parsed._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def build(items: int, reviewers: int) -> tuple[str, list[tuple[str, str]]]:
+    """Campaign with `items` ready items; returns (slug, [(username, api token)])."""
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from evalsite.models import ApiToken
+    from evalsite.services import user_create_or_update
+    from reviews.models import ItemOutput, ReviewItem
+    from tasks.models import Campaign, Contender, Generation, Task, TestSet
+
+    call_command("migrate", verbosity=0)
+    rubric = [
+        {"key": "accuracy", "label": "Accuracy", "min": 1, "max": 5, "max_gap": 1,
+         "anchors": {"1": "wrong", "3": "partly right", "5": "fully correct"}},
+        {"key": "completeness", "label": "Completeness", "min": 1, "max": 5, "max_gap": 1,
+         "anchors": {"1": "misses most", "5": "covers everything"}},
+        {"key": "tone", "label": "Tone", "min": 1, "max": 5, "max_gap": 1, "anchors": {"1": "rude", "5": "warm"}},
+    ]
+    t0 = time.perf_counter()
+    with transaction.atomic():
+        testset = TestSet.objects.create(name="bench-review", checksum="0" * 64, frozen=True, task_count=items)
+        Task.objects.bulk_create(
+            [Task(testset=testset, position=i, external_id=f"T-{i:05d}", category=f"cat_{i % 7}",
+                  prompt=f"Ticket {i}: the customer cannot log in after a password reset. "
+                  "Draft a short, friendly reply with the next steps.") for i in range(items)],
+            batch_size=5000,
+        )
+        contenders = [Contender.objects.create(name=f"bench-model-{n}", provider="imported") for n in "xy"]
+        campaign = Campaign.objects.create(slug="bench-review", name="Bench review", testset=testset,
+                                           rubric=rubric, mode="both", overlap=2, status="reviewing")
+        campaign.contenders.set(contenders)
+        tasks = list(Task.objects.filter(testset=testset).order_by("position"))
+        body = ("Sorry about the trouble!\n\n1. Clear your browser cache.\n2. Use the *new* password.\n"
+                "3. If it still fails, reply here and we reset the account.\n\n```\nSettings > Security\n```")
+        Generation.objects.bulk_create(
+            [Generation(campaign=campaign, task=t, contender=c, sample_index=0, status="done",
+                        output=f"{body}\n\n(variant {c.name[-1]}-{t.position})") for t in tasks for c in contenders],
+            batch_size=5000,
+        )
+        rng = random.Random(1)
+        ReviewItem.objects.bulk_create(
+            [ReviewItem(campaign=campaign, task=t, sample_index=0, overlap=2, ready=True, state="open",
+                        shuffle_key=rng.randrange(2**31 - 1)) for t in tasks],
+            batch_size=5000,
+        )
+        item_by_task = dict(ReviewItem.objects.filter(campaign=campaign).values_list("task_id", "pk"))
+        ItemOutput.objects.bulk_create(
+            [ItemOutput(item_id=item_by_task[task_id], generation_id=gid)
+             for gid, task_id in Generation.objects.filter(campaign=campaign).values_list("pk", "task_id")],
+            batch_size=5000,
+        )
+    users = []
+    for n in range(reviewers):
+        user, _ = user_create_or_update(username=f"bench-rev-{n:02d}", roles=["reviewer"], password=PASSWORD)
+        users.append((user.username, ApiToken.issue(user, label="bench")))
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    print(f"built {items} ready items and {reviewers} reviewers in {time.perf_counter() - t0:.1f}s", flush=True)
+    return campaign.slug, users
+
+
+def start_server(env: dict, workers: int, threads: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "evalsite.wsgi", "-b", f"127.0.0.1:{PORT}", "-w", str(workers),
+         "-k", "gthread", "--threads", str(threads), "--log-level", "warning"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{PORT}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit("gunicorn did not start")
+
+
+def login(client: httpx.Client, username: str) -> None:
+    page = client.get("/login/")
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    response = client.post("/login/", data={"username": username, "password": PASSWORD,
+                                            "csrfmiddlewaretoken": csrf}, headers={"Referer": str(page.url)})
+    assert response.status_code == 302, response.status_code
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def run_ceiling(concurrency: int, duration: float) -> tuple[float, list[float]]:
+    stop = time.monotonic() + duration
+    counts, lat = [0] * concurrency, []
+    lock = threading.Lock()
+
+    def work(i):
+        with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=10) as client:
+            mine = []
+            while time.monotonic() < stop:
+                t = time.perf_counter()
+                assert client.get("/healthz").status_code == 200
+                mine.append(time.perf_counter() - t)
+                counts[i] += 1
+            with lock:
+                lat.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(concurrency)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - t0), lat
+
+
+def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dict:
+    steps = {"claim": [], "load page": [], "submit": []}
+    done, errors, statuses = [0] * len(users), [], {}
+    lock = threading.Lock()
+    start = threading.Barrier(len(users) + 1)
+    go = threading.Event()
+    stop_at = [0.0]
+
+    def work(i):
+        username, token = users[i]
+        rng = random.Random(i)
+        mine = {k: [] for k in steps}
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=30) as client:
+                login(client, username)
+                api = {"Authorization": f"Bearer {token}"}
+                start.wait()  # everyone is logged in (password hashing is slow on purpose)
+                go.wait()
+                while time.monotonic() < stop_at[0]:
+                    t = time.perf_counter()
+                    r = client.post(f"/api/v1/campaigns/{slug}/next", headers=api)
+                    mine["claim"].append(time.perf_counter() - t)
+                    if r.status_code == 204:
+                        break
+                    assert r.status_code == 200, (r.status_code, r.text[:200])
+                    body = r.json()
+                    t = time.perf_counter()
+                    page = client.get(f"/review/{slug}/{body['token']}/")
+                    mine["load page"].append(time.perf_counter() - t)
+                    assert page.status_code == 200 and "review-form" in page.text, page.status_code
+                    labels = [c["label"] for c in body["candidates"]]
+                    payload = {
+                        "scores": {lab: {d["key"]: rng.randint(3, 5) for d in body["rubric"]} for lab in labels},
+                        "preference": rng.choice([*labels, "tie"]),
+                        "comment": "",
+                        "key": f"{username}-{body['token']}",
+                    }
+                    t = time.perf_counter()
+                    r = client.post(body["submit_url"], json=payload, headers=api)
+                    mine["submit"].append(time.perf_counter() - t)
+                    with lock:
+                        statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                    if r.status_code == 201:
+                        done[i] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+        with lock:
+            for k, v in mine.items():
+                steps[k].extend(v)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(users))]
+    for t in threads:
+        t.start()
+    start.wait()
+    stop_at[0] = time.monotonic() + duration
+    t0 = time.perf_counter()
+    go.set()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    return {"steps": steps, "completed": sum(done), "elapsed": elapsed, "errors": errors, "statuses": statuses}
+
+
+def invariants() -> list[str]:
+    from django.db import connection
+
+    checks = {
+        "items with more live assignments than k": """
+            SELECT count(*) FROM reviews_reviewitem i WHERE (SELECT count(*) FROM reviews_assignment a
+            WHERE a.item_id = i.id AND a.state IN ('active','submitted')) > i.overlap""",
+        "items whose live_count differs from their live rows": """
+            SELECT count(*) FROM reviews_reviewitem i WHERE i.live_count <> (SELECT count(*)
+            FROM reviews_assignment a WHERE a.item_id = i.id AND a.state IN ('active','submitted'))""",
+        "items whose submitted_count differs from their reviews": """
+            SELECT count(*) FROM reviews_reviewitem i WHERE i.submitted_count <> (SELECT count(*)
+            FROM reviews_review r WHERE r.item_id = i.id)""",
+        "items with a reviewer twice": """
+            SELECT count(*) FROM (SELECT item_id, reviewer_id FROM reviews_assignment
+            GROUP BY 1, 2 HAVING count(*) > 1) d""",
+        "items with more reviews than k": """
+            SELECT count(*) FROM reviews_reviewitem i WHERE (SELECT count(*) FROM reviews_review r
+            WHERE r.item_id = i.id) > i.overlap""",
+        "fully reviewed items left unsettled": """
+            SELECT count(*) FROM reviews_reviewitem WHERE submitted_count = overlap AND state = 'open'""",
+    }
+    problems = []
+    with connection.cursor() as cursor:
+        for name, sql in checks.items():
+            cursor.execute(sql)
+            n = cursor.fetchone()[0]
+            if n:
+                problems.append(f"{n} {name}")
+        cursor.execute("SELECT count(*) FROM reviews_reviewitem WHERE submitted_count = overlap")
+        full = cursor.fetchone()[0]
+    return problems, full
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", default=os.environ.get(
+        "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/evalsite_bench_review"))
+    parser.add_argument("--items", type=int, default=10000)
+    parser.add_argument("--reviewers", type=int, default=32)
+    parser.add_argument("--duration", type=float, default=60)
+    parser.add_argument("--ceiling-duration", type=float, default=15)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=8)
+    args = parser.parse_args()
+
+    recreate_database(args.database_url)
+    env = {**os.environ, "DATABASE_URL": args.database_url, "DEBUG": "0", "SECURE_COOKIES": "0",
+           "EVALSITE_DATA_DIR": tempfile.mkdtemp(prefix="bench-review-"),
+           "LOG_LEVEL": "WARNING", "ALLOWED_HOSTS": "127.0.0.1,localhost", "REDIS_URL": ""}
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    slug, users = build(args.items, args.reviewers)
+
+    server = start_server(env, args.workers, args.threads)
+    try:
+        ceiling_rps, ceiling_lat = run_ceiling(args.reviewers, args.ceiling_duration)
+        result = run_reviews(slug, users, args.duration)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+    problems, full = invariants()
+    steps = result["steps"]
+    if not all(steps.values()):
+        raise SystemExit(f"no requests completed: {result['errors'][:3]}")
+    requests = sum(len(v) for v in steps.values())
+    rps = result["completed"] / result["elapsed"]
+    req_rate = requests / result["elapsed"]
+    print()
+    print(f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread); "
+          f"{args.reviewers} concurrent reviewers; {args.items} ready items, k=2; PostgreSQL "
+          f"{psycopg.connect(args.database_url).info.server_version}")
+    print()
+    print("| step | n | p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    for name, values in steps.items():
+        print(f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | {pct(values, 95) * 1000:.1f} |")
+    print(f"| /healthz (ceiling run) | {len(ceiling_lat)} | {statistics.median(ceiling_lat) * 1000:.1f} | "
+          f"{pct(ceiling_lat, 95) * 1000:.1f} |")
+    print()
+    print(f"completed reviews: {result['completed']} in {result['elapsed']:.1f}s = {rps:.1f} reviews/s "
+          f"({req_rate:.0f} HTTP requests/s over the three steps)")
+    print(f"trivial view ceiling (/healthz, same concurrency): {ceiling_rps:.0f} requests/s")
+    print(f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
+          f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}")
+    print(f"submit statuses: {dict(sorted(result['statuses'].items()))}; client errors: {len(result['errors'])}")
+    for e in result["errors"][:5]:
+        print("   ", e)
+    print(f"items fully reviewed (k=2): {full}")
+    print(f"invariant violations: {len(problems)}" + (f" -> {problems}" if problems else ""))
+    if problems or result["errors"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
