@@ -155,7 +155,12 @@ def http_client() -> httpx.Client:
 def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
     """(event, data) pairs from a server-sent-events stream."""
     event, data_lines = "", []
+    # The read timeout bounds silence; this bounds a stream that trickles forever (the threads
+    # pool enforces no task time limit, and the claim's lease must outlive the call).
+    deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
     for line in response.iter_lines():
+        if time.monotonic() > deadline:
+            raise RetryableError("the stream exceeded the total time limit")
         if line == "":
             if data_lines:
                 yield event, "\n".join(data_lines)
