@@ -310,6 +310,38 @@ class ApiTests(TestCase):
                 == 403
             )
 
+    def test_admin_imports_outputs_over_the_api(self):
+        make_testset(n=1)
+        definition = {
+            "slug": "api-imp",
+            "testset": "support-v3",
+            "mode": "pairwise",
+            "contenders": [
+                {"name": "a", "provider": "imported"},
+                {"name": "b", "provider": "imported"},
+            ],
+        }
+        campaign_create(definition=definition)
+        url = "/api/v1/campaigns/api-imp/outputs?contender=a"
+        body = '{"task_id": "T-1", "output": "hello"}\n'
+        response = self.client.post(
+            url, body, content_type="application/x-ndjson", headers=self.auth("admin")
+        )
+        assert response.status_code == 200 and response.json()["stored"] == 1
+        bad = self.client.post(
+            url.replace("=a", "=b"),
+            '{"task_id": "T-7", "output": "x"}',
+            content_type="application/x-ndjson",
+            headers=self.auth("admin"),
+        )
+        assert bad.status_code == 400 and "no task 'T-7'" in bad.json()["errors"][0]
+        assert (
+            self.client.post(
+                url, body, content_type="application/x-ndjson", headers=self.auth("lead")
+            ).status_code
+            == 403
+        )
+
     def test_generate_reports_a_missing_key_variable(self):
         make_testset()
         campaign_create(definition=json.loads(SPEC_EXAMPLE))
