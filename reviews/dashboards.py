@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Sum
 
 from tasks.models import Campaign, Generation
 
@@ -43,8 +43,10 @@ REPORT_CACHE_SECONDS = 3600
 
 
 def report_fingerprint(campaign: Campaign) -> str:
+    # Reviews are never edited, only added (or removed with a reviewer): count, max and sum
+    # of ids change whenever the set does.
     reviews = Review.objects.filter(item__campaign=campaign).aggregate(
-        n=Count("id"), last=Max("id")
+        n=Count("id"), last=Max("id"), total=Sum("id")
     )
     items = list(
         ReviewItem.objects.filter(campaign=campaign)
