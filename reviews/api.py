@@ -87,7 +87,7 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
         raise ApiError("busy: every candidate was taken concurrently; retry", status=503) from None
     if claim is None:
         return HttpResponse(status=204)
-    screen = selectors.review_screen(assignment=claim.assignment, campaign=campaign)
+    screen = selectors.review_screen(assignment=claim.assignment, campaign=campaign, html=False)
     payload = selectors.review_api_payload(
         screen=screen,
         resumed=claim.resumed,

@@ -69,11 +69,18 @@ def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
     )
 
 
-def reviewer_progress(*, campaign: Campaign, reviewer: AbstractBaseUser) -> dict:
+def reviewer_progress(
+    *, campaign: Campaign, reviewer: AbstractBaseUser, with_available: bool = True
+) -> dict:
+    """The reviewer's own progress. `available` counts over every item of the campaign, so
+    the review page (loaded once per item) leaves it out; home and start pages show it."""
     done = Assignment.objects.filter(
         reviewer=reviewer, item__campaign=campaign, state=Assignment.State.SUBMITTED
     ).count()
-    return {"done": done, "available": available_for(campaign=campaign, reviewer=reviewer)}
+    progress = {"done": done}
+    if with_available:
+        progress["available"] = available_for(campaign=campaign, reviewer=reviewer)
+    return progress
 
 
 def _rubric(campaign: Campaign) -> list[dict]:
@@ -98,7 +105,9 @@ def _rubric(campaign: Campaign) -> list[dict]:
     return rows
 
 
-def review_screen(*, assignment: Assignment, campaign: Campaign | None = None) -> dict:
+def review_screen(
+    *, assignment: Assignment, campaign: Campaign | None = None, html: bool = True
+) -> dict:
     """Everything the review page shows for one assignment, blinded."""
     if campaign is None:
         campaign = Campaign.objects.get(items__pk=assignment.item_id)
@@ -114,10 +123,15 @@ def review_screen(*, assignment: Assignment, campaign: Campaign | None = None) -
     candidates, leaking = [], []
     for label, output_id in zip(labels, assignment.order, strict=True):
         generation = outputs[output_id].generation
-        text, html, hits = blinding.render_output(generation.output, terms)
+        # The API sends text only: mask, but skip the Markdown rendering.
+        if html:
+            text, rendered, hits = blinding.render_output(generation.output, terms)
+        else:
+            masked = blinding.mask_identity(generation.output or "", terms)
+            text, rendered, hits = masked.text, None, masked.hits
         if hits and not generation.identity_leak:
             leaking.append(generation.pk)
-        candidates.append({"label": label, "text": text, "html": html})
+        candidates.append({"label": label, "text": text, "html": rendered})
     if leaking:
         # Lazily, for admins: the outputs needed masking. No LLM call, one small UPDATE.
         Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
@@ -126,13 +140,16 @@ def review_screen(*, assignment: Assignment, campaign: Campaign | None = None) -
         {
             "role": str(m.get("role", "user")),
             "content": str(m.get("content", "")),
-            "html": blinding.render_markdown(str(m.get("content", ""))),
+            "html": blinding.render_markdown(str(m.get("content", ""))) if html else None,
         }
         for m in task.conversation()
     ]
     reference = None
     if campaign.show_reference and task.reference:
-        reference = {"text": task.reference, "html": blinding.render_markdown(task.reference)}
+        reference = {
+            "text": task.reference,
+            "html": blinding.render_markdown(task.reference) if html else None,
+        }
     wants_scores, wants_preference = campaign_wants(campaign)
     return {
         "token": assignment.token,

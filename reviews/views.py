@@ -58,7 +58,9 @@ def _render_review(
     """The review page, or only its #review region for htmx requests."""
     context = {
         "campaign": {"slug": campaign.slug, "name": campaign.name},
-        "progress": selectors.reviewer_progress(campaign=campaign, reviewer=request.user),
+        "progress": selectors.reviewer_progress(
+            campaign=campaign, reviewer=request.user, with_available=assignment is None
+        ),
         "notice": notice,
         "finished": assignment is None,
     }
