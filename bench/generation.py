@@ -146,6 +146,22 @@ def start_workers(n: int, pool: str, concurrency: int) -> list[subprocess.Popen]
     raise SystemExit("workers did not come up")
 
 
+def session_cpu_seconds(sessions: set[int]) -> float:
+    """CPU time used so far by every process in the given sessions (the workers and their children)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) in sessions:  # field 6 of stat: the session id
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def pct(values: list[int], p: float) -> int:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
@@ -170,7 +186,10 @@ def main() -> None:
     target = campaign.generations.exclude(contender__provider="imported")
     total = target.count()
     procs = start_workers(args.workers, args.pool, args.concurrency)
+    sessions = {proc.pid for proc in procs}
     try:
+        cpu_before = session_cpu_seconds(sessions)
+        load_before = os.getloadavg()[0]
         started = time.monotonic()
         generation_enqueue(campaign=campaign)
         while True:
@@ -181,6 +200,8 @@ def main() -> None:
                 raise SystemExit(f"gave up: {finished}/{total} after 600 s")
             time.sleep(0.25)
         elapsed = time.monotonic() - started
+        worker_cpu = session_cpu_seconds(sessions) - cpu_before
+        load_after = os.getloadavg()[0]
     finally:
         for proc in procs:
             os.killpg(proc.pid, 15)
@@ -206,6 +227,10 @@ def main() -> None:
     print(
         f"latency ms p50 {pct(latencies, 50)} p95 {pct(latencies, 95)} max {max(latencies)}; "
         f"TTFT ms p50 {pct(ttfts, 50)} mean {statistics.mean(ttfts):.0f}"
+    )
+    print(
+        f"worker CPU {worker_cpu:.1f} s = {worker_cpu / total * 1000:.1f} ms per generation; "
+        f"machine load average {load_before:.1f} -> {load_after:.1f} on {os.cpu_count()} cores"
     )
     print(
         f"review items ready: {campaign.items.filter(ready=True).count()} of {campaign.items.count()}"

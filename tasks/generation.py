@@ -231,7 +231,7 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
         ).count()
         if running >= gen.contender.max_concurrency:
             Generation.objects.filter(pk=gen.pk, status=S.PENDING).update(queued_at=now)
-            return None, "", RunOutcome("busy", countdown=random.uniform(0.2, 1.0))
+            return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
         token = secrets.token_hex(12)
         claimed = Generation.objects.filter(
             pk=gen.pk, status=gen.status, attempts=gen.attempts

@@ -618,3 +618,39 @@ def test_the_concurrency_limit_holds_across_workers(workers, fake):
         == 8
     )
     assert fake.max_active["narrow"] == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_generate_wait_shows_progress_and_a_summary(workers, fake):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    make_campaign(
+        fake,
+        tasks=2,
+        slug="cli",
+        contenders=[
+            {
+                "name": "cli-a",
+                "provider": "openai",
+                "model": "cli-a",
+                "price_in_per_mtok": 1,
+                "price_out_per_mtok": 1,
+            },
+            {"name": "cli-b", "provider": "anthropic", "model": "cli-b"},
+        ],
+    )
+    fake.script("cli-a", "503")
+    workers(concurrency=2)
+    out = StringIO()
+    call_command("generate", "cli", "--wait", "--interval", "0.2", "--timeout", "60", stdout=out)
+    text = out.getvalue()
+    assert "Queued 4 generation(s) for cli." in text
+    assert "] 4/4  done 4  failed 0" in text  # the last progress line
+    assert "Status: reviewing." in text
+    summary = {
+        line.split()[0]: line.split() for line in text.splitlines() if line.startswith("cli-")
+    }
+    assert summary["cli-a"][1:4] == ["2", "0", "1"] and summary["cli-b"][1:4] == ["2", "0", "0"]
