@@ -7,6 +7,7 @@
   let col = 0;
   let startedAt = Date.now();
   let heartbeatTimer = null;
+  let currentItem = "";
 
   const review = () => document.getElementById("review");
   const form = () => document.getElementById("review-form");
@@ -178,19 +179,29 @@
       .catch(() => setStatus("Connection lost; your answers stay on this page."));
   }
 
-  function init() {
+  function startHeartbeat() {
+    // After settling: htmx keeps the old element's attributes on #review until then.
     const el = review();
     clearInterval(heartbeatTimer);
     heartbeatTimer = null;
+    if (el?.dataset.heartbeatUrl) {
+      heartbeatTimer = setInterval(heartbeat, Number(el.dataset.heartbeatMs) || 60000);
+    }
+  }
+
+  function init() {
+    const el = review();
     if (!el) return;
     const keyInput = el.querySelector("[data-submit-key]");
     if (keyInput && !keyInput.dataset.clientKey) {
       keyInput.value = randomKey();
       keyInput.dataset.clientKey = "1";
     }
-    startedAt = Date.now();
-    if (el.dataset.heartbeatUrl) {
-      heartbeatTimer = setInterval(heartbeat, Number(el.dataset.heartbeatMs) || 60000);
+    // Time spent counts from the first view of this item, not from a validation re-render.
+    const action = form()?.getAttribute("action") || "";
+    if (action !== currentItem) {
+      currentItem = action;
+      startedAt = Date.now();
     }
     // Start on the first unanswered question (after a validation error, that is the first error).
     const all = rows();
@@ -234,10 +245,16 @@
   document.addEventListener("htmx:responseError", () =>
     setStatus("The server had a problem: not saved yet. Press Enter to try again; it will never be saved twice."),
   );
-  // The next item was swapped in without a page load: start over on it.
-  document.addEventListener("htmx:afterSettle", () => {
+  // The next item was swapped in without a page load: start over on it at once, so the very
+  // next key press already scores the new item's first question.
+  document.addEventListener("htmx:afterSwap", () => {
     if (review()) init();
   });
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-  else init();
+  document.addEventListener("htmx:afterSettle", startHeartbeat);
+  function start() {
+    init();
+    startHeartbeat();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();

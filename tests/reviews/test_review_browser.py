@@ -33,6 +33,7 @@ def item_fingerprint(page):
 
 
 def review_with_keyboard(page, keys):
+    page.wait_for_selector("#review [data-cell].focused")
     for key in keys:
         page.keyboard.press(key)
     page.keyboard.press("Enter")
@@ -50,8 +51,9 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
 
     browser_login(page, first.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
+    page.wait_for_selector("button[autofocus]:focus")
     page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
-    page.wait_for_selector("#review-form")
+    page.wait_for_selector("#review [data-cell].focused")
     page.evaluate("window.__sameDocument = true")
 
     # `?` shows the shortcuts, `?` again hides them.
@@ -111,6 +113,7 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
     other.set_default_timeout(15000)
     browser_login(other, second.username, PASSWORD)
     other.goto(f"/review/{campaign.slug}/")
+    other.wait_for_selector("button[autofocus]:focus")
     other.keyboard.press("Enter")
     other.wait_for_selector("#review-form")
     seen_by_second = [item_fingerprint(other)]
