@@ -18,6 +18,7 @@ from django.db import transaction
 from .models import Campaign, Contender, Mode, Provider, TestSet
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
+RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
 KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 LEVELS = ("ordinal", "interval", "ratio", "nominal")
@@ -313,6 +314,8 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     slug = r.string(data, "slug", "", required=True, max_len=100)
     if slug and not SLUG_RE.match(slug):
         errors.append("slug: lowercase letters, digits, - and _")
+    elif slug in RESERVED_SLUGS:
+        errors.append(f"slug: {slug!r} is reserved, choose another")
     elif slug and Campaign.objects.filter(slug=slug).exists():
         errors.append(f"slug: a campaign {slug!r} already exists")
     name = r.string(data, "name", "", max_len=200) or slug
