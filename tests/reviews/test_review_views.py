@@ -392,3 +392,45 @@ class ReviewApiTests(TestCase):
         assert set(nxt["responses"]) >= {"200", "204"}
         submit = paths["/api/v1/assignments/{token}/submit"]["post"]
         assert "requestBody" in submit and set(submit["responses"]) >= {"201", "200", "400", "409"}
+
+
+class MultiTurnTests(TestCase):
+    def test_it_shows_the_conversation_of_a_multi_turn_task(self):
+        from tests.factories import ReviewItemFactory, TaskFactory
+
+        users = personas()
+        campaign = campaign_ready(items=0, overlap=1, show_reference=True)
+        task = TaskFactory(
+            testset=campaign.testset,
+            prompt="",
+            messages=[
+                {"role": "user", "content": "My order **#7** is late."},
+                {"role": "assistant", "content": "Sorry! Which address?"},
+                {"role": "user", "content": "Berlin <b>office</b>."},
+            ],
+            reference="Offer a refund of the shipping fee.",
+        )
+        ReviewItemFactory(campaign=campaign, task=task)
+        self.client.force_login(users["reviewer_a"])
+        page = self.client.get(self.client.post(reverse("review_next", args=[campaign.slug])).url)
+        html = page.content.decode()
+        assert html.count('class="turn turn-user"') == 2 and 'class="turn turn-assistant"' in html
+        assert "<strong>#7</strong>" in html and "Berlin &lt;b&gt;office&lt;/b&gt;." in html
+        assert "Offer a refund of the shipping fee." in html
+        token = ApiToken.issue(users["reviewer_b"])
+        body = self.client.post(
+            f"/api/v1/campaigns/{campaign.slug}/next", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert body.status_code == 204  # k=1 and reviewer_a holds the only item
+        Assignment.objects.update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        body = self.client.post(
+            f"/api/v1/campaigns/{campaign.slug}/next", headers={"Authorization": f"Bearer {token}"}
+        ).json()
+        assert body["task"]["messages"][1] == {
+            "role": "assistant",
+            "content": "Sorry! Which address?",
+        }
+        assert (
+            "prompt" not in body["task"]
+            and body["task"]["reference"] == "Offer a refund of the shipping fee."
+        )
