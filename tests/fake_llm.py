@@ -24,6 +24,15 @@ from collections import defaultdict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A client closing a kept-alive connection is normal; anything else is printed.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeLLM:
     def __init__(
         self, *, latency: float = 0.0, slow_seconds: float = 3.0, chunk_delay: float = 0.0
@@ -39,7 +48,7 @@ class FakeLLM:
         self.active: dict[str, int] = defaultdict(int)
         self.max_active: dict[str, int] = defaultdict(int)
         handler = type("Handler", (_Handler,), {"fake": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = _Server(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
         self.server.request_queue_size = 256
         self.thread = threading.Thread(
