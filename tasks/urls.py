@@ -22,8 +22,7 @@ api_urlpatterns += [
 ]
 
 # Contenders, campaigns and generation (issue 3).
-from . import campaign_api  # noqa: E402
-from . import campaign_views  # noqa: E402
+from . import campaign_api, campaign_views  # noqa: E402
 
 urlpatterns += [
     path("contenders/", campaign_views.contender_list_view, name="contender_list"),
