@@ -61,62 +61,147 @@ def build(items: int, reviewers: int) -> tuple[str, list[tuple[str, str]]]:
 
     call_command("migrate", verbosity=0)
     rubric = [
-        {"key": "accuracy", "label": "Accuracy", "min": 1, "max": 5, "max_gap": 1,
-         "anchors": {"1": "wrong", "3": "partly right", "5": "fully correct"}},
-        {"key": "completeness", "label": "Completeness", "min": 1, "max": 5, "max_gap": 1,
-         "anchors": {"1": "misses most", "5": "covers everything"}},
-        {"key": "tone", "label": "Tone", "min": 1, "max": 5, "max_gap": 1, "anchors": {"1": "rude", "5": "warm"}},
+        {
+            "key": "accuracy",
+            "label": "Accuracy",
+            "min": 1,
+            "max": 5,
+            "max_gap": 1,
+            "anchors": {"1": "wrong", "3": "partly right", "5": "fully correct"},
+        },
+        {
+            "key": "completeness",
+            "label": "Completeness",
+            "min": 1,
+            "max": 5,
+            "max_gap": 1,
+            "anchors": {"1": "misses most", "5": "covers everything"},
+        },
+        {
+            "key": "tone",
+            "label": "Tone",
+            "min": 1,
+            "max": 5,
+            "max_gap": 1,
+            "anchors": {"1": "rude", "5": "warm"},
+        },
     ]
     t0 = time.perf_counter()
     with transaction.atomic():
-        testset = TestSet.objects.create(name="bench-review", checksum="0" * 64, frozen=True, task_count=items)
+        testset = TestSet.objects.create(
+            name="bench-review", checksum="0" * 64, frozen=True, task_count=items
+        )
         Task.objects.bulk_create(
-            [Task(testset=testset, position=i, external_id=f"T-{i:05d}", category=f"cat_{i % 7}",
-                  prompt=f"Ticket {i}: the customer cannot log in after a password reset. "
-                  "Draft a short, friendly reply with the next steps.") for i in range(items)],
+            [
+                Task(
+                    testset=testset,
+                    position=i,
+                    external_id=f"T-{i:05d}",
+                    category=f"cat_{i % 7}",
+                    prompt=f"Ticket {i}: the customer cannot log in after a password reset. "
+                    "Draft a short, friendly reply with the next steps.",
+                )
+                for i in range(items)
+            ],
             batch_size=5000,
         )
-        contenders = [Contender.objects.create(name=f"bench-model-{n}", provider="imported") for n in "xy"]
-        campaign = Campaign.objects.create(slug="bench-review", name="Bench review", testset=testset,
-                                           rubric=rubric, mode="both", overlap=2, status="reviewing")
+        contenders = [
+            Contender.objects.create(name=f"bench-model-{n}", provider="imported") for n in "xy"
+        ]
+        campaign = Campaign.objects.create(
+            slug="bench-review",
+            name="Bench review",
+            testset=testset,
+            rubric=rubric,
+            mode="both",
+            overlap=2,
+            status="reviewing",
+        )
         campaign.contenders.set(contenders)
         tasks = list(Task.objects.filter(testset=testset).order_by("position"))
-        body = ("Sorry about the trouble!\n\n1. Clear your browser cache.\n2. Use the *new* password.\n"
-                "3. If it still fails, reply here and we reset the account.\n\n```\nSettings > Security\n```")
+        body = (
+            "Sorry about the trouble!\n\n1. Clear your browser cache.\n2. Use the *new* password.\n"
+            "3. If it still fails, reply here and we reset the account.\n\n```\nSettings > Security\n```"
+        )
         Generation.objects.bulk_create(
-            [Generation(campaign=campaign, task=t, contender=c, sample_index=0, status="done",
-                        output=f"{body}\n\n(variant {c.name[-1]}-{t.position})") for t in tasks for c in contenders],
+            [
+                Generation(
+                    campaign=campaign,
+                    task=t,
+                    contender=c,
+                    sample_index=0,
+                    status="done",
+                    output=f"{body}\n\n(variant {c.name[-1]}-{t.position})",
+                )
+                for t in tasks
+                for c in contenders
+            ],
             batch_size=5000,
         )
         rng = random.Random(1)
         ReviewItem.objects.bulk_create(
-            [ReviewItem(campaign=campaign, task=t, sample_index=0, overlap=2, ready=True, state="open",
-                        shuffle_key=rng.randrange(2**31 - 1)) for t in tasks],
+            [
+                ReviewItem(
+                    campaign=campaign,
+                    task=t,
+                    sample_index=0,
+                    overlap=2,
+                    ready=True,
+                    state="open",
+                    shuffle_key=rng.randrange(2**31 - 1),
+                )
+                for t in tasks
+            ],
             batch_size=5000,
         )
-        item_by_task = dict(ReviewItem.objects.filter(campaign=campaign).values_list("task_id", "pk"))
+        item_by_task = dict(
+            ReviewItem.objects.filter(campaign=campaign).values_list("task_id", "pk")
+        )
         ItemOutput.objects.bulk_create(
-            [ItemOutput(item_id=item_by_task[task_id], generation_id=gid)
-             for gid, task_id in Generation.objects.filter(campaign=campaign).values_list("pk", "task_id")],
+            [
+                ItemOutput(item_id=item_by_task[task_id], generation_id=gid)
+                for gid, task_id in Generation.objects.filter(campaign=campaign).values_list(
+                    "pk", "task_id"
+                )
+            ],
             batch_size=5000,
         )
     users = []
     for n in range(reviewers):
-        user, _ = user_create_or_update(username=f"bench-rev-{n:02d}", roles=["reviewer"], password=PASSWORD)
+        user, _ = user_create_or_update(
+            username=f"bench-rev-{n:02d}", roles=["reviewer"], password=PASSWORD
+        )
         users.append((user.username, ApiToken.issue(user, label="bench")))
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    print(f"built {items} ready items and {reviewers} reviewers in {time.perf_counter() - t0:.1f}s", flush=True)
+    print(
+        f"built {items} ready items and {reviewers} reviewers in {time.perf_counter() - t0:.1f}s",
+        flush=True,
+    )
     return campaign.slug, users
 
 
 def start_server(env: dict, workers: int, threads: int) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "evalsite.wsgi", "-b", f"127.0.0.1:{PORT}", "-w", str(workers),
-         "-k", "gthread", "--threads", str(threads), "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "evalsite.wsgi",
+            "-b",
+            f"127.0.0.1:{PORT}",
+            "-w",
+            str(workers),
+            "-k",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -132,8 +217,11 @@ def start_server(env: dict, workers: int, threads: int) -> subprocess.Popen:
 def login(client: httpx.Client, username: str) -> None:
     page = client.get("/login/")
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    response = client.post("/login/", data={"username": username, "password": PASSWORD,
-                                            "csrfmiddlewaretoken": csrf}, headers={"Referer": str(page.url)})
+    response = client.post(
+        "/login/",
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": csrf},
+        headers={"Referer": str(page.url)},
+    )
     assert response.status_code == 302, response.status_code
 
 
@@ -201,7 +289,10 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
                     assert page.status_code == 200 and "review-form" in page.text, page.status_code
                     labels = [c["label"] for c in body["candidates"]]
                     payload = {
-                        "scores": {lab: {d["key"]: rng.randint(3, 5) for d in body["rubric"]} for lab in labels},
+                        "scores": {
+                            lab: {d["key"]: rng.randint(3, 5) for d in body["rubric"]}
+                            for lab in labels
+                        },
                         "preference": rng.choice([*labels, "tie"]),
                         "comment": "",
                         "key": f"{username}-{body['token']}",
@@ -229,7 +320,13 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
-    return {"steps": steps, "completed": sum(done), "elapsed": elapsed, "errors": errors, "statuses": statuses}
+    return {
+        "steps": steps,
+        "completed": sum(done),
+        "elapsed": elapsed,
+        "errors": errors,
+        "statuses": statuses,
+    }
 
 
 def invariants() -> list[str]:
@@ -267,9 +364,15 @@ def invariants() -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default=os.environ.get(
-        "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/evalsite_bench_review"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/evalsite_bench_review"
+        ),
+    )
     parser.add_argument("--items", type=int, default=10000)
     parser.add_argument("--reviewers", type=int, default=32)
     parser.add_argument("--duration", type=float, default=60)
@@ -279,9 +382,16 @@ def main() -> None:
     args = parser.parse_args()
 
     recreate_database(args.database_url)
-    env = {**os.environ, "DATABASE_URL": args.database_url, "DEBUG": "0", "SECURE_COOKIES": "0",
-           "EVALSITE_DATA_DIR": tempfile.mkdtemp(prefix="bench-review-"),
-           "LOG_LEVEL": "WARNING", "ALLOWED_HOSTS": "127.0.0.1,localhost", "REDIS_URL": ""}
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "DEBUG": "0",
+        "SECURE_COOKIES": "0",
+        "EVALSITE_DATA_DIR": tempfile.mkdtemp(prefix="bench-review-"),
+        "LOG_LEVEL": "WARNING",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "REDIS_URL": "",
+    }
     os.environ.update(env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     sys.path.insert(0, str(ROOT))
@@ -306,23 +416,35 @@ def main() -> None:
     rps = result["completed"] / result["elapsed"]
     req_rate = requests / result["elapsed"]
     print()
-    print(f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread); "
-          f"{args.reviewers} concurrent reviewers; {args.items} ready items, k=2; PostgreSQL "
-          f"{psycopg.connect(args.database_url).info.server_version}")
+    print(
+        f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread); "
+        f"{args.reviewers} concurrent reviewers; {args.items} ready items, k=2; PostgreSQL "
+        f"{psycopg.connect(args.database_url).info.server_version}"
+    )
     print()
     print("| step | n | p50 ms | p95 ms |")
     print("|---|---:|---:|---:|")
     for name, values in steps.items():
-        print(f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | {pct(values, 95) * 1000:.1f} |")
-    print(f"| /healthz (ceiling run) | {len(ceiling_lat)} | {statistics.median(ceiling_lat) * 1000:.1f} | "
-          f"{pct(ceiling_lat, 95) * 1000:.1f} |")
+        print(
+            f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | {pct(values, 95) * 1000:.1f} |"
+        )
+    print(
+        f"| /healthz (ceiling run) | {len(ceiling_lat)} | {statistics.median(ceiling_lat) * 1000:.1f} | "
+        f"{pct(ceiling_lat, 95) * 1000:.1f} |"
+    )
     print()
-    print(f"completed reviews: {result['completed']} in {result['elapsed']:.1f}s = {rps:.1f} reviews/s "
-          f"({req_rate:.0f} HTTP requests/s over the three steps)")
+    print(
+        f"completed reviews: {result['completed']} in {result['elapsed']:.1f}s = {rps:.1f} reviews/s "
+        f"({req_rate:.0f} HTTP requests/s over the three steps)"
+    )
     print(f"trivial view ceiling (/healthz, same concurrency): {ceiling_rps:.0f} requests/s")
-    print(f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
-          f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}")
-    print(f"submit statuses: {dict(sorted(result['statuses'].items()))}; client errors: {len(result['errors'])}")
+    print(
+        f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
+        f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}"
+    )
+    print(
+        f"submit statuses: {dict(sorted(result['statuses'].items()))}; client errors: {len(result['errors'])}"
+    )
     for e in result["errors"][:5]:
         print("   ", e)
     print(f"items fully reviewed (k=2): {full}")
