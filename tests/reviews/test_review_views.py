@@ -253,6 +253,11 @@ class AssignmentAdminTests(TestCase):
             self.client.force_login(self.users[persona])
             assert self.client.get(url).status_code == 403
 
+    def test_the_campaign_page_links_to_the_assignments(self):
+        self.client.force_login(self.users["admin"])
+        page = self.client.get(reverse("campaign_detail", args=[self.campaign.slug]))
+        assert reverse("campaign_assignments", args=[self.campaign.slug]).encode() in page.content
+
     def test_it_releases_a_lease_and_removes_a_reviewer(self):
         held = self.claim("reviewer_a")
         self.client.force_login(self.users["lead"])
