@@ -654,3 +654,11 @@ def test_generate_wait_shows_progress_and_a_summary(workers, fake):
         line.split()[0]: line.split() for line in text.splitlines() if line.startswith("cli-")
     }
     assert summary["cli-a"][1:4] == ["2", "0", "1"] and summary["cli-b"][1:4] == ["2", "0", "0"]
+
+
+def test_the_reconciler_runs_every_minute_on_beat():
+    from evalsite.celery import app
+
+    entry = app.conf.beat_schedule["generation-reconcile"]
+    assert entry["task"] == "tasks.generation_reconcile" and entry["schedule"] == 60.0
+    assert "tasks.generation_reconcile" in app.tasks
