@@ -657,6 +657,7 @@ def test_generate_wait_shows_progress_and_a_summary(workers, fake):
 
 
 def test_the_reconciler_runs_every_minute_on_beat():
+    import tasks.tasks  # noqa: F401 - what the worker's autodiscovery imports
     from evalsite.celery import app
 
     entry = app.conf.beat_schedule["generation-reconcile"]
