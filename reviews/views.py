@@ -54,6 +54,7 @@ def _render_review(
     entered: dict | None = None,
     errors: dict | None = None,
     status: int = 200,
+    busy: bool = False,
 ) -> HttpResponse:
     """The review page, or only its #review region for htmx requests."""
     context = {
@@ -62,7 +63,8 @@ def _render_review(
             campaign=campaign, reviewer=request.user, with_available=assignment is None
         ),
         "notice": notice,
-        "finished": assignment is None,
+        "finished": assignment is None and not busy,
+        "busy": busy,
     }
     if assignment is not None:
         screen = selectors.review_screen(assignment=assignment, campaign=campaign)
@@ -86,16 +88,16 @@ def _next_response(
     request: HttpRequest, campaign: Campaign, notice: dict | None = None
 ) -> HttpResponse:
     """Claim the next item and show it (htmx: swap in place, no full reload)."""
+    busy = False
     try:
         claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
     except services.NotReviewable:
         raise Http404 from None
     except services.ClaimBusy:
-        notice = {
-            "level": "warn",
-            "text": "Many reviewers are busy right now; please try again in a moment.",
-        }
-        claim = None
+        # Not "finished": every candidate was taken concurrently; the reviewer retries.
+        busy, claim = True, None
+        text = "Many reviewers are claiming items right now; try again in a moment."
+        notice = {"level": "warn", "text": f"{notice['text']} {text}" if notice else text}
     if not request.htmx:
         if notice:
             (messages.warning if notice["level"] == "warn" else messages.success)(
@@ -105,7 +107,11 @@ def _next_response(
             return redirect("review_campaign", campaign.slug)
         return redirect(_review_url(campaign.slug, claim.assignment.token))
     response = _render_review(
-        request, campaign=campaign, assignment=claim.assignment if claim else None, notice=notice
+        request,
+        campaign=campaign,
+        assignment=claim.assignment if claim else None,
+        notice=notice,
+        busy=busy,
     )
     target = (
         _review_url(campaign.slug, claim.assignment.token)

@@ -160,6 +160,21 @@ class ReviewerPageTests(TestCase):
         response = self.client.post(reverse("review_next", args=[self.campaign.slug]))
         assert response.url == reverse("review_campaign", args=[self.campaign.slug])
 
+    def test_it_offers_a_retry_not_a_finished_queue_when_claims_collide(self):
+        from unittest import mock
+
+        from reviews import services
+
+        # Contention itself is exercised on PostgreSQL in test_assignment_concurrency; here only
+        # what the page says when every candidate was taken concurrently CLAIM_ATTEMPTS times.
+        with mock.patch.object(
+            services, "assignment_claim_next", side_effect=services.ClaimBusy("x")
+        ):
+            html = self.client.post(reverse("review_next", args=[self.campaign.slug]), headers=HTMX)
+        html = html.content.decode()
+        assert "data-busy" in html and "Try again" in html and "data-finished" not in html
+        assert "try again in a moment" in html
+
     def test_it_returns_404_for_another_reviewers_token(self):
         assignment, url = self.start()
         self.client.force_login(self.users["reviewer_b"])
