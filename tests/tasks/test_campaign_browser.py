@@ -1,0 +1,59 @@
+"""Contender and campaign pages in a real Chromium: htmx forms under the strict CSP."""
+
+import pytest
+
+from tasks.models import Campaign, Contender
+from tests.conftest import browser_login
+from tests.factories import PASSWORD, TaskFactory, TestSetFactory, personas
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser_page):
+    personas()
+    ts = TestSetFactory(name="support", frozen=False, task_count=2)
+    for i in range(2):
+        TaskFactory(testset=ts, position=i, external_id=f"T-{i}")
+    Contender.objects.create(name="vendor-export", provider="imported")
+    page = browser_page
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
+            else None
+        ),
+    )
+
+    browser_login(page, "admin", PASSWORD)
+    page.goto("/contenders/")
+    page.fill("input[name=name]", "local-llama")
+    page.select_option("select[name=provider]", "openai")
+    page.fill("input[name=api_key_env]", "sk-live-123!")
+    page.get_by_role("button", name="Create contender").click()
+    page.get_by_text("the NAME of an environment variable").wait_for()
+    assert page.url.endswith("/contenders/")  # swapped in place by htmx, no navigation
+    page.fill("input[name=model]", "llama-3.1-8b")
+    page.fill("input[name=api_key_env]", "LLAMA_KEY")
+    page.get_by_role("button", name="Create contender").click()
+    page.get_by_role("cell", name="local-llama").wait_for()
+    assert Contender.objects.get(name="local-llama").api_key_env == "LLAMA_KEY"
+
+    page.goto("/campaigns/new/")
+    page.fill("input[name=slug]", "support-q1")
+    page.select_option("select[name=testset]", str(ts.pk))
+    page.check("text=local-llama")
+    page.check("text=vendor-export")
+    page.get_by_role("button", name="Create campaign").click()
+    page.get_by_text("needs at least one dimension").wait_for()
+    page.fill(
+        "textarea[name=rubric]", '[{"key": "accuracy", "anchors": {"1": "wrong", "5": "right"}}]'
+    )
+    page.get_by_role("button", name="Create campaign").click()
+    page.wait_for_url("**/campaigns/support-q1/")
+    page.get_by_role("heading", name="Generation").wait_for()
+    assert "local-llama" in page.inner_text("#generation-progress")
+    assert Campaign.objects.get(slug="support-q1").generations.count() == 4
+    assert errors == []
