@@ -273,7 +273,7 @@ GENERATION_READ_TIMEOUT = float(env_str("GENERATION_READ_TIMEOUT", "120"))
 # A claimed row is held this long; a worker killed mid-call frees its slot when it lapses.
 # Above the hard time limit, so a live job never loses its claim.
 GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
-# Exponential backoff with full jitter for retryable provider errors: base * 2^n, capped.
+# Exponential backoff with jitter (a random delay in [d/2, d], d = base * 2^n, capped).
 GENERATION_BACKOFF_BASE = float(env_str("GENERATION_BACKOFF_BASE", "2"))
 GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
 # The reconciler re-enqueues a queued row whose message has not been picked up after this long.
