@@ -40,7 +40,7 @@ def celery_worker(transactional_db):
 
 
 @pytest.fixture
-def browser_page(live_server, settings):
+def browser_page(live_server, settings, monkeypatch):
     """A Playwright page in Debian's Chromium, pointed at the live test server.
 
     Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
@@ -54,7 +54,7 @@ def browser_page(live_server, settings):
     )
     from playwright.sync_api import sync_playwright
 
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     settings.SESSION_COOKIE_SECURE = False
     settings.CSRF_COOKIE_SECURE = False
     with sync_playwright() as p:
