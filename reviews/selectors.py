@@ -106,12 +106,17 @@ def _rubric(campaign: Campaign) -> list[dict]:
 
 
 def review_screen(
-    *, assignment: Assignment, campaign: Campaign | None = None, html: bool = True
+    *,
+    assignment: Assignment,
+    campaign: Campaign | None = None,
+    task: Task | None = None,
+    html: bool = True,
 ) -> dict:
     """Everything the review page shows for one assignment, blinded."""
     if campaign is None:
         campaign = Campaign.objects.get(items__pk=assignment.item_id)
-    task = Task.objects.get(review_items__pk=assignment.item_id)
+    if task is None:
+        task = Task.objects.get(review_items__pk=assignment.item_id)
     outputs = {
         o.pk: o
         for o in ItemOutput.objects.filter(item_id=assignment.item_id)

@@ -55,6 +55,7 @@ def _render_review(
     errors: dict | None = None,
     status: int = 200,
     busy: bool = False,
+    task=None,
 ) -> HttpResponse:
     """The review page, or only its #review region for htmx requests."""
     context = {
@@ -67,7 +68,7 @@ def _render_review(
         "busy": busy,
     }
     if assignment is not None:
-        screen = selectors.review_screen(assignment=assignment, campaign=campaign)
+        screen = selectors.review_screen(assignment=assignment, campaign=campaign, task=task)
         context.update(
             screen=screen,
             form=selectors.review_form(screen=screen, entered=entered, errors=errors),
@@ -160,8 +161,16 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(REVIEWER)
 @require_GET
 def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    campaign = _campaign_for_reviewer(request, slug)
-    assignment = _assignment(request, slug, token)
+    # One query for the assignment, its campaign and task (the page is loaded once per item).
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("item__campaign", "item__task"),
+        token=token,
+        reviewer=request.user,
+        item__campaign__slug=slug,
+    )
+    campaign = assignment.item.campaign
+    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+        raise Http404
     if assignment.state != Assignment.State.ACTIVE:
         return render(
             request,
@@ -171,7 +180,9 @@ def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
                 "text": services.assignment_state_message(assignment),
             },
         )
-    return _render_review(request, campaign=campaign, assignment=assignment)
+    return _render_review(
+        request, campaign=campaign, assignment=assignment, task=assignment.item.task
+    )
 
 
 def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) -> dict:
