@@ -3,7 +3,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks.campaign_selectors import campaign_progress, format_eta
-from tasks.generation import GenerationError, generation_enqueue
+from tasks.generation import GenerationError, campaign_status_refresh, generation_enqueue
 from tasks.models import Campaign
 
 BAR = 30
@@ -58,6 +58,9 @@ class Command(BaseCommand):
             time.sleep(options["interval"])
         if tty:
             self.stdout.write("")
+        # The last worker may not have flipped the status yet: settle it (idempotent).
+        campaign_status_refresh(campaign_id=campaign.pk)
+        progress = campaign_progress(campaign=campaign)
         self._summary(progress, time.monotonic() - started)
 
     def _bar(self, t: dict) -> str:
