@@ -504,7 +504,12 @@ def test_a_campaign_runs_to_completion_through_a_faulty_server(workers, fake):
     # Failed contenders keep their items waiting: a missing side is never offered.
     assert ReviewItem.objects.filter(campaign=campaign).count() == 3
     assert not ReviewItem.objects.filter(campaign=campaign, ready=True).exists()
-    assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
+    # The worker that stores the last row flips the campaign to reviewing right after.
+    wait_until(
+        lambda: Campaign.objects.get(pk=campaign.pk).status == "reviewing",
+        timeout=10,
+        message="campaign status reviewing",
+    )
 
 
 @pytest.mark.postgres
