@@ -559,7 +559,12 @@ def test_a_worker_killed_mid_job_loses_nothing(workers, fake):
         ItemOutput.objects.filter(item__campaign=campaign).values("generation").distinct().count()
         == 8
     )
-    assert ReviewItem.objects.filter(campaign=campaign, ready=True, state="open").count() == 4
+    # Each item opens right after its last output is stored, by the worker that stored it.
+    wait_until(
+        lambda: ReviewItem.objects.filter(campaign=campaign, ready=True, state="open").count() == 4,
+        timeout=10,
+        message="items open",
+    )
 
 
 @pytest.mark.postgres
