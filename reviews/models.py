@@ -51,6 +51,9 @@ class ReviewItem(models.Model):
             models.Index(fields=["campaign", "state", "live_count", "shuffle_key"], name="reviewitem_offer_idx"),
         ]
 
+    def __str__(self) -> str:
+        return f"item {self.pk} ({self.state})"
+
 
 class ItemOutput(models.Model):
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="outputs")
@@ -58,6 +61,9 @@ class ItemOutput(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "generation"], name="item_output_unique")]
+
+    def __str__(self) -> str:
+        return f"output {self.pk} of item {self.item_id}"
 
 
 class Assignment(models.Model):
@@ -98,6 +104,9 @@ class Assignment(models.Model):
             models.Index(fields=["state", "lease_expires_at"]),
         ]
 
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.state})"
+
 
 class Preference(models.TextChoices):
     OUTPUT = "output"  # preferred_output is set
@@ -126,6 +135,9 @@ class Review(models.Model):
             models.UniqueConstraint(fields=["item", "reviewer"], name="review_item_reviewer_unique"),
         ]
 
+    def __str__(self) -> str:
+        return f"review {self.pk} of item {self.item_id}"
+
 
 class Score(models.Model):
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="scores")
@@ -137,6 +149,9 @@ class Score(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["review", "output", "dimension"], name="score_unique"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.dimension}={self.value}"
 
 
 class Arbitration(models.Model):
@@ -159,6 +174,9 @@ class Arbitration(models.Model):
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"arbitration of item {self.item_id} ({self.state})"
 
 
 class ReviewerRemoval(models.Model):

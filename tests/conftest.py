@@ -46,7 +46,6 @@ def browser_page(live_server, settings, monkeypatch):
     Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
     test itself are still synchronous, hence DJANGO_ALLOW_ASYNC_UNSAFE for the test process.
     """
-    import os
 
     need(
         chromium_path() is not None,
