@@ -97,7 +97,7 @@ def setup(fake: FakeLLM, tasks: int, samples: int) -> Campaign:
     return campaign
 
 
-def start_workers(n: int, pool: str, concurrency: int) -> list[subprocess.Popen]:
+def start_workers(n: int, pool: str, concurrency: int, prefetch: int) -> list[subprocess.Popen]:
     db = connection.settings_dict
     env = {
         **os.environ,
@@ -124,6 +124,8 @@ def start_workers(n: int, pool: str, concurrency: int) -> list[subprocess.Popen]
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
+            "--prefetch-multiplier",
+            str(prefetch),
             "-n",
             f"bench{i}@%h",
         ]
@@ -176,6 +178,7 @@ def main() -> None:
         "--concurrency", type=int, default=20, help="worker slots per worker process"
     )
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--prefetch", type=int, default=1, help="worker --prefetch-multiplier")
     args = parser.parse_args()
     if connection.vendor != "postgresql" or not settings.REDIS_URL:
         raise SystemExit("set DATABASE_URL (PostgreSQL) and REDIS_URL")
@@ -185,7 +188,7 @@ def main() -> None:
     campaign = setup(fake, args.tasks, args.samples)
     target = campaign.generations.exclude(contender__provider="imported")
     total = target.count()
-    procs = start_workers(args.workers, args.pool, args.concurrency)
+    procs = start_workers(args.workers, args.pool, args.concurrency, args.prefetch)
     sessions = {proc.pid for proc in procs}
     try:
         cpu_before = session_cpu_seconds(sessions)
@@ -214,7 +217,8 @@ def main() -> None:
     bound = LIMIT / LATENCY
     rate = total / elapsed
     print(
-        f"pool={args.pool} workers={args.workers} x concurrency={args.concurrency}; "
+        f"pool={args.pool} workers={args.workers} x concurrency={args.concurrency} "
+        f"prefetch={args.prefetch}; "
         f"{total} generations ({done.count()} done, {target.filter(status='failed').count()} failed)"
     )
     print(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -219,6 +219,12 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
                 error=(gen.error or "") + f" [gave up after {gen.attempts} attempts]",
             )
             return None, "", RunOutcome("failed" if done else "skip", detail="attempt cap reached")
+        if connection.vendor == "postgresql":
+            # Claims for one contender serialize on its row lock, so the lock must not be held
+            # across a WAL flush. Losing a claim in a database crash is harmless: the row is
+            # still pending (or its lease lapses), and a late store no longer matches the token.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
         # The semaphore: lock the contender row, then count live claims. The count runs after
         # the lock is granted, so under READ COMMITTED it sees every claim committed before us.
         list(

@@ -109,7 +109,16 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing -------------------------------------------------------------------------
+    def _release(self) -> None:
+        """Stop counting this request as in flight: called before the bytes that let the client
+        finish, so a client that immediately sends its next request is never double counted."""
+        if not getattr(self, "_released", True):
+            self._released = True
+            with self.fake.lock:
+                self.fake.active[self._model] -= 1
+
     def _json(self, status: int, body: dict | str, headers: dict | None = None) -> None:
+        self._release()
         raw = (body if isinstance(body, str) else json.dumps(body)).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -157,6 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "at": time.time(),
                 }
             )
+        self._model, self._released = model, False
         with self.fake.lock:
             self.fake.active[model] += 1
             self.fake.max_active[model] = max(self.fake.max_active[model], self.fake.active[model])
@@ -170,8 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._anthropic(body, model, fault)
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
         finally:
-            with self.fake.lock:
-                self.fake.active[model] -= 1
+            self._release()
 
     def _common_fault(self, fault: str, anthropic: bool) -> bool:
         """Answer with a scripted error; True when the request is handled."""
@@ -256,6 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         self._start_stream()
         if fault == "malformed":
+            self._release()
             self._chunk('data: {"choices": [{"delta": {"content": "Hel\n\n')
             self._chunk("data: [DONE]\n\n")
             return self._end_stream()
@@ -280,6 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(f"data: {json.dumps(final)}\n\n")
             if (body.get("stream_options") or {}).get("include_usage"):
                 self._chunk(f"data: {json.dumps({'id': 'c', 'choices': [], 'usage': usage})}\n\n")
+            self._release()
             self._chunk("data: [DONE]\n\n")
             self._end_stream()
         except (BrokenPipeError, ConnectionResetError):
@@ -331,6 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
             if fault == "malformed":
+                self._release()
                 self._chunk(
                     'event: content_block_delta\ndata: {"type": "content_block_delta", "del\n\n'
                 )
@@ -365,6 +377,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": {"output_tokens": len(words)},
                 },
             )
+            self._release()
             event("message_stop", {"type": "message_stop"})
             self._end_stream()
         except (BrokenPipeError, ConnectionResetError):
