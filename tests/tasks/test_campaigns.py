@@ -430,6 +430,35 @@ class PageTests(TestCase):
         partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
         assert 'hx-trigger="load delay:2s"' in partial
 
+    def test_admin_uploads_outputs_with_inline_errors(self):
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        self.login("admin")
+        headers = {"HX-Request": "true"}
+        bad = SimpleUploadedFile(
+            "b.jsonl", b'{"task_id": "T-1", "output": "ok"}\n{"task_id": "T-1"}\n'
+        )
+        response = self.client.post(
+            "/campaigns/pages/outputs", {"contender": "beta-model", "file": bad}, headers=headers
+        )
+        body = response.content.decode()
+        assert response.status_code == 200 and "<html" not in body
+        assert "line 2, field output: required, a string" in body
+        good = SimpleUploadedFile("g.jsonl", b'{"task_id": "T-2", "output": "fine"}\n')
+        response = self.client.post(
+            "/campaigns/pages/outputs", {"contender": "beta-model", "file": good}, headers=headers
+        )
+        assert response.headers["HX-Redirect"] == "/campaigns/pages/"
+        row = Generation.objects.get(
+            campaign=self.campaign, contender__name="beta-model", task__external_id="T-2"
+        )
+        assert row.status == "done" and row.output == "fine"
+        self.login("lead")
+        assert (
+            self.client.post("/campaigns/pages/outputs", {"contender": "beta-model"}).status_code
+            == 403
+        )
+
     def test_contender_form_shows_errors_inline_and_creates(self):
         self.login("admin")
         headers = {"HX-Request": "true"}
