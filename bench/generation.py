@@ -178,13 +178,16 @@ def main() -> None:
         "--concurrency", type=int, default=20, help="worker slots per worker process"
     )
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--latency", type=float, default=LATENCY, help="endpoint latency in seconds"
+    )
     parser.add_argument("--prefetch", type=int, default=1, help="worker --prefetch-multiplier")
     args = parser.parse_args()
     if connection.vendor != "postgresql" or not settings.REDIS_URL:
         raise SystemExit("set DATABASE_URL (PostgreSQL) and REDIS_URL")
     call_command("migrate", verbosity=0)
     app.control.purge()
-    fake = FakeLLM(latency=LATENCY)
+    fake = FakeLLM(latency=args.latency)
     campaign = setup(fake, args.tasks, args.samples)
     target = campaign.generations.exclude(contender__provider="imported")
     total = target.count()
@@ -216,7 +219,7 @@ def main() -> None:
     done = target.filter(status="done")
     latencies = list(done.values_list("latency_ms", flat=True))
     ttfts = list(done.values_list("ttft_ms", flat=True))
-    bound = LIMIT / LATENCY
+    bound = LIMIT / args.latency if args.latency else float("inf")
     rate = total / elapsed
     print(
         f"pool={args.pool} workers={args.workers} x concurrency={args.concurrency} "
