@@ -40,7 +40,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from evalsite.csvsafe import csv_lines
-from tasks.intake import strict_json
+from evalsite.uploads import decode_utf8, strict_json
 from tasks.models import Campaign, Generation
 
 from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
@@ -441,25 +441,12 @@ class ImportSummary:
 
 
 def _decode(data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
-    errors, offset = [], 0
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            bom = 3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0
-            position = offset + exc.start + bom
-            bad = data[position : position + 1].hex()
-            errors.append(
-                RecordError(
-                    number, "(encoding)", f"invalid UTF-8 (byte 0x{bad} at byte offset {position})"
-                )
-            )
-        offset += len(raw) + 1
-    raise RecordImportError(errors)
+    text, errors = decode_utf8(data)
+    if errors:
+        raise RecordImportError(
+            [RecordError(number, "(encoding)", message) for number, message in errors]
+        )
+    return text
 
 
 def _parse_jsonl(text: str, errors: list[RecordError]) -> list[tuple[int, dict]]:

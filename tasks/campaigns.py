@@ -7,13 +7,14 @@ Errors are collected, not raised one at a time: "field: message" strings, all of
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 import yaml
 from django.db import transaction
+
+from evalsite.uploads import strict_json
 
 from .models import Campaign, Contender, Mode, Provider, TestSet
 
@@ -80,28 +81,13 @@ class ValidDefinition:
     warnings: list[str] = field(default_factory=list)
 
 
-def _no_duplicates(pairs):
-    seen = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key {key!r}")
-        seen[key] = value
-    return seen
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not allowed")
-
-
 def campaign_definition_load(text: str, *, filename: str = "") -> dict:
     """Parse JSON (strict: no duplicate keys, no NaN) or YAML into a dict."""
     text = text.lstrip("\ufeff")
     is_yaml = filename.lower().endswith((".yaml", ".yml"))
     if not is_yaml:
         try:
-            data = json.loads(
-                text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant
-            )
+            data = strict_json(text)
         except ValueError as exc:
             if filename.lower().endswith(".json") or text.lstrip().startswith("{"):
                 raise DefinitionError([f"invalid JSON: {exc}"]) from None

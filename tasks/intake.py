@@ -13,12 +13,13 @@ import csv
 import hashlib
 import io
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+
+from evalsite.uploads import DuplicateKey, decode_utf8, strict_json
 
 # Limits (documented in README "Test sets").
 MAX_ERRORS = 200
@@ -116,84 +117,14 @@ def testset_checksum(tasks: list[dict]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-# --- strict JSON --------------------------------------------------------------------------
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON (NaN and Infinity are not allowed)")
-
-
-class DuplicateKey(ValueError):
-    def __init__(self, key: str):
-        super().__init__(f"duplicate key {key!r}")
-        self.key = key
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise DuplicateKey(key)
-            seen.add(key)
-    return result
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    # 1e999 parses to inf without ever reaching parse_constant; PostgreSQL's jsonb refuses it.
-    if value in (math.inf, -math.inf):
-        raise ValueError(f"the number {text[:30]} is out of range")
-    return value
-
-
-_decoder = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicate_keys
-)
-
-
-def strict_json(text: str) -> Any:
-    """json.loads that rejects NaN/Infinity and duplicate keys; errors are ValueError."""
-    try:
-        return _decoder.decode(text)
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":
-            raise ValueError(
-                f"unexpected text after the JSON value at column {exc.colno}"
-            ) from None
-        raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
-    except RecursionError:
-        raise ValueError("JSON is nested too deeply") from None
-    except ValueError as exc:
-        if "integer string conversion" in str(exc):
-            raise ValueError("a number has too many digits") from None
-        raise  # NaN/Infinity and duplicate keys, already worded for the user
-
-
 # --- decoding -----------------------------------------------------------------------------
 
 
 def _decode(data: bytes, result: ParsedTestSet) -> str | None:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
-    # Error path only: find the first bad byte on each line and report its absolute offset.
-    offset = 0
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            # utf-8-sig reports positions after a stripped BOM.
-            bom = 3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0
-            position = offset + exc.start + bom
-            bad = data[position : position + 1].hex()
-            result.add(
-                number, "(encoding)", f"invalid UTF-8 (byte 0x{bad} at byte offset {position})"
-            )
-        offset += len(raw) + 1
-    return None
+    text, errors = decode_utf8(data)
+    for number, message in errors:
+        result.add(number, "(encoding)", message)
+    return text
 
 
 # --- row validation -----------------------------------------------------------------------

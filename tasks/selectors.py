@@ -11,20 +11,11 @@ from django.db.models.functions import Cast
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from .intake import FIELDS
 from .models import CaseType, Task, TestSet, Tier
 
 TASKS_PER_PAGE = 50
-EXPORT_FIELDS = (
-    "external_id",
-    "category",
-    "tier",
-    "case_type",
-    "prompt",
-    "messages",
-    "reference",
-    "checks",
-    "metadata",
-)
+EXPORT_FIELDS = FIELDS
 
 
 def testset_list() -> QuerySet[TestSet]:

@@ -8,9 +8,10 @@ Parsing is strict and all-or-nothing: every problem is reported as "line L, fiel
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+
+from evalsite.uploads import strict_json
 
 from .base import PermanentError
 
@@ -56,19 +57,6 @@ def generate(contender, messages):
     raise PermanentError("imported contenders are never called: upload their outputs instead")
 
 
-def _no_duplicates(pairs):
-    seen = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key {key!r}")
-        seen[key] = value
-    return seen
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not allowed")
-
-
 def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[ImportedOutput]:
     """Parse the whole file or raise ImportErrors listing every problem (up to a cap)."""
     rows, errors = parse_outputs_collect(raw, max_bytes=max_bytes)
@@ -96,9 +84,7 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
         if not line.strip():
             continue
         try:
-            data = json.loads(
-                line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant
-            )
+            data = strict_json(line)
         except (ValueError, RecursionError) as exc:
             errors.append(f"line {number}: invalid JSON: {exc}")
             continue

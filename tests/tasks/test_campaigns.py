@@ -146,7 +146,7 @@ class DefinitionTests(TestCase):
     def test_it_rejects_duplicate_keys_and_nan_in_json(self):
         with pytest.raises(DefinitionError, match="duplicate key 'slug'"):
             campaign_definition_load('{"slug": "a", "slug": "b"}')
-        with pytest.raises(DefinitionError, match="NaN is not allowed"):
+        with pytest.raises(DefinitionError, match="NaN is not valid JSON"):
             campaign_definition_load('{"slug": "a", "pass_threshold": NaN}')
 
 

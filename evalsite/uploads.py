@@ -1,0 +1,82 @@
+"""Strict decoding shared by every upload (test sets, campaign files, outputs, review records).
+
+RELIABILITY.md "Uploads": UTF-8 with or without BOM, invalid bytes reported with their offset,
+JSON without NaN/Infinity or duplicate keys, and errors worded for the person who uploaded.
+"""
+
+import json
+import math
+from typing import Any
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON (NaN and Infinity are not allowed)")
+
+
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    # 1e999 parses to inf without ever reaching parse_constant; PostgreSQL's jsonb refuses it.
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"the number {text[:30]} is out of range")
+    return value
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicate_keys
+)
+
+
+def strict_json(text: str) -> Any:
+    """json.loads that rejects NaN/Infinity and duplicate keys; errors are ValueError."""
+    try:
+        return _decoder.decode(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            raise ValueError(
+                f"unexpected text after the JSON value at column {exc.colno}"
+            ) from None
+        raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("JSON is nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise ValueError("a number has too many digits") from None
+        raise  # NaN/Infinity and duplicate keys, already worded for the user
+
+
+def decode_utf8(data: bytes) -> tuple[str | None, list[tuple[int, str]]]:
+    """(text, []) for valid UTF-8 (a BOM is dropped), else (None, [(line, message), ...])."""
+    try:
+        return data.decode("utf-8-sig"), []
+    except UnicodeDecodeError:
+        pass
+    # Error path only: find the first bad byte on each line and report its absolute offset.
+    errors, offset = [], 0
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            # utf-8-sig reports positions after a stripped BOM.
+            bom = 3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0
+            position = offset + exc.start + bom
+            bad = data[position : position + 1].hex()
+            errors.append((number, f"invalid UTF-8 (byte 0x{bad} at byte offset {position})"))
+        offset += len(raw) + 1
+    return None, errors
