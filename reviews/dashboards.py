@@ -21,7 +21,6 @@ from django.db.models import Count, Max, Sum
 from tasks.models import Campaign, Generation
 
 from .models import Arbitration, Review, ReviewItem
-from .report import campaign_report
 
 PAGES = [
     ("overview", "Overview"),
@@ -91,6 +90,9 @@ def campaign_report_cached(campaign: Campaign) -> dict:
     key = f"evalsite:report:{campaign.pk}:{report_fingerprint(campaign)}"
     report = cache.get(key)
     if report is None:
+        # Imported here: pandas/numpy stay out of every process's start-up (URLconf import).
+        from .report import campaign_report
+
         report = campaign_report(campaign=campaign)
         cache.set(key, report, REPORT_CACHE_SECONDS)
     return report

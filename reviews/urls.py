@@ -1,18 +1,21 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import api as review_api
+from . import arbitration_api, arbitration_views, dashboard_views, records_api, report_api
+from . import views as review_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
 
 # Review records and lead dashboards (issue 6).
-from . import records_api  # noqa: E402
 
 api_urlpatterns += [
-    path("campaigns/<slug:slug>/reviews", records_api.campaign_reviews, name="api_campaign_reviews"),
+    path(
+        "campaigns/<slug:slug>/reviews", records_api.campaign_reviews, name="api_campaign_reviews"
+    ),
 ]
 
 # Blind review and double assignment (issue 4).
-from . import api as review_api  # noqa: E402
-from . import views as review_views  # noqa: E402
 
 urlpatterns += [
     path("review/", review_views.reviewer_home, name="reviewer_home"),
@@ -21,8 +24,16 @@ urlpatterns += [
     path("review/<slug:slug>/<str:token>/", review_views.review_page, name="review_page"),
     path("review/<slug:slug>/<str:token>/submit", review_views.review_submit, name="review_submit"),
     path("review/<slug:slug>/<str:token>/skip", review_views.review_skip, name="review_skip"),
-    path("review/<slug:slug>/<str:token>/heartbeat", review_views.review_heartbeat, name="review_heartbeat"),
-    path("campaigns/<slug:slug>/assignments/", review_views.campaign_assignments, name="campaign_assignments"),
+    path(
+        "review/<slug:slug>/<str:token>/heartbeat",
+        review_views.review_heartbeat,
+        name="review_heartbeat",
+    ),
+    path(
+        "campaigns/<slug:slug>/assignments/",
+        review_views.campaign_assignments,
+        name="campaign_assignments",
+    ),
     path(
         "campaigns/<slug:slug>/assignments/<str:token>/release",
         review_views.assignment_release,
@@ -36,43 +47,82 @@ urlpatterns += [
 ]
 api_urlpatterns += [
     path("campaigns/<slug:slug>/next", review_api.campaign_next, name="api_campaign_next"),
-    path("assignments/<str:token>/submit", review_api.assignment_submit, name="api_assignment_submit"),
+    path(
+        "assignments/<str:token>/submit", review_api.assignment_submit, name="api_assignment_submit"
+    ),
 ]
 
 # Disagreement and arbitration (issue 5).
-from . import arbitration_api, arbitration_views  # noqa: E402
 
 urlpatterns += [
     path("arbitration/", arbitration_views.arbiter_home, name="arbiter_home"),
-    path("arbitration/<slug:slug>/next", arbitration_views.arbitration_next, name="arbitration_next"),
+    path(
+        "arbitration/<slug:slug>/next", arbitration_views.arbitration_next, name="arbitration_next"
+    ),
     path("arbitration/t/<str:token>/", arbitration_views.arbitration_page, name="arbitration_page"),
-    path("arbitration/t/<str:token>/resolve", arbitration_views.arbitration_resolve_view, name="arbitration_resolve"),
-    path("arbitration/t/<str:token>/release", arbitration_views.arbitration_release_view, name="arbitration_release"),
-    path("campaigns/<slug:slug>/disputes/", arbitration_views.campaign_disputes_view, name="campaign_disputes"),
+    path(
+        "arbitration/t/<str:token>/resolve",
+        arbitration_views.arbitration_resolve_view,
+        name="arbitration_resolve",
+    ),
+    path(
+        "arbitration/t/<str:token>/release",
+        arbitration_views.arbitration_release_view,
+        name="arbitration_release",
+    ),
+    path(
+        "campaigns/<slug:slug>/disputes/",
+        arbitration_views.campaign_disputes_view,
+        name="campaign_disputes",
+    ),
 ]
 api_urlpatterns += [
-    path("campaigns/<slug:slug>/arbitration/next", arbitration_api.arbitration_next, name="api_arbitration_next"),
-    path("arbitrations/<str:token>/resolve", arbitration_api.arbitration_resolve_api, name="api_arbitration_resolve"),
+    path(
+        "campaigns/<slug:slug>/arbitration/next",
+        arbitration_api.arbitration_next,
+        name="api_arbitration_next",
+    ),
+    path(
+        "arbitrations/<str:token>/resolve",
+        arbitration_api.arbitration_resolve_api,
+        name="api_arbitration_resolve",
+    ),
 ]
 
 # Campaign report (issue 6, statistics).
-from . import report_api  # noqa: E402
 
 api_urlpatterns += [
-    path("campaigns/<slug:slug>/report", report_api.campaign_report_api, name="api_campaign_report"),
+    path(
+        "campaigns/<slug:slug>/report", report_api.campaign_report_api, name="api_campaign_report"
+    ),
 ]
 
 # Lead dashboards and review-record downloads (issue 6).
-from . import dashboard_views  # noqa: E402
 
 urlpatterns += [
-    path("campaigns/<slug:slug>/dashboard/", dashboard_views.campaign_dashboard, name="campaign_dashboard"),
-    path("campaigns/<slug:slug>/dashboard/<str:page>/", dashboard_views.campaign_dashboard, name="campaign_dashboard_page"),
+    path(
+        "campaigns/<slug:slug>/dashboard/",
+        dashboard_views.campaign_dashboard,
+        name="campaign_dashboard",
+    ),
+    path(
+        "campaigns/<slug:slug>/dashboard/<str:page>/",
+        dashboard_views.campaign_dashboard,
+        name="campaign_dashboard_page",
+    ),
     path(
         "campaigns/<slug:slug>/dashboard/<str:page>/<str:table>.csv",
         dashboard_views.dashboard_table_csv,
         name="campaign_dashboard_csv",
     ),
-    path("campaigns/<slug:slug>/reviews/download", dashboard_views.campaign_reviews_download, name="campaign_reviews_download"),
-    path("campaigns/<slug:slug>/reviews/import", dashboard_views.campaign_reviews_upload, name="campaign_reviews_upload"),
+    path(
+        "campaigns/<slug:slug>/reviews/download",
+        dashboard_views.campaign_reviews_download,
+        name="campaign_reviews_download",
+    ),
+    path(
+        "campaigns/<slug:slug>/reviews/import",
+        dashboard_views.campaign_reviews_upload,
+        name="campaign_reviews_upload",
+    ),
 ]

@@ -1,19 +1,29 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import campaign_api, campaign_views, testset_api
+from . import views as testset_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
 
 # Test sets (issue 2, part 6).
-from . import testset_api  # noqa: E402
-from . import views as testset_views  # noqa: E402
 
 urlpatterns += [
     path("testsets/", testset_views.testset_list, name="testset_list"),
     path("testsets/upload/", testset_views.testset_upload, name="testset_upload"),
-    path("testsets/<str:name>/v<int:version>/", testset_views.testset_detail, name="testset_detail"),
-    path("testsets/<str:name>/v<int:version>/download.<str:fmt>", testset_views.testset_download,
-         name="testset_download"),
-    path("testsets/<str:name>/v<int:version>/delete", testset_views.testset_remove, name="testset_delete"),
+    path(
+        "testsets/<str:name>/v<int:version>/", testset_views.testset_detail, name="testset_detail"
+    ),
+    path(
+        "testsets/<str:name>/v<int:version>/download.<str:fmt>",
+        testset_views.testset_download,
+        name="testset_download",
+    ),
+    path(
+        "testsets/<str:name>/v<int:version>/delete",
+        testset_views.testset_remove,
+        name="testset_delete",
+    ),
 ]
 api_urlpatterns += [
     path("testsets", testset_api.testsets, name="api_testsets"),
@@ -22,7 +32,6 @@ api_urlpatterns += [
 ]
 
 # Contenders, campaigns and generation (issue 3).
-from . import campaign_api, campaign_views  # noqa: E402
 
 urlpatterns += [
     path("contenders/", campaign_views.contender_list_view, name="contender_list"),
@@ -30,16 +39,36 @@ urlpatterns += [
     path("campaigns/", campaign_views.campaign_list_view, name="campaign_list"),
     path("campaigns/new/", campaign_views.campaign_new, name="campaign_new"),
     path("campaigns/<slug:slug>/", campaign_views.campaign_detail, name="campaign_detail"),
-    path("campaigns/<slug:slug>/generate", campaign_views.campaign_generate, name="campaign_generate"),
+    path(
+        "campaigns/<slug:slug>/generate", campaign_views.campaign_generate, name="campaign_generate"
+    ),
     path("campaigns/<slug:slug>/cancel", campaign_views.campaign_cancel, name="campaign_cancel"),
-    path("campaigns/<slug:slug>/retry-failed", campaign_views.campaign_retry_failed, name="campaign_retry_failed"),
-    path("campaigns/<slug:slug>/outputs", campaign_views.campaign_import_outputs, name="campaign_import_outputs"),
+    path(
+        "campaigns/<slug:slug>/retry-failed",
+        campaign_views.campaign_retry_failed,
+        name="campaign_retry_failed",
+    ),
+    path(
+        "campaigns/<slug:slug>/outputs",
+        campaign_views.campaign_import_outputs,
+        name="campaign_import_outputs",
+    ),
 ]
 api_urlpatterns += [
     path("campaigns", campaign_api.campaigns, name="api_campaigns"),
     path("campaigns/<slug:slug>", campaign_api.campaign_detail, name="api_campaign_detail"),
-    path("campaigns/<slug:slug>/generate", campaign_api.campaign_generate, name="api_campaign_generate"),
+    path(
+        "campaigns/<slug:slug>/generate",
+        campaign_api.campaign_generate,
+        name="api_campaign_generate",
+    ),
     path("campaigns/<slug:slug>/cancel", campaign_api.campaign_cancel, name="api_campaign_cancel"),
-    path("campaigns/<slug:slug>/retry-failed", campaign_api.campaign_retry_failed, name="api_campaign_retry_failed"),
-    path("campaigns/<slug:slug>/outputs", campaign_api.campaign_outputs, name="api_campaign_outputs"),
+    path(
+        "campaigns/<slug:slug>/retry-failed",
+        campaign_api.campaign_retry_failed,
+        name="api_campaign_retry_failed",
+    ),
+    path(
+        "campaigns/<slug:slug>/outputs", campaign_api.campaign_outputs, name="api_campaign_outputs"
+    ),
 ]
