@@ -24,6 +24,6 @@ def generation_run_task(generation_id: int) -> str:
     return outcome.action
 
 
-@shared_task(name="tasks.generation_reconcile", acks_late=True, time_limit=120)
+@shared_task(name="tasks.generation_reconcile", acks_late=True, soft_time_limit=100, time_limit=120)
 def generation_reconcile_task() -> dict:
     return generation_reconcile()

@@ -67,3 +67,21 @@ def test_it_configures_acks_late_and_a_visibility_timeout_above_the_time_limits(
     assert app.conf.task_time_limit > app.conf.task_soft_time_limit
     if settings.REDIS_URL:
         assert app.conf.broker_transport_options["visibility_timeout"] > app.conf.task_time_limit
+
+
+def test_it_gives_every_task_a_soft_limit_below_its_hard_limit():
+    # Celery refuses to send a task whose soft limit exceeds its hard limit: a beat entry
+    # with only `time_limit=120` under the app-wide 300 s soft limit never ran.
+    from evalsite.celery import app
+
+    app.loader.import_default_modules()  # autodiscovery, as a worker does at start
+    ours = [
+        t for name, t in app.tasks.items() if name.split(".")[0] in {"tasks", "reviews", "evalsite"}
+    ]
+    assert len(ours) >= 4
+    for task in ours:
+        soft = task.soft_time_limit or app.conf.task_soft_time_limit
+        hard = task.time_limit or app.conf.task_time_limit
+        assert soft <= hard, f"{task.name}: soft {soft} > hard {hard}"
+    for entry in app.conf.beat_schedule.values():
+        assert entry["task"] in app.tasks
