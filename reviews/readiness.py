@@ -16,8 +16,8 @@ import random
 import secrets
 from itertools import combinations
 
-from django.db import transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db import connection, transaction
+from django.db.models import Count
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -140,19 +140,36 @@ def review_items_sync(
     return {"created": created, "ready": ready}
 
 
+def review_items_open_sql(*, generation_id: int) -> tuple[str, list]:
+    """The UPDATE that opens the items showing this (just finished) generation once all their
+    outputs are done: (sql, params), so a caller may fold it into a larger statement."""
+    item, output = ReviewItem._meta.db_table, ItemOutput._meta.db_table
+    generation = Generation._meta.db_table
+    sql = (
+        f"UPDATE {item} SET ready = %s, state = %s "
+        f"WHERE id IN (SELECT item_id FROM {output} WHERE generation_id = %s) "
+        f"AND ready = %s AND state = %s AND NOT EXISTS ("
+        f"SELECT 1 FROM {output} AS io JOIN {generation} AS g ON g.id = io.generation_id "
+        f"WHERE io.item_id = {item}.id AND g.status <> %s)"
+    )
+    params = [
+        True,
+        ReviewItem.State.OPEN,
+        generation_id,
+        False,
+        ReviewItem.State.WAITING,
+        Generation.Status.DONE,
+    ]
+    return sql, params
+
+
 def review_items_open_for(*, generation_id: int) -> int:
     """Open the items that show this (just finished) generation, if all their outputs are done.
 
     One UPDATE: the hot path of every finished generation. Items themselves are created up
     front by `review_items_sync` (campaign creation, generate, import, and the reconciler).
     """
-    not_done = ItemOutput.objects.filter(item=OuterRef("pk")).exclude(
-        generation__status=Generation.Status.DONE
-    )
-    return (
-        ReviewItem.objects.filter(
-            outputs__generation_id=generation_id, ready=False, state=ReviewItem.State.WAITING
-        )
-        .exclude(Exists(not_done))
-        .update(ready=True, state=ReviewItem.State.OPEN)
-    )
+    sql, params = review_items_open_sql(generation_id=generation_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount

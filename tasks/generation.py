@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from reviews.readiness import review_items_open_for, review_items_sync
+from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
 
 from . import providers
 from .checks import run_checks
@@ -219,36 +219,59 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
                 error=(gen.error or "") + f" [gave up after {gen.attempts} attempts]",
             )
             return None, "", RunOutcome("failed" if done else "skip", detail="attempt cap reached")
-        if connection.vendor == "postgresql":
-            # Claims for one contender serialize on its row lock, so the lock must not be held
-            # across a WAL flush. Losing a claim in a database crash is harmless: the row is
-            # still pending (or its lease lapses), and a late store no longer matches the token.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        # The semaphore: lock the contender row, then count live claims. The count runs after
-        # the lock is granted, so under READ COMMITTED it sees every claim committed before us.
-        list(
-            Contender.objects.select_for_update(no_key=True)
-            .filter(pk=gen.contender_id)
-            .values_list("pk")
-        )
-        running = Generation.objects.filter(
-            contender_id=gen.contender_id, status=S.RUNNING, lease_expires_at__gt=now
-        ).count()
-        if running >= gen.contender.max_concurrency:
-            Generation.objects.filter(pk=gen.pk, status=S.PENDING).update(queued_at=now)
-            return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
         token = secrets.token_hex(12)
-        claimed = Generation.objects.filter(
-            pk=gen.pk, status=gen.status, attempts=gen.attempts
-        ).update(
-            status=S.RUNNING,
-            claim_token=token,
-            attempts=F("attempts") + 1,
-            started_at=now,
-            lease_expires_at=now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS),
-        )
+        at = connection.ops.adapt_datetimefield_value
+        lease = at(now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS))
+        table = Generation._meta.db_table
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # The semaphore: lock the contender row, then count live claims. The count runs
+                # in a later statement than the lock, so under READ COMMITTED its snapshot sees
+                # every claim committed before the lock was granted. Claims for one contender
+                # serialize on that lock, so it must not be held across a WAL flush: the claim
+                # commits asynchronously (set_config(..., true) = SET LOCAL, same round trip).
+                # Losing a claim in a database crash is harmless: the row is still pending (or
+                # its lease lapses), and a late store no longer matches the token.
+                cursor.execute(
+                    f"SELECT set_config('synchronous_commit', 'off', true) FROM "
+                    f"{Contender._meta.db_table} WHERE id = %s FOR NO KEY UPDATE",
+                    [gen.contender_id],
+                )
+                cursor.fetchall()
+            # Count and claim in one conditional UPDATE (on SQLite the single writer serializes
+            # it). It matches only while the row is as we read it and a slot is free.
+            cursor.execute(
+                f"UPDATE {table} SET status = %s, claim_token = %s, attempts = attempts + 1, "
+                f"started_at = %s, lease_expires_at = %s "
+                f"WHERE id = %s AND status = %s AND attempts = %s AND ("
+                f"SELECT COUNT(*) FROM {table} AS live WHERE live.contender_id = %s "
+                f"AND live.status = %s AND live.lease_expires_at > %s) < %s",
+                [
+                    S.RUNNING,
+                    token,
+                    at(now),
+                    lease,
+                    gen.pk,
+                    gen.status,
+                    gen.attempts,
+                    gen.contender_id,
+                    S.RUNNING,
+                    at(now),
+                    gen.contender.max_concurrency,
+                ],
+            )
+            claimed = cursor.rowcount
         if not claimed:
+            # Every slot is taken, or someone else changed the row first (then it is theirs).
+            unchanged = Generation.objects.filter(
+                pk=gen.pk, status=gen.status, attempts=gen.attempts
+            )
+            if gen.status == S.PENDING:
+                busy = unchanged.update(queued_at=now)
+            else:
+                busy = unchanged.exists()
+            if busy:
+                return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
             return None, "", RunOutcome("skip", detail="lost the claim race")
         gen.attempts += 1
         return gen, token, None
@@ -334,11 +357,30 @@ def _retry_later(
 
 
 def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
+    """Open the row's review items, then flip the campaign once nothing is left to run.
+
+    Runs after the row's own update committed, so the last row to finish always sees every
+    other row finished. On PostgreSQL both steps share one round trip; the status refresh
+    (a few more queries) only runs when no row of the campaign is queued or running.
+    """
     if gen is None:
         gen = Generation.objects.select_related("campaign").get(pk=generation_id)
-    if gen.sample_index < gen.campaign.reviewed_samples:
-        review_items_open_for(generation_id=gen.pk)
-    campaign_status_refresh(campaign_id=gen.campaign_id)
+    open_items = gen.sample_index < gen.campaign.reviewed_samples
+    if connection.vendor != "postgresql":
+        if open_items:
+            review_items_open_for(generation_id=gen.pk)
+        campaign_status_refresh(campaign_id=gen.campaign_id)
+        return
+    sql, params = review_items_open_sql(generation_id=gen.pk) if open_items else ("SELECT 1", [])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH opened AS ({sql}) SELECT EXISTS (SELECT 1 FROM {Generation._meta.db_table} "
+            f"WHERE campaign_id = %s AND (status = %s OR (status = %s AND queued_at IS NOT NULL)))",
+            [*params, gen.campaign_id, S.RUNNING, S.PENDING],
+        )
+        (active,) = cursor.fetchone()
+    if not active:
+        campaign_status_refresh(campaign_id=gen.campaign_id)
 
 
 def generation_reconcile(*, requeue_after: float | None = None, limit: int = 5000) -> dict:
