@@ -184,97 +184,125 @@ def identity_leak(text: str, words: list[str]) -> bool:
     return False
 
 
+# Columns a claim, call and store never read: not fetched (nor JSON-decoded) on the hot path.
+_CLAIM_DEFERRED = (
+    "output",
+    "check_results",
+    "task__reference",
+    "task__metadata",
+    "campaign__rubric",
+    "campaign__weights",
+    "campaign__name",
+)
+
+
 def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | None]:
-    """Claim a row for one attempt. Returns (row, token, None) or (None, '', outcome)."""
+    """Claim a row for one attempt. Returns (row, token, None) or (None, '', outcome).
+
+    The row is read without a lock; the claim itself is one conditional UPDATE that matches
+    only while the row is as read and the contender has a free slot, so the read is only
+    advisory (a stale read makes the UPDATE match nothing).
+    """
     now = timezone.now()
-    with transaction.atomic():
-        gen = (
-            Generation.objects.select_related("contender", "campaign", "task")
-            .filter(pk=generation_id)
-            .first()
+    gen = (
+        Generation.objects.select_related("contender", "campaign", "task")
+        .defer(*_CLAIM_DEFERRED)
+        .filter(pk=generation_id)
+        .first()
+    )
+    if gen is None:
+        return None, "", RunOutcome("skip", detail="no such row")
+    if gen.status in (S.DONE, S.FAILED, S.CANCELLED):
+        return None, "", RunOutcome("skip", detail=f"already {gen.status}")
+    if gen.status == S.RUNNING and gen.lease_expires_at and gen.lease_expires_at > now:
+        return None, "", RunOutcome("skip", detail="claimed by another worker")
+    if gen.status == S.PENDING and gen.queued_at and gen.queued_at > now + timedelta(seconds=0.25):
+        # A retry is scheduled later; this is an early duplicate message.
+        return None, "", RunOutcome("skip", detail="a later attempt is scheduled")
+    if gen.contender.provider == Provider.IMPORTED:
+        return None, "", RunOutcome("skip", detail="imported contender")
+    if gen.attempts >= settings.GENERATION_MAX_ATTEMPTS:
+        done = Generation.objects.filter(
+            pk=gen.pk, status=gen.status, attempts=gen.attempts
+        ).update(
+            status=S.FAILED,
+            finished_at=now,
+            claim_token="",
+            lease_expires_at=None,
+            error=(gen.error or "") + f" [gave up after {gen.attempts} attempts]",
         )
-        if gen is None:
-            return None, "", RunOutcome("skip", detail="no such row")
-        if gen.status in (S.DONE, S.FAILED, S.CANCELLED):
-            return None, "", RunOutcome("skip", detail=f"already {gen.status}")
-        if gen.status == S.RUNNING and gen.lease_expires_at and gen.lease_expires_at > now:
-            return None, "", RunOutcome("skip", detail="claimed by another worker")
-        if (
-            gen.status == S.PENDING
-            and gen.queued_at
-            and gen.queued_at > now + timedelta(seconds=0.25)
-        ):
-            # A retry is scheduled later; this is an early duplicate message.
-            return None, "", RunOutcome("skip", detail="a later attempt is scheduled")
-        if gen.contender.provider == Provider.IMPORTED:
-            return None, "", RunOutcome("skip", detail="imported contender")
-        if gen.attempts >= settings.GENERATION_MAX_ATTEMPTS:
-            done = Generation.objects.filter(
-                pk=gen.pk, status=gen.status, attempts=gen.attempts
-            ).update(
-                status=S.FAILED,
-                finished_at=now,
-                claim_token="",
-                lease_expires_at=None,
-                error=(gen.error or "") + f" [gave up after {gen.attempts} attempts]",
-            )
-            return None, "", RunOutcome("failed" if done else "skip", detail="attempt cap reached")
-        token = secrets.token_hex(12)
-        at = connection.ops.adapt_datetimefield_value
-        lease = at(now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS))
-        table = Generation._meta.db_table
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                # The semaphore: lock the contender row, then count live claims. The count runs
-                # in a later statement than the lock, so under READ COMMITTED its snapshot sees
-                # every claim committed before the lock was granted. Claims for one contender
-                # serialize on that lock, so it must not be held across a WAL flush: the claim
-                # commits asynchronously (set_config(..., true) = SET LOCAL, same round trip).
-                # Losing a claim in a database crash is harmless: the row is still pending (or
-                # its lease lapses), and a late store no longer matches the token.
-                cursor.execute(
-                    f"SELECT set_config('synchronous_commit', 'off', true) FROM "
-                    f"{Contender._meta.db_table} WHERE id = %s FOR NO KEY UPDATE",
-                    [gen.contender_id],
-                )
-                cursor.fetchall()
-            # Count and claim in one conditional UPDATE (on SQLite the single writer serializes
-            # it). It matches only while the row is as we read it and a slot is free.
-            cursor.execute(
-                f"UPDATE {table} SET status = %s, claim_token = %s, attempts = attempts + 1, "
-                f"started_at = %s, lease_expires_at = %s "
-                f"WHERE id = %s AND status = %s AND attempts = %s AND ("
-                f"SELECT COUNT(*) FROM {table} AS live WHERE live.contender_id = %s "
-                f"AND live.status = %s AND live.lease_expires_at > %s) < %s",
-                [
-                    S.RUNNING,
-                    token,
-                    at(now),
-                    lease,
-                    gen.pk,
-                    gen.status,
-                    gen.attempts,
-                    gen.contender_id,
-                    S.RUNNING,
-                    at(now),
-                    gen.contender.max_concurrency,
-                ],
-            )
+        return None, "", RunOutcome("failed" if done else "skip", detail="attempt cap reached")
+    token = secrets.token_hex(12)
+    at = connection.ops.adapt_datetimefield_value
+    table = Generation._meta.db_table
+    # Count and claim in one conditional UPDATE: it matches only while the row is as read and
+    # fewer than max_concurrency rows of the contender hold a live lease.
+    update = (
+        f"UPDATE {table} SET status = %s, claim_token = %s, attempts = attempts + 1, "
+        f"started_at = %s, lease_expires_at = %s "
+        f"WHERE id = %s AND status = %s AND attempts = %s AND ("
+        f"SELECT COUNT(*) FROM {table} AS live WHERE live.contender_id = %s "
+        f"AND live.status = %s AND live.lease_expires_at > %s) < %s"
+    )
+    params = [
+        S.RUNNING,
+        token,
+        at(now),
+        at(now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)),
+        gen.pk,
+        gen.status,
+        gen.attempts,
+        gen.contender_id,
+        S.RUNNING,
+        at(now),
+        gen.contender.max_concurrency,
+    ]
+    if connection.vendor == "postgresql":
+        claimed = _claim_postgresql(gen.contender_id, update, params)
+    else:
+        # SQLite: one writer at a time, and the count runs inside the UPDATE.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(update, params)
             claimed = cursor.rowcount
-        if not claimed:
-            # Every slot is taken, or someone else changed the row first (then it is theirs).
-            unchanged = Generation.objects.filter(
-                pk=gen.pk, status=gen.status, attempts=gen.attempts
-            )
-            if gen.status == S.PENDING:
-                busy = unchanged.update(queued_at=now)
-            else:
-                busy = unchanged.exists()
-            if busy:
-                return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
-            return None, "", RunOutcome("skip", detail="lost the claim race")
-        gen.attempts += 1
-        return gen, token, None
+    if not claimed:
+        # Every slot is taken, or someone else changed the row first (then it is theirs).
+        unchanged = Generation.objects.filter(pk=gen.pk, status=gen.status, attempts=gen.attempts)
+        busy = unchanged.update(queued_at=now) if gen.status == S.PENDING else unchanged.exists()
+        if busy:
+            return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
+        return None, "", RunOutcome("skip", detail="lost the claim race")
+    gen.attempts += 1
+    return gen, token, None
+
+
+def _claim_postgresql(contender_id: int, update: str, params: list) -> int:
+    """The semaphore on PostgreSQL: lock the contender row, then count and claim.
+
+    Claims for one contender serialize on that row lock, so it is held for as short as
+    possible: lock and UPDATE go to the server as one simple query (two statements, one
+    implicit transaction, one round trip), so the lock is never held while waiting on a
+    client. The UPDATE is a later statement than the lock, so under READ COMMITTED its
+    snapshot sees every claim committed before the lock was granted. The claim commits
+    without waiting for the WAL flush (set_config(..., true) = SET LOCAL): a claim lost in a
+    database crash is harmless (the row is still pending, or its lease lapses, and a late
+    store no longer matches the token). Inside an outer transaction both statements simply
+    join it, as before.
+    """
+    lock = (
+        f"SELECT set_config('synchronous_commit', 'off', true) FROM "
+        f"{Contender._meta.db_table} WHERE id = %s FOR NO KEY UPDATE"
+    )
+    import psycopg  # PostgreSQL only
+
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        # A client-side-binding cursor whatever the connection's default: the simple query
+        # protocol (several statements in one message) needs the parameters merged in.
+        with psycopg.ClientCursor(connection.connection) as cursor:
+            cursor.execute(f"{lock}; {update}", [contender_id, *params])
+            if not cursor.nextset():
+                raise RuntimeError("the claim UPDATE returned no result")
+            return cursor.rowcount
 
 
 def generation_run(*, generation_id: int) -> RunOutcome:
@@ -296,25 +324,46 @@ def generation_run(*, generation_id: int) -> RunOutcome:
     return _store(gen, token, result)
 
 
+def _update_claimed(pk: int, token: str, values: dict) -> int:
+    """UPDATE the row only while our claim still holds: one plain statement on the hot path
+    (the same per-field adaptation as the ORM, without building a query per call)."""
+    fields = [Generation._meta.get_field(name) for name in values]
+    assignments = ", ".join(f"{field.column} = %s" for field in fields)
+    params = [
+        field.get_db_prep_save(value, connection)
+        for field, value in zip(fields, values.values(), strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Generation._meta.db_table} SET {assignments} "
+            f"WHERE id = %s AND claim_token = %s AND status = %s",
+            [*params, pk, token, S.RUNNING],
+        )
+        return cursor.rowcount
+
+
 def _store(gen: Generation, token: str, result) -> RunOutcome:
     check_results, checks_passed = run_checks(result.text, gen.task.checks)
-    now = timezone.now()
-    stored = Generation.objects.filter(pk=gen.pk, claim_token=token, status=S.RUNNING).update(
-        status=S.DONE,
-        output=result.text,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        latency_ms=result.latency_ms,
-        ttft_ms=result.ttft_ms,
-        cost=cost_of(gen.contender, result.input_tokens, result.output_tokens),
-        finish_reason=(result.finish_reason or "")[:50],
-        error="",
-        check_results=check_results,
-        checks_passed=checks_passed,
-        identity_leak=identity_leak(result.text, gen.campaign.redact),
-        finished_at=now,
-        lease_expires_at=None,
-        claim_token="",
+    stored = _update_claimed(
+        gen.pk,
+        token,
+        {
+            "status": S.DONE,
+            "output": result.text,
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "latency_ms": result.latency_ms,
+            "ttft_ms": result.ttft_ms,
+            "cost": cost_of(gen.contender, result.input_tokens, result.output_tokens),
+            "finish_reason": (result.finish_reason or "")[:50],
+            "error": "",
+            "check_results": check_results,
+            "checks_passed": checks_passed,
+            "identity_leak": identity_leak(result.text, gen.campaign.redact),
+            "finished_at": timezone.now(),
+            "lease_expires_at": None,
+            "claim_token": "",
+        },
     )
     if not stored:
         # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
