@@ -29,9 +29,8 @@ from django.db.models.functions import Now
 from tasks.models import Campaign, Mode
 
 from .disputes import disputed_cells
-from .models import Arbitration, Review, ReviewItem, Score, new_token
+from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
 
-FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
 NOTE_MAX_CHARS = 5000
 NA_WORDS = {"na", "n/a"}
 

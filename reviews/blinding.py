@@ -16,6 +16,8 @@ from functools import lru_cache
 import nh3
 from markdown_it import MarkdownIt
 
+from .models import FLAGS
+
 MASK = "[redacted]"
 
 # Model and vendor names that identify an assistant and hardly ever mean anything else in a
@@ -83,7 +85,7 @@ SELF_ID = re.compile(
 )
 WORD_CHAR = r"[\w]"
 
-FLAG_CHOICES = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
+FLAG_CHOICES = FLAGS
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,10 @@ class Assignment(models.Model):
         return f"assignment {self.pk} ({self.state})"
 
 
+# The per-output flags a reviewer (or arbiter) may raise; stored in Review.flags.
+FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
+
+
 class Preference(models.TextChoices):
     OUTPUT = "output"  # preferred_output is set
     TIE = "tie"

@@ -39,14 +39,13 @@ from django.db.models import Count, Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from evalsite.csvsafe import csv_lines
+from evalsite.csvsafe import FORMULA_START, csv_lines
 from evalsite.uploads import decode_utf8, strict_json
 from tasks.models import Campaign, Generation
 
-from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from .models import FLAGS, Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
 from .readiness import pair_key as readiness_pair_key
 
-FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
 JSONL_KEYS = (
     "task_id",
     "category",
@@ -327,22 +326,25 @@ def csv_max_candidates(campaign: Campaign) -> int:
     return max(2, most or campaign.contenders.count())
 
 
+CSV_FIXED = (
+    "task_id",
+    "category",
+    "sample",
+    "judge",
+    "blind",
+    "submitted_at",
+    "candidates",
+    "preference",
+    "comment",
+    "seconds",
+    "arbitration",
+)
+
+
 def csv_columns(*, campaign: Campaign, unblind: bool = False) -> list[str]:
     """The flattened record: one row per review; list cells are joined with ';'."""
     names = labels(csv_max_candidates(campaign))
-    columns = [
-        "task_id",
-        "category",
-        "sample",
-        "judge",
-        "blind",
-        "submitted_at",
-        "candidates",
-        "preference",
-        "comment",
-        "seconds",
-        "arbitration",
-    ]
+    columns = list(CSV_FIXED)
     if unblind:
         columns += [f"models.{label}" for label in names]
     columns += [f"scores.{label}.{d}" for label in names for d in _dimension_keys(campaign)]
@@ -469,24 +471,11 @@ def _parse_jsonl(text: str, errors: list[RecordError]) -> list[tuple[int, dict]]
 
 def _unescape(cell: str) -> str:
     # Undo the export's formula escaping: "'" followed by a trigger character.
-    if len(cell) >= 2 and cell[0] == "'" and cell[1] in "=+-@\t\r":
+    if cell.startswith("'") and cell[1:].startswith(FORMULA_START):
         return cell[1:]
     return cell
 
 
-CSV_FIXED = (
-    "task_id",
-    "category",
-    "sample",
-    "judge",
-    "blind",
-    "submitted_at",
-    "candidates",
-    "preference",
-    "comment",
-    "seconds",
-    "arbitration",
-)
 CSV_COLUMN_RE = re.compile(r"^(?:models\.([A-Z]+)|scores\.([A-Z]+)\.(.+)|flags\.([A-Z]+))$")
 
 
