@@ -72,6 +72,17 @@ def browser_page(live_server, settings, monkeypatch):
         )
         page = context.new_page()
         page.set_default_timeout(15000)
+        # JS errors and CSP violations, for tests to assert on; the favicon probe is not one.
+        page.js_errors = []
+        page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+        page.on(
+            "console",
+            lambda m: (
+                page.js_errors.append(m.text)
+                if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
+                else None
+            ),
+        )
         yield page
         context.close()
         browser.close()

@@ -482,17 +482,7 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     second = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser_page
-    errors = []
-    # JS errors and CSP violations fail the test; the browser's own favicon probe does not.
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
-            else None
-        ),
-    )
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = page.js_errors
 
     browser_login(page, "arbiter", PASSWORD)
     page.goto("/arbitration/")

@@ -19,16 +19,7 @@ def test_a_lead_opens_the_leaderboard_and_the_dashboards(browser_page):
     campaign = make_campaign()
     reviews_import(campaign=campaign, data=jsonl(*sample_records()), fmt="jsonl")
     page = browser_page
-    errors = []
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
-            else None
-        ),
-    )
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = page.js_errors
     ARTIFACTS.mkdir(exist_ok=True)
 
     browser_login(page, "lead", PASSWORD)

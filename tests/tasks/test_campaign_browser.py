@@ -16,16 +16,7 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
         TaskFactory(testset=ts, position=i, external_id=f"T-{i}")
     Contender.objects.create(name="vendor-export", provider="imported")
     page = browser_page
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
-            else None
-        ),
-    )
+    errors = page.js_errors
 
     browser_login(page, "admin", PASSWORD)
     page.goto("/contenders/")

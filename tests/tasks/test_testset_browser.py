@@ -30,16 +30,7 @@ def row(i: int, **extra) -> str:
 def test_an_admin_uploads_sees_every_error_fixes_the_file_and_confirms(browser_page, tmp_path):
     personas()
     page = browser_page
-    errors = []
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not m.location.get("url", "").endswith("/favicon.ico")
-            else None
-        ),
-    )
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = page.js_errors
     ARTIFACTS.mkdir(exist_ok=True)
     bad, good = tmp_path / "support.jsonl", tmp_path / "support-fixed.jsonl"
     bad.write_text(row(1) + "\n" + row(2, tier="expert") + "\n" + row(1) + "\n")
