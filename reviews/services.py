@@ -33,8 +33,9 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -107,8 +108,6 @@ def db_now() -> datetime:
             cursor.execute("SELECT statement_timestamp()")
             return cursor.fetchone()[0]
     # Embedded mode: SQLite has no server; it and the web process share this machine's clock.
-    from django.utils import timezone
-
     return timezone.now()
 
 
@@ -147,14 +146,6 @@ def presented_order(*, item_pk: int, output_ids: list[int], slot: int) -> list[i
     cycle = list(reversed(output_ids)) if block % 2 else list(output_ids)
     r = (base + slot) % n
     return cycle[r:] + cycle[:r]
-
-
-def _output_ids_in_contender_order(item_pk: int) -> list[int]:
-    return list(
-        ItemOutput.objects.filter(item_id=item_pk)
-        .order_by("generation__contender_id", "pk")
-        .values_list("pk", flat=True)
-    )
 
 
 def _decrement_live(item_counts: Counter) -> None:
@@ -208,7 +199,83 @@ def _retryable(exc: OperationalError) -> bool:
 
 
 def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
-    with transaction.atomic():
+    try:
+        return _claim_in_transaction(campaign=campaign, reviewer=reviewer, lease=lease)
+    except IntegrityError as exc:
+        # A constraint refused the insert or revival: the whole attempt rolled back (no
+        # savepoint needed, the claim transaction did nothing else); try another item.
+        log.info("claim lost a race (%s); trying another item", exc)
+        return _RETRY
+
+
+def _now_sql() -> tuple[str, list]:
+    """The database clock in raw SQL (PostgreSQL); SQLite shares the web process's clock."""
+    if connection.vendor == "postgresql":
+        return "STATEMENT_TIMESTAMP()", []
+    return "%s", [connection.ops.adapt_datetimefield_value(timezone.now())]
+
+
+def _fetch(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+# The claim runs on every "next item": its fixed queries are written as SQL once instead of
+# being rebuilt by the ORM on every call (that query building was most of the claim's CPU).
+_A, _I, _O, _R, _G = (
+    Assignment._meta.db_table,
+    ReviewItem._meta.db_table,
+    ItemOutput._meta.db_table,
+    ReviewerRemoval._meta.db_table,
+    Generation._meta.db_table,
+)
+
+
+@transaction.atomic
+def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+    now, now_params = _now_sql()
+    blocking = ", ".join(["%s"] * len(BLOCKING))
+    offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
+    lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if connection.vendor == "postgresql" else ""
+
+    def first(where: str, params: list, order: str, order_params: tuple = ()):
+        # Lock the item row (PostgreSQL) and read the database clock in one round trip.
+        rows = _fetch(
+            f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
+            f"WHERE i.campaign_id = %s AND i.ready AND i.state = %s AND i.live_count < i.overlap "
+            f"AND {where} AND i.id NOT IN (SELECT a.item_id FROM {_A} a JOIN {_I} b "
+            f"ON b.id = a.item_id WHERE a.reviewer_id = %s AND b.campaign_id = %s "
+            f"AND a.state IN ({blocking})) ORDER BY {order}, i.id LIMIT 1{lock}",
+            [
+                *now_params,
+                campaign.pk,
+                ReviewItem.State.OPEN,
+                *params,
+                reviewer.pk,
+                campaign.pk,
+                *BLOCKING,
+                *order_params,
+            ],
+        )
+        return rows[0] if rows else None
+
+    # Breadth first: items already in review come first, so pairs complete (few rows).
+    found = first(
+        "i.live_count > 0",
+        [],
+        "i.live_count DESC, CASE WHEN i.shuffle_key >= %s THEN 0 ELSE 1 END, i.shuffle_key",
+        (offset,),
+    )
+    # Then fresh items in this reviewer's order: from their offset to the end, then wrap.
+    if found is None:
+        found = first("i.live_count = 0 AND i.shuffle_key >= %s", [offset], "i.shuffle_key")
+    if found is None:
+        found = first("i.live_count = 0 AND i.shuffle_key < %s", [offset], "i.shuffle_key")
+    if found is None:
+        # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
+        # another claim on them). "Nothing left" must mean nothing left, so look again
+        # without locking; if candidates exist, retry once they are released.
         blocked = Assignment.objects.filter(
             reviewer=reviewer, item__campaign_id=campaign.pk, state__in=BLOCKING
         ).values("item_id")
@@ -218,112 +285,99 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
             state=ReviewItem.State.OPEN,
             live_count__lt=F("overlap"),
         ).exclude(pk__in=blocked)
-        offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
-
-        def first(qs, *order):
-            return (
-                qs.select_for_update(skip_locked=True, of=("self",), no_key=True)
-                .order_by(*order, "pk")
-                .only("pk", "overlap", "live_count")
-                # The database clock, read in the same round trip (transaction start time).
-                .annotate(db_clock=Now())
-                .first()
-            )
-
-        # Breadth first: items already in review come first, so pairs complete (few rows).
-        wrap = Case(When(shuffle_key__gte=offset, then=Value(0)), default=Value(1))
-        item = first(candidates.filter(live_count__gt=0), "-live_count", wrap, "shuffle_key")
-        # Then fresh items in this reviewer's order: from their offset to the end, then wrap.
-        if item is None:
-            item = first(candidates.filter(live_count=0, shuffle_key__gte=offset), "shuffle_key")
-        if item is None:
-            item = first(candidates.filter(live_count=0, shuffle_key__lt=offset), "shuffle_key")
-        if item is None:
-            # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
-            # another claim on them). "Nothing left" must mean nothing left, so look again
-            # without locking; if candidates exist, retry once they are released.
-            if candidates.exists():
-                return _RETRY
-            return None
-        # One fresh read (a new snapshot, now that the item is locked) of the item's rows: the
-        # live slots, and whether this reviewer already has a row. The candidate query's
-        # NOT IN (blocked) ran on an older snapshot, and a row lock re-checks only the item
-        # row. Inserting over a row of ours that exists but is being changed right now would
-        # wait on that transaction while we hold the item lock it needs: a deadlock. So never
-        # insert when a row exists.
-        rows = list(
-            Assignment.objects.filter(item_id=item.pk).values_list(
-                "pk", "reviewer_id", "state", "slot"
-            )
+        return _RETRY if candidates.exists() else None
+    item_pk, overlap, live_count, db_clock = found
+    if not isinstance(db_clock, datetime):
+        db_clock = timezone.now()  # SQLite: the clock parameter comes back as text
+    # One fresh read (a new snapshot, now that the item is locked) of the item's rows: the
+    # live slots, and whether this reviewer already has a row. The candidate query's
+    # NOT IN (blocked) ran on an older snapshot, and a row lock re-checks only the item
+    # row. Inserting over a row of ours that exists but is being changed right now would
+    # wait on that transaction while we hold the item lock it needs: a deadlock. So never
+    # insert when a row exists. The item's outputs (for the presented order) come along.
+    rows = _fetch(
+        f"SELECT 'a', a.id, a.reviewer_id, a.state, a.slot FROM {_A} a WHERE a.item_id = %s "
+        f"UNION ALL SELECT 'o', o.id, g.contender_id, '', 0 FROM {_O} o "
+        f"JOIN {_G} g ON g.id = o.generation_id WHERE o.item_id = %s",
+        [item_pk, item_pk],
+    )
+    assignments = [row[1:] for row in rows if row[0] == "a"]
+    outputs = sorted((contender, pk) for kind, pk, contender, _, _ in rows if kind == "o")
+    used = {slot for _, _, state, slot in assignments if state in LIVE}
+    previous = next(((pk, st) for pk, rid, st, _ in assignments if rid == reviewer.pk), None)
+    if previous is not None and previous[1] in BLOCKING:
+        return _RETRY
+    free = [s for s in range(overlap) if s not in used]
+    if not free:
+        # The counter said there was room but the rows disagree: never trust one alone.
+        log.error("review item %s: live_count=%s but slots %s are taken", item_pk, live_count, used)
+        return _RETRY
+    slot = free[0]
+    fields = {
+        "state": Assignment.State.ACTIVE,
+        "slot": slot,
+        "overlap": overlap,
+        "lease_expires_at": db_clock + lease,
+        "heartbeat_at": None,
+        "submit_key": "",
+    }
+    if previous is not None:
+        # Same token and same presented order: a page still open from the earlier
+        # lease keeps working, and its labels still mean the same outputs.
+        revived = Assignment.objects.filter(pk=previous[0], state=previous[1]).update(
+            created_at=Now(), **fields
         )
-        used = {slot for _, _, state, slot in rows if state in LIVE}
-        previous = next(((pk, state) for pk, rid, state, _ in rows if rid == reviewer.pk), None)
-        if previous is not None and previous[1] in BLOCKING:
-            return _RETRY
-        free = [s for s in range(item.overlap) if s not in used]
-        if not free:
-            # The counter said there was room but the rows disagree: never trust one alone.
-            log.error(
-                "review item %s: live_count=%s but slots %s are taken",
-                item.pk,
-                item.live_count,
-                used,
-            )
-            return _RETRY
-        slot = free[0]
-        order = presented_order(
-            item_pk=item.pk, output_ids=_output_ids_in_contender_order(item.pk), slot=slot
+        if revived != 1:
+            raise IntegrityError("assignment changed while reviving it")
+        assignment = Assignment.objects.get(pk=previous[0])
+    else:
+        order = presented_order(item_pk=item_pk, output_ids=[pk for _, pk in outputs], slot=slot)
+        assignment = Assignment.objects.create(
+            item_id=item_pk, reviewer=reviewer, order=order, **fields
         )
-        expires = item.db_clock + lease
-        try:
-            # A savepoint: an IntegrityError rolls back only this attempt, and the outer
-            # transaction stays usable (catching it inside a broken atomic block would not).
-            with transaction.atomic():
-                fields = {
-                    "state": Assignment.State.ACTIVE,
-                    "slot": slot,
-                    "overlap": item.overlap,
-                    "order": order,
-                    "lease_expires_at": expires,
-                    "heartbeat_at": None,
-                    "submit_key": "",
-                }
-                if previous is not None:
-                    # Same token and same presented order: a page still open from the earlier
-                    # lease keeps working, and its labels still mean the same outputs.
-                    fields.pop("order")
-                    revived = Assignment.objects.filter(pk=previous[0], state=previous[1]).update(
-                        created_at=Now(), **fields
-                    )
-                    if revived != 1:
-                        raise IntegrityError("assignment changed while reviving it")
-                    assignment = Assignment.objects.get(pk=previous[0])
-                else:
-                    assignment = Assignment.objects.create(
-                        item_id=item.pk, reviewer=reviewer, **fields
-                    )
-                ReviewItem.objects.filter(pk=item.pk).update(live_count=F("live_count") + 1)
-        except IntegrityError as exc:
-            log.info("claim on review item %s lost a race (%s); trying another", item.pk, exc)
-            return _RETRY
-        return assignment
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_I} SET live_count = live_count + 1 WHERE id = %s", [item_pk])
+    return assignment
+
+
+def _claim_context(*, campaign: Campaign, reviewer: AbstractBaseUser) -> tuple:
+    """(reviewer removed?, any lapsed lease in the campaign?, the live lease the reviewer
+    already holds or None), in one round trip: every claim asks all three."""
+    now, now_params = _now_sql()
+    active = Assignment.State.ACTIVE
+    in_campaign = f"FROM {_A} a JOIN {_I} i ON i.id = a.item_id WHERE i.campaign_id = %s"
+    (row,) = _fetch(
+        f"SELECT EXISTS (SELECT 1 FROM {_R} WHERE campaign_id = %s AND reviewer_id = %s), "
+        f"EXISTS (SELECT 1 {in_campaign} AND a.state = %s AND a.lease_expires_at <= {now}), "
+        f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = %s "
+        f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1)",
+        [
+            campaign.pk,
+            reviewer.pk,
+            campaign.pk,
+            active,
+            *now_params,
+            campaign.pk,
+            reviewer.pk,
+            active,
+            *now_params,
+        ],
+    )
+    return bool(row[0]), bool(row[1]), row[2]
 
 
 def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Claim | None:
     """The reviewer's current item, or a newly claimed one, or None when nothing is left."""
-    if not reviewer_may_review(campaign=campaign, reviewer=reviewer):
+    if campaign.status not in REVIEWABLE:
         raise NotReviewable(campaign.slug)
-    # Lazy expiry: abandoned slots come back even if the beat sweeper is not running.
-    assignment_expire_stale(campaign=campaign)
-    current = (
-        Assignment.objects.filter(
-            reviewer=reviewer, item__campaign_id=campaign.pk, state=Assignment.State.ACTIVE
-        )
-        .order_by("created_at", "pk")
-        .first()
-    )
-    if current is not None:
-        return Claim(assignment=current, resumed=True)
+    removed, stale, held = _claim_context(campaign=campaign, reviewer=reviewer)
+    if removed:
+        raise NotReviewable(campaign.slug)
+    if stale:
+        # Lazy expiry: abandoned slots come back even if the beat sweeper is not running.
+        assignment_expire_stale(campaign=campaign)
+    if held is not None:
+        return Claim(assignment=Assignment.objects.get(pk=held), resumed=True)
     lease = timedelta(minutes=campaign.lease_minutes)
     for attempt in range(CLAIM_ATTEMPTS):
         try:

@@ -437,7 +437,9 @@ class CounterbalancingTests(TestCase):
         contenders = [ContenderFactory() for _ in range(3)]
         campaign = campaign_ready(items=6, overlap=3, contenders=contenders, mode="rubric")
         for item in ReviewItem.objects.filter(campaign=campaign):
-            ids = services._output_ids_in_contender_order(item.pk)
+            ids = list(
+                item.outputs.order_by("generation__contender_id", "pk").values_list("pk", flat=True)
+            )
             orders = [
                 tuple(services.presented_order(item_pk=item.pk, output_ids=ids, slot=s))
                 for s in range(3)
