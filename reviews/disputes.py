@@ -192,7 +192,8 @@ def item_settle(item: ReviewItem) -> Outcome | None:
     Idempotent: settling again rewrites the same values. An item already resolved by an
     arbiter is left alone (its final values are the arbiter's), and returns None.
     """
-    with transaction.atomic():
+    # Inside a submit this joins its transaction (no savepoint round trips); alone, it is one.
+    with transaction.atomic(savepoint=False):
         if item.state == ReviewItem.State.RESOLVED:
             return None
         campaign = item.campaign

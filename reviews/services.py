@@ -628,9 +628,20 @@ def assignment_submit(
         try:
             with transaction.atomic():
                 # The fence: one row changes, or this is no longer our active assignment.
-                fenced = Assignment.objects.filter(
-                    pk=assignment.pk, state=Assignment.State.ACTIVE
-                ).update(state=Assignment.State.SUBMITTED, submit_key=key, submitted_at=Now())
+                with connection.cursor() as cursor:
+                    now, now_params = _now_sql()
+                    cursor.execute(
+                        f"UPDATE {_A} SET state = %s, submit_key = %s, submitted_at = {now} "
+                        f"WHERE id = %s AND state = %s",
+                        [
+                            Assignment.State.SUBMITTED,
+                            key,
+                            *now_params,
+                            assignment.pk,
+                            Assignment.State.ACTIVE,
+                        ],
+                    )
+                    fenced = cursor.rowcount
                 if fenced:
                     review = _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed)
                     assignment.state, assignment.submit_key = Assignment.State.SUBMITTED, key
@@ -715,7 +726,7 @@ def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed:
         flags=parsed["flags"],
         comment=parsed["comment"],
         seconds_spent=parsed["seconds_spent"],
-        submitted_at=db_now(),
+        submitted_at=Now(),  # the database clock, in the INSERT itself
         presented_order=list(assignment.order),
     )
     Score.objects.bulk_create(
@@ -723,14 +734,17 @@ def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed:
         for output_id, dims in parsed["scores"].items()
         for dim, value in dims.items()
     )
-    ReviewItem.objects.filter(pk=assignment.item_id).update(
-        submitted_count=F("submitted_count") + 1
-    )
-    item = ReviewItem.objects.only("pk", "submitted_count", "overlap", "state").get(
-        pk=assignment.item_id
-    )
-    if item.submitted_count >= item.overlap and item.state == ReviewItem.State.OPEN:
-        item_settle(ReviewItem.objects.select_related("campaign").get(pk=item.pk))
+    # Count the review and read the item's fresh state in one statement (the item row stays
+    # locked by this UPDATE until commit, so two last reviews cannot both miss the settle).
+    (submitted, overlap, state) = _fetch(
+        f"UPDATE {_I} SET submitted_count = submitted_count + 1 WHERE id = %s "
+        f"RETURNING submitted_count, overlap, state",
+        [assignment.item_id],
+    )[0]
+    if submitted >= overlap and state == ReviewItem.State.OPEN:
+        item = assignment.item  # loaded with its campaign by the caller
+        item.submitted_count, item.state = submitted, state
+        item_settle(item)
     return review
 
 
