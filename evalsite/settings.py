@@ -18,15 +18,18 @@ def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
+    ("0", "false", "no", "off"), False
+)
+
+
 def env_bool(name: str, default: bool = False) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
+    if value in BOOL_WORDS:
+        return BOOL_WORDS[value]
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0/true/false), got {raw!r}")
 
 
@@ -54,6 +57,21 @@ def database_from_url(url: str) -> dict:
             f"DATABASE_URL must be postgres://..., got scheme {parsed.scheme!r}"
         )
     options = dict(parse_qsl(parsed.query))
+    # Server-side parameter binding, so psycopg prepares a statement once a connection has
+    # run it `prepare_threshold` times: PostgreSQL then plans each of the review loop's
+    # queries once per connection instead of on every request (planning was over half of
+    # the database's CPU per review; docs/benchmarks.md). Both can be set in the URL's
+    # query string, e.g. ?server_side_binding=false for a pooler that cannot keep
+    # prepared statements.
+    binding = options.get("server_side_binding", "true").strip().lower()
+    threshold = options.get("prepare_threshold", "5").strip()
+    if binding not in BOOL_WORDS or not threshold.isdigit():
+        raise ImproperlyConfigured(
+            "DATABASE_URL: server_side_binding must be true/false and prepare_threshold a "
+            f"number, got {binding!r} and {threshold!r}"
+        )
+    options["server_side_binding"] = BOOL_WORDS[binding]
+    options["prepare_threshold"] = int(threshold)
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": unquote(parsed.path.lstrip("/")) or "postgres",

@@ -19,8 +19,23 @@ def test_it_reads_a_postgres_database_url():
         "5433",
         "evalsite",
     )
-    assert db["OPTIONS"] == {"sslmode": "require"}
+    # Prepared statements by default (the review loop's queries are planned once per
+    # connection); both settings can be changed in the URL.
+    assert db["OPTIONS"] == {
+        "sslmode": "require",
+        "server_side_binding": True,
+        "prepare_threshold": 5,
+    }
     assert db["CONN_MAX_AGE"] > 0
+
+
+def test_it_lets_the_url_turn_prepared_statements_off_and_refuses_bad_values():
+    db = database_from_url("postgres://db/app?server_side_binding=off&prepare_threshold=0")
+    assert db["OPTIONS"] == {"server_side_binding": False, "prepare_threshold": 0}
+    with pytest.raises(ImproperlyConfigured, match="server_side_binding"):
+        database_from_url("postgres://db/app?server_side_binding=maybe")
+    with pytest.raises(ImproperlyConfigured, match="prepare_threshold"):
+        database_from_url("postgres://db/app?prepare_threshold=soon")
 
 
 def test_it_rejects_an_unsupported_database_url():
