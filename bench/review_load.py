@@ -257,9 +257,24 @@ def run_ceiling(concurrency: int, duration: float) -> tuple[float, list[float]]:
     return sum(counts) / (time.perf_counter() - t0), lat
 
 
+RETRY_LOCK = threading.Lock()
+
+
+def send(client: httpx.Client, method: str, url: str, retried: list, **kwargs) -> httpx.Response:
+    """One request; resent once if the server closed a kept-alive connection under it (as
+    browsers do). Every step may be resent: a claim returns the lease already held, a page is
+    a GET, a submit carries its idempotency key."""
+    try:
+        return client.request(method, url, **kwargs)
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+        with RETRY_LOCK:
+            retried[0] += 1
+        return client.request(method, url, **kwargs)
+
+
 def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dict:
     steps = {"claim": [], "load page": [], "submit": []}
-    done, errors, statuses = [0] * len(users), [], {}
+    done, errors, statuses, retried = [0] * len(users), [], {}, [0]
     lock = threading.Lock()
     start = threading.Barrier(len(users) + 1)
     go = threading.Event()
@@ -277,14 +292,14 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
                 go.wait()
                 while time.monotonic() < stop_at[0]:
                     t = time.perf_counter()
-                    r = client.post(f"/api/v1/campaigns/{slug}/next", headers=api)
+                    r = send(client, "POST", f"/api/v1/campaigns/{slug}/next", retried, headers=api)
                     mine["claim"].append(time.perf_counter() - t)
                     if r.status_code == 204:
                         break
                     assert r.status_code == 200, (r.status_code, r.text[:200])
                     body = r.json()
                     t = time.perf_counter()
-                    page = client.get(f"/review/{slug}/{body['token']}/")
+                    page = send(client, "GET", f"/review/{slug}/{body['token']}/", retried)
                     mine["load page"].append(time.perf_counter() - t)
                     assert page.status_code == 200 and "review-form" in page.text, page.status_code
                     labels = [c["label"] for c in body["candidates"]]
@@ -298,7 +313,7 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
                         "key": f"{username}-{body['token']}",
                     }
                     t = time.perf_counter()
-                    r = client.post(body["submit_url"], json=payload, headers=api)
+                    r = send(client, "POST", body["submit_url"], retried, json=payload, headers=api)
                     mine["submit"].append(time.perf_counter() - t)
                     with lock:
                         statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
@@ -326,6 +341,7 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
         "elapsed": elapsed,
         "errors": errors,
         "statuses": statuses,
+        "retried": retried[0],
     }
 
 
@@ -443,7 +459,8 @@ def main() -> None:
         f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}"
     )
     print(
-        f"submit statuses: {dict(sorted(result['statuses'].items()))}; client errors: {len(result['errors'])}"
+        f"submit statuses: {dict(sorted(result['statuses'].items()))}; client errors: {len(result['errors'])}; "
+        f"requests resent after a dropped keep-alive connection: {result['retried']}"
     )
     for e in result["errors"][:5]:
         print("   ", e)
