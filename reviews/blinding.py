@@ -3,7 +3,11 @@
 Every output goes through the same pipeline (RELIABILITY.md "Blinding leaks" 5): identity
 masking on the raw text, Markdown with raw HTML disabled, then an allow-list sanitizer, so a
 model cannot smuggle markup, scripts, images (which would call out to a third party) or
-attributes into the page. Nothing here calls an LLM; it is cheap enough to run per request.
+attributes into the page. Nothing here calls an LLM; it is cheap enough to run per request,
+and its results are kept in small per-process LRU caches (keyed by the full text and the
+campaign's terms, so a cached result can only ever be that very text's) because the same
+texts come back: the claim masks what the page then renders, two reviewers see each item,
+a form with errors is shown again.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 
 import nh3
 from markdown_it import MarkdownIt
@@ -94,10 +98,22 @@ class Masked:
     hits: int
 
 
-def _term_pattern(term: str) -> str:
-    escaped = re.escape(term.strip())
-    # Word boundaries that also hold for terms starting or ending in punctuation ("01.AI").
-    return rf"(?<!{WORD_CHAR}){escaped}(?!{WORD_CHAR})"
+# Texts up to this size have their masking and rendering cached (a bound on memory: each
+# cache holds at most CACHE_ENTRIES texts of at most CACHE_MAX_CHARS characters).
+CACHE_ENTRIES = 256
+CACHE_MAX_CHARS = 20_000
+
+
+def _cached_for_small_texts(fn):
+    """fn(text, ...) with an LRU cache for texts up to CACHE_MAX_CHARS characters."""
+    cached = lru_cache(maxsize=CACHE_ENTRIES)(fn)
+
+    @wraps(fn)
+    def wrapper(text: str, *args):
+        return cached(text, *args) if len(text) <= CACHE_MAX_CHARS else fn(text, *args)
+
+    wrapper.cache_clear = cached.cache_clear
+    return wrapper
 
 
 @lru_cache(maxsize=256)
@@ -105,7 +121,13 @@ def _compiled(extra: tuple[str, ...]) -> re.Pattern:
     terms = sorted(
         {t.strip() for t in (*BUILTIN_TERMS, *extra) if len(t.strip()) >= 2}, key=len, reverse=True
     )
-    parts = [*BUILTIN_PATTERNS, *(_term_pattern(t) for t in terms)]
+    # The word boundaries (which also hold for terms starting or ending in punctuation,
+    # "01.AI") wrap the whole alternation rather than each term: the same matches, as the
+    # alternation still tries the terms longest first and backtracks into it when the
+    # closing boundary fails, but Python's re no longer evaluates one lookbehind per term
+    # at every position of the text (4-8x faster).
+    words = "|".join(re.escape(t) for t in terms)
+    parts = [*BUILTIN_PATTERNS, rf"(?<!{WORD_CHAR})(?:{words})(?!{WORD_CHAR})"]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
@@ -125,8 +147,13 @@ def identity_terms(
     return tuple(sorted(set(terms)))
 
 
-def mask_identity(text: str, terms: tuple[str, ...] = ()) -> Masked:
+def mask_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     """Replace self-identification with MASK; `hits` counts replacements."""
+    return _mask_identity(text or "", tuple(terms))
+
+
+@_cached_for_small_texts
+def _mask_identity(text: str, terms: tuple[str, ...]) -> Masked:
     hits = 0
 
     def self_id(match: re.Match) -> str:
@@ -141,7 +168,7 @@ def mask_identity(text: str, terms: tuple[str, ...] = ()) -> Masked:
         hits += 1
         return MASK
 
-    text = _compiled(tuple(terms)).sub(term, text)
+    text = _compiled(terms).sub(term, text)
     return Masked(text=text, hits=hits)
 
 
@@ -194,15 +221,22 @@ ALLOWED_TAGS = {
 ALLOWED_ATTRIBUTES = {"a": {"href"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
 
 
+# Table alignment comes out as style=; drop it (CSP forbids inline styles anyway).
+_NH3_ATTRIBUTES = {k: v - {"style"} for k, v in ALLOWED_ATTRIBUTES.items() if v - {"style"}}
+
+
 def render_markdown(text: str) -> SanitizedHTML:
     """Markdown -> sanitized HTML. Raw HTML in the source is shown as text, never executed."""
-    html = _md.render(text or "")
+    return _render_markdown(text or "")
+
+
+@_cached_for_small_texts
+def _render_markdown(text: str) -> SanitizedHTML:
     return SanitizedHTML(
         nh3.clean(
-            html,
+            _md.render(text),
             tags=ALLOWED_TAGS,
-            # Table alignment comes out as style=; drop it (CSP forbids inline styles anyway).
-            attributes={k: v - {"style"} for k, v in ALLOWED_ATTRIBUTES.items() if v - {"style"}},
+            attributes=_NH3_ATTRIBUTES,
             url_schemes={"http", "https", "mailto"},
             link_rel="noopener noreferrer nofollow",
             strip_comments=True,
@@ -210,7 +244,7 @@ def render_markdown(text: str) -> SanitizedHTML:
     )
 
 
-def render_output(text: str, terms: tuple[str, ...] = ()) -> tuple[str, SanitizedHTML, int]:
+def render_output(text: str, terms: Iterable[str] = ()) -> tuple[str, SanitizedHTML, int]:
     """(masked text, sanitized HTML, mask hits) for one model output."""
     masked = mask_identity(text or "", terms)
     return masked.text, render_markdown(masked.text), masked.hits

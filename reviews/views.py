@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
@@ -23,6 +24,30 @@ from . import selectors, services
 from .models import Assignment
 
 REVIEW_TEMPLATE = "reviews/review.html"
+ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"
+
+# Blank answer grids already rendered, by campaign and everything the grid shows. The grid
+# (rubric x outputs x points, preference, flags) is most of the page's template work and is
+# the same for every item of a campaign until the reviewer enters something. Emptied when
+# full: there are only a few campaigns and label sets per process.
+_blank_answers: dict[tuple, str] = {}
+BLANK_ANSWERS_MAX = 64
+
+
+def _answers_html(*, campaign: Campaign, screen: dict, form: dict, blank: bool) -> str:
+    context = {"form": form, "screen": {"wants_preference": screen["wants_preference"]}}
+    if not blank:
+        return render_to_string(ANSWERS_TEMPLATE, context)
+    # The key is the grid's whole input (repr of plain dicts, lists, strings and numbers), so
+    # a cached grid can only be served where the same grid would be rendered.
+    key = (campaign.pk, repr(context))
+    html = _blank_answers.get(key)
+    if html is None:
+        html = render_to_string(ANSWERS_TEMPLATE, context)
+        if len(_blank_answers) >= BLANK_ANSWERS_MAX:
+            _blank_answers.clear()
+        _blank_answers[key] = html
+    return html
 
 
 def _campaign_for_reviewer(request: HttpRequest, slug: str) -> Campaign:
@@ -55,12 +80,17 @@ def _render_review(
     errors: dict | None = None,
     status: int = 200,
     busy: bool = False,
-    task=None,
+    page: selectors.ReviewPage | None = None,
 ) -> HttpResponse:
-    """The review page, or only its #review region for htmx requests."""
+    """The review page, or only its #review region for htmx requests.
+
+    `page` is what review_page already read (task, outputs, progress): not read again.
+    """
     context = {
         "campaign": {"slug": campaign.slug, "name": campaign.name},
-        "progress": selectors.reviewer_progress(
+        "progress": {"done": page.done}
+        if page is not None
+        else selectors.reviewer_progress(
             campaign=campaign, reviewer=request.user, with_available=assignment is None
         ),
         "notice": notice,
@@ -68,10 +98,18 @@ def _render_review(
         "busy": busy,
     }
     if assignment is not None:
-        screen = selectors.review_screen(assignment=assignment, campaign=campaign, task=task)
+        screen = selectors.review_screen(
+            assignment=assignment,
+            campaign=campaign,
+            task=page.task if page else None,
+            generations=page.generations if page else None,
+        )
+        form = selectors.review_form(screen=screen, entered=entered, errors=errors)
         context.update(
             screen=screen,
-            form=selectors.review_form(screen=screen, entered=entered, errors=errors),
+            answers=_answers_html(
+                campaign=campaign, screen=screen, form=form, blank=not (entered or errors)
+            ),
             live=assignment.state == Assignment.State.ACTIVE,
             # Replaced by a client-generated key when JavaScript runs; either way a repeated
             # POST of this form carries the same key and is saved once.
@@ -161,16 +199,10 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(REVIEWER)
 @require_GET
 def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    # One query for the assignment, its campaign and task (the page is loaded once per item).
-    assignment = get_object_or_404(
-        Assignment.objects.select_related("item__campaign", "item__task"),
-        token=token,
-        reviewer=request.user,
-        item__campaign__slug=slug,
-    )
-    campaign = assignment.item.campaign
-    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+    page = selectors.review_page_data(slug=slug, token=token, reviewer=request.user)
+    if page is None or not page.may_review:
         raise Http404
+    assignment, campaign = page.assignment, page.campaign
     if assignment.state != Assignment.State.ACTIVE:
         return render(
             request,
@@ -180,9 +212,7 @@ def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
                 "text": services.assignment_state_message(assignment),
             },
         )
-    return _render_review(
-        request, campaign=campaign, assignment=assignment, task=assignment.item.task
-    )
+    return _render_review(request, campaign=campaign, assignment=assignment, page=page)
 
 
 def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) -> dict:

@@ -1,0 +1,193 @@
+"""The review page's shortcuts: one query for its data, cached masking/Markdown and answer grid.
+
+None of them may change what a reviewer sees: a cache never serves one campaign's rubric or
+words, or one text's rendering, where another would be rendered.
+"""
+
+import re
+
+from django.db import connection
+from django.test import SimpleTestCase, TestCase
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reviews import blinding, selectors
+from reviews.models import Assignment, ReviewerRemoval
+from tasks.models import Campaign, Generation
+from tests.factories import ContenderFactory, campaign_ready, personas
+
+
+def _per_term_pattern(extra: tuple[str, ...]) -> re.Pattern:
+    """The masking pattern as first written (one boundary pair per term): the reference."""
+    w = blinding.WORD_CHAR
+    terms = sorted(
+        {t.strip() for t in (*blinding.BUILTIN_TERMS, *extra) if len(t.strip()) >= 2},
+        key=len,
+        reverse=True,
+    )
+    parts = [*blinding.BUILTIN_PATTERNS, *(rf"(?<!{w}){re.escape(t)}(?!{w})" for t in terms)]
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
+
+
+EXTRA = ("Claude Sonnet", "zz-model-9", "01.AI", "Acme Brain", "Kimi K2", "İnci")
+PIECES = st.sampled_from(
+    [*blinding.BUILTIN_TERMS, *EXTRA, "gpt-4o", "GPT 3.5", "o1-preview", "llama-3.1", "Phi-3"]
+    + ["claude", "CLAUDE", "Gemını", "ſonnet", "\u212aimi", "chat", "x", "_", "-", ".", "9"]
+)
+TEXTS = st.lists(
+    st.one_of(PIECES, st.sampled_from([" ", "\n", ", ", "é", "a", "1", "(", ")"])), max_size=25
+).map("".join)
+
+
+class MaskingPatternTests(SimpleTestCase):
+    @settings(max_examples=400, deadline=None)
+    @given(TEXTS, st.lists(st.sampled_from(EXTRA), max_size=3).map(tuple))
+    def test_it_masks_exactly_what_the_per_term_pattern_masks(self, text, extra):
+        terms = tuple(sorted(set(extra)))
+        reference = _per_term_pattern(terms)
+        assert blinding._compiled(terms).sub("#", text) == reference.sub("#", text)
+        assert len(blinding._compiled(terms).findall(text)) == len(reference.findall(text))
+
+
+class BlindingCacheTests(SimpleTestCase):
+    def test_it_masks_the_same_text_by_each_campaigns_own_words(self):
+        text = "Hi, zz-model-9 and Acme Brain here."
+        assert (
+            blinding.mask_identity(text, ("zz-model-9",)).text
+            == "Hi, [redacted] and Acme Brain here."
+        )
+        assert (
+            blinding.mask_identity(text, ("Acme Brain",)).text
+            == "Hi, zz-model-9 and [redacted] here."
+        )
+        assert blinding.mask_identity(text).hits == 0
+        # The rendered output follows the masking it was given.
+        assert "zz-model-9" not in blinding.render_output(text, ("zz-model-9",))[1]
+        assert "zz-model-9" in blinding.render_output(text, ("Acme Brain",))[1]
+
+    def test_it_renders_long_texts_the_same_way_without_caching_them(self):
+        long = "**" + "word " * (blinding.CACHE_MAX_CHARS // 5) + "end** and ChatGPT"
+        text, html, hits = blinding.render_output(long, ())
+        assert hits == 1 and text.endswith("** and [redacted]")
+        assert html.startswith("<p><strong>word word") and html.endswith("and [redacted]</p>\n")
+
+
+class ReviewPageTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.reviewer = cls.users["reviewer_a"]
+        cls.campaign = campaign_ready(items=3, overlap=1)
+
+    def setUp(self):
+        self.client.force_login(self.reviewer)
+
+    def claim(self, campaign):
+        self.client.post(reverse("review_next", args=[campaign.slug]))
+        return Assignment.objects.get(
+            reviewer=self.reviewer, item__campaign=campaign, state="active"
+        )
+
+    def page(self, campaign, assignment, **kwargs):
+        return self.client.get(
+            reverse("review_page", args=[campaign.slug, assignment.token]), **kwargs
+        )
+
+    def test_it_reads_the_page_in_one_query(self):
+        assignment = self.claim(self.campaign)
+        with self.assertNumQueries(1):
+            page = selectors.review_page_data(
+                slug=self.campaign.slug, token=assignment.token, reviewer=self.reviewer
+            )
+        assert page.assignment == assignment and page.assignment.order == assignment.order
+        assert page.assignment.lease_expires_at == assignment.lease_expires_at
+        assert page.campaign.rubric == self.campaign.rubric and page.may_review
+        assert set(page.generations) == set(assignment.order) and page.done == 0
+        with CaptureQueriesContext(connection) as queries:
+            response = self.page(self.campaign, assignment)
+        assert response.status_code == 200
+        # Session, user with roles, the page's one query; nothing deferred is loaded later.
+        assert len(queries) <= 3, [q["sql"] for q in queries]
+
+    def test_it_counts_the_reviewers_submitted_items(self):
+        assignment = self.claim(self.campaign)
+        Assignment.objects.filter(pk=assignment.pk).update(state="submitted")
+        assignment = self.claim(self.campaign)
+        page = selectors.review_page_data(
+            slug=self.campaign.slug, token=assignment.token, reviewer=self.reviewer
+        )
+        assert page.done == 1
+        assert b"<strong data-done>1</strong>" in self.page(self.campaign, assignment).content
+
+    def test_it_refuses_wrong_slug_other_reviewer_removed_and_closed(self):
+        assignment = self.claim(self.campaign)
+        other = campaign_ready(items=1, overlap=1)
+        url = reverse("review_page", args=[other.slug, assignment.token])
+        assert self.client.get(url).status_code == 404
+        self.client.force_login(self.users["reviewer_b"])
+        assert self.page(self.campaign, assignment).status_code == 404
+        self.client.force_login(self.reviewer)
+        ReviewerRemoval.objects.create(campaign=self.campaign, reviewer=self.reviewer)
+        assert self.page(self.campaign, assignment).status_code == 404
+        ReviewerRemoval.objects.all().delete()
+        Campaign.objects.filter(pk=self.campaign.pk).update(status="closed")
+        assert self.page(self.campaign, assignment).status_code == 404
+        Campaign.objects.filter(pk=self.campaign.pk).update(status="reviewing")
+        assert self.page(self.campaign, assignment).status_code == 200
+
+    def test_it_shows_each_campaign_its_own_rubric_and_the_new_one_after_a_change(self):
+        other = campaign_ready(
+            items=1,
+            overlap=1,
+            rubric=[
+                {"key": "tone", "label": "Warmth", "min": 1, "max": 3, "anchors": {"3": "kind"}}
+            ],
+        )
+        mine = self.page(self.campaign, self.claim(self.campaign)).content.decode()
+        theirs = self.page(other, self.claim(other)).content.decode()
+        assert 'name="score-A-accuracy"' in mine and "Warmth" not in mine
+        assert 'name="score-A-tone"' in theirs and "accuracy" not in theirs
+        assert 'value="4"' not in theirs and "kind" in theirs
+        Campaign.objects.filter(pk=other.pk).update(
+            rubric=[{"key": "tone", "label": "Politeness", "min": 1, "max": 4}]
+        )
+        changed = self.page(other, Assignment.objects.get(item__campaign=other)).content.decode()
+        assert "Politeness" in changed and "Warmth" not in changed and 'value="4"' in changed
+
+    def test_it_shows_what_was_entered_not_a_cached_blank_grid(self):
+        assignment = self.claim(self.campaign)
+        self.page(self.campaign, assignment)  # the blank grid is now cached
+        response = self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+            {"submit_key": "k", "score-A-accuracy": "4", "comment": "so far"},
+            headers={"HX-Request": "true"},
+        )
+        html = response.content.decode()
+        assert 'name="score-A-accuracy" value="4" checked' in html and "so far" in html
+        assert 'name="score-B-accuracy" value="4">' in html and "has-error" in html
+        blank = self.page(self.campaign, assignment).content.decode()
+        assert " checked" not in blank and "has-error" not in blank
+
+    def test_it_masks_each_campaigns_words_in_the_same_text(self):
+        text = "Answer from zz-alpha-model and yy-beta-model."
+        first = campaign_ready(
+            items=1,
+            overlap=1,
+            outputs=[text, "Plain."],
+            contenders=[ContenderFactory(name="zz-alpha-model"), ContenderFactory()],
+        )
+        second = campaign_ready(
+            items=1,
+            overlap=1,
+            outputs=[text, "Plain."],
+            contenders=[ContenderFactory(name="yy-beta-model"), ContenderFactory()],
+        )
+        one = self.page(first, self.claim(first)).content.decode()
+        two = self.page(second, self.claim(second)).content.decode()
+        assert "zz-alpha-model" not in one and "yy-beta-model" in one
+        assert "yy-beta-model" not in two and "zz-alpha-model" in two
+        assert set(
+            Generation.objects.filter(identity_leak=True).values_list("output", flat=True)
+        ) == {text}
