@@ -1,6 +1,8 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
@@ -17,6 +19,23 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     timezone="UTC",
 )
+# Database connections. Celery's Django fixup closes every connection before and after each
+# task, so each generation opened a new PostgreSQL connection (a new server process). Keep
+# them across tasks instead, under Django's own per-request rules (below); the fixup then only
+# closes a thread's connection once every DB_REUSE_MAX x 2 task hooks of its process.
+app.conf.update(CELERY_DB_REUSE_MAX=500)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_connections_around_task(task=None, **kwargs) -> None:
+    """What Django does around a request: drop a connection past CONN_MAX_AGE, one that broke
+    or was left without autocommit; CONN_HEALTH_CHECKS then pings a kept one once before the
+    task's first query. Not for eager tasks: they run on the caller's connection."""
+    if task is not None and not getattr(task.request, "is_eager", False):
+        close_old_connections()
+
+
 app.conf.beat_schedule = {
     # Re-enqueue generation rows whose worker died (lapsed lease) or whose message was lost.
     "generation-reconcile": {"task": "tasks.generation_reconcile", "schedule": 60.0},

@@ -19,6 +19,8 @@ import os
 import random
 import re
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -196,13 +198,105 @@ _CLAIM_DEFERRED = (
 )
 
 
-def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | None]:
+# How long a claim that finds every slot of its contender taken waits in its worker thread for
+# one to free up before the message is re-queued through the broker. Far below the lease and
+# the soft time limit; a re-queue costs a broker round trip, a re-read and a queued_at UPDATE.
+CLAIM_WAIT_SECONDS = 3.0
+# While waiting, the claim is retried at least this often: slots freed by other processes (or
+# by a lapsed lease) send no wake-up to this one.
+CLAIM_POLL_SECONDS = 0.1
+# Threads of one process that may wait for the same contender at once: enough to cover the
+# moments a finished thread spends outside its slot (review items, ack, next message); more
+# would park threads that another contender's jobs could use. The others re-queue as before.
+CLAIM_WAITERS = 2
+
+
+class _SlotReleases:
+    """Per-process wake-ups for threads waiting on a contender's slot (a hint only).
+
+    The claim UPDATE alone decides who gets a slot; this only tells a waiting thread of this
+    process when to try again. A per-contender release count read before each claim closes
+    the lost-wake-up gap (a slot freed between a failed claim and the wait).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[int, int] = {}
+        self._waiting: dict[int, int] = {}
+        self._freed: dict[int, threading.Condition] = {}
+
+    def count(self, contender_id: int) -> int:
+        with self._lock:
+            return self._counts.get(contender_id, 0)
+
+    def released(self, contender_id: int) -> None:
+        with self._lock:
+            self._counts[contender_id] = self._counts.get(contender_id, 0) + 1
+            freed = self._freed.get(contender_id)
+            if freed is not None:
+                freed.notify()  # one slot: one waiter
+
+    def wait(self, contender_id: int, seen: int, timeout: float) -> bool:
+        """Wait until a release or the timeout; False (at once) if CLAIM_WAITERS already wait."""
+        with self._lock:
+            if self._counts.get(contender_id, 0) != seen:
+                return True  # released since the failed claim: try again now
+            if self._waiting.get(contender_id, 0) >= CLAIM_WAITERS:
+                return False
+            freed = self._freed.setdefault(contender_id, threading.Condition(self._lock))
+            self._waiting[contender_id] = self._waiting.get(contender_id, 0) + 1
+            try:
+                freed.wait(timeout)
+            finally:
+                self._waiting[contender_id] -= 1
+            return True
+
+
+_slot_releases = _SlotReleases()
+
+
+def _claim(
+    generation_id: int, *, wait: float = 0.0
+) -> tuple[Generation | None, str, RunOutcome | None]:
     """Claim a row for one attempt. Returns (row, token, None) or (None, '', outcome).
 
     The row is read without a lock; the claim itself is one conditional UPDATE that matches
     only while the row is as read and the contender has a free slot, so the read is only
-    advisory (a stale read makes the UPDATE match nothing).
+    advisory (a stale read makes the UPDATE match nothing). While every slot is taken the
+    UPDATE is retried for up to `wait` seconds, woken as soon as a thread of this process
+    frees a slot of the contender (by at most CLAIM_WAITERS threads of a process at once),
+    before the caller re-queues the row ("busy").
     """
+    gen, outcome = _claim_read(generation_id)
+    if outcome is not None:
+        return None, "", outcome
+    deadline = time.monotonic() + wait
+    while True:
+        seen = _slot_releases.count(gen.contender_id)
+        token = _claim_update(gen)
+        if token:
+            gen.attempts += 1
+            return gen, token, None
+        remaining = deadline - time.monotonic()
+        # No check here whether the row itself changed (cancelled, claimed by a duplicate):
+        # that is rare, and the bounded wait ends in the check below.
+        if remaining <= 0 or not _slot_releases.wait(
+            gen.contender_id, seen, min(remaining, CLAIM_POLL_SECONDS)
+        ):
+            break
+    # Every slot is taken, or someone else changed the row first (then it is theirs).
+    unchanged = Generation.objects.filter(pk=gen.pk, status=gen.status, attempts=gen.attempts)
+    if gen.status == S.PENDING:
+        busy = unchanged.update(queued_at=timezone.now())
+    else:
+        busy = unchanged.exists()
+    if busy:
+        return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
+    return None, "", RunOutcome("skip", detail="lost the claim race")
+
+
+def _claim_read(generation_id: int) -> tuple[Generation | None, RunOutcome | None]:
+    """Read the row to claim, or decide it is not claimable (fails it at the attempt cap)."""
     now = timezone.now()
     gen = (
         Generation.objects.select_related("contender", "campaign", "task")
@@ -211,16 +305,16 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
         .first()
     )
     if gen is None:
-        return None, "", RunOutcome("skip", detail="no such row")
+        return None, RunOutcome("skip", detail="no such row")
     if gen.status in (S.DONE, S.FAILED, S.CANCELLED):
-        return None, "", RunOutcome("skip", detail=f"already {gen.status}")
+        return None, RunOutcome("skip", detail=f"already {gen.status}")
     if gen.status == S.RUNNING and gen.lease_expires_at and gen.lease_expires_at > now:
-        return None, "", RunOutcome("skip", detail="claimed by another worker")
+        return None, RunOutcome("skip", detail="claimed by another worker")
     if gen.status == S.PENDING and gen.queued_at and gen.queued_at > now + timedelta(seconds=0.25):
         # A retry is scheduled later; this is an early duplicate message.
-        return None, "", RunOutcome("skip", detail="a later attempt is scheduled")
+        return None, RunOutcome("skip", detail="a later attempt is scheduled")
     if gen.contender.provider == Provider.IMPORTED:
-        return None, "", RunOutcome("skip", detail="imported contender")
+        return None, RunOutcome("skip", detail="imported contender")
     if gen.attempts >= settings.GENERATION_MAX_ATTEMPTS:
         done = Generation.objects.filter(
             pk=gen.pk, status=gen.status, attempts=gen.attempts
@@ -231,7 +325,13 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
             lease_expires_at=None,
             error=(gen.error or "") + f" [gave up after {gen.attempts} attempts]",
         )
-        return None, "", RunOutcome("failed" if done else "skip", detail="attempt cap reached")
+        return None, RunOutcome("failed" if done else "skip", detail="attempt cap reached")
+    return gen, None
+
+
+def _claim_update(gen: Generation) -> str:
+    """One claim attempt: the new claim token, or '' when it matched nothing."""
+    now = timezone.now()
     token = secrets.token_hex(12)
     at = connection.ops.adapt_datetimefield_value
     table = Generation._meta.db_table
@@ -264,15 +364,7 @@ def _claim(generation_id: int) -> tuple[Generation | None, str, RunOutcome | Non
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(update, params)
             claimed = cursor.rowcount
-    if not claimed:
-        # Every slot is taken, or someone else changed the row first (then it is theirs).
-        unchanged = Generation.objects.filter(pk=gen.pk, status=gen.status, attempts=gen.attempts)
-        busy = unchanged.update(queued_at=now) if gen.status == S.PENDING else unchanged.exists()
-        if busy:
-            return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
-        return None, "", RunOutcome("skip", detail="lost the claim race")
-    gen.attempts += 1
-    return gen, token, None
+    return token if claimed else ""
 
 
 def _claim_postgresql(contender_id: int, update: str, params: list) -> int:
@@ -305,9 +397,13 @@ def _claim_postgresql(contender_id: int, update: str, params: list) -> int:
             return cursor.rowcount
 
 
-def generation_run(*, generation_id: int) -> RunOutcome:
-    """One attempt at one row: claim, call the provider, store the result or schedule a retry."""
-    gen, token, outcome = _claim(generation_id)
+def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome:
+    """One attempt at one row: claim, call the provider, store the result or schedule a retry.
+
+    `claim_wait`: how long to wait in this thread for a slot of the contender before giving
+    up as "busy" (a worker passes CLAIM_WAIT_SECONDS).
+    """
+    gen, token, outcome = _claim(generation_id, wait=claim_wait)
     if outcome is not None:
         if outcome.action == "failed":
             _after_finish(generation_id)
@@ -369,6 +465,9 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
         # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
         Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
         return RunOutcome("discarded", detail="the row was no longer ours")
+    # The slot is free from here: a thread waiting for it starts its call while this one
+    # opens review items and goes back to the broker.
+    _slot_releases.released(gen.contender_id)
     _after_finish(gen.pk, gen=gen)
     return RunOutcome("done")
 
@@ -382,6 +481,7 @@ def _fail(gen: Generation, token: str, message: str) -> RunOutcome:
         claim_token="",
     )
     if updated:
+        _slot_releases.released(gen.contender_id)
         _after_finish(gen.pk, gen=gen)
     return RunOutcome("failed" if updated else "discarded", detail=message)
 
@@ -402,6 +502,7 @@ def _retry_later(
     )
     if not updated:
         return RunOutcome("discarded", detail=message)
+    _slot_releases.released(gen.contender_id)
     return RunOutcome("retry", countdown=countdown, detail=message)
 
 

@@ -7,7 +7,7 @@ time limits and the worker-lost policy come from the app config (evalsite/celery
 from celery import shared_task
 from django.conf import settings
 
-from .generation import generation_reconcile, generation_run
+from .generation import CLAIM_WAIT_SECONDS, generation_reconcile, generation_run
 
 
 @shared_task(
@@ -18,7 +18,8 @@ from .generation import generation_reconcile, generation_run
     time_limit=settings.CELERY_TASK_TIME_LIMIT,
 )
 def generation_run_task(generation_id: int) -> str:
-    outcome = generation_run(generation_id=generation_id)
+    # A claim that finds every slot taken waits here a little before it is re-queued.
+    outcome = generation_run(generation_id=generation_id, claim_wait=CLAIM_WAIT_SECONDS)
     if outcome.action in ("retry", "busy"):
         generation_run_task.apply_async((generation_id,), countdown=outcome.countdown)
     return outcome.action

@@ -1,5 +1,7 @@
 """Generation: services on any database; the real thing with Celery workers on Redis + PostgreSQL."""
 
+import threading
+import time
 from datetime import timedelta
 from decimal import Decimal
 
@@ -11,6 +13,7 @@ from django.utils import timezone
 from reviews.models import ItemOutput, ReviewItem
 from reviews.readiness import review_items_open_for, review_items_sync
 from tasks import generation as gen_services
+from tasks import providers
 from tasks.campaigns import campaign_create
 from tasks.checks import run_checks
 from tasks.generation import (
@@ -592,7 +595,6 @@ def test_duplicate_delivery_makes_one_call_and_one_output(workers, fake):
     )
     generation_run_task.delay(row.pk)  # a late redelivery after it finished
     wait_until(lambda: len(fake.calls) >= 1, timeout=5)
-    import time
 
     time.sleep(2)
     row.refresh_from_db()
@@ -633,6 +635,155 @@ def test_the_concurrency_limit_holds_across_workers(workers, fake):
         == 8
     )
     assert fake.max_active["narrow"] == 2
+
+
+def _in_thread(target, *args, **kwargs):
+    """Run target in a thread with its own database connection; returns (thread, results)."""
+    from django.db import connection
+
+    results = []
+
+    def run():
+        try:
+            results.append(target(*args, **kwargs))
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, results
+
+
+@pytest.mark.postgres
+def test_a_busy_claim_waits_for_the_slot_a_thread_releases(transactional_db, monkeypatch):
+    # Only the wake-up can end this wait in time: the fallback poll is far longer.
+    monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
+    with FakeLLM() as fake:
+        campaign = make_campaign(
+            fake,
+            tasks=3,
+            slug="wait",
+            contenders=[
+                {"name": "w", "provider": "openai", "model": "w", "max_concurrency": 2},
+                {"name": "imp", "provider": "imported"},
+            ],
+        )
+        rows = list(Generation.objects.filter(campaign=campaign, contender__name="w"))
+        first, token, _ = gen_services._claim(rows[0].pk)
+        assert gen_services._claim(rows[1].pk)[2] is None
+        queued_at = rows[2].queued_at
+        waiter, results = _in_thread(gen_services._claim, rows[2].pk, wait=20)
+        time.sleep(0.5)
+        assert results == [] and Generation.objects.get(pk=rows[2].pk).status == "pending"
+
+        started = time.monotonic()
+        result = providers.generate(first.contender, first.task.conversation())
+        assert gen_services._store(first, token, result).action == "done"
+        waiter.join(10)
+        assert time.monotonic() - started < 5
+        claimed, claimed_token, outcome = results[0]
+        assert outcome is None and claimed.pk == rows[2].pk and claimed_token
+        row = Generation.objects.get(pk=rows[2].pk)
+        # Claimed in place: not bounced through the broker (queued_at untouched), one attempt.
+        assert row.status == "running" and row.attempts == 1 and row.queued_at == queued_at
+        running = Generation.objects.filter(campaign=campaign, status="running")
+        assert running.count() == 2
+
+
+@pytest.mark.postgres
+def test_only_a_few_threads_per_process_wait_for_one_contender(transactional_db, monkeypatch):
+    monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
+    monkeypatch.setattr(gen_services, "CLAIM_WAITERS", 2)
+    with FakeLLM() as fake:
+        campaign = make_campaign(
+            fake,
+            tasks=4,
+            slug="waiters",
+            contenders=[
+                {"name": "one", "provider": "openai", "model": "one", "max_concurrency": 1},
+                {"name": "imp", "provider": "imported"},
+            ],
+        )
+        rows = list(Generation.objects.filter(campaign=campaign, contender__name="one"))
+        holder, token, _ = gen_services._claim(rows[0].pk)
+        waiting = [_in_thread(gen_services._claim, row.pk, wait=20) for row in rows[1:3]]
+        time.sleep(0.5)
+        # A third thread does not park (its thread stays free for other contenders' jobs).
+        started = time.monotonic()
+        assert gen_services._claim(rows[3].pk, wait=20)[2].action == "busy"
+        assert time.monotonic() - started < 5
+        # Each released slot goes to one of the waiting threads.
+        finished = []
+        for _ in waiting:
+            result = providers.generate(holder.contender, holder.task.conversation())
+            assert gen_services._store(holder, token, result).action == "done"
+
+            def newly_finished():
+                return [(t, r) for t, r in waiting if not t.is_alive() and t not in finished]
+
+            (thread, results), *_ = wait_until(newly_finished, timeout=10, message="a claim")
+            finished.append(thread)
+            holder, token, outcome = results[0]
+            assert outcome is None
+            assert Generation.objects.get(pk=holder.pk).status == "running"
+
+
+@pytest.mark.postgres
+def test_waiting_claims_never_exceed_the_contender_concurrency(transactional_db, monkeypatch):
+    # Many more threads than slots, all allowed to wait at the claim: none is re-queued as
+    # busy, and the endpoint never sees more than the limit.
+    monkeypatch.setattr(gen_services, "CLAIM_WAITERS", 8)
+    with FakeLLM() as fake:
+        campaign = make_campaign(
+            fake,
+            tasks=8,
+            slug="waitmany",
+            contenders=[
+                {"name": "m", "provider": "openai", "model": "m", "max_concurrency": 2},
+                {"name": "imp", "provider": "imported"},
+            ],
+        )
+        fake.set_delay("m", 0.2)
+        rows = Generation.objects.filter(campaign=campaign, contender__name="m")
+        rows.update(queued_at=timezone.now())
+        runs = [
+            _in_thread(generation_run, generation_id=pk, claim_wait=20)
+            for pk in rows.values_list("pk", flat=True)
+        ]
+        for thread, _ in runs:
+            thread.join(30)
+        assert [results[0].action for _, results in runs] == ["done"] * 8
+        assert fake.max_active["m"] == 2 and len(fake.calls_for("m")) == 8
+        assert all(row.attempts == 1 for row in rows)
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_worker_keeps_its_database_connections_across_jobs(workers, fake):
+    from django.db import connection
+
+    def sessions():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+            )
+            return cursor.fetchone()[0]
+
+    campaign = make_campaign(
+        fake,
+        tasks=12,
+        slug="conns",
+        contenders=[
+            {"name": "c1", "provider": "openai", "model": "c1"},
+            {"name": "imp", "provider": "imported"},
+        ],
+    )
+    workers(concurrency=2)
+    before = sessions()
+    generation_enqueue(campaign=campaign)
+    wait_until(lambda: _finished(campaign), timeout=60, message="campaign finished")
+    # Celery's Django fixup alone would connect afresh for each of the 12 jobs.
+    assert sessions() - before <= 4
 
 
 @pytest.mark.postgres
