@@ -7,7 +7,8 @@ The guarantees mirror review assignment (RELIABILITY.md):
   with a conditional UPDATE fenced on the state and token they saw. The Arbitration row is one per
   item (OneToOne) with a single `arbiter`: holding an item is that row, nothing else.
 * Leases are computed on the database clock. An expired lease makes the row claimable again;
-  a re-claim rotates the token, so the previous holder's token is dead (fencing).
+  a re-claim rotates the token, so the previous holder's token is dead (fencing). The open page
+  sends a heartbeat that extends the lease, as the review page does (same cap).
 * An arbiter never gets an item they reviewed: excluded in the query and checked again on the
   locked row.
 * Resolve is fenced by token + state, idempotent (a second submit returns the stored result) and
@@ -20,16 +21,17 @@ import copy
 import math
 import secrets
 import string
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import DateTimeField, ExpressionWrapper, Q
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
 from django.db.models.functions import Now
 
 from tasks.models import Campaign, Mode
 
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
+from .services import HEARTBEAT_CAP_LEASES, db_now
 
 NOTE_MAX_CHARS = 5000
 NA_WORDS = {"na", "n/a"}
@@ -54,10 +56,12 @@ def labels_for(order: list[int]) -> dict[str, str]:
     return {string.ascii_uppercase[i]: str(pk) for i, pk in enumerate(order)}
 
 
+def lease_length(campaign: Campaign) -> timedelta:
+    return timedelta(minutes=max(1, campaign.lease_minutes))
+
+
 def _lease_end(campaign: Campaign):
-    return ExpressionWrapper(
-        Now() + timedelta(minutes=max(1, campaign.lease_minutes)), output_field=DateTimeField()
-    )
+    return ExpressionWrapper(Now() + lease_length(campaign), output_field=DateTimeField())
 
 
 def _reviewed_by(item_id: int, user) -> bool:
@@ -76,7 +80,14 @@ def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None
             .first()
         )
         if held is not None:
-            Arbitration.objects.filter(pk=held.pk).update(lease_expires_at=_lease_end(campaign))
+            # Taking back a lapsed lease is a new claim (a new heartbeat window), as reviving an
+            # expired review assignment is; resuming a live one keeps its window.
+            Arbitration.objects.filter(pk=held.pk).update(
+                lease_expires_at=_lease_end(campaign),
+                claimed_at=Case(
+                    When(lease_expires_at__lte=Now(), then=Now()), default=F("claimed_at")
+                ),
+            )
             held.refresh_from_db()
             return held
 
@@ -113,6 +124,7 @@ def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None
                 token=new_token(),
                 order=order,
                 lease_expires_at=_lease_end(campaign),
+                claimed_at=Now(),
             )
             if taken != 1:  # cannot happen under the row lock; never hand out a row we lost
                 skipped.append(candidate.pk)
@@ -134,6 +146,41 @@ def _locked_for(token: str, arbiter) -> Arbitration:
     return arbitration
 
 
+def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
+    """Extend a live lease (the page is open); None if the lease is already gone.
+
+    The same rule as a review's heartbeat: one more lease length from now, never past
+    HEARTBEAT_CAP_LEASES leases after the claim (a forgotten tab cannot hold a dispute for
+    ever), never shorter than it was. Raises ArbitrationGone for a token that is not the
+    arbiter's (unknown, someone else's, or rotated by a release or a re-claim).
+    """
+    arbitration = (
+        Arbitration.objects.select_related("item__campaign")
+        .filter(token=token, arbiter=arbiter)
+        .only("pk", "claimed_at", "lease_expires_at", "item__campaign__lease_minutes")
+        .first()
+    )
+    if arbitration is None:
+        raise ArbitrationGone
+    if arbitration.claimed_at is None or arbitration.lease_expires_at is None:
+        return None  # never held through the queue (an imported resolution): no lease
+    lease = lease_length(arbitration.item.campaign)
+    new_expiry = max(
+        arbitration.lease_expires_at,
+        min(db_now() + lease, arbitration.claimed_at + HEARTBEAT_CAP_LEASES * lease),
+    )
+    # Fenced on the token and the live lease, on the database clock: a lease that lapsed a
+    # moment ago, or a row re-claimed since the read, is not extended.
+    updated = Arbitration.objects.filter(
+        pk=arbitration.pk,
+        token=token,
+        arbiter=arbiter,
+        state=Arbitration.State.ACTIVE,
+        lease_expires_at__gt=Now(),
+    ).update(lease_expires_at=new_expiry)
+    return new_expiry if updated else None
+
+
 def arbitration_release(*, token: str, arbiter) -> None:
     """Hand an arbitration back to the queue (the token dies with it)."""
     with transaction.atomic():
@@ -148,6 +195,7 @@ def arbitration_release(*, token: str, arbiter) -> None:
             token=new_token(),
             order=[],
             lease_expires_at=None,
+            claimed_at=None,
         )
 
 

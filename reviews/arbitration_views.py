@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -18,6 +18,7 @@ from .arbitration import (
     ArbitrationGone,
     ResolveInvalid,
     arbitration_claim_next,
+    arbitration_heartbeat,
     arbitration_release,
     arbitration_resolve,
 )
@@ -33,13 +34,18 @@ from .arbitration_selectors import (
 from .models import Arbitration
 
 PAGE = "reviews/arbitration.html"
+LEASE_LAPSED = (
+    "Your time on this dispute ran out. Resolving may still work if no other arbiter took it."
+)
 
 
 def _mine(token: str, user) -> Arbitration:
     """The arbiter's own active arbitration, else 404 (someone else's, stale or unknown)."""
-    arbitration = Arbitration.objects.filter(
-        token=token, arbiter=user, state=Arbitration.State.ACTIVE
-    ).first()
+    arbitration = (
+        Arbitration.objects.filter(token=token, arbiter=user, state=Arbitration.State.ACTIVE)
+        .select_related("item__campaign")
+        .first()
+    )
     if arbitration is None:
         raise Http404
     return arbitration
@@ -80,7 +86,9 @@ def _apply_submitted(ws: dict, values: dict) -> None:
             entry["checked"] = entry["flag"] in chosen
 
 
-def _workspace_context(arbitration: Arbitration, *, errors=None, values=None) -> dict:
+def _workspace_context(
+    arbitration: Arbitration, campaign: Campaign, *, errors=None, values=None
+) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
     errors = errors or {}
     anchors = {d["key"]: {a["value"]: a["text"] for a in d["anchors"]} for d in ws["rubric"]}
@@ -126,6 +134,8 @@ def _workspace_context(arbitration: Arbitration, *, errors=None, values=None) ->
         "error_list": [f"{k}: {v}" for k, v in errors.items()],
         "note": (values or {}).get("note", ""),
         "note_error": errors.get("note", ""),
+        # Heartbeat three times per lease, at most once a minute (as the review page does).
+        "heartbeat_ms": min(60_000, max(1, campaign.lease_minutes) * 20_000),
     }
 
 
@@ -160,7 +170,7 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("arbiter_home")
     url = reverse("arbitration_page", args=[arbitration.token])
     if request.htmx:
-        response = render(request, f"{PAGE}#workspace", _workspace_context(arbitration))
+        response = render(request, f"{PAGE}#workspace", _workspace_context(arbitration, campaign))
         response["HX-Replace-Url"] = url
         return response
     return redirect(url)
@@ -171,7 +181,7 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
 def arbitration_page(request: HttpRequest, token: str) -> HttpResponse:
     arbitration = _mine(token, request.user)
     template = f"{PAGE}#workspace" if request.htmx else PAGE
-    return render(request, template, _workspace_context(arbitration))
+    return render(request, template, _workspace_context(arbitration, arbitration.item.campaign))
 
 
 @role_required(ARBITER)
@@ -193,7 +203,7 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
     except ArbitrationGone:
         return _gone(request)
     except ResolveInvalid as exc:
-        context = _workspace_context(arbitration, errors=exc.errors, values=values)
+        context = _workspace_context(arbitration, campaign, errors=exc.errors, values=values)
         template = f"{PAGE}#workspace" if request.htmx else PAGE
         return render(request, template, context)
     counts = arbiter_counts(campaign=campaign, arbiter=request.user)
@@ -214,6 +224,22 @@ def arbitration_release_view(request: HttpRequest, token: str) -> HttpResponse:
     if request.htmx:
         return HttpResponseClientRedirect(reverse("arbiter_home"))
     return redirect("arbiter_home")
+
+
+@role_required(ARBITER)
+@require_POST
+def arbitration_heartbeat_view(request: HttpRequest, token: str) -> JsonResponse:
+    """Keep the lease while the page is open: the new expiry, or a "gone" answer to show."""
+    try:
+        expires = arbitration_heartbeat(token=token, arbiter=request.user)
+    except ArbitrationGone:
+        # JSON rather than the HTML 404 page: the holder's own tab gets this once a release or
+        # another arbiter's claim rotated the token, and must say so. A token that was never
+        # theirs gets the very same answer, which confirms nothing.
+        return JsonResponse({"ok": False, "message": ArbitrationGone.message}, status=404)
+    if expires is None:
+        return JsonResponse({"ok": False, "message": LEASE_LAPSED}, status=409)
+    return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 
 def _gone(request: HttpRequest) -> HttpResponse:

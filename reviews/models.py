@@ -173,6 +173,9 @@ class Arbitration(models.Model):
     token = models.CharField(max_length=32, unique=True, default=new_token)
     order = models.JSONField(default=list, help_text="ItemOutput ids in the order shown to the arbiter")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # When the current arbiter took the row (database clock): heartbeats extend the lease up to
+    # HEARTBEAT_CAP_LEASES leases after it. created_at is when the dispute opened, not this.
+    claimed_at = models.DateTimeField(null=True, blank=True)
     # {"scores": {"<ItemOutput id>": {dim: value}}, "preference": ..., "corrected": [...]}
     final_values = models.JSONField(null=True, blank=True)
     note = models.TextField(blank=True)

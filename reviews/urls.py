@@ -71,6 +71,11 @@ urlpatterns += [
         name="arbitration_release",
     ),
     path(
+        "arbitration/t/<str:token>/heartbeat",
+        arbitration_views.arbitration_heartbeat_view,
+        name="arbitration_heartbeat",
+    ),
+    path(
         "campaigns/<slug:slug>/disputes/",
         arbitration_views.campaign_disputes_view,
         name="campaign_disputes",

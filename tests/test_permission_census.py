@@ -25,6 +25,7 @@ OWNED = {
     "arbitration_page": "arbiter",
     "arbitration_resolve": "arbiter",
     "arbitration_release": "arbiter",
+    "arbitration_heartbeat": "arbiter",
     "api_arbitration_resolve": "arbiter",
 }
 

@@ -5,8 +5,11 @@
 //   n    N/A for the current score field, where offered
 //   a, b, ... / t / x   preference: output, tie, both bad
 //   Ctrl+Enter (or Cmd+Enter)  resolve, also from the note
+// It also keeps the lease alive while the form is open (a heartbeat, as on the review page).
 (() => {
   const form = () => document.querySelector("[data-arbitration-form]");
+  let heartbeatTimer = null;
+  let beatingFor = ""; // the heartbeat URL the timer runs for (the token of the open dispute)
 
   const groups = (f) => Array.from(f.querySelectorAll('[data-arb-group="score"]'));
   const isSet = (g) => !!g.querySelector("input[type=radio]:checked");
@@ -72,10 +75,57 @@
     }
   });
 
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrftoken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function leaseStatus(text) {
+    const el = document.querySelector("[data-lease-status]");
+    if (!el) return;
+    el.textContent = text;
+    el.hidden = !text;
+  }
+
+  function heartbeat() {
+    const url = form()?.dataset.heartbeatUrl;
+    if (!url) return;
+    fetch(url, { method: "POST", headers: { "X-CSRFToken": csrfToken() }, credentials: "same-origin" })
+      .then((r) => r.json().then((body) => ({ ok: r.ok, body })))
+      .then(({ ok, body }) => {
+        if (!ok) {
+          leaseStatus(body.message || "This dispute is no longer held for you.");
+          return;
+        }
+        leaseStatus("");
+        const until = document.querySelector("[data-lease-until]");
+        if (until && body.lease_expires_at) {
+          until.textContent = new Date(body.lease_expires_at).toISOString().slice(11, 16); // UTC
+        }
+      })
+      .catch(() => leaseStatus("Connection lost; your choices stay on this page."));
+  }
+
+  // One timer per open dispute: a swap that re-renders the same form (a validation error)
+  // keeps its rhythm; the next dispute, or no form (resolved, gone), restarts or stops it.
+  function startHeartbeat() {
+    const f = form();
+    const url = f?.dataset.heartbeatUrl || "";
+    if (url === beatingFor) return;
+    clearInterval(heartbeatTimer);
+    heartbeatTimer = null;
+    beatingFor = url;
+    if (url) heartbeatTimer = setInterval(heartbeat, Number(f.dataset.heartbeatMs) || 60000);
+  }
+
   // Start where the work is: the first disputed field, on load and after htmx swaps.
   function start() {
     const f = form();
     if (f && !f.querySelector(".error")) focusNext(f, null);
+    startHeartbeat();
   }
   document.addEventListener("DOMContentLoaded", start);
   document.addEventListener("htmx:afterSettle", start);
