@@ -9,12 +9,12 @@ towards a reviewer template or API response.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Model, Q
 from django.db.models.functions import Now
 
@@ -118,6 +118,7 @@ _PAGE_FIELDS = {
 }
 
 
+@cache
 def _page_fields(model: type[Model]) -> list:
     wanted = _PAGE_FIELDS[model]
     # In concrete field order: Model.from_db expects its values in that order.
@@ -126,7 +127,7 @@ def _page_fields(model: type[Model]) -> list:
 
 @cache
 def _review_page_sql(vendor: str) -> str:
-    qn = connection.ops.quote_name
+    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
     a, i, c, t, o, g, r = (
         qn(m._meta.db_table)
         for m in (Assignment, ReviewItem, Campaign, Task, ItemOutput, Generation, ReviewerRemoval)
@@ -150,15 +151,27 @@ def _review_page_sql(vendor: str) -> str:
     )
 
 
-def _from_row(model: type[Model], fields: list, values) -> Model:
-    """A model instance from raw column values, converted as the ORM converts them."""
-    converted = []
-    for field, value in zip(fields, values, strict=True):
+@lru_cache(maxsize=512)
+def _converters(model: type[Model], conn) -> tuple[list[str], list[tuple]]:
+    """The page's attnames of `model` and, per column, the ORM's converters on `conn`
+    (cached per connection object: Django keeps one per thread)."""
+    fields = _page_fields(model)
+    columns = []
+    for field in fields:
         col = field.get_col(model._meta.db_table)
-        for convert in (*connection.ops.get_db_converters(col), *col.get_db_converters(connection)):
-            value = convert(value, col, connection)
+        columns.append((col, (*conn.ops.get_db_converters(col), *col.get_db_converters(conn))))
+    return [f.attname for f in fields], columns
+
+
+def _from_row(model: type[Model], values, db) -> Model:
+    """A model instance from raw column values, converted as the ORM converts them."""
+    attnames, columns = _converters(model, db)
+    converted = []
+    for (col, converters), value in zip(columns, values, strict=True):
+        for convert in converters:
+            value = convert(value, col, db)
         converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    return model.from_db(db.alias, attnames, converted)
 
 
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
@@ -168,9 +181,10 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
     reviewer's removal and progress come in one query written once, instead of five ORM
     queries whose building alone cost more than the rest of the page.
     """
-    with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
         cursor.execute(
-            _review_page_sql(connection.vendor),
+            _review_page_sql(db.vendor),
             [Assignment.State.SUBMITTED, token, reviewer.pk, slug],
         )
         rows = cursor.fetchall()
@@ -178,12 +192,12 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
         return None
     parts, start = {}, 0
     for model in (Assignment, Campaign, Task):
-        fields = _page_fields(model)
-        parts[model] = _from_row(model, fields, rows[0][start : start + len(fields)])
-        start += len(fields)
-    gen_fields = _page_fields(Generation)
+        width = len(_page_fields(model))
+        parts[model] = _from_row(model, rows[0][start : start + width], db)
+        start += width
+    end = start + 1 + len(_page_fields(Generation))
     generations = {
-        row[start]: _from_row(Generation, gen_fields, row[start + 1 : start + 1 + len(gen_fields)])
+        row[start]: _from_row(Generation, row[start + 1 : end], db)
         for row in rows
         if row[start] is not None
     }
@@ -298,6 +312,13 @@ def review_screen(
         "flag_choices": list(blinding.FLAG_CHOICES),
         "skip_reasons": SKIP_REASONS,
     }
+
+
+def review_form_input(screen: dict) -> str:
+    """Everything review_form reads from `screen`, as a string: screens with the same input
+    get the same blank form (a cache key; keep it in step with review_form)."""
+    labels = [cand["label"] for cand in screen["candidates"]]
+    return repr((screen["rubric"], labels, screen["preference_choices"], screen["flag_choices"]))
 
 
 def review_form(*, screen: dict, entered: dict | None = None, errors: dict | None = None) -> dict:

@@ -26,24 +26,32 @@ from .models import Assignment
 REVIEW_TEMPLATE = "reviews/review.html"
 ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"
 
-# Blank answer grids already rendered, by campaign and everything the grid shows. The grid
-# (rubric x outputs x points, preference, flags) is most of the page's template work and is
-# the same for every item of a campaign until the reviewer enters something. Emptied when
-# full: there are only a few campaigns and label sets per process.
+# Blank answer grids already rendered, by campaign and grid input. The grid (rubric x outputs
+# x points, preference, flags) is most of the page's template work and is the same for every
+# item of a campaign until the reviewer enters something. Emptied when full: there are only
+# a few campaigns and label sets per process.
 _blank_answers: dict[tuple, str] = {}
 BLANK_ANSWERS_MAX = 64
 
 
-def _answers_html(*, campaign: Campaign, screen: dict, form: dict, blank: bool) -> str:
-    context = {"form": form, "screen": {"wants_preference": screen["wants_preference"]}}
-    if not blank:
+def _answers_html(
+    *, campaign: Campaign, screen: dict, entered: dict | None, errors: dict | None
+) -> str:
+    """The answer grid: with what was entered and its errors, or blank (cached)."""
+
+    def render() -> str:
+        form = selectors.review_form(screen=screen, entered=entered, errors=errors)
+        context = {"form": form, "screen": {"wants_preference": screen["wants_preference"]}}
         return render_to_string(ANSWERS_TEMPLATE, context)
-    # The key is the grid's whole input (repr of plain dicts, lists, strings and numbers), so
-    # a cached grid can only be served where the same grid would be rendered.
-    key = (campaign.pk, repr(context))
+
+    if entered or errors:
+        return render()
+    # The key holds all the grid is made of, so a cached grid is only ever served where the
+    # very same grid would be rendered.
+    key = (campaign.pk, screen["wants_preference"], selectors.review_form_input(screen))
     html = _blank_answers.get(key)
     if html is None:
-        html = render_to_string(ANSWERS_TEMPLATE, context)
+        html = render()
         if len(_blank_answers) >= BLANK_ANSWERS_MAX:
             _blank_answers.clear()
         _blank_answers[key] = html
@@ -104,12 +112,9 @@ def _render_review(
             task=page.task if page else None,
             generations=page.generations if page else None,
         )
-        form = selectors.review_form(screen=screen, entered=entered, errors=errors)
         context.update(
             screen=screen,
-            answers=_answers_html(
-                campaign=campaign, screen=screen, form=form, blank=not (entered or errors)
-            ),
+            answers=_answers_html(campaign=campaign, screen=screen, entered=entered, errors=errors),
             live=assignment.state == Assignment.State.ACTIVE,
             # Replaced by a client-generated key when JavaScript runs; either way a repeated
             # POST of this form carries the same key and is saved once.
@@ -151,6 +156,12 @@ def _next_response(
         assignment=claim.assignment if claim else None,
         notice=notice,
         busy=busy,
+        # The new item's task, outputs and the reviewer's progress in one query.
+        page=selectors.review_page_data(
+            slug=campaign.slug, token=claim.assignment.token, reviewer=request.user
+        )
+        if claim
+        else None,
     )
     target = (
         _review_url(campaign.slug, claim.assignment.token)
