@@ -137,13 +137,16 @@ def _review_page_sql(vendor: str) -> str:
         return ", ".join(f"{alias}.{qn(f.column)}" for f in _page_fields(model))
 
     # One row per output of the item (LEFT JOIN: an item without outputs still has its row).
+    # The removal and the progress count do not refer to the outer row (the same reviewer
+    # and slug as parameters), so the database computes each once, not once per output.
     return (
         f"SELECT {cols('a', Assignment)}, {cols('c', Campaign)}, {cols('t', Task)}, o.id, "
         f"{cols('g', Generation)}, "
-        f"EXISTS (SELECT 1 FROM {r} rr WHERE rr.campaign_id = c.id "
-        f"AND rr.reviewer_id = a.reviewer_id), "
+        f"EXISTS (SELECT 1 FROM {r} rr JOIN {c} rc ON rc.id = rr.campaign_id "
+        f"WHERE rr.reviewer_id = %s AND rc.slug = %s), "
         f"(SELECT COUNT(*) FROM {a} da JOIN {i} di ON di.id = da.item_id "
-        f"WHERE da.reviewer_id = a.reviewer_id AND da.state = %s AND di.campaign_id = c.id) "
+        f"JOIN {c} dc ON dc.id = di.campaign_id "
+        f"WHERE da.reviewer_id = %s AND da.state = %s AND dc.slug = %s) "
         f"FROM {a} a JOIN {i} i ON i.id = a.item_id JOIN {c} c ON c.id = i.campaign_id "
         f"JOIN {t} t ON t.id = i.task_id "
         f"LEFT JOIN {o} o ON o.item_id = a.item_id LEFT JOIN {g} g ON g.id = o.generation_id "
@@ -185,7 +188,8 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
     with db.cursor() as cursor:
         cursor.execute(
             _review_page_sql(db.vendor),
-            [Assignment.State.SUBMITTED, token, reviewer.pk, slug],
+            [reviewer.pk, slug, reviewer.pk, Assignment.State.SUBMITTED, slug]
+            + [token, reviewer.pk, slug],
         )
         rows = cursor.fetchall()
     if not rows:
