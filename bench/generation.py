@@ -11,6 +11,9 @@ concurrent requests the endpoint saw (must be <= 16), latency/TTFT percentiles.
     createdb -h 127.0.0.1 -U postgres evalsite_bench   # once
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalsite_bench REDIS_URL=redis://127.0.0.1:6379/2 \\
         .venv/bin/python bench/generation.py [--pool threads|prefork] [--concurrency 20] [--workers 1]
+
+The recommended worker shape is `--pool threads --concurrency 10 --workers 2`: the limit of 16
+plus 2 spare threads per process, which wait at the claim for the next free slot.
 """
 
 import argparse
