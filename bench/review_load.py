@@ -23,6 +23,7 @@ import os
 import random
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -36,7 +37,16 @@ import httpx
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
-PORT = 8765
+
+
+def free_port() -> int:
+    # Another benchmark (or a forgotten server) on a fixed port would take our requests.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+PORT = free_port()
 PASSWORD = "bench-reviewer-pass-1"
 
 
@@ -321,6 +331,7 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
                         done[i] += 1
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(repr(exc))
+            start.abort()  # a reviewer that cannot log in must not leave the others waiting
         with lock:
             for k, v in mine.items():
                 steps[k].extend(v)
@@ -328,7 +339,13 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(users))]
     for t in threads:
         t.start()
-    start.wait()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:
+        go.set()
+        for t in threads:
+            t.join()
+        raise SystemExit(f"reviewers could not start: {errors[:3]}") from None
     stop_at[0] = time.monotonic() + duration
     t0 = time.perf_counter()
     go.set()

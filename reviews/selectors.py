@@ -255,15 +255,22 @@ def review_screen(
     """
     if campaign is None:
         campaign = Campaign.objects.get(items__pk=assignment.item_id)
-    if task is None:
-        task = Task.objects.get(review_items__pk=assignment.item_id)
-    if generations is None:
-        generations = {
-            o.pk: o.generation
-            for o in ItemOutput.objects.filter(item_id=assignment.item_id)
-            .select_related("generation")
-            .only("pk", "generation__id", "generation__output", "generation__identity_leak")
-        }
+    if task is None or generations is None:
+        # The item's outputs with its task joined: one query (the API claim's answer).
+        outputs = list(
+            ItemOutput.objects.filter(item_id=assignment.item_id)
+            .select_related("generation", "item__task")
+            .only(
+                "generation__output",
+                "generation__identity_leak",
+                "item__task__category",
+                "item__task__prompt",
+                "item__task__messages",
+                "item__task__reference",
+            )
+        )
+        task = task or outputs[0].item.task
+        generations = generations or {o.pk: o.generation for o in outputs}
     terms = campaign_identity_terms(campaign)
     labels = labels_for(len(assignment.order))
     candidates, leaking = [], []
