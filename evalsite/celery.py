@@ -1,8 +1,8 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
-from django.db import close_old_connections
+from celery.signals import beat_embedded_init, task_postrun, task_prerun
+from django.db import close_old_connections, connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
@@ -24,6 +24,13 @@ app.conf.update(
 # them across tasks instead, under Django's own per-request rules (below); the fixup then only
 # closes a thread's connection once every DB_REUSE_MAX x 2 task hooks of its process.
 app.conf.update(CELERY_DB_REUSE_MAX=500)
+
+
+@beat_embedded_init.connect
+def close_connections_in_embedded_beat(**kwargs) -> None:
+    """The fixup's close here is subject to DB_REUSE_MAX now: an embedded beat (`worker
+    --beat`, a forked process) must still never use a connection opened before the fork."""
+    connections.close_all()
 
 
 @task_prerun.connect
