@@ -30,11 +30,12 @@ agreement statistics read them; the adjudicated result lives in `ReviewItem.fina
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 
-from .models import Arbitration, Preference, ReviewItem
+from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
 
 NO_CHOICE = ""
 
@@ -171,19 +172,41 @@ def disputed_cells(reasons: list[dict]) -> set[tuple[str, str | None]]:
     return cells
 
 
-def review_data(review) -> ReviewData:
-    """A Review row (with prefetched scores) as plain data."""
-    scores: dict[str, dict[str, float | None]] = {}
-    for score in review.scores.all():
-        scores.setdefault(str(score.output_id), {})[score.dimension] = score.value
-    if review.preference == Preference.OUTPUT and review.preferred_output_id:
-        choice = str(review.preferred_output_id)
-    elif review.preference in (Preference.TIE, Preference.BOTH_BAD):
-        choice = review.preference
-    else:
-        choice = NO_CHOICE
-    flags = {str(k): list(v) for k, v in (review.flags or {}).items()}
-    return ReviewData(scores=scores, preference=choice, flags=flags)
+def _item_reviews(item_pk: int) -> tuple[list[str], list[ReviewData]]:
+    """An item's output ids and its reviews as plain data, in two plain queries: this runs
+    inside the submit of every k-th review, where building ORM objects cost more than the
+    rest of the settle."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {ItemOutput._meta.db_table} WHERE item_id = %s ORDER BY id",
+            [item_pk],
+        )
+        outputs = [str(pk) for (pk,) in cursor.fetchall()]
+        cursor.execute(
+            f"SELECT r.id, r.preference, r.preferred_output_id, r.flags, s.output_id, "
+            f"s.dimension, s.value FROM {Review._meta.db_table} r "
+            f"LEFT JOIN {Score._meta.db_table} s ON s.review_id = r.id "
+            f"WHERE r.item_id = %s ORDER BY r.submitted_at, r.id",
+            [item_pk],
+        )
+        rows = cursor.fetchall()
+    reviews: dict[int, ReviewData] = {}
+    for pk, preference, preferred, flags, output_id, dimension, value in rows:
+        data = reviews.get(pk)
+        if data is None:
+            if preference == Preference.OUTPUT and preferred:
+                choice = str(preferred)
+            elif preference in (Preference.TIE, Preference.BOTH_BAD):
+                choice = preference
+            else:
+                choice = NO_CHOICE
+            flags = json.loads(flags) if isinstance(flags, str) else flags
+            data = reviews[pk] = ReviewData(
+                preference=choice, flags={str(k): list(v) for k, v in (flags or {}).items()}
+            )
+        if output_id is not None:
+            data.scores.setdefault(str(output_id), {})[dimension] = value
+    return outputs, list(reviews.values())
 
 
 def item_settle(item: ReviewItem) -> Outcome | None:
@@ -197,12 +220,11 @@ def item_settle(item: ReviewItem) -> Outcome | None:
         if item.state == ReviewItem.State.RESOLVED:
             return None
         campaign = item.campaign
-        reviews = list(item.reviews.prefetch_related("scores").order_by("submitted_at", "pk"))
-        outputs = [str(pk) for pk in item.outputs.order_by("pk").values_list("pk", flat=True)]
+        outputs, reviews = _item_reviews(item.pk)
         outcome = settle(
             rubric=campaign.rubric or [],
             outputs=outputs,
-            reviews=[review_data(r) for r in reviews],
+            reviews=reviews,
             flags_dispute=campaign.flags_dispute,
         )
         item.state = outcome.state
