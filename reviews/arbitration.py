@@ -31,7 +31,7 @@ from tasks.models import Campaign, Mode
 
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
-from .services import HEARTBEAT_CAP_LEASES, db_now
+from .services import lease_extended
 
 NOTE_MAX_CHARS = 5000
 NA_WORDS = {"na", "n/a"}
@@ -164,10 +164,10 @@ def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
         raise ArbitrationGone
     if arbitration.claimed_at is None or arbitration.lease_expires_at is None:
         return None  # never held through the queue (an imported resolution): no lease
-    lease = lease_length(arbitration.item.campaign)
-    new_expiry = max(
-        arbitration.lease_expires_at,
-        min(db_now() + lease, arbitration.claimed_at + HEARTBEAT_CAP_LEASES * lease),
+    new_expiry = lease_extended(
+        expires_at=arbitration.lease_expires_at,
+        claimed_at=arbitration.claimed_at,
+        lease=lease_length(arbitration.item.campaign),
     )
     # Fenced on the token and the live lease, on the database clock: a lease that lapsed a
     # moment ago, or a row re-claimed since the read, is not extended.

@@ -396,6 +396,13 @@ def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> 
     raise ClaimBusy(campaign.slug)
 
 
+def lease_extended(*, expires_at: datetime, claimed_at: datetime, lease: timedelta) -> datetime:
+    """A heartbeat's new lease end (review and arbitration pages alike): one more lease from
+    now on the database clock, never past HEARTBEAT_CAP_LEASES leases after the claim (a
+    forgotten tab cannot hold an item for ever), never shorter than it was."""
+    return max(expires_at, min(db_now() + lease, claimed_at + HEARTBEAT_CAP_LEASES * lease))
+
+
 def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime | None:
     """Extend a live lease (the page is open); None if the lease is already gone."""
     assignment = (
@@ -406,11 +413,10 @@ def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime 
     )
     if assignment is None:
         raise Assignment.DoesNotExist(token)
-    lease = timedelta(minutes=assignment.item.campaign.lease_minutes)
-    now = db_now()
-    new_expiry = max(
-        assignment.lease_expires_at,
-        min(now + lease, assignment.created_at + HEARTBEAT_CAP_LEASES * lease),
+    new_expiry = lease_extended(
+        expires_at=assignment.lease_expires_at,
+        claimed_at=assignment.created_at,
+        lease=timedelta(minutes=assignment.item.campaign.lease_minutes),
     )
     updated = Assignment.objects.filter(
         pk=assignment.pk, state=Assignment.State.ACTIVE, lease_expires_at__gt=Now()

@@ -654,21 +654,28 @@ def _in_thread(target, *args, **kwargs):
     return thread, results
 
 
+def limited_campaign(fake, *, slug: str, name: str, limit: int, tasks: int):
+    """One OpenAI-compatible contender with a concurrency limit (plus an imported one, so
+    review items exist); returns the campaign and the limited contender's rows."""
+    campaign = make_campaign(
+        fake,
+        tasks=tasks,
+        slug=slug,
+        contenders=[
+            {"name": name, "provider": "openai", "model": name, "max_concurrency": limit},
+            {"name": "imp", "provider": "imported"},
+        ],
+    )
+    return campaign, Generation.objects.filter(campaign=campaign, contender__name=name)
+
+
 @pytest.mark.postgres
 def test_a_busy_claim_waits_for_the_slot_a_thread_releases(transactional_db, monkeypatch):
     # Only the wake-up can end this wait in time: the fallback poll is far longer.
     monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
     with FakeLLM() as fake:
-        campaign = make_campaign(
-            fake,
-            tasks=3,
-            slug="wait",
-            contenders=[
-                {"name": "w", "provider": "openai", "model": "w", "max_concurrency": 2},
-                {"name": "imp", "provider": "imported"},
-            ],
-        )
-        rows = list(Generation.objects.filter(campaign=campaign, contender__name="w"))
+        campaign, limited = limited_campaign(fake, slug="wait", name="w", limit=2, tasks=3)
+        rows = list(limited)
         first, token, _ = gen_services._claim(rows[0].pk)
         assert gen_services._claim(rows[1].pk)[2] is None
         queued_at = rows[2].queued_at
@@ -695,16 +702,8 @@ def test_only_a_few_threads_per_process_wait_for_one_contender(transactional_db,
     monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
     monkeypatch.setattr(gen_services, "CLAIM_WAITERS", 2)
     with FakeLLM() as fake:
-        campaign = make_campaign(
-            fake,
-            tasks=4,
-            slug="waiters",
-            contenders=[
-                {"name": "one", "provider": "openai", "model": "one", "max_concurrency": 1},
-                {"name": "imp", "provider": "imported"},
-            ],
-        )
-        rows = list(Generation.objects.filter(campaign=campaign, contender__name="one"))
+        _, limited = limited_campaign(fake, slug="waiters", name="one", limit=1, tasks=4)
+        rows = list(limited)
         holder, token, _ = gen_services._claim(rows[0].pk)
         waiting = [_in_thread(gen_services._claim, row.pk, wait=20) for row in rows[1:3]]
         time.sleep(0.5)
@@ -734,17 +733,9 @@ def test_waiting_claims_never_exceed_the_contender_concurrency(transactional_db,
     # busy, and the endpoint never sees more than the limit.
     monkeypatch.setattr(gen_services, "CLAIM_WAITERS", 8)
     with FakeLLM() as fake:
-        campaign = make_campaign(
-            fake,
-            tasks=8,
-            slug="waitmany",
-            contenders=[
-                {"name": "m", "provider": "openai", "model": "m", "max_concurrency": 2},
-                {"name": "imp", "provider": "imported"},
-            ],
-        )
+        _, limited = limited_campaign(fake, slug="waitmany", name="m", limit=2, tasks=8)
         fake.set_delay("m", 0.2)
-        rows = Generation.objects.filter(campaign=campaign, contender__name="m")
+        rows = limited
         rows.update(queued_at=timezone.now())
         runs = [
             _in_thread(generation_run, generation_id=pk, claim_wait=20)
