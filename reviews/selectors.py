@@ -29,6 +29,7 @@ from .services import (
     campaign_identity_terms,
     campaign_wants,
     labels_for,
+    stale_leases_q,
 )
 
 
@@ -445,7 +446,7 @@ def assignment_overview(
         .values("reviewer_id", "reviewer__username")
         .annotate(
             active=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())),
-            stale=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())),
+            stale=Count("pk", filter=stale_leases_q()),
             submitted=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),
             skipped=Count("pk", filter=Q(state=Assignment.State.SKIPPED)),
             expired=Count("pk", filter=Q(state=Assignment.State.EXPIRED)),
@@ -484,12 +485,7 @@ def assignment_overview(
     for a in (
         Assignment.objects.filter(item__in=page_items)
         .select_related("reviewer")
-        .annotate(
-            is_stale=ExpressionWrapper(
-                Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now()),
-                output_field=BooleanField(),
-            )
-        )
+        .annotate(is_stale=ExpressionWrapper(stale_leases_q(), output_field=BooleanField()))
         .order_by("slot", "created_at")
     ):
         by_item.setdefault(a.item_id, []).append(
@@ -510,9 +506,7 @@ def assignment_overview(
         in_progress=Count("pk", filter=Q(live_count__gt=0, submitted_count__lt=F("overlap"))),
     )
     stale = list(
-        Assignment.objects.filter(
-            item__campaign=campaign, state=Assignment.State.ACTIVE, lease_expires_at__lte=Now()
-        )
+        Assignment.objects.filter(stale_leases_q(), item__campaign=campaign)
         .select_related("reviewer", "item__task")
         .order_by("lease_expires_at")[:200]
     )

@@ -158,7 +158,7 @@ def _decrement_live(item_counts: Counter) -> None:
 
 def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 500) -> int:
     """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
-    stale = Assignment.objects.filter(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
+    stale = Assignment.objects.filter(stale_leases_q())
     if campaign is not None:
         stale = stale.filter(item__campaign_id=campaign.pk)
     # Usually nothing is stale: one indexed read, no transaction, on every claim.
@@ -856,4 +856,5 @@ def campaign_identity_terms(campaign: Campaign) -> tuple[str, ...]:
 
 
 def stale_leases_q() -> Q:
+    """Active assignments whose lease ran out (database clock), not yet expired by a sweep."""
     return Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
