@@ -239,14 +239,14 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
     lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if connection.vendor == "postgresql" else ""
 
-    def first(where: str, params: list, order: str, order_params: tuple = ()):
+    def first(where: str, params: list, order: str, order_params: tuple = (), locked=True):
         # Lock the item row (PostgreSQL) and read the database clock in one round trip.
         rows = _fetch(
             f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
             f"WHERE i.campaign_id = %s AND i.ready AND i.state = %s AND i.live_count < i.overlap "
             f"AND {where} AND i.id NOT IN (SELECT a.item_id FROM {_A} a JOIN {_I} b "
             f"ON b.id = a.item_id WHERE a.reviewer_id = %s AND b.campaign_id = %s "
-            f"AND a.state IN ({blocking})) ORDER BY {order}, i.id LIMIT 1{lock}",
+            f"AND a.state IN ({blocking})) ORDER BY {order}, i.id LIMIT 1{lock if locked else ''}",
             [
                 *now_params,
                 campaign.pk,
@@ -276,16 +276,7 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
         # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
         # another claim on them). "Nothing left" must mean nothing left, so look again
         # without locking; if candidates exist, retry once they are released.
-        blocked = Assignment.objects.filter(
-            reviewer=reviewer, item__campaign_id=campaign.pk, state__in=BLOCKING
-        ).values("item_id")
-        candidates = ReviewItem.objects.filter(
-            campaign_id=campaign.pk,
-            ready=True,
-            state=ReviewItem.State.OPEN,
-            live_count__lt=F("overlap"),
-        ).exclude(pk__in=blocked)
-        return _RETRY if candidates.exists() else None
+        return _RETRY if first("1 = 1", [], "i.id", locked=False) else None
     item_pk, overlap, live_count, db_clock = found
     if not isinstance(db_clock, datetime):
         db_clock = timezone.now()  # SQLite: the clock parameter comes back as text
