@@ -114,6 +114,11 @@ def main() -> None:
     parser.add_argument("--slug", default="bench-review")
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--show-sql", action="store_true", help="print one round's queries")
+    parser.add_argument(
+        "--top", type=int, default=0, help="print each request's N most costly functions (own time)"
+    )
+    parser.add_argument("--sort", default="tottime", help="with --top: tottime or cumulative")
+    parser.add_argument("--only", help="with --top: only functions whose path matches this regex")
     args = parser.parse_args()
     setup(args.database_url)
     from django.db import connection
@@ -121,6 +126,7 @@ def main() -> None:
     reviewers = [Reviewer(), Reviewer()]  # k = 2: the second one completes the first one's item
     names = (*STEPS, "submit")
     wall, cpu, queries, db_cpu, calls = ({s: [] for s in names} for _ in range(5))
+    profiles: dict[str, pstats.Stats] = {}
     count, mode = [0], ["warm-up"]
 
     def counting(execute, sql, params, many, context):
@@ -133,11 +139,16 @@ def main() -> None:
         if mode[0] == "sql":
             print(f"{name}:")
         if mode[0] == "profile":
-            profile = cProfile.Profile()
+            profile = cProfile.Profile(time.thread_time)  # CPU, not waiting on the database
             profile.enable()
             status, out = reviewer.call(method, path, body, headers)
             profile.disable()
-            calls[name].append(pstats.Stats(profile).total_calls)
+            stats = pstats.Stats(profile)
+            calls[name].append(stats.total_calls)
+            if name in profiles:
+                profiles[name].add(profile)
+            else:
+                profiles[name] = stats
             return out
         db0, count[0] = backend_cpu(), 0
         c0, t0 = time.thread_time(), time.perf_counter()
@@ -230,6 +241,10 @@ def main() -> None:
     print(f"(Python calls from a separate cProfile pass of {profiled} rounds; SQL statements")
     print(" exclude BEGIN/COMMIT; PostgreSQL CPU is read in 10 ms ticks, averaged, and includes")
     print(" one pg_backend_pid() query per request)")
+    for name, stats in profiles.items():
+        if args.top:
+            print(f"\n## {name}: the {args.top} functions with the most {args.sort} time ({profiled} rounds)")
+            stats.sort_stats(args.sort).print_stats(args.only or "", args.top)
 
 
 if __name__ == "__main__":

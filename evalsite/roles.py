@@ -1,7 +1,7 @@
 """Roles are Django groups. Views ask here; templates only see the resulting nav flags."""
 
 from collections.abc import Callable
-from functools import wraps
+from functools import lru_cache, wraps
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
@@ -9,6 +9,8 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db import connection
+
+from . import rawrows
 
 ADMIN, LEAD, REVIEWER, ARBITER = "admin", "lead", "reviewer", "arbiter"
 ROLES = (ADMIN, LEAD, REVIEWER, ARBITER)
@@ -33,26 +35,36 @@ def user_with_roles(
 
     Every request loads its user and asks for their roles: one round trip instead of two,
     and no ORM query building on the hot path. `join`/`extra` add a table and columns (the
-    API token). Roles come as one row per group (LEFT JOINs), gathered here.
+    API token), set as attributes of the user. Roles come as one row per group (LEFT JOINs).
     """
     user_model = get_user_model()
-    qn = connection.ops.quote_name
-    membership = user_model.groups.through._meta.db_table
-    cols = ", ".join(f"u.{qn(f.column)}" for f in user_model._meta.concrete_fields)
-    sql = (
-        f"SELECT {cols}{extra}, g.name AS role_name FROM {qn(user_model._meta.db_table)} u "
-        f"{join} LEFT JOIN {qn(membership)} ug ON ug.user_id = u.id "
-        f"LEFT JOIN {qn(Group._meta.db_table)} g ON g.id = ug.group_id "
-        f"AND g.name IN ({', '.join(['%s'] * len(ROLES))}) WHERE u.is_active AND ({where})"
-    )
-    rows = list(user_model.objects.raw(sql, [*extra_params, *ROLES, *params]))
+    with connection.cursor() as cursor:
+        cursor.execute(_user_sql(join, extra, where), [*extra_params, *ROLES, *params])
+        rows = cursor.fetchall()
+        names = [col[0] for col in cursor.description]
     if not rows:
         return None
-    user = rows[0]
-    user._evalsite_roles = {row.role_name for row in rows if row.role_name}
+    width = len(rawrows.fields_of(user_model))
+    user = rawrows.instance(user_model, rows[0][:width])
+    for name, value in zip(names[width:-1], rows[0][width:-1], strict=True):
+        setattr(user, name, value)
+    user._evalsite_roles = {row[-1] for row in rows if row[-1]}
     if user.is_superuser:
         user._evalsite_roles.add(ADMIN)
     return user
+
+
+@lru_cache(maxsize=16)
+def _user_sql(join: str, extra: str, where: str) -> str:
+    user_model = get_user_model()
+    qn = connection.ops.quote_name
+    membership = user_model.groups.through._meta.db_table
+    return (
+        f"SELECT {rawrows.columns('u', user_model)}{extra}, g.name FROM "
+        f"{rawrows.table(user_model)} u {join} LEFT JOIN {qn(membership)} ug ON ug.user_id = u.id "
+        f"LEFT JOIN {qn(Group._meta.db_table)} g ON g.id = ug.group_id "
+        f"AND g.name IN ({', '.join(['%s'] * len(ROLES))}) WHERE u.is_active AND ({where})"
+    )
 
 
 class RolesModelBackend(ModelBackend):

@@ -7,7 +7,6 @@ from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import REVIEWER
-from tasks.models import Campaign
 
 from . import selectors, services
 from .models import Assignment
@@ -76,7 +75,7 @@ SUBMIT_STATUS = {
     },
 )
 def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = Campaign.objects.filter(slug=slug).first()
+    campaign = services.campaign_by_slug(slug)
     if campaign is None:
         raise ApiError("no such campaign open to you", status=404)
     try:

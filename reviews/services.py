@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -37,6 +38,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from evalsite import rawrows
 from tasks.models import Campaign, Generation, Mode
 
 from . import blinding
@@ -323,8 +325,9 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
         assignment = Assignment.objects.get(pk=previous[0])
     else:
         order = presented_order(item_pk=item_pk, output_ids=[pk for _, pk in outputs], slot=slot)
-        assignment = Assignment.objects.create(
-            item_id=item_pk, reviewer=reviewer, order=order, **fields
+        assignment = rawrows.insert(
+            Assignment(item_id=item_pk, reviewer=reviewer, order=order, **fields),
+            db_now=["created_at"],
         )
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {_I} SET live_count = live_count + 1 WHERE id = %s", [item_pk])
@@ -355,6 +358,17 @@ def _claim_context(*, campaign: Campaign, reviewer: AbstractBaseUser) -> tuple:
         ],
     )
     return bool(row[0]), bool(row[1]), row[2]
+
+
+def campaign_by_slug(slug: str) -> Campaign | None:
+    """The campaign `slug`, or None: the API reads it for every claimed item, so its SQL is
+    written once instead of being built by the ORM each time."""
+    rows = _fetch(
+        f"SELECT {rawrows.columns('c', Campaign)} FROM {rawrows.table(Campaign)} c "
+        f"WHERE c.slug = %s",
+        [slug],
+    )
+    return rawrows.instance(Campaign, rows[0]) if rows else None
 
 
 def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Claim | None:
@@ -594,6 +608,28 @@ def assignment_state_message(assignment: Assignment) -> str:
     }[assignment.state]
 
 
+@cache
+def _submit_assignment_sql() -> str:
+    return (
+        f"SELECT {rawrows.columns('a', Assignment)}, {rawrows.columns('i', ReviewItem)}, "
+        f"{rawrows.columns('c', Campaign)} FROM {_A} a JOIN {_I} i ON i.id = a.item_id "
+        f"JOIN {rawrows.table(Campaign)} c ON c.id = i.campaign_id "
+        f"WHERE a.token = %s AND a.reviewer_id = %s"
+    )
+
+
+def _submit_assignment(*, token: str, reviewer: AbstractBaseUser) -> Assignment:
+    """The reviewer's assignment `token` with its item and campaign, in one query written
+    once (every submit reads them; building the ORM's join cost more than running it)."""
+    rows = _fetch(_submit_assignment_sql(), [token, reviewer.pk])
+    if not rows:
+        raise Assignment.DoesNotExist(token)
+    assignment, item, campaign = rawrows.instances(rows[0], Assignment, ReviewItem, Campaign)
+    item.campaign = campaign
+    assignment.item = item
+    return assignment
+
+
 def assignment_submit(
     *, token: str, reviewer: AbstractBaseUser, key: str, data: dict
 ) -> SubmitResult:
@@ -605,9 +641,7 @@ def assignment_submit(
     Raises Assignment.DoesNotExist for a token that is not the reviewer's.
     """
     key = (key or "").strip()[:64]
-    assignment = Assignment.objects.select_related("item__campaign").get(
-        token=token, reviewer=reviewer
-    )
+    assignment = _submit_assignment(token=token, reviewer=reviewer)
     if assignment.state == Assignment.State.SUBMITTED:
         return _settled_result(assignment, key)
     if assignment.state in (Assignment.State.SKIPPED, Assignment.State.RELEASED):
@@ -714,22 +748,28 @@ def _submit_late(
 
 def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
     """Write the review and its scores; settle the item when this was its k-th review."""
-    review = Review.objects.create(
-        item_id=assignment.item_id,
-        assignment=assignment,
-        reviewer=reviewer,
-        preference=parsed["preference"],
-        preferred_output_id=parsed["preferred_output_id"],
-        flags=parsed["flags"],
-        comment=parsed["comment"],
-        seconds_spent=parsed["seconds_spent"],
-        submitted_at=Now(),  # the database clock, in the INSERT itself
-        presented_order=list(assignment.order),
+    review = rawrows.insert(
+        Review(
+            item_id=assignment.item_id,
+            assignment=assignment,
+            reviewer=reviewer,
+            preference=parsed["preference"],
+            preferred_output_id=parsed["preferred_output_id"],
+            flags=parsed["flags"],
+            comment=parsed["comment"],
+            seconds_spent=parsed["seconds_spent"],
+            presented_order=list(assignment.order),
+        ),
+        db_now=["submitted_at"],  # the database clock, in the INSERT itself
     )
-    Score.objects.bulk_create(
-        Score(review=review, output_id=output_id, dimension=dim, value=value)
-        for output_id, dims in parsed["scores"].items()
-        for dim, value in dims.items()
+    rawrows.insert_rows(
+        Score,
+        ("review_id", "output_id", "dimension", "value"),
+        [
+            (review.pk, output_id, dim, value)
+            for output_id, dims in parsed["scores"].items()
+            for dim, value in dims.items()
+        ],
     )
     # Count the review and read the item's fresh state in one statement (the item row stays
     # locked by this UPDATE until commit, so two last reviews cannot both miss the settle).

@@ -1,0 +1,86 @@
+"""evalsite.rawrows: hand-written SQL must give and store exactly what the ORM does."""
+
+from django.db.models import Model
+from django.test import TestCase
+
+from evalsite import rawrows
+from evalsite.roles import ADMIN, REVIEWER, user_with_roles
+from reviews import services
+from reviews.models import Assignment, Review, ReviewItem, Score
+from tasks.models import Campaign
+from tests.factories import UserFactory, campaign_ready
+
+
+def field_values(obj: Model) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+class RawRowsTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = campaign_ready(
+            items=1, redact=["Acme"], weights={"quality": 0.7, "cost": 0.3}, lease_minutes=7
+        )
+        cls.reviewer = UserFactory(username="raw-rev", roles=["reviewer"])
+
+    def test_a_campaign_read_by_slug_equals_the_orm_instance(self):
+        raw = services.campaign_by_slug(self.campaign.slug)
+        self.assertEqual(field_values(raw), field_values(Campaign.objects.get(pk=self.campaign.pk)))
+        self.assertEqual(raw.rubric[0]["key"], self.campaign.rubric[0]["key"])  # JSON, decoded
+        self.assertIsNone(services.campaign_by_slug("no-such-campaign"))
+
+    def test_instances_split_a_joined_row_into_each_models_instance(self):
+        claim = services.assignment_claim_next(campaign=self.campaign, reviewer=self.reviewer)
+        assignment = services._submit_assignment(
+            token=claim.assignment.token, reviewer=self.reviewer
+        )
+        orm = Assignment.objects.select_related("item__campaign").get(pk=claim.assignment.pk)
+        self.assertEqual(field_values(assignment), field_values(orm))
+        self.assertEqual(field_values(assignment.item), field_values(orm.item))
+        self.assertEqual(field_values(assignment.item.campaign), field_values(orm.item.campaign))
+        with self.assertRaises(Assignment.DoesNotExist):
+            services._submit_assignment(token=claim.assignment.token, reviewer=UserFactory())
+
+    def test_insert_stores_what_save_would_and_takes_the_clock_in_the_insert(self):
+        claim = services.assignment_claim_next(campaign=self.campaign, reviewer=self.reviewer)
+        stored = Assignment.objects.get(pk=claim.assignment.pk)
+        self.assertEqual(field_values(claim.assignment), field_values(stored))
+        self.assertEqual(stored.order, claim.assignment.order)
+        self.assertIsNotNone(stored.created_at)
+
+        item = ReviewItem.objects.get(pk=stored.item_id)
+        review = rawrows.insert(
+            Review(
+                item=item,
+                reviewer=self.reviewer,
+                flags={"1": ["unsafe"]},
+                presented_order=[3, 1],
+            ),
+            db_now=["submitted_at"],
+        )
+        saved = Review.objects.get(pk=review.pk)
+        self.assertEqual(field_values(review), field_values(saved))
+        self.assertEqual(saved.flags, {"1": ["unsafe"]})
+        self.assertIsNotNone(saved.submitted_at)
+
+        output = item.outputs.first()
+        rawrows.insert_rows(
+            Score,
+            ("review_id", "output_id", "dimension", "value"),
+            [(review.pk, output.pk, "accuracy", 4.0), (review.pk, output.pk, "clarity", None)],
+        )
+        self.assertEqual(
+            sorted(saved.scores.values_list("dimension", "value")),
+            [("accuracy", 4.0), ("clarity", None)],
+        )
+
+    def test_user_with_roles_reads_the_user_roles_and_extra_columns(self):
+        admin = UserFactory(username="raw-admin", roles=["reviewer"], is_superuser=True)
+        user = user_with_roles(where="u.id = %s", params=[admin.pk])
+        self.assertEqual(field_values(user), field_values(type(admin).objects.get(pk=admin.pk)))
+        self.assertEqual(user._evalsite_roles, {REVIEWER, ADMIN})
+        user = user_with_roles(
+            where="u.id = %s", params=[admin.pk], extra=", %s AS answer", extra_params=[42]
+        )
+        self.assertEqual(user.answer, 42)
+        self.assertIsNone(user_with_roles(where="u.id = %s", params=[-1]))
