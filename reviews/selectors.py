@@ -126,6 +126,11 @@ def _page_fields(model: type[Model]) -> list:
     return [f for f in model._meta.concrete_fields if wanted is None or f.attname in wanted]
 
 
+def _cols(alias: str, model: type[Model]) -> str:
+    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return ", ".join(f"{alias}.{qn(f.column)}" for f in _page_fields(model))
+
+
 @cache
 def _review_page_sql(vendor: str) -> str:
     qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
@@ -133,16 +138,12 @@ def _review_page_sql(vendor: str) -> str:
         qn(m._meta.db_table)
         for m in (Assignment, ReviewItem, Campaign, Task, ItemOutput, Generation, ReviewerRemoval)
     )
-
-    def cols(alias: str, model: type[Model]) -> str:
-        return ", ".join(f"{alias}.{qn(f.column)}" for f in _page_fields(model))
-
     # One row per output of the item (LEFT JOIN: an item without outputs still has its row).
     # The removal and the progress count do not refer to the outer row (the same reviewer
     # and slug as parameters), so the database computes each once, not once per output.
     return (
-        f"SELECT {cols('a', Assignment)}, {cols('c', Campaign)}, {cols('t', Task)}, o.id, "
-        f"{cols('g', Generation)}, "
+        f"SELECT {_cols('a', Assignment)}, {_cols('c', Campaign)}, {_cols('t', Task)}, o.id, "
+        f"{_cols('g', Generation)}, "
         f"EXISTS (SELECT 1 FROM {r} rr JOIN {c} rc ON rc.id = rr.campaign_id "
         f"WHERE rr.reviewer_id = %s AND rc.slug = %s), "
         f"(SELECT COUNT(*) FROM {a} da JOIN {i} di ON di.id = da.item_id "
@@ -152,6 +153,19 @@ def _review_page_sql(vendor: str) -> str:
         f"JOIN {t} t ON t.id = i.task_id "
         f"LEFT JOIN {o} o ON o.item_id = a.item_id LEFT JOIN {g} g ON g.id = o.generation_id "
         f"WHERE a.token = %s AND a.reviewer_id = %s AND c.slug = %s"
+    )
+
+
+@cache
+def _item_outputs_sql(vendor: str) -> str:
+    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    i, t, o, g = (qn(m._meta.db_table) for m in (ReviewItem, Task, ItemOutput, Generation))
+    # As review_page_data's query, for an item only: its task on every row, one per output.
+    return (
+        f"SELECT {_cols('t', Task)}, o.id, {_cols('g', Generation)} FROM {i} i "
+        f"JOIN {t} t ON t.id = i.task_id "
+        f"LEFT JOIN {o} o ON o.item_id = i.id LEFT JOIN {g} g ON g.id = o.generation_id "
+        f"WHERE i.id = %s"
     )
 
 
@@ -178,6 +192,26 @@ def _from_row(model: type[Model], values, db) -> Model:
     return model.from_db(db.alias, attnames, converted)
 
 
+def _generations(rows: list[tuple], start: int, db) -> dict[int, Generation]:
+    """{ItemOutput pk: Generation} from the rows' columns `start` (o.id) onwards."""
+    end = start + 1 + len(_page_fields(Generation))
+    return {
+        row[start]: _from_row(Generation, row[start + 1 : end], db)
+        for row in rows
+        if row[start] is not None
+    }
+
+
+def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
+    """An item's task and {ItemOutput pk: Generation (output, identity_leak)}, in one query."""
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        cursor.execute(_item_outputs_sql(db.vendor), [item_id])
+        rows = cursor.fetchall()
+    width = len(_page_fields(Task))
+    return _from_row(Task, rows[0][:width], db), _generations(rows, width, db)
+
+
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
     """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows.
 
@@ -200,12 +234,7 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
         width = len(_page_fields(model))
         parts[model] = _from_row(model, rows[0][start : start + width], db)
         start += width
-    end = start + 1 + len(_page_fields(Generation))
-    generations = {
-        row[start]: _from_row(Generation, row[start + 1 : end], db)
-        for row in rows
-        if row[start] is not None
-    }
+    generations = _generations(rows, start, db)
     removed, done = rows[0][-2:]
     campaign = parts[Campaign]
     return ReviewPage(
@@ -257,21 +286,8 @@ def review_screen(
     if campaign is None:
         campaign = Campaign.objects.get(items__pk=assignment.item_id)
     if task is None or generations is None:
-        # The item's outputs with its task joined: one query (the API claim's answer).
-        outputs = list(
-            ItemOutput.objects.filter(item_id=assignment.item_id)
-            .select_related("generation", "item__task")
-            .only(
-                "generation__output",
-                "generation__identity_leak",
-                "item__task__category",
-                "item__task__prompt",
-                "item__task__messages",
-                "item__task__reference",
-            )
-        )
-        task = task or outputs[0].item.task
-        generations = generations or {o.pk: o.generation for o in outputs}
+        # The API claim's answer: the item's task and outputs in one query.
+        task, generations = item_outputs(assignment.item_id)
     terms = campaign_identity_terms(campaign)
     labels = labels_for(len(assignment.order))
     candidates, leaking = [], []
