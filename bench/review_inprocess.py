@@ -29,14 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 STEPS = ("claim", "page", "submit (first review)", "submit (k-th: settles the item)", "healthz")
 
 
-def setup(database_url: str) -> None:
+def setup(database_url: str, redis_url: str) -> None:
     os.environ.update(
         DATABASE_URL=database_url,
         DEBUG="0",
         SECURE_COOKIES="0",
         LOG_LEVEL="WARNING",
         ALLOWED_HOSTS="127.0.0.1,localhost",
-        REDIS_URL="",
+        REDIS_URL=redis_url,
         DJANGO_SETTINGS_MODULE="evalsite.settings",
     )
     os.environ.setdefault("EVALSITE_DATA_DIR", "/tmp/evalsite-bench-inprocess")
@@ -111,6 +111,11 @@ def main() -> None:
             "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/evalsite_bench_review"
         ),
     )
+    parser.add_argument(
+        "--redis-url",
+        default="redis://127.0.0.1:6379/14",
+        help="the site's cache and session store, as in production ('' for none)",
+    )
     parser.add_argument("--slug", default="bench-review")
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--show-sql", action="store_true", help="print one round's queries")
@@ -120,7 +125,7 @@ def main() -> None:
     parser.add_argument("--sort", default="tottime", help="with --top: tottime or cumulative")
     parser.add_argument("--only", help="with --top: only functions whose path matches this regex")
     args = parser.parse_args()
-    setup(args.database_url)
+    setup(args.database_url, args.redis_url)
     from django.db import connection
 
     reviewers = [Reviewer(), Reviewer()]  # k = 2: the second one completes the first one's item
@@ -243,7 +248,9 @@ def main() -> None:
     print(" one pg_backend_pid() query per request)")
     for name, stats in profiles.items():
         if args.top:
-            print(f"\n## {name}: the {args.top} functions with the most {args.sort} time ({profiled} rounds)")
+            print(
+                f"\n## {name}: the {args.top} functions with the most {args.sort} time ({profiled} rounds)"
+            )
             stats.sort_stats(args.sort).print_stats(args.only or "", args.top)
 
 

@@ -10,12 +10,22 @@ reviewers as threads, each with its own HTTP connection, for a fixed time:
 
 It reports p50/p95 per step, completed reviews per second, and, in the same server setup, the
 throughput of the trivial `/healthz` view (one SELECT 1) under the same concurrency: the
-ceiling of this machine + gunicorn + Django. Afterwards it checks the double-assignment
-invariants on the database (no item over k, counters equal rows, no reviewer twice).
+ceiling of this machine + gunicorn + Django. Two runs:
+
+- saturation: every reviewer goes back to back, with no time to read; the most the site can
+  do, as a fraction of the ceiling. Latency here is mostly queueing: with R reviewers always
+  waiting, the mean wait is R / requests per second, whatever each request costs.
+- steady load (--paced-rate, default 32 reviews/s: one per reviewer per second): the same
+  reviewers, each starting one review every R / rate seconds; latency per step at that load.
+
+Afterwards it checks the double-assignment invariants on the database (no item over k,
+counters equal rows, no reviewer twice). The site runs as in production: sessions and cache
+in Redis (--redis-url), data in PostgreSQL.
 
     .venv/bin/python bench/review_load.py --database-url postgres://postgres@127.0.0.1:5432/evalsite_bench_review
 
 Options: --items 10000 --reviewers 32 --duration 60 --ceiling-duration 15 --workers 4 --threads 8
+         --paced-rate 32 --paced-duration 60 --redis-url redis://127.0.0.1:6379/14
 """
 
 import argparse
@@ -282,7 +292,12 @@ def send(client: httpx.Client, method: str, url: str, retried: list, **kwargs) -
         return client.request(method, url, **kwargs)
 
 
-def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dict:
+def run_reviews(
+    slug: str, users: list[tuple[str, str]], duration: float, rate: float | None = None
+) -> dict:
+    """Every reviewer loops claim -> page -> submit: back to back (rate None: the most the
+    site can do), or starting one review every len(users) / rate seconds (a steady offered
+    load of `rate` reviews/s, each reviewer at a random phase), to read latency at that load."""
     steps = {"claim": [], "load page": [], "submit": []}
     done, errors, statuses, retried = [0] * len(users), [], {}, [0]
     lock = threading.Lock()
@@ -300,7 +315,15 @@ def run_reviews(slug: str, users: list[tuple[str, str]], duration: float) -> dic
                 api = {"Authorization": f"Bearer {token}"}
                 start.wait()  # everyone is logged in (password hashing is slow on purpose)
                 go.wait()
+                period = len(users) / rate if rate else 0.0
+                next_start = time.monotonic() + rng.uniform(0, period)
                 while time.monotonic() < stop_at[0]:
+                    if period:
+                        # Never catch up in a burst: a late review starts now, the next on time.
+                        time.sleep(max(0.0, next_start - time.monotonic()))
+                        next_start = max(next_start + period, time.monotonic())
+                        if time.monotonic() >= stop_at[0]:
+                            break
                     t = time.perf_counter()
                     r = send(client, "POST", f"/api/v1/campaigns/{slug}/next", retried, headers=api)
                     mine["claim"].append(time.perf_counter() - t)
@@ -412,6 +435,19 @@ def main() -> None:
     parser.add_argument("--ceiling-duration", type=float, default=15)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--paced-rate",
+        type=float,
+        default=32,
+        help="then a second run at this steady offered load (reviews/s over all reviewers) "
+        "for latency at that load; 0 to skip",
+    )
+    parser.add_argument("--paced-duration", type=float, default=60)
+    parser.add_argument(
+        "--redis-url",
+        default="redis://127.0.0.1:6379/14",
+        help="the site's cache and session store, as in production ('' for none)",
+    )
     args = parser.parse_args()
 
     recreate_database(args.database_url)
@@ -423,7 +459,7 @@ def main() -> None:
         "EVALSITE_DATA_DIR": tempfile.mkdtemp(prefix="bench-review-"),
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "REDIS_URL": "",
+        "REDIS_URL": args.redis_url,
     }
     os.environ.update(env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -437,14 +473,20 @@ def main() -> None:
     try:
         ceiling_rps, ceiling_lat = run_ceiling(args.reviewers, args.ceiling_duration)
         result = run_reviews(slug, users, args.duration)
+        paced = (
+            run_reviews(slug, users, args.paced_duration, args.paced_rate)
+            if args.paced_rate
+            else None
+        )
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
 
     problems, full = invariants()
+    for run in filter(None, (result, paced)):
+        if not all(run["steps"].values()):
+            raise SystemExit(f"no requests completed: {run['errors'][:3]}")
     steps = result["steps"]
-    if not all(steps.values()):
-        raise SystemExit(f"no requests completed: {result['errors'][:3]}")
     requests = sum(len(v) for v in steps.values())
     rps = result["completed"] / result["elapsed"]
     req_rate = requests / result["elapsed"]
@@ -452,19 +494,13 @@ def main() -> None:
     print(
         f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread); "
         f"{args.reviewers} concurrent reviewers; {args.items} ready items, k=2; PostgreSQL "
-        f"{psycopg.connect(args.database_url).info.server_version}"
+        f"{psycopg.connect(args.database_url).info.server_version}; sessions "
+        f"{'in Redis + PostgreSQL' if args.redis_url else 'in PostgreSQL'}"
     )
     print()
-    print("| step | n | p50 ms | p95 ms |")
-    print("|---|---:|---:|---:|")
-    for name, values in steps.items():
-        print(
-            f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | {pct(values, 95) * 1000:.1f} |"
-        )
-    print(
-        f"| /healthz (ceiling run) | {len(ceiling_lat)} | {statistics.median(ceiling_lat) * 1000:.1f} | "
-        f"{pct(ceiling_lat, 95) * 1000:.1f} |"
-    )
+    print(f"## Saturation: every reviewer back to back, {args.duration:.0f} s")
+    print()
+    print_steps(steps, ceiling_lat)
     print()
     print(
         f"completed reviews: {result['completed']} in {result['elapsed']:.1f}s = {rps:.1f} reviews/s "
@@ -475,16 +511,50 @@ def main() -> None:
         f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
         f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}"
     )
+    if paced:
+        print()
+        print(
+            f"## Steady load: {args.paced_rate:g} reviews/s offered ({args.reviewers} reviewers, each "
+            f"starting a review every {args.reviewers / args.paced_rate:.2f} s), {args.paced_duration:.0f} s"
+        )
+        print()
+        print_steps(paced["steps"])
+        print()
+        print(
+            f"completed reviews: {paced['completed']} in {paced['elapsed']:.1f}s = "
+            f"{paced['completed'] / paced['elapsed']:.1f} reviews/s"
+        )
+    runs = [r for r in (result, paced) if r]
+    statuses = {}
+    for run in runs:
+        for code, n in run["statuses"].items():
+            statuses[code] = statuses.get(code, 0) + n
+    errors = [e for run in runs for e in run["errors"]]
+    print()
     print(
-        f"submit statuses: {dict(sorted(result['statuses'].items()))}; client errors: {len(result['errors'])}; "
-        f"requests resent after a dropped keep-alive connection: {result['retried']}"
+        f"submit statuses: {dict(sorted(statuses.items()))}; client errors: {len(errors)}; "
+        f"requests resent after a dropped keep-alive connection: {sum(r['retried'] for r in runs)}"
     )
-    for e in result["errors"][:5]:
+    for e in errors[:5]:
         print("   ", e)
     print(f"items fully reviewed (k=2): {full}")
     print(f"invariant violations: {len(problems)}" + (f" -> {problems}" if problems else ""))
-    if problems or result["errors"]:
+    if problems or errors:
         sys.exit(1)
+
+
+def print_steps(steps: dict, ceiling_lat: list[float] | None = None) -> None:
+    print("| step | n | p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    for name, values in steps.items():
+        print(
+            f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | {pct(values, 95) * 1000:.1f} |"
+        )
+    if ceiling_lat:
+        print(
+            f"| /healthz (ceiling run) | {len(ceiling_lat)} | {statistics.median(ceiling_lat) * 1000:.1f} | "
+            f"{pct(ceiling_lat, 95) * 1000:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -246,16 +246,17 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
         rows = _fetch(
             f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
             f"WHERE i.campaign_id = %s AND i.ready AND i.state = %s AND i.live_count < i.overlap "
-            f"AND {where} AND i.id NOT IN (SELECT a.item_id FROM {_A} a JOIN {_I} b "
-            f"ON b.id = a.item_id WHERE a.reviewer_id = %s AND b.campaign_id = %s "
-            f"AND a.state IN ({blocking})) ORDER BY {order}, i.id LIMIT 1{lock if locked else ''}",
+            # Per candidate, one probe of the (item, reviewer) unique index: the cost does not
+            # grow with the reviewer's history (a NOT IN over all their assignments did).
+            f"AND {where} AND NOT EXISTS (SELECT 1 FROM {_A} a WHERE a.item_id = i.id "
+            f"AND a.reviewer_id = %s AND a.state IN ({blocking})) "
+            f"ORDER BY {order}, i.id LIMIT 1{lock if locked else ''}",
             [
                 *now_params,
                 campaign.pk,
                 ReviewItem.State.OPEN,
                 *params,
                 reviewer.pk,
-                campaign.pk,
                 *BLOCKING,
                 *order_params,
             ],

@@ -1,9 +1,15 @@
 import json
+import subprocess
+import sys
 
+from django.conf import settings
 from django.core.management import call_command
-from django.test import TestCase
+from django.db import connection
+from django.test import Client, TestCase
+from django.test.utils import CaptureQueriesContext
 
 from tests.factories import PASSWORD, personas
+from tests.services import ROOT, need, redis_available
 
 
 class LoginTests(TestCase):
@@ -73,3 +79,43 @@ class AddUserCommandTests(TestCase):
         response = self.client.get("/api/v1/whoami", headers={"Authorization": "Bearer es_wrong"})
         assert response.status_code == 401
         assert json.loads(response.content)["error"].startswith("authentication required")
+
+
+class SessionStoreTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def test_with_redis_pages_read_the_session_from_the_cache_and_logout_ends_it_everywhere(self):
+
+        need(redis_available(), "needs Redis: set REDIS_URL=redis://127.0.0.1:6379/0")
+        assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"
+        self.client.post("/login/", {"username": "reviewer_a", "password": PASSWORD})
+        with CaptureQueriesContext(connection) as queries:
+            assert self.client.get("/review/").status_code == 200
+        assert not [q for q in queries.captured_queries if "django_session" in q["sql"]]
+        # Another process, same cookie: the session is shared, and a logout ends it there too.
+        other = Client()
+        other.cookies["sessionid"] = self.client.cookies["sessionid"].value
+        assert other.get("/review/").status_code == 200
+        self.client.post("/logout/")
+        response = other.get("/review/")
+        assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+def test_without_redis_sessions_live_in_the_database_alone():
+    # A per-process cache would keep a logged-out session alive in the other web processes.
+    out = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.SESSION_ENGINE)"],
+        cwd=ROOT,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "REDIS_URL": "",
+            "DEBUG": "1",
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "django.contrib.sessions.backends.db"
