@@ -225,6 +225,23 @@ ALLOWED_ATTRIBUTES = {"a": {"href"}, "ol": {"start"}, "th": {"style"}, "td": {"s
 _NH3_ATTRIBUTES = {k: v - {"style"} for k, v in ALLOWED_ATTRIBUTES.items() if v - {"style"}}
 
 
+# Built once: nh3.clean(html, **options) would build its sanitizer on every call.
+_sanitizer = nh3.Cleaner(
+    tags=ALLOWED_TAGS,
+    attributes=_NH3_ATTRIBUTES,
+    url_schemes={"http", "https", "mailto"},
+    link_rel="noopener noreferrer nofollow",
+    strip_comments=True,
+)
+
+# Plain text that Markdown renders as one paragraph of itself: lines that start with a letter
+# and end without a space, made of letters, digits, spaces and punctuation that means
+# nothing to Markdown here (no *_`~#>|[]<&\" and no indent, list marker, or blank line). It has
+# nothing to escape or sanitize either: the parser would only wrap it in <p>...</p>.
+_PLAIN_LINE = r"[^\W\d_](?: *(?:[^\W_]|[,.:;?!'()/%+=@$-]))*"
+_PLAIN_TEXT = re.compile(rf"{_PLAIN_LINE}(?:\n{_PLAIN_LINE})*")
+
+
 def render_markdown(text: str) -> SanitizedHTML:
     """Markdown -> sanitized HTML. Raw HTML in the source is shown as text, never executed."""
     return _render_markdown(text or "")
@@ -232,16 +249,9 @@ def render_markdown(text: str) -> SanitizedHTML:
 
 @_cached_for_small_texts
 def _render_markdown(text: str) -> SanitizedHTML:
-    return SanitizedHTML(
-        nh3.clean(
-            _md.render(text),
-            tags=ALLOWED_TAGS,
-            attributes=_NH3_ATTRIBUTES,
-            url_schemes={"http", "https", "mailto"},
-            link_rel="noopener noreferrer nofollow",
-            strip_comments=True,
-        )
-    )
+    if _PLAIN_TEXT.fullmatch(text):
+        return SanitizedHTML(f"<p>{text}</p>\n")
+    return SanitizedHTML(_sanitizer.clean(_md.render(text)))
 
 
 def render_output(text: str, terms: Iterable[str] = ()) -> tuple[str, SanitizedHTML, int]:

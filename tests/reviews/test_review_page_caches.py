@@ -51,6 +51,31 @@ class MaskingPatternTests(SimpleTestCase):
         assert len(blinding._compiled(terms).findall(text)) == len(reference.findall(text))
 
 
+# Lines of words, numbers and punctuation, some with Markdown meaning (lists, headings, breaks,
+# emphasis, escapes, markup): the plain-text shortcut must take only texts the parser would
+# render as one bare paragraph.
+MD_WORDS = st.sampled_from(
+    ["Hello", "é", "中文", "x1", "1.", "2)", "-", "+", "=", "#", ">", "*a*", "_b_", "`c`", "~~d~~"]
+    + ["(a)", "it's", "50%", "a/b", "e@x", "$5", "ok!", "why?", "end.", "<b>", "&amp;", '"q"', "\\"]
+)
+MD_LINES = st.lists(st.lists(MD_WORDS, min_size=1, max_size=6), min_size=1, max_size=4)
+
+
+class PlainTextMarkdownTests(SimpleTestCase):
+    @settings(max_examples=600, deadline=None)
+    @given(MD_LINES, st.sampled_from([" ", "  "]), st.sampled_from(["", " ", "  "]))
+    def test_the_plain_text_shortcut_renders_what_the_parser_renders(self, lines, gap, end):
+        text = "\n".join(gap.join(words) + end for words in lines)
+        sanitized = blinding._sanitizer.clean(blinding._md.render(text))
+        blinding._render_markdown.cache_clear()
+        assert blinding.render_markdown(text) == sanitized
+
+    def test_it_takes_the_shortcut_for_plain_lines_only(self):
+        assert blinding._PLAIN_TEXT.fullmatch("Ticket 7: draft a reply (short, friendly).\nThanks!")
+        for text in ["1. one", "Hi\n\nthere", "Hi  \nthere", "a_b", "x < y", " Hi", "Hi\n- a", ""]:
+            assert not blinding._PLAIN_TEXT.fullmatch(text), text
+
+
 class BlindingCacheTests(SimpleTestCase):
     def test_it_masks_the_same_text_by_each_campaigns_own_words(self):
         text = "Hi, zz-model-9 and Acme Brain here."
