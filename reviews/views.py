@@ -7,6 +7,7 @@ Assignments are looked up by (token, request.user): someone else's token is a 40
 from __future__ import annotations
 
 import secrets
+from functools import cache
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -25,6 +26,7 @@ from .models import Assignment
 
 REVIEW_TEMPLATE = "reviews/review.html"
 ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"
+SKIP_OPTIONS_TEMPLATE = f"{REVIEW_TEMPLATE}#skip_options"
 
 # Blank answer grids already rendered, by campaign and grid input. The grid (rubric x outputs
 # x points, preference, flags) is most of the page's template work and is the same for every
@@ -56,6 +58,12 @@ def _answers_html(
             _blank_answers.clear()
         _blank_answers[key] = html
     return html
+
+
+@cache
+def _skip_options() -> str:
+    """The skip form's reasons, the same on every page: rendered once."""
+    return render_to_string(SKIP_OPTIONS_TEMPLATE, {"skip_reasons": services.SKIP_REASONS})
 
 
 def _campaign_for_reviewer(request: HttpRequest, slug: str) -> Campaign:
@@ -115,6 +123,7 @@ def _render_review(
         context.update(
             screen=screen,
             answers=_answers_html(campaign=campaign, screen=screen, entered=entered, errors=errors),
+            skip_options=_skip_options(),
             live=assignment.state == Assignment.State.ACTIVE,
             # Replaced by a client-generated key when JavaScript runs; either way a repeated
             # POST of this form carries the same key and is saved once.

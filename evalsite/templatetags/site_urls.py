@@ -1,9 +1,11 @@
-"""The top bar's links, reversed once per process instead of on every page."""
+"""URLs that are the same on every page of a process, worked out once instead of per page:
+the top bar's links and the static assets' URLs."""
 
 from functools import lru_cache
 
 from django import template
 from django.conf import settings
+from django.templatetags.static import static
 from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 
 register = template.Library()
@@ -35,3 +37,16 @@ def _nav_urls(prefix: str, urlconf: str) -> dict[str, str]:
 def nav_urls() -> dict[str, str]:
     """{name: url} of the top bar's links; "" where a name does not resolve."""
     return _nav_urls(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
+
+
+@lru_cache(maxsize=64)
+def _static_url(path: str, static_url: str, debug: bool) -> str:
+    # STATIC_URL and DEBUG are part of the key only: the storage reads them itself.
+    return static(path)
+
+
+@register.simple_tag
+def static_url(path: str) -> str:
+    """`{% static path %}`, looked up once: the collected files do not change while the
+    process runs (the manifest storage reads its manifest once, too)."""
+    return _static_url(path, settings.STATIC_URL, settings.DEBUG)
