@@ -69,7 +69,9 @@ def instances(row: Sequence, *models: type[Model]) -> list[Model]:
 
 
 @cache
-def _insert_sql(model: type[Model], db_now: tuple[str, ...], vendor: str) -> tuple[str, list]:
+def _insert_sql(
+    model: type[Model], db_now: tuple[str, ...], vendor: str, on_conflict: str
+) -> tuple[str, list]:
     """The INSERT of every non-pk column, RETURNING the pk (and on PostgreSQL the columns
     that take the database clock), and the fields whose values are parameters."""
     qn = connection.ops.quote_name
@@ -79,28 +81,35 @@ def _insert_sql(model: type[Model], db_now: tuple[str, ...], vendor: str) -> tup
     returning = ", ".join(qn(f.column) for f in [model._meta.pk, *clock])
     sql = (
         f"INSERT INTO {table(model)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({values}) RETURNING {returning}"
+        f"VALUES ({values}) {on_conflict} RETURNING {returning}"
     )
     return sql, [f for f in fields if f not in clock], [f.attname for f in clock]
 
 
-def insert(obj: Model, *, db_now: Iterable[str] = ()) -> Model:
+def insert(
+    obj: Model, *, db_now: Iterable[str] = (), on_conflict: str = "", conflict_params=()
+) -> Model:
     """INSERT `obj` (a new, unsaved instance) and set its primary key, as `obj.save()` would.
 
     The fields named in `db_now` take the database clock in the INSERT itself (PostgreSQL's
-    statement time; SQLite has no shared clock: the web process's). No signals are sent and
-    no validation is run: use it only for models nothing listens to.
+    statement time; SQLite has no shared clock: the web process's). `on_conflict` is an
+    `ON CONFLICT ...` clause (PostgreSQL and SQLite) with `conflict_params`; when it leaves
+    no row (DO NOTHING, or DO UPDATE ... WHERE false) the pk stays None. No signals are sent
+    and no validation is run: use it only for models nothing listens to.
     """
     db_now = tuple(sorted(db_now))
-    sql, fields, clock = _insert_sql(type(obj), db_now, connection.vendor)
+    sql, fields, clock = _insert_sql(type(obj), db_now, connection.vendor, on_conflict)
     params = []
     for field in fields:
         value = timezone.now() if field.attname in db_now else field.pre_save(obj, add=True)
         setattr(obj, field.attname, value)
         params.append(field.get_db_prep_save(value, connection))
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        obj.pk, *clock_values = cursor.fetchone()
+        cursor.execute(sql, [*params, *conflict_params])
+        row = cursor.fetchone()
+    if row is None:
+        return obj
+    obj.pk, *clock_values = row
     for attname, value in zip(clock, clock_values, strict=True):
         setattr(obj, attname, value)
     obj._state.adding, obj._state.db = False, connection.alias

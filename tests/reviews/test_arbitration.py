@@ -82,6 +82,26 @@ class SettleTests(TestCase):
             )
         ) == [2.0, 5.0]
 
+    def test_settling_again_updates_an_open_arbitration_and_never_a_resolved_one(self):
+        item = disputed_item(self.campaign, self.users["reviewer_a"], self.users["reviewer_b"])
+        arbitration = Arbitration.objects.get(item=item)
+        # The reviews change (e.g. a re-import): the open arbitration takes the new reasons.
+        Score.objects.filter(review__item=item, dimension="accuracy", value=2.0).update(value=5.0)
+        item_settle(item)
+        item.refresh_from_db()
+        reopened = Arbitration.objects.get(item=item)
+        assert reopened.pk == arbitration.pk and reopened.token == arbitration.token
+        assert [r["part"] for r in reopened.reasons] == ["preference"]
+        assert reopened.reasons == item.dispute_reasons
+        # A resolved arbitration keeps what the arbiter saw, and the item is left alone.
+        Arbitration.objects.filter(pk=arbitration.pk).update(state="resolved")
+        Score.objects.filter(review__item=item, dimension="accuracy", value=5.0).update(value=1.0)
+        ReviewItem.objects.filter(pk=item.pk).update(state="disputed")
+        item.refresh_from_db()
+        item_settle(item)
+        assert Arbitration.objects.get(item=item).reasons == reopened.reasons
+        assert Arbitration.objects.filter(item=item).count() == 1
+
     def test_it_marks_an_agreed_item_without_an_arbitration(self):
         item = disputed_item(
             self.campaign,
