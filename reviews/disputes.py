@@ -174,16 +174,20 @@ def disputed_cells(reasons: list[dict]) -> set[tuple[str, str | None]]:
     return cells
 
 
-def _item_reviews(item_pk: int) -> tuple[list[str], list[ReviewData]]:
-    """An item's output ids and its reviews as plain data, in two plain queries: this runs
-    inside the submit of every k-th review, where building ORM objects cost more than the
-    rest of the settle."""
+def _item_reviews(
+    item_pk: int, output_ids: list[int] | None = None
+) -> tuple[list[str], list[ReviewData]]:
+    """An item's output ids (read unless given) and its reviews as plain data, in plain
+    queries: this runs inside the submit of every k-th review, where building ORM objects
+    cost more than the rest of the settle."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id FROM {ItemOutput._meta.db_table} WHERE item_id = %s ORDER BY id",
-            [item_pk],
-        )
-        outputs = [str(pk) for (pk,) in cursor.fetchall()]
+        if output_ids is None:
+            cursor.execute(
+                f"SELECT id FROM {ItemOutput._meta.db_table} WHERE item_id = %s ORDER BY id",
+                [item_pk],
+            )
+            output_ids = [pk for (pk,) in cursor.fetchall()]
+        outputs = [str(pk) for pk in sorted(output_ids)]
         cursor.execute(
             f"SELECT r.id, r.preference, r.preferred_output_id, r.flags, s.output_id, "
             f"s.dimension, s.value FROM {Review._meta.db_table} r "
@@ -211,18 +215,20 @@ def _item_reviews(item_pk: int) -> tuple[list[str], list[ReviewData]]:
     return outputs, list(reviews.values())
 
 
-def item_settle(item: ReviewItem) -> Outcome | None:
+def item_settle(item: ReviewItem, output_ids: list[int] | None = None) -> Outcome | None:
     """Store agreed/disputed, reasons and the final outcome; open an Arbitration when disputed.
 
     Idempotent: settling again rewrites the same values. An item already resolved by an
     arbiter is left alone (its final values are the arbiter's), and returns None.
+    `output_ids`: the item's ItemOutput ids when the caller has them (a submit: the
+    assignment's presented order holds every output of the item), else they are read.
     """
     # Inside a submit this joins its transaction (no savepoint round trips); alone, it is one.
     with transaction.atomic(savepoint=False):
         if item.state == ReviewItem.State.RESOLVED:
             return None
         campaign = item.campaign
-        outputs, reviews = _item_reviews(item.pk)
+        outputs, reviews = _item_reviews(item.pk, output_ids)
         outcome = settle(
             rubric=campaign.rubric or [],
             outputs=outputs,

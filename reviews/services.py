@@ -782,7 +782,7 @@ def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed:
     if submitted >= overlap and state == ReviewItem.State.OPEN:
         item = assignment.item  # loaded with its campaign by the caller
         item.submitted_count, item.state = submitted, state
-        item_settle(item)
+        item_settle(item, output_ids=assignment.order)
     return review
 
 
