@@ -364,12 +364,13 @@ def _claim_context(*, campaign: Campaign, reviewer: AbstractBaseUser) -> tuple:
 def campaign_by_slug(slug: str) -> Campaign | None:
     """The campaign `slug`, or None: the API reads it for every claimed item, so its SQL is
     written once instead of being built by the ORM each time."""
-    rows = _fetch(
-        f"SELECT {rawrows.columns('c', Campaign)} FROM {rawrows.table(Campaign)} c "
-        f"WHERE c.slug = %s",
-        [slug],
-    )
+    rows = _fetch(_campaign_by_slug_sql(), [slug])
     return rawrows.instance(Campaign, rows[0]) if rows else None
+
+
+@cache
+def _campaign_by_slug_sql() -> str:
+    return f"SELECT {rawrows.columns('c', Campaign)} FROM {rawrows.table(Campaign)} c WHERE c.slug = %s"
 
 
 def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Claim | None:
