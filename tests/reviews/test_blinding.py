@@ -42,6 +42,13 @@ class MarkdownTests(TestCase):
         assert "<table>" in html and "<td>1</td>" in html and "style=" not in html
         assert "<ul>\n<li>one</li>" in html
 
+    def test_it_shows_raw_html_in_prose_and_tables_as_text(self):
+        html = blinding.render_markdown(
+            "Wrap it in a <div>, then:\n\n| a | b |\n|---|---|\n| one<br>two | 2 |"
+        )
+        assert "Wrap it in a &lt;div&gt;, then:" in html
+        assert "<td>one&lt;br&gt;two</td>" in html and "<br>" not in html
+
 
 class MaskingTests(TestCase):
     def test_it_masks_builtin_model_and_vendor_names(self):
