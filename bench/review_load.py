@@ -269,14 +269,53 @@ def run_ceiling(concurrency: int, duration: float) -> tuple[float, list[float]]:
                 lat.extend(mine)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(concurrency)]
+    cpu_before = cpu_snapshot()
     t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return sum(counts) / (time.perf_counter() - t0), lat
+    rate = sum(counts) / (time.perf_counter() - t0)
+    CEILING_CPU.update(cpu_used(cpu_before, cpu_snapshot()), requests=sum(counts))
+    return rate, lat
 
 
+def cpu_snapshot() -> dict[str, float]:
+    """CPU seconds used so far, by who used them: the site (gunicorn), PostgreSQL, Redis, this
+    benchmark's HTTP clients, everything else; and the machine's idle time."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {"gunicorn (Django)": 0, "PostgreSQL": 0, "Redis": 0, "HTTP clients (this bench)": 0}
+    used["other"] = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm, fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)
+        except OSError:
+            continue
+        fields, comm = fields.split(), comm.split("(", 1)[1]
+        if int(entry) == os.getpid():
+            group = "HTTP clients (this bench)"
+        elif SERVER_SID[0] and int(fields[3]) == SERVER_SID[0]:
+            group = "gunicorn (Django)"
+        elif comm.startswith("postgres"):
+            group = "PostgreSQL"
+        elif comm.startswith("redis"):
+            group = "Redis"
+        else:
+            group = "other"
+        used[group] += int(fields[11]) + int(fields[12])
+    cpu = open("/proc/stat").readline().split()
+    used["idle"] = int(cpu[4]) + int(cpu[5])  # idle + iowait, all CPUs
+    return {k: v / ticks for k, v in used.items()}
+
+
+def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before[k] for k in before}
+
+
+CEILING_CPU: dict[str, float] = {}  # the ceiling run's CPU use, for comparison
+SERVER_SID = [0]  # gunicorn's session id (it runs in a session of its own)
 RETRY_LOCK = threading.Lock()
 
 
@@ -370,11 +409,13 @@ def run_reviews(
             t.join()
         raise SystemExit(f"reviewers could not start: {errors[:3]}") from None
     stop_at[0] = time.monotonic() + duration
+    cpu_before = cpu_snapshot()
     t0 = time.perf_counter()
     go.set()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
+    cpu = cpu_used(cpu_before, cpu_snapshot())
     return {
         "steps": steps,
         "completed": sum(done),
@@ -382,6 +423,7 @@ def run_reviews(
         "errors": errors,
         "statuses": statuses,
         "retried": retried[0],
+        "cpu": cpu,
     }
 
 
@@ -470,6 +512,7 @@ def main() -> None:
     slug, users = build(args.items, args.reviewers)
 
     server = start_server(env, args.workers, args.threads)
+    SERVER_SID[0] = server.pid
     try:
         ceiling_rps, ceiling_lat = run_ceiling(args.reviewers, args.ceiling_duration)
         result = run_reviews(slug, users, args.duration)
@@ -510,6 +553,26 @@ def main() -> None:
     print(
         f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
         f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}"
+    )
+    print()
+    print(
+        "CPU per completed review during this run (ms; the machine has "
+        f"{os.cpu_count() * 1000 / rps:.1f} ms of CPU per review at this rate):"
+    )
+    print(
+        "   "
+        + "; ".join(
+            f"{name} {seconds / result['completed'] * 1000:.1f}"
+            for name, seconds in result["cpu"].items()
+        )
+    )
+    per_request = {k: v for k, v in CEILING_CPU.items() if k != "requests"}
+    print(
+        "CPU per /healthz request in the ceiling run (ms): "
+        + "; ".join(
+            f"{name} {seconds / CEILING_CPU['requests'] * 1000:.2f}"
+            for name, seconds in per_request.items()
+        )
     )
     if paced:
         print()
