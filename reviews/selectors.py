@@ -9,7 +9,7 @@ towards a reviewer template or API response.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -18,6 +18,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Model, Q
 from django.db.models.functions import Now
 
+from evalsite import rawrows
 from tasks.models import Campaign, Generation, Task
 
 from . import blinding
@@ -103,32 +104,35 @@ class ReviewPage:
 # Only the columns the page uses; the others are deferred (loaded on access, never on the page).
 _PAGE_FIELDS = {
     Assignment: None,  # all
-    Campaign: {
-        "id",
-        "slug",
-        "name",
-        "status",
-        "mode",
-        "rubric",
-        "redact",
-        "show_reference",
-        "lease_minutes",
-    },
-    Task: {"id", "category", "prompt", "messages", "reference"},
-    Generation: {"id", "output", "identity_leak"},
+    Campaign: frozenset(
+        {
+            "id",
+            "slug",
+            "name",
+            "status",
+            "mode",
+            "rubric",
+            "redact",
+            "show_reference",
+            "lease_minutes",
+        }
+    ),
+    Task: frozenset({"id", "category", "prompt", "messages", "reference"}),
+    Generation: frozenset({"id", "output", "identity_leak"}),
 }
 
 
-@cache
-def _page_fields(model: type[Model]) -> list:
-    wanted = _PAGE_FIELDS[model]
-    # In concrete field order: Model.from_db expects its values in that order.
-    return [f for f in model._meta.concrete_fields if wanted is None or f.attname in wanted]
+def _page_fields(model: type[Model]) -> tuple:
+    return rawrows.fields_of(model, _PAGE_FIELDS[model])
 
 
 def _cols(alias: str, model: type[Model]) -> str:
-    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    return ", ".join(f"{alias}.{qn(f.column)}" for f in _page_fields(model))
+    return rawrows.columns(alias, model, _PAGE_FIELDS[model])
+
+
+def _from_row(model: type[Model], values) -> Model:
+    """A model instance (the page's fields) from raw column values, converted as the ORM does."""
+    return rawrows.instance(model, values, _PAGE_FIELDS[model])
 
 
 @cache
@@ -169,34 +173,11 @@ def _item_outputs_sql(vendor: str) -> str:
     )
 
 
-@lru_cache(maxsize=512)
-def _converters(model: type[Model], conn) -> tuple[list[str], list[tuple]]:
-    """The page's attnames of `model` and, per column, the ORM's converters on `conn`
-    (cached per connection object: Django keeps one per thread)."""
-    fields = _page_fields(model)
-    columns = []
-    for field in fields:
-        col = field.get_col(model._meta.db_table)
-        columns.append((col, (*conn.ops.get_db_converters(col), *col.get_db_converters(conn))))
-    return [f.attname for f in fields], columns
-
-
-def _from_row(model: type[Model], values, db) -> Model:
-    """A model instance from raw column values, converted as the ORM converts them."""
-    attnames, columns = _converters(model, db)
-    converted = []
-    for (col, converters), value in zip(columns, values, strict=True):
-        for convert in converters:
-            value = convert(value, col, db)
-        converted.append(value)
-    return model.from_db(db.alias, attnames, converted)
-
-
-def _generations(rows: list[tuple], start: int, db) -> dict[int, Generation]:
+def _generations(rows: list[tuple], start: int) -> dict[int, Generation]:
     """{ItemOutput pk: Generation} from the rows' columns `start` (o.id) onwards."""
     end = start + 1 + len(_page_fields(Generation))
     return {
-        row[start]: _from_row(Generation, row[start + 1 : end], db)
+        row[start]: _from_row(Generation, row[start + 1 : end])
         for row in rows
         if row[start] is not None
     }
@@ -209,7 +190,7 @@ def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
         cursor.execute(_item_outputs_sql(db.vendor), [item_id])
         rows = cursor.fetchall()
     width = len(_page_fields(Task))
-    return _from_row(Task, rows[0][:width], db), _generations(rows, width, db)
+    return _from_row(Task, rows[0][:width]), _generations(rows, width)
 
 
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
@@ -232,9 +213,9 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
     parts, start = {}, 0
     for model in (Assignment, Campaign, Task):
         width = len(_page_fields(model))
-        parts[model] = _from_row(model, rows[0][start : start + width], db)
+        parts[model] = _from_row(model, rows[0][start : start + width])
         start += width
-    generations = _generations(rows, start, db)
+    generations = _generations(rows, start)
     removed, done = rows[0][-2:]
     campaign = parts[Campaign]
     return ReviewPage(
