@@ -71,7 +71,7 @@ def instances(row: Sequence, *models: type[Model]) -> list[Model]:
 @cache
 def _insert_sql(
     model: type[Model], db_now: tuple[str, ...], vendor: str, on_conflict: str
-) -> tuple[str, list]:
+) -> tuple[str, list[Field], list[str]]:
     """The INSERT of every non-pk column, RETURNING the pk (and on PostgreSQL the columns
     that take the database clock), and the fields whose values are parameters."""
     qn = connection.ops.quote_name
@@ -93,9 +93,10 @@ def insert(
 
     The fields named in `db_now` take the database clock in the INSERT itself (PostgreSQL's
     statement time; SQLite has no shared clock: the web process's). `on_conflict` is an
-    `ON CONFLICT ...` clause (PostgreSQL and SQLite) with `conflict_params`; when it leaves
-    no row (DO NOTHING, or DO UPDATE ... WHERE false) the pk stays None. No signals are sent
-    and no validation is run: use it only for models nothing listens to.
+    `ON CONFLICT ...` clause (PostgreSQL and SQLite) with `conflict_params`: after a DO UPDATE
+    the pk is the existing row's (its other values are not read back), and when the clause
+    leaves no row (DO NOTHING, or DO UPDATE ... WHERE false) the pk stays None. No signals are
+    sent and no validation is run: use it only for models nothing listens to.
     """
     db_now = tuple(sorted(db_now))
     sql, fields, clock = _insert_sql(type(obj), db_now, connection.vendor, on_conflict)
