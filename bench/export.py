@@ -94,7 +94,7 @@ def build(items: int) -> Campaign:
         reviewers = [User.objects.get_or_create(username=f"bench_reviewer_{r}")[0] for r in (1, 2)]
         start = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
         Assignment.objects.bulk_create(
-            [Assignment(item_id=i, reviewer=reviewers[r], slot=r, overlap=2, state="submitted",
+            [Assignment(item_id=i, campaign=campaign, reviewer=reviewers[r], slot=r, overlap=2, state="submitted",
                         order=outputs[i] if (i + r) % 2 == 0 else outputs[i][::-1],
                         lease_expires_at=start, submitted_at=start)
              for i, _t, _s in item_rows for r in (0, 1)],

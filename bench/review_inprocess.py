@@ -259,12 +259,31 @@ def main() -> None:
     print(f"(Python calls from a separate cProfile pass of {profiled} rounds; SQL statements")
     print(" exclude BEGIN/COMMIT; PostgreSQL CPU is read in 10 ms ticks, averaged, and includes")
     print(" one pg_backend_pid() query per request)")
+    print_plans(connection)
     for name, stats in profiles.items():
         if args.top:
             print(
                 f"\n## {name}: the {args.top} functions with the most {args.sort} time ({profiled} rounds)"
             )
             stats.sort_stats(args.sort).print_stats(args.only or "", args.top)
+
+
+def print_plans(connection) -> None:
+    """How PostgreSQL planned this connection's prepared statements: a statement whose runs
+    were mostly custom plans was planned again on every run (plan_cache_mode=auto does that
+    whenever the statistics make a plan for the very values look cheaper)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans, regexp_replace(statement, '\\s+', ' ', 'g') "
+            "FROM pg_prepared_statements WHERE statement NOT LIKE '%%pg_backend_pid%%' "
+            "ORDER BY custom_plans DESC, generic_plans DESC"
+        )
+        rows = cursor.fetchall()
+    print()
+    print("| prepared statement (this connection) | generic plans | custom plans |")
+    print("|---|---:|---:|")
+    for generic, custom, statement in rows:
+        print(f"| `{statement[:90]}` | {generic} | {custom} |")
 
 
 if __name__ == "__main__":

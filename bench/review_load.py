@@ -324,8 +324,11 @@ def cpu_snapshot() -> dict[str, float]:
             group = "Redis"
         else:
             group = "other"
-        used[group] += int(fields[11]) + int(fields[12])
+        # Its own CPU, and that of its children that ended and were reaped: PostgreSQL's
+        # backends end when a connection reaches CONN_MAX_AGE, and their CPU would vanish.
+        used[group] += sum(int(value) for value in fields[11:15])
     cpu = open("/proc/stat").readline().split()
+    used["interrupts (kernel)"] = int(cpu[6]) + int(cpu[7])  # irq + softirq, all CPUs
     used["idle"] = int(cpu[4]) + int(cpu[5])  # idle + iowait, all CPUs
     return {k: v / ticks for k, v in used.items()}
 

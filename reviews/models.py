@@ -75,6 +75,9 @@ class Assignment(models.Model):
         RELEASED = "released"
 
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="assignments")
+    # The item's campaign, copied when the assignment is made (an item never changes
+    # campaign): a reviewer's rows in a campaign are one index range, not a join per row.
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     slot = models.PositiveIntegerField()
     overlap = models.PositiveIntegerField(help_text="k at claim time; CHECK slot < k")
@@ -100,7 +103,8 @@ class Assignment(models.Model):
             models.CheckConstraint(condition=Q(slot__gte=0) & Q(slot__lt=F("overlap")), name="assignment_slot_lt_k"),
         ]
         indexes = [
-            models.Index(fields=["reviewer", "state"]),
+            # A reviewer's progress and leases in a campaign: one range, whatever their history.
+            models.Index(fields=["reviewer", "campaign", "state"], name="assignment_reviewer_idx"),
             models.Index(fields=["state", "lease_expires_at"]),
         ]
 

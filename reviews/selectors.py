@@ -42,7 +42,7 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
     )
     rows = []
     for campaign in campaigns:
-        mine = Assignment.objects.filter(reviewer=reviewer, item__campaign=campaign)
+        mine = Assignment.objects.filter(reviewer=reviewer, campaign=campaign)
         done = mine.filter(state=Assignment.State.SUBMITTED).count()
         active = mine.filter(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now()).exists()
         available = available_for(campaign=campaign, reviewer=reviewer)
@@ -64,7 +64,7 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
 def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
     """Items this reviewer could still be given (an upper bound: others may take slots first)."""
     blocked = Assignment.objects.filter(
-        reviewer=reviewer, item__campaign=campaign, state__in=BLOCKING
+        reviewer=reviewer, campaign=campaign, state__in=BLOCKING
     ).values("item_id")
     return (
         ReviewItem.objects.filter(
@@ -81,7 +81,7 @@ def reviewer_progress(
     """The reviewer's own progress. `available` counts over every item of the campaign, so
     the review page (loaded once per item) leaves it out; home and start pages show it."""
     done = Assignment.objects.filter(
-        reviewer=reviewer, item__campaign=campaign, state=Assignment.State.SUBMITTED
+        reviewer=reviewer, campaign=campaign, state=Assignment.State.SUBMITTED
     ).count()
     progress = {"done": done}
     if with_available:
@@ -150,13 +150,14 @@ def _review_page_sql(vendor: str) -> str:
         f"{_cols('g', Generation)}, "
         f"EXISTS (SELECT 1 FROM {r} rr JOIN {c} rc ON rc.id = rr.campaign_id "
         f"WHERE rr.reviewer_id = %s AND rc.slug = %s), "
-        f"(SELECT COUNT(*) FROM {a} da JOIN {i} di ON di.id = da.item_id "
-        f"JOIN {c} dc ON dc.id = di.campaign_id "
-        f"WHERE da.reviewer_id = %s AND da.state = %s AND dc.slug = %s) "
+        f"(SELECT COUNT(*) FROM {a} da JOIN {c} dc ON dc.id = da.campaign_id "
+        f"WHERE da.reviewer_id = %s AND dc.slug = %s "
+        f"AND da.state = {rawrows.literal(Assignment.State.SUBMITTED)}) "
         f"FROM {a} a JOIN {i} i ON i.id = a.item_id JOIN {c} c ON c.id = i.campaign_id "
         f"JOIN {t} t ON t.id = i.task_id "
         f"LEFT JOIN {o} o ON o.item_id = a.item_id LEFT JOIN {g} g ON g.id = o.generation_id "
-        f"WHERE a.token = %s AND a.reviewer_id = %s AND c.slug = %s"
+        # The token alone picks the row (its unique index); whose it is is checked after.
+        f"WHERE a.token = %s AND c.slug = %s"
     )
 
 
@@ -204,8 +205,7 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
     with db.cursor() as cursor:
         cursor.execute(
             _review_page_sql(db.vendor),
-            [reviewer.pk, slug, reviewer.pk, Assignment.State.SUBMITTED, slug]
-            + [token, reviewer.pk, slug],
+            [reviewer.pk, slug, reviewer.pk, slug] + [token, slug],
         )
         rows = cursor.fetchall()
     if not rows:
@@ -215,6 +215,8 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
         width = len(_page_fields(model))
         parts[model] = _from_row(model, rows[0][start : start + width])
         start += width
+    if parts[Assignment].reviewer_id != reviewer.pk:
+        return None  # someone else's token: as if it did not exist
     generations = _generations(rows, start)
     removed, done = rows[0][-2:]
     campaign = parts[Campaign]
@@ -439,7 +441,7 @@ def assignment_overview(
         ReviewerRemoval.objects.filter(campaign=campaign).values_list("reviewer_id", flat=True)
     )
     per_reviewer = (
-        Assignment.objects.filter(item__campaign=campaign)
+        Assignment.objects.filter(campaign=campaign)
         .values("reviewer_id", "reviewer__username")
         .annotate(
             active=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())),
@@ -503,7 +505,7 @@ def assignment_overview(
         in_progress=Count("pk", filter=Q(live_count__gt=0, submitted_count__lt=F("overlap"))),
     )
     stale = list(
-        Assignment.objects.filter(stale_leases_q(), item__campaign=campaign)
+        Assignment.objects.filter(stale_leases_q(), campaign=campaign)
         .select_related("reviewer", "item__task")
         .order_by("lease_expires_at")[:200]
     )

@@ -162,7 +162,7 @@ def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 50
     """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
     stale = Assignment.objects.filter(stale_leases_q())
     if campaign is not None:
-        stale = stale.filter(item__campaign_id=campaign.pk)
+        stale = stale.filter(campaign=campaign)
     # Usually nothing is stale: one indexed read, no transaction, on every claim.
     if not stale.exists():
         return 0
@@ -237,29 +237,30 @@ _A, _I, _O, _R, _G = (
 @transaction.atomic
 def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
     now, now_params = _now_sql()
-    blocking = ", ".join(["%s"] * len(BLOCKING))
+    blocking = rawrows.literal(*BLOCKING)
     offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
-    lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if connection.vendor == "postgresql" else ""
+    postgresql = connection.vendor == "postgresql"
+    lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if postgresql else ""
+    # "Not yet this reviewer's" is a probe per candidate of the item's own rows (at most a
+    # few): OFFSET 0 keeps the planner from turning it into an anti-join, and `+ 0` from
+    # using an index on the reviewer. Either made the plan follow the reviewer's row
+    # estimate: for a reviewer newer than the statistics it read all their assignments once
+    # per candidate, and PostgreSQL planned it again on every claim.
+    probe_only = " OFFSET 0" if postgresql else ""
+    open_ = rawrows.literal(ReviewItem.State.OPEN)
 
     def first(where: str, params: list, order: str, order_params: tuple = (), locked=True):
         # Lock the item row (PostgreSQL) and read the database clock in one round trip.
         rows = _fetch(
             f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
-            f"WHERE i.campaign_id = %s AND i.ready AND i.state = %s AND i.live_count < i.overlap "
-            # Per candidate, one probe of the (item, reviewer) unique index: the cost does not
-            # grow with the reviewer's history (a NOT IN over all their assignments did).
+            f"WHERE i.campaign_id = %s AND i.ready AND i.state = {open_} "
+            f"AND i.live_count < i.overlap "
+            # Per candidate, one probe of the item's rows: the cost does not grow with the
+            # reviewer's history (a NOT IN over all their assignments did).
             f"AND {where} AND NOT EXISTS (SELECT 1 FROM {_A} a WHERE a.item_id = i.id "
-            f"AND a.reviewer_id = %s AND a.state IN ({blocking})) "
+            f"AND a.reviewer_id + 0 = %s AND a.state IN ({blocking}){probe_only}) "
             f"ORDER BY {order}, i.id LIMIT 1{lock if locked else ''}",
-            [
-                *now_params,
-                campaign.pk,
-                ReviewItem.State.OPEN,
-                *params,
-                reviewer.pk,
-                *BLOCKING,
-                *order_params,
-            ],
+            [*now_params, campaign.pk, *params, reviewer.pk, *order_params],
         )
         return rows[0] if rows else None
 
@@ -327,7 +328,9 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     else:
         order = presented_order(item_pk=item_pk, output_ids=[pk for _, pk in outputs], slot=slot)
         assignment = rawrows.insert(
-            Assignment(item_id=item_pk, reviewer=reviewer, order=order, **fields),
+            Assignment(
+                item_id=item_pk, campaign=campaign, reviewer=reviewer, order=order, **fields
+            ),
             db_now=["created_at"],
         )
     with connection.cursor() as cursor:
@@ -339,24 +342,14 @@ def _claim_context(*, campaign: Campaign, reviewer: AbstractBaseUser) -> tuple:
     """(reviewer removed?, any lapsed lease in the campaign?, the live lease the reviewer
     already holds or None), in one round trip: every claim asks all three."""
     now, now_params = _now_sql()
-    active = Assignment.State.ACTIVE
-    in_campaign = f"FROM {_A} a JOIN {_I} i ON i.id = a.item_id WHERE i.campaign_id = %s"
+    active = rawrows.literal(Assignment.State.ACTIVE)
+    in_campaign = f"FROM {_A} a WHERE a.campaign_id = %s"
     (row,) = _fetch(
         f"SELECT EXISTS (SELECT 1 FROM {_R} WHERE campaign_id = %s AND reviewer_id = %s), "
-        f"EXISTS (SELECT 1 {in_campaign} AND a.state = %s AND a.lease_expires_at <= {now}), "
-        f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = %s "
+        f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}), "
+        f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = {active} "
         f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1)",
-        [
-            campaign.pk,
-            reviewer.pk,
-            campaign.pk,
-            active,
-            *now_params,
-            campaign.pk,
-            reviewer.pk,
-            active,
-            *now_params,
-        ],
+        [campaign.pk, reviewer.pk, campaign.pk, *now_params, campaign.pk, reviewer.pk, *now_params],
     )
     return bool(row[0]), bool(row[1]), row[2]
 
@@ -616,17 +609,20 @@ def _submit_assignment_sql() -> str:
         f"SELECT {rawrows.columns('a', Assignment)}, {rawrows.columns('i', ReviewItem)}, "
         f"{rawrows.columns('c', Campaign)} FROM {_A} a JOIN {_I} i ON i.id = a.item_id "
         f"JOIN {rawrows.table(Campaign)} c ON c.id = i.campaign_id "
-        f"WHERE a.token = %s AND a.reviewer_id = %s"
+        # The token alone picks the row (its unique index); whose it is is checked after.
+        f"WHERE a.token = %s"
     )
 
 
 def _submit_assignment(*, token: str, reviewer: AbstractBaseUser) -> Assignment:
     """The reviewer's assignment `token` with its item and campaign, in one query written
     once (every submit reads them; building the ORM's join cost more than running it)."""
-    rows = _fetch(_submit_assignment_sql(), [token, reviewer.pk])
+    rows = _fetch(_submit_assignment_sql(), [token])
     if not rows:
         raise Assignment.DoesNotExist(token)
     assignment, item, campaign = rawrows.instances(rows[0], Assignment, ReviewItem, Campaign)
+    if assignment.reviewer_id != reviewer.pk:
+        raise Assignment.DoesNotExist(token)  # someone else's: as if it did not exist
     item.campaign = campaign
     assignment.item = item
     return assignment
@@ -804,7 +800,7 @@ def assignment_skip(*, token: str, reviewer: AbstractBaseUser, reason: str) -> b
 
 def assignment_release(*, campaign: Campaign, token: str) -> bool:
     """Admin/lead: take an active lease away; the slot returns to the pool at once."""
-    assignment = Assignment.objects.only("pk", "item_id").get(token=token, item__campaign=campaign)
+    assignment = Assignment.objects.only("pk", "item_id").get(token=token, campaign=campaign)
     with transaction.atomic():
         done = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
             state=Assignment.State.RELEASED
@@ -828,7 +824,7 @@ def reviewer_remove_from_campaign(
         )
         rows = list(
             Assignment.objects.select_for_update(of=("self",), no_key=True)
-            .filter(item__campaign_id=campaign.pk, reviewer=reviewer, state=Assignment.State.ACTIVE)
+            .filter(campaign=campaign, reviewer=reviewer, state=Assignment.State.ACTIVE)
             .order_by("pk")
             .values_list("pk", "item_id")
         )

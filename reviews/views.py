@@ -194,7 +194,7 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = _campaign_for_reviewer(request, slug)
     current = (
         Assignment.objects.filter(
-            reviewer=request.user, item__campaign=campaign, state=Assignment.State.ACTIVE
+            reviewer=request.user, campaign=campaign, state=Assignment.State.ACTIVE
         )
         .order_by("created_at", "pk")
         .first()

@@ -56,4 +56,10 @@ def invariant_violations(campaign) -> list[str]:
         )
         if len(slots) != len(set(slots)) or any(s >= item.overlap for s in slots):
             problems.append(f"item {item.pk}: bad live slots {slots}")
+    # Each assignment carries its item's campaign (progress counts read it, not the item).
+    misfiled = Assignment.objects.filter(item__campaign=campaign).exclude(campaign=campaign)
+    problems += [
+        f"assignment {pk}: not filed under its item's campaign"
+        for pk in misfiled.values_list("pk", flat=True)
+    ]
     return problems

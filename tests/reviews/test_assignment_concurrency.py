@@ -120,12 +120,22 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         lease = timezone.now() + timedelta(minutes=5)
         for slot, user in enumerate(users[:2]):
             Assignment.objects.create(
-                item=item, reviewer=user, slot=slot, overlap=2, lease_expires_at=lease
+                item=item,
+                campaign=campaign,
+                reviewer=user,
+                slot=slot,
+                overlap=2,
+                lease_expires_at=lease,
             )
         for slot, user in ((0, users[2]), (2, users[2]), (1, users[0])):
             with pytest.raises(IntegrityError), transaction.atomic():
                 Assignment.objects.create(
-                    item=item, reviewer=user, slot=slot, overlap=2, lease_expires_at=lease
+                    item=item,
+                    campaign=campaign,
+                    reviewer=user,
+                    slot=slot,
+                    overlap=2,
+                    lease_expires_at=lease,
                 )
         with pytest.raises(IntegrityError), transaction.atomic():
             ReviewItem.objects.filter(pk=item.pk).update(live_count=3)
