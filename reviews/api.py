@@ -92,7 +92,31 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
         resumed=claim.resumed,
         submit_url=reverse("api_assignment_submit", args=[claim.assignment.token]),
     )
+    payload["heartbeat_url"] = reverse("api_assignment_heartbeat", args=[claim.assignment.token])
     return JsonResponse(payload)
+
+
+@api_endpoint(
+    REVIEWER,
+    methods=("POST",),
+    summary="Keep your lease on an assignment while you work on it.\n\n"
+    "Extends the lease by the campaign's lease length from now, up to a cap counted from the "
+    "claim (so an abandoned client cannot hold an item for ever). Send it every few minutes "
+    "while a review is in progress, as the review page does.",
+    responses={
+        "200": '{"ok": true, "lease_expires_at": ...}',
+        "404": "no such assignment of yours",
+        "409": "the lease already ran out (submitting may still work if nobody took the slot)",
+    },
+)
+def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
+    try:
+        expires = services.assignment_heartbeat(token=token, reviewer=request.user)
+    except Assignment.DoesNotExist:
+        raise ApiError("no such assignment of yours", status=404) from None
+    if expires is None:
+        raise ApiError(services.LEASE_LAPSED, status=409)
+    return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 
 @api_endpoint(

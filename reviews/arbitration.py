@@ -146,6 +146,11 @@ def _locked_for(token: str, arbiter) -> Arbitration:
     return arbitration
 
 
+LEASE_LAPSED = (
+    "Your time on this dispute ran out. Resolving may still work if no other arbiter took it."
+)
+
+
 def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
     """Extend a live lease (the page is open); None if the lease is already gone.
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ARBITER
 from tasks.models import Campaign
 
 from .arbitration import (
+    LEASE_LAPSED,
     ArbitrationGone,
     ResolveInvalid,
     arbitration_claim_next,
+    arbitration_heartbeat,
     arbitration_resolve,
 )
 from .arbitration_selectors import arbitration_final_json, arbitration_workspace, workspace_json
@@ -51,7 +54,31 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
     if arbitration is None:
         return HttpResponse(status=204)
-    return JsonResponse(workspace_json(arbitration_workspace(arbitration=arbitration)))
+    payload = workspace_json(arbitration_workspace(arbitration=arbitration))
+    payload["resolve_url"] = reverse("api_arbitration_resolve", args=[payload["token"]])
+    payload["heartbeat_url"] = reverse("api_arbitration_heartbeat", args=[payload["token"]])
+    return JsonResponse(payload)
+
+
+@api_endpoint(
+    ARBITER,
+    methods=("POST",),
+    summary="Keep your lease on a claimed arbitration while you work on it: the lease is "
+    "extended by the campaign's lease length from now, up to a cap counted from the claim.",
+    responses={
+        "200": '{"ok": true, "lease_expires_at": ...}',
+        "404": "unknown token, or reassigned after the lease",
+        "409": "the lease already ran out (resolving may still work if no other arbiter took it)",
+    },
+)
+def arbitration_heartbeat_api(request: HttpRequest, token: str) -> JsonResponse:
+    try:
+        expires = arbitration_heartbeat(token=token, arbiter=request.user)
+    except ArbitrationGone:
+        raise ApiError(ArbitrationGone.message, status=404) from None
+    if expires is None:
+        raise ApiError(LEASE_LAPSED, status=409)
+    return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 
 @api_endpoint(

@@ -15,6 +15,7 @@ from tasks.models import Campaign
 
 from .arbitration import (
     FLAGS,
+    LEASE_LAPSED,
     ArbitrationGone,
     ResolveInvalid,
     arbitration_claim_next,
@@ -34,9 +35,6 @@ from .arbitration_selectors import (
 from .models import Arbitration
 
 PAGE = "reviews/arbitration.html"
-LEASE_LAPSED = (
-    "Your time on this dispute ran out. Resolving may still work if no other arbiter took it."
-)
 
 
 def _mine(token: str, user) -> Arbitration:

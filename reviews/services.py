@@ -403,6 +403,9 @@ def lease_extended(*, expires_at: datetime, claimed_at: datetime, lease: timedel
     return max(expires_at, min(db_now() + lease, claimed_at + HEARTBEAT_CAP_LEASES * lease))
 
 
+LEASE_LAPSED = "Your time on this item ran out. Submitting may still work if nobody else took it."
+
+
 def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime | None:
     """Extend a live lease (the page is open); None if the lease is already gone."""
     assignment = (

@@ -50,6 +50,11 @@ api_urlpatterns += [
     path(
         "assignments/<str:token>/submit", review_api.assignment_submit, name="api_assignment_submit"
     ),
+    path(
+        "assignments/<str:token>/heartbeat",
+        review_api.assignment_heartbeat,
+        name="api_assignment_heartbeat",
+    ),
 ]
 
 # Disagreement and arbitration (issue 5).
@@ -91,6 +96,11 @@ api_urlpatterns += [
         "arbitrations/<str:token>/resolve",
         arbitration_api.arbitration_resolve_api,
         name="api_arbitration_resolve",
+    ),
+    path(
+        "arbitrations/<str:token>/heartbeat",
+        arbitration_api.arbitration_heartbeat_api,
+        name="api_arbitration_heartbeat",
     ),
 ]
 

@@ -324,13 +324,7 @@ def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonRespons
     _assignment(request, slug, token)
     expires = services.assignment_heartbeat(token=token, reviewer=request.user)
     if expires is None:
-        return JsonResponse(
-            {
-                "ok": False,
-                "message": "Your time on this item ran out. Submitting may still work if nobody else took it.",
-            },
-            status=409,
-        )
+        return JsonResponse({"ok": False, "message": services.LEASE_LAPSED}, status=409)
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 

@@ -2,10 +2,12 @@
 
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.test import TestCase
+from django.utils import timezone
 
 from evalsite.models import ApiToken
 from reviews.arbitration import labels_for
@@ -269,6 +271,33 @@ class ArbitrationApiTests(TestCase):
         assert again.status_code == 200 and again.json()["already_resolved"] is True
         assert again.json()["final"]["preference"] == label
         assert self.post("/api/v1/arbitrations/not-a-token/resolve", body).status_code == 404
+
+    def test_a_heartbeat_keeps_the_lease_and_says_when_it_is_gone(self):
+        data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
+        assert data["resolve_url"] == f"/api/v1/arbitrations/{data['token']}/resolve"
+        assert data["heartbeat_url"] == f"/api/v1/arbitrations/{data['token']}/heartbeat"
+        Arbitration.objects.filter(token=data["token"]).update(
+            lease_expires_at=timezone.now() + timedelta(minutes=1)
+        )
+        beat = self.post(data["heartbeat_url"])
+        assert beat.status_code == 200 and beat.json()["ok"] is True
+        stored = Arbitration.objects.get(token=data["token"])
+        assert timezone.now() + timedelta(minutes=19) < stored.lease_expires_at
+        assert beat.json()["lease_expires_at"] == stored.lease_expires_at.isoformat()
+        # Another arbiter's bearer token, or an unknown one, finds nothing.
+        other = UserFactory(username="arbiter_hb", roles=["arbiter"])
+        foreign = self.client.post(
+            data["heartbeat_url"],
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {api_token(other)}",
+        )
+        assert foreign.status_code == 404
+        assert self.post("/api/v1/arbitrations/not-a-token/heartbeat").status_code == 404
+        Arbitration.objects.filter(token=data["token"]).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        lapsed = self.post(data["heartbeat_url"])
+        assert lapsed.status_code == 409 and "ran out" in lapsed.json()["error"]
 
     def test_it_rejects_a_stale_token(self):
         data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()

@@ -334,6 +334,7 @@ class ReviewApiTests(TestCase):
             "preference_choices",
             "flags",
             "submit_url",
+            "heartbeat_url",
         }
         assert [c["label"] for c in body["candidates"]] == ["A", "B"]
         assert set(body["candidates"][0]) == {"label", "text"}
@@ -366,6 +367,30 @@ class ReviewApiTests(TestCase):
         assert conflict.status_code == 409 and conflict.json()["status"] == "already_submitted"
         assert self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").status_code == 204
         assert Review.objects.count() == 1
+
+    def test_a_heartbeat_keeps_the_lease_and_says_when_it_is_gone(self):
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        assert body["heartbeat_url"] == f"/api/v1/assignments/{body['token']}/heartbeat"
+        Assignment.objects.filter(token=body["token"]).update(
+            lease_expires_at=timezone.now() + timedelta(minutes=1)
+        )
+        beat = self.post(body["heartbeat_url"])
+        assert beat.status_code == 200 and beat.json()["ok"] is True
+        stored = Assignment.objects.get(token=body["token"])
+        # One more lease length (the campaign's 20 minutes) from now, on the database clock.
+        assert timezone.now() + timedelta(minutes=19) < stored.lease_expires_at
+        assert beat.json()["lease_expires_at"] == stored.lease_expires_at.isoformat()
+        assert stored.heartbeat_at is not None
+        # Someone else's token is not found; a lapsed lease is not revived by a heartbeat.
+        other = ApiToken.issue(self.users["reviewer_b"])
+        assert self.post(body["heartbeat_url"], token=other).status_code == 404
+        assert self.post("/api/v1/assignments/not-a-token/heartbeat").status_code == 404
+        Assignment.objects.filter(token=body["token"]).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        lapsed = self.post(body["heartbeat_url"])
+        assert lapsed.status_code == 409 and "ran out" in lapsed.json()["error"]
+        assert Assignment.objects.get(token=body["token"]).lease_expires_at < timezone.now()
 
     def test_it_says_reassigned_on_a_late_submit(self):
         body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
@@ -412,6 +437,8 @@ class ReviewApiTests(TestCase):
         assert set(nxt["responses"]) >= {"200", "204"}
         submit = paths["/api/v1/assignments/{token}/submit"]["post"]
         assert "requestBody" in submit and set(submit["responses"]) >= {"201", "200", "400", "409"}
+        beat = paths["/api/v1/assignments/{token}/heartbeat"]["post"]
+        assert set(beat["responses"]) >= {"200", "404", "409"}
 
 
 class MultiTurnTests(TestCase):
