@@ -51,6 +51,7 @@ def browser_page(live_server, settings, monkeypatch):
         chromium_path() is not None,
         "needs Chromium at /usr/bin/chromium (apt-get install chromium)",
     )
+    from django.db import connections
     from playwright.sync_api import sync_playwright
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -84,6 +85,10 @@ def browser_page(live_server, settings, monkeypatch):
             ),
         )
         yield page
+        # The test's own ORM calls, made while Playwright's event loop runs, went through a
+        # connection of that context, not the main one: close it, or it outlives the test
+        # and PostgreSQL refuses to drop the test database at the end of the run.
+        connections.close_all()
         context.close()
         browser.close()
 
