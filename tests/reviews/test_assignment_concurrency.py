@@ -118,7 +118,8 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         item = ReviewItem.objects.get(campaign=campaign)
         users = [UserFactory(username=f"pg-c-{i}", roles=["reviewer"]) for i in range(3)]
         lease = timezone.now() + timedelta(minutes=5)
-        for slot, user in enumerate(users[:2]):
+
+        def insert(user, slot):
             Assignment.objects.create(
                 item=item,
                 campaign=campaign,
@@ -127,16 +128,12 @@ class ConcurrentAssignmentTests(TransactionTestCase):
                 overlap=2,
                 lease_expires_at=lease,
             )
+
+        for slot, user in enumerate(users[:2]):
+            insert(user, slot)
         for slot, user in ((0, users[2]), (2, users[2]), (1, users[0])):
             with pytest.raises(IntegrityError), transaction.atomic():
-                Assignment.objects.create(
-                    item=item,
-                    campaign=campaign,
-                    reviewer=user,
-                    slot=slot,
-                    overlap=2,
-                    lease_expires_at=lease,
-                )
+                insert(user, slot)
         with pytest.raises(IntegrityError), transaction.atomic():
             ReviewItem.objects.filter(pk=item.pk).update(live_count=3)
 
