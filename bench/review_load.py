@@ -10,7 +10,8 @@ reviewers as threads, each with its own HTTP connection, for a fixed time:
 
 It reports p50/p95 per step, completed reviews per second, and, in the same server setup, the
 throughput of the trivial `/healthz` view (one SELECT 1) under the same concurrency: the
-ceiling of this machine + gunicorn + Django. Two runs:
+ceiling of this machine + gunicorn + Django, measured before and after the saturation run
+(the mean of the two is the ceiling). Two runs of reviewers:
 
 - saturation: every reviewer goes back to back, with no time to read; the most the site can
   do, as a fraction of the ceiling. Latency here is mostly queueing: with R reviewers always
@@ -276,7 +277,10 @@ def run_ceiling(concurrency: int, duration: float) -> tuple[float, list[float]]:
     for t in threads:
         t.join()
     rate = sum(counts) / (time.perf_counter() - t0)
-    CEILING_CPU.update(cpu_used(cpu_before, cpu_snapshot()), requests=sum(counts))
+    # Summed over the ceiling runs (one before and one after the saturation run).
+    for name, seconds in cpu_used(cpu_before, cpu_snapshot()).items():
+        CEILING_CPU[name] = CEILING_CPU.get(name, 0) + seconds
+    CEILING_CPU["requests"] = CEILING_CPU.get("requests", 0) + sum(counts)
     return rate, lat
 
 
@@ -361,6 +365,7 @@ def run_reviews(
     site can do), or starting one review every len(users) / rate seconds (a steady offered
     load of `rate` reviews/s, each reviewer at a random phase), to read latency at that load."""
     steps = {"claim": [], "load page": [], "submit": []}
+    timeline: list[tuple[float, float]] = []  # (when a step ended, its latency), all steps
     done, errors, statuses, retried = [0] * len(users), [], {}, [0]
     lock = threading.Lock()
     start = threading.Barrier(len(users) + 1)
@@ -370,7 +375,13 @@ def run_reviews(
     def work(i):
         username, token = users[i]
         rng = random.Random(i)
-        mine = {k: [] for k in steps}
+        mine, ends = {k: [] for k in steps}, []
+
+        def record(step: str, t: float) -> None:
+            latency = time.perf_counter() - t
+            mine[step].append(latency)
+            ends.append((time.monotonic(), latency))
+
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=30) as client:
                 login(client, username)
@@ -388,14 +399,14 @@ def run_reviews(
                             break
                     t = time.perf_counter()
                     r = send(client, "POST", f"/api/v1/campaigns/{slug}/next", retried, headers=api)
-                    mine["claim"].append(time.perf_counter() - t)
+                    record("claim", t)
                     if r.status_code == 204:
                         break
                     assert r.status_code == 200, (r.status_code, r.text[:200])
                     body = r.json()
                     t = time.perf_counter()
                     page = send(client, "GET", f"/review/{slug}/{body['token']}/", retried)
-                    mine["load page"].append(time.perf_counter() - t)
+                    record("load page", t)
                     assert page.status_code == 200 and "review-form" in page.text, page.status_code
                     labels = [c["label"] for c in body["candidates"]]
                     payload = {
@@ -409,7 +420,7 @@ def run_reviews(
                     }
                     t = time.perf_counter()
                     r = send(client, "POST", body["submit_url"], retried, json=payload, headers=api)
-                    mine["submit"].append(time.perf_counter() - t)
+                    record("submit", t)
                     with lock:
                         statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
                     if r.status_code == 201:
@@ -420,6 +431,7 @@ def run_reviews(
         with lock:
             for k, v in mine.items():
                 steps[k].extend(v)
+            timeline.extend(ends)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(users))]
     for t in threads:
@@ -439,8 +451,15 @@ def run_reviews(
         t.join()
     elapsed = time.perf_counter() - t0
     cpu = cpu_used(cpu_before, cpu_snapshot())
+    # p95 per 5 s of the run: a tail made of stalls shows as a few bad windows, a tail made
+    # of uneven queueing as every window alike.
+    start_mono = stop_at[0] - duration
+    windows: dict[int, list[float]] = {}
+    for ended, latency in timeline:
+        windows.setdefault(int((ended - start_mono) // 5), []).append(latency)
     return {
         "steps": steps,
+        "windows": [pct(windows[w], 95) for w in sorted(windows)],
         "completed": sum(done),
         "elapsed": elapsed,
         "errors": errors,
@@ -548,8 +567,12 @@ def main() -> None:
     if args.analyze_every:
         analyzer(args.database_url, args.analyze_every, stop_analyzer)
     try:
-        ceiling_rps, ceiling_lat = run_ceiling(args.reviewers, args.ceiling_duration)
+        # The ceiling is measured on both sides of the saturation run: the machine's speed
+        # drifts (a virtual machine's neighbours), and the ratio uses the mean of the two.
+        before_rps, ceiling_lat = run_ceiling(args.reviewers, args.ceiling_duration)
         result = run_reviews(slug, users, args.duration)
+        after_rps, after_lat = run_ceiling(args.reviewers, args.ceiling_duration)
+        ceiling_rps, ceiling_lat = (before_rps + after_rps) / 2, ceiling_lat + after_lat
         paced = (
             run_reviews(slug, users, args.paced_duration, args.paced_rate)
             if args.paced_rate
@@ -581,10 +604,17 @@ def main() -> None:
     print_steps(steps, ceiling_lat)
     print()
     print(
+        "p95 of all steps per 5 s of the run (ms): "
+        + " ".join(f"{w * 1000:.0f}" for w in result["windows"])
+    )
+    print(
         f"completed reviews: {result['completed']} in {result['elapsed']:.1f}s = {rps:.1f} reviews/s "
         f"({req_rate:.0f} HTTP requests/s over the three steps)"
     )
-    print(f"trivial view ceiling (/healthz, same concurrency): {ceiling_rps:.0f} requests/s")
+    print(
+        f"trivial view ceiling (/healthz, same concurrency): {ceiling_rps:.0f} requests/s "
+        f"(mean of {before_rps:.0f} before and {after_rps:.0f} after the saturation run)"
+    )
     print(
         f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
         f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}"
