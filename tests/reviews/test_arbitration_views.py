@@ -480,6 +480,7 @@ class ArbitrationBlindingCanaryTests(TestCase):
         data = nxt.json()
         assert any("[redacted]" in c["text"] for c in data["candidates"])
         url = f"/api/v1/arbitrations/{data['token']}/resolve"
+        beat = self.client.post(data["heartbeat_url"], **auth)
         bad = self.client.post(url, "{}", content_type="application/json", **auth)
         label = o1_label(Arbitration.objects.get(item=self.item))
         other = "B" if label == "A" else "A"
@@ -497,8 +498,10 @@ class ArbitrationBlindingCanaryTests(TestCase):
         )
         assert good.json()["final"]["scores"][other]["completeness"] is None
         empty = self.client.post("/api/v1/campaigns/canary/arbitration/next", **auth)
-        assert (bad.status_code, good.status_code, empty.status_code) == (400, 200, 204)
-        for response in (nxt, bad, good, empty):
+        gone = self.client.post(data["heartbeat_url"], **auth)
+        assert (beat.status_code, bad.status_code, good.status_code) == (200, 400, 200)
+        assert (empty.status_code, gone.status_code) == (204, 409)
+        for response in (nxt, beat, bad, good, empty, gone):
             self.assert_blind(response)
 
 

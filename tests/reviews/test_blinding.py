@@ -240,6 +240,7 @@ class BlindingCanaryTests(TestCase):
         body = nxt.json()
         assert "[redacted]" in body["candidates"][0]["text"] + body["candidates"][1]["text"]
         submit = body["submit_url"]
+        check(client.post(body["heartbeat_url"], **api), "API heartbeat")
         for what, payload in [
             ("API invalid submit", {"scores": {"A": {"accuracy": 1}}}),
             ("API unknown label", {"scores": {"Z": {}}, "preference": "Q"}),
@@ -274,6 +275,7 @@ class BlindingCanaryTests(TestCase):
                 ),
                 what,
             )
+        check(client.post(body["heartbeat_url"], **api), "API heartbeat after the submit")
         check(
             client.post("/api/v1/campaigns/canary/next", content_type="application/json", **api),
             "API 204",
@@ -293,7 +295,7 @@ class BlindingCanaryTests(TestCase):
             ),
             "API 401",
         )
-        assert len(seen) == 28
+        assert len(seen) == 30
 
     def test_it_masks_and_flags_self_identifying_outputs_for_admins(self):
         self.client.force_login(self.users["reviewer_a"])
