@@ -1,5 +1,6 @@
 """evalsite.rawrows: hand-written SQL must give and store exactly what the ORM does."""
 
+import pytest
 from django.db.models import Model
 from django.test import TestCase
 
@@ -84,3 +85,10 @@ class RawRowsTests(TestCase):
         )
         self.assertEqual(user.answer, 42)
         self.assertIsNone(user_with_roles(where="u.id = %s", params=[-1]))
+
+
+def test_literal_writes_code_constants_and_refuses_anything_else():
+    assert rawrows.literal(*services.BLOCKING) == "'active', 'submitted', 'skipped'"
+    for outside in ("active'; DROP TABLE reviews_review; --", "Active", "", "a b"):
+        with pytest.raises(ValueError, match="not a code constant"):
+            rawrows.literal(outside)
