@@ -9,11 +9,12 @@ COPY evalsite ./evalsite
 COPY tasks ./tasks
 COPY reviews ./reviews
 RUN pip install .
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 COPY templates ./templates
 COPY static ./static
 # collectstatic needs a key but none is baked into the image.
 RUN SECRET_KEY=build-only python manage.py collectstatic --no-input -v0
 USER evalsite
 EXPOSE 8000
-CMD ["gunicorn", "evalsite.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4", "--access-logfile", "-"]
+# Workers, threads and the per-process connection cap: gunicorn.conf.py (WEB_WORKERS, WEB_THREADS).
+CMD ["gunicorn", "evalsite.wsgi"]

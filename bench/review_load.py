@@ -205,23 +205,19 @@ def build(items: int, reviewers: int) -> tuple[str, list[tuple[str, str]]]:
 
 
 def start_server(env: dict, workers: int, threads: int) -> subprocess.Popen:
+    # gunicorn.conf.py in the project root holds the production settings (the connection cap
+    # per process follows the thread count); only the port, the counts and the logs differ.
     proc = subprocess.Popen(
         [
             str(ROOT / ".venv/bin/gunicorn"),
             "evalsite.wsgi",
             "-b",
             f"127.0.0.1:{PORT}",
-            "-w",
-            str(workers),
-            "-k",
-            "gthread",
-            "--threads",
-            str(threads),
             "--log-level",
             "warning",
         ],
         cwd=ROOT,
-        env=env,
+        env={**env, "WEB_WORKERS": str(workers), "WEB_THREADS": str(threads), "WEB_ACCESS_LOG": ""},
         start_new_session=True,
     )
     deadline = time.monotonic() + 30
@@ -517,7 +513,7 @@ def main() -> None:
     parser.add_argument("--reviewers", type=int, default=32)
     parser.add_argument("--duration", type=float, default=60)
     parser.add_argument("--ceiling-duration", type=float, default=15)
-    # As the Dockerfile and docker-compose.yml run the site.
+    # As gunicorn.conf.py runs the site (Dockerfile, docker-compose.yml).
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument(
@@ -593,7 +589,8 @@ def main() -> None:
     req_rate = requests / result["elapsed"]
     print()
     print(
-        f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread); "
+        f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread, "
+        f"at most {2 * args.threads} connections per worker: gunicorn.conf.py); "
         f"{args.reviewers} concurrent reviewers; {args.items} ready items, k=2; PostgreSQL "
         f"{psycopg.connect(args.database_url).info.server_version}; sessions "
         f"{'in Redis + PostgreSQL' if args.redis_url else 'in PostgreSQL'}"

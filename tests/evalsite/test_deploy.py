@@ -1,5 +1,10 @@
 """docker-compose.yml cannot be started here (no Docker engine); check what it promises."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import yaml
 
 from tests.services import ROOT
@@ -31,3 +36,35 @@ def test_it_runs_migrations_then_gunicorn_and_configures_by_environment():
         )
         assert env["DEBUG"] == "0"
     assert "worker" in services["worker"]["command"] and "beat" in services["beat"]["command"]
+
+
+def gunicorn_settings(**env) -> dict:
+    """What gunicorn makes of gunicorn.conf.py, run as the image runs it (from the root)."""
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "gunicorn"), "--print-config", "evalsite.wsgi"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+
+
+def test_the_web_server_settings_live_in_gunicorn_conf():
+    image = (ROOT / "Dockerfile").read_text()
+    assert "gunicorn.conf.py" in image and 'CMD ["gunicorn", "evalsite.wsgi"]' in image
+    settings = {k.strip(): v.strip() for k, v in gunicorn_settings().items()}
+    assert settings["bind"] == "['0.0.0.0:8000']" and settings["worker_class"] == "gthread"
+    assert (settings["workers"], settings["threads"]) == ("4", "4")
+    # A kept-alive connection stays with its process: the cap keeps the clients spread.
+    assert settings["worker_connections"] == "8"
+
+
+def test_gunicorn_counts_come_from_the_environment_and_the_cap_follows_the_threads():
+    settings = {
+        k.strip(): v.strip()
+        for k, v in gunicorn_settings(WEB_WORKERS="3", WEB_THREADS="6", WEB_ACCESS_LOG="").items()
+    }
+    assert (settings["workers"], settings["threads"]) == ("3", "6")
+    assert settings["worker_connections"] == "12" and settings["accesslog"] == "None"
