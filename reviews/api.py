@@ -75,18 +75,17 @@ SUBMIT_STATUS = {
     },
 )
 def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = services.campaign_by_slug(slug)
-    if campaign is None:
-        raise ApiError("no such campaign open to you", status=404)
     try:
-        claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
+        claim = services.assignment_claim_next(slug=slug, reviewer=request.user)
     except services.NotReviewable:
         raise ApiError("no such campaign open to you", status=404) from None
     except services.ClaimBusy:
         raise ApiError("busy: every candidate was taken concurrently; retry", status=503) from None
     if claim is None:
         return HttpResponse(status=204)
-    screen = selectors.review_screen(assignment=claim.assignment, campaign=campaign, html=False)
+    screen = selectors.review_screen(
+        assignment=claim.assignment, campaign=claim.campaign, html=False
+    )
     payload = selectors.review_api_payload(
         screen=screen,
         resumed=claim.resumed,

@@ -86,6 +86,7 @@ class NotReviewable(Exception):
 class Claim:
     assignment: Assignment
     resumed: bool
+    campaign: Campaign  # as read by the claim (the API passes only the slug)
 
 
 @dataclass
@@ -338,46 +339,57 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     return assignment
 
 
-def _claim_context(*, campaign: Campaign, reviewer: AbstractBaseUser) -> tuple:
-    """(reviewer removed?, any lapsed lease in the campaign?, the live lease the reviewer
-    already holds or None), in one round trip: every claim asks all three."""
+def _claim_context(
+    *, reviewer: AbstractBaseUser, campaign: Campaign | None, slug: str | None
+) -> tuple[Campaign | None, bool, bool, int | None]:
+    """(the campaign, reviewer removed?, any lapsed lease in the campaign?, the live lease
+    the reviewer already holds or None), in one round trip: every claim asks all four. The
+    campaign is read by `slug` (the API) or again by pk; None if there is no such campaign."""
     now, now_params = _now_sql()
-    active = rawrows.literal(Assignment.State.ACTIVE)
-    in_campaign = f"FROM {_A} a WHERE a.campaign_id = %s"
-    (row,) = _fetch(
-        f"SELECT EXISTS (SELECT 1 FROM {_R} WHERE campaign_id = %s AND reviewer_id = %s), "
-        f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}), "
-        f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = {active} "
-        f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1)",
-        [campaign.pk, reviewer.pk, campaign.pk, *now_params, campaign.pk, reviewer.pk, *now_params],
+    rows = _fetch(
+        _claim_context_sql("slug" if campaign is None else "id", now),
+        [reviewer.pk, *now_params, reviewer.pk, *now_params]
+        + [slug if campaign is None else campaign.pk],
     )
-    return bool(row[0]), bool(row[1]), row[2]
-
-
-def campaign_by_slug(slug: str) -> Campaign | None:
-    """The campaign `slug`, or None: the API reads it for every claimed item, so its SQL is
-    written once instead of being built by the ORM each time."""
-    rows = _fetch(_campaign_by_slug_sql(), [slug])
-    return rawrows.instance(Campaign, rows[0]) if rows else None
+    if not rows:
+        return None, False, False, None
+    *values, removed, stale, held = rows[0]
+    return rawrows.instance(Campaign, values), bool(removed), bool(stale), held
 
 
 @cache
-def _campaign_by_slug_sql() -> str:
-    return f"SELECT {rawrows.columns('c', Campaign)} FROM {rawrows.table(Campaign)} c WHERE c.slug = %s"
+def _claim_context_sql(key: str, now: str) -> str:
+    active = rawrows.literal(Assignment.State.ACTIVE)
+    in_campaign = f"FROM {_A} a WHERE a.campaign_id = c.id"
+    return (
+        f"SELECT {rawrows.columns('c', Campaign)}, "
+        f"EXISTS (SELECT 1 FROM {_R} r WHERE r.campaign_id = c.id AND r.reviewer_id = %s), "
+        f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}), "
+        f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = {active} "
+        f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1) "
+        f"FROM {rawrows.table(Campaign)} c WHERE c.{key} = %s"
+    )
 
 
-def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Claim | None:
-    """The reviewer's current item, or a newly claimed one, or None when nothing is left."""
-    if campaign.status not in REVIEWABLE:
-        raise NotReviewable(campaign.slug)
-    removed, stale, held = _claim_context(campaign=campaign, reviewer=reviewer)
-    if removed:
-        raise NotReviewable(campaign.slug)
+def assignment_claim_next(
+    *, reviewer: AbstractBaseUser, campaign: Campaign | None = None, slug: str | None = None
+) -> Claim | None:
+    """The reviewer's current item, or a newly claimed one, or None when nothing is left.
+
+    Give the campaign, or only its slug (the API): the campaign row then comes with the
+    claim's first query instead of a query of its own. NotReviewable if there is no such
+    campaign, it is not open for review, or the reviewer was removed from it.
+    """
+    campaign, removed, stale, held = _claim_context(
+        reviewer=reviewer, campaign=campaign, slug=slug
+    )
+    if campaign is None or campaign.status not in REVIEWABLE or removed:
+        raise NotReviewable(slug if campaign is None else campaign.slug)
     if stale:
         # Lazy expiry: abandoned slots come back even if the beat sweeper is not running.
         assignment_expire_stale(campaign=campaign)
     if held is not None:
-        return Claim(assignment=Assignment.objects.get(pk=held), resumed=True)
+        return Claim(assignment=Assignment.objects.get(pk=held), resumed=True, campaign=campaign)
     lease = timedelta(minutes=campaign.lease_minutes)
     for attempt in range(CLAIM_ATTEMPTS):
         try:
@@ -392,7 +404,7 @@ def assignment_claim_next(*, campaign: Campaign, reviewer: AbstractBaseUser) -> 
             continue
         if result is None:
             return None
-        return Claim(assignment=result, resumed=False)
+        return Claim(assignment=result, resumed=False, campaign=campaign)
     raise ClaimBusy(campaign.slug)
 
 

@@ -24,11 +24,12 @@ class RawRowsTests(TestCase):
         )
         cls.reviewer = UserFactory(username="raw-rev", roles=["reviewer"])
 
-    def test_a_campaign_read_by_slug_equals_the_orm_instance(self):
-        raw = services.campaign_by_slug(self.campaign.slug)
+    def test_the_campaign_a_claim_reads_by_slug_equals_the_orm_instance(self):
+        raw = services.assignment_claim_next(slug=self.campaign.slug, reviewer=self.reviewer).campaign
         self.assertEqual(field_values(raw), field_values(Campaign.objects.get(pk=self.campaign.pk)))
         self.assertEqual(raw.rubric[0]["key"], self.campaign.rubric[0]["key"])  # JSON, decoded
-        self.assertIsNone(services.campaign_by_slug("no-such-campaign"))
+        with self.assertRaises(services.NotReviewable):
+            services.assignment_claim_next(slug="no-such-campaign", reviewer=self.reviewer)
 
     def test_instances_split_a_joined_row_into_each_models_instance(self):
         claim = services.assignment_claim_next(campaign=self.campaign, reviewer=self.reviewer)
