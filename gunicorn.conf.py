@@ -2,7 +2,8 @@
 docker-compose.yml and bench/review_load.py all run gunicorn from the project root).
 
 Command-line flags still win over these; set the process and thread counts with WEB_WORKERS and
-WEB_THREADS rather than -w / --threads, so the connection cap follows the thread count.
+WEB_THREADS rather than -w / --threads, so the connection cap follows the thread count
+(WEB_CONNECTIONS sets the cap itself).
 """
 
 import os
@@ -19,8 +20,9 @@ threads = int(os.environ.get("WEB_THREADS", "4"))
 # loop's p95 at saturation was 260-320 ms uncapped and 206-212 ms with this cap, at the same
 # throughput (docs/benchmarks.md, "Fifth pass"). A process at its cap leaves new connections
 # in the listen queue for a process with room; idle browser connections close after
-# `keepalive` seconds, so a cap of two connections per thread does not starve visitors.
-worker_connections = 2 * threads
+# `keepalive` seconds, so a cap of two connections per thread does not starve visitors. With
+# many more browsers working at the same moment than workers x cap, raise WEB_CONNECTIONS.
+worker_connections = int(os.environ.get("WEB_CONNECTIONS", str(2 * threads)))
 keepalive = 2
 # "-" logs each request to stdout; an empty WEB_ACCESS_LOG logs none (benchmarks).
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
