@@ -102,7 +102,12 @@ def _insert_sql(
 
 
 def insert(
-    obj: Model, *, db_now: Iterable[str] = (), on_conflict: str = "", conflict_params=()
+    obj: Model,
+    *,
+    db_now: Iterable[str] = (),
+    on_conflict: str = "",
+    conflict_params=(),
+    with_: tuple[str, Sequence] = ("", ()),
 ) -> Model:
     """INSERT `obj` (a new, unsaved instance) and set its primary key, as `obj.save()` would.
 
@@ -112,6 +117,9 @@ def insert(
     the pk is the existing row's (its other values are not read back), and when the clause
     leaves no row (DO NOTHING, or DO UPDATE ... WHERE false) the pk stays None. No signals are
     sent and no validation is run: use it only for models nothing listens to.
+
+    `with_` = (a `WITH name AS (UPDATE ...)` clause, its parameters): PostgreSQL runs that
+    statement in the same round trip, and both or neither take effect.
     """
     db_now = tuple(sorted(db_now))
     sql, fields, clock = _insert_sql(type(obj), db_now, connection.vendor, on_conflict)
@@ -120,8 +128,11 @@ def insert(
         value = timezone.now() if field.attname in db_now else field.pre_save(obj, add=True)
         setattr(obj, field.attname, value)
         params.append(field.get_db_prep_save(value, connection))
+    with_sql, with_params = with_
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *conflict_params])
+        cursor.execute(
+            f"{with_sql} {sql}" if with_sql else sql, [*with_params, *params, *conflict_params]
+        )
         row = cursor.fetchone()
     if row is None:
         return obj
@@ -132,11 +143,11 @@ def insert(
     return obj
 
 
-def insert_rows(model: type[Model], attnames: Sequence[str], rows: Sequence[Sequence]) -> None:
-    """INSERT many rows of `attnames` values in one statement (a few rows: one per score of a
-    review), prepared as the ORM prepares them. No instances, no signals."""
-    if not rows:
-        return
+def insert_rows_sql(
+    model: type[Model], attnames: Sequence[str], rows: Sequence[Sequence]
+) -> tuple[str, list]:
+    """The INSERT of many rows of `attnames` values in one statement, and its parameters,
+    prepared as the ORM prepares them (for `insert_rows`, or a WITH clause on PostgreSQL)."""
     fields = [model._meta.get_field(name) for name in attnames]
     qn = connection.ops.quote_name
     one = f"({', '.join(['%s'] * len(fields))})"
@@ -145,9 +156,17 @@ def insert_rows(model: type[Model], attnames: Sequence[str], rows: Sequence[Sequ
         for row in rows
         for field, value in zip(fields, row, strict=True)
     ]
+    sql = (
+        f"INSERT INTO {table(model)} ({', '.join(qn(f.column) for f in fields)}) "
+        f"VALUES {', '.join([one] * len(rows))}"
+    )
+    return sql, params
+
+
+def insert_rows(model: type[Model], attnames: Sequence[str], rows: Sequence[Sequence]) -> None:
+    """INSERT many rows of `attnames` values in one statement (a few rows: one per score of a
+    review), prepared as the ORM prepares them. No instances, no signals."""
+    if not rows:
+        return
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table(model)} ({', '.join(qn(f.column) for f in fields)}) "
-            f"VALUES {', '.join([one] * len(rows))}",
-            params,
-        )
+        cursor.execute(*insert_rows_sql(model, attnames, rows))

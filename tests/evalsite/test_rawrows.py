@@ -1,6 +1,7 @@
 """evalsite.rawrows: hand-written SQL must give and store exactly what the ORM does."""
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.db.models import Model
 from django.test import TestCase
 
@@ -25,7 +26,9 @@ class RawRowsTests(TestCase):
         cls.reviewer = UserFactory(username="raw-rev", roles=["reviewer"])
 
     def test_the_campaign_a_claim_reads_by_slug_equals_the_orm_instance(self):
-        raw = services.assignment_claim_next(slug=self.campaign.slug, reviewer=self.reviewer).campaign
+        raw = services.assignment_claim_next(
+            slug=self.campaign.slug, reviewer=self.reviewer
+        ).campaign
         self.assertEqual(field_values(raw), field_values(Campaign.objects.get(pk=self.campaign.pk)))
         self.assertEqual(raw.rubric[0]["key"], self.campaign.rubric[0]["key"])  # JSON, decoded
         with self.assertRaises(services.NotReviewable):
@@ -75,6 +78,37 @@ class RawRowsTests(TestCase):
             sorted(saved.scores.values_list("dimension", "value")),
             [("accuracy", 4.0), ("clarity", None)],
         )
+
+    @pytest.mark.postgres
+    def test_insert_with_a_with_clause_applies_both_statements_or_neither(self):
+        claim = services.assignment_claim_next(campaign=self.campaign, reviewer=self.reviewer)
+        item = ReviewItem.objects.get(pk=claim.assignment.item_id)
+        self.assertEqual(item.live_count, 1)  # the claim's own insert + count
+        other = UserFactory(username="raw-other", roles=["reviewer"])
+        bump = (
+            "WITH bump AS (UPDATE reviews_reviewitem SET live_count = live_count + 1 "
+            "WHERE id = %s)",
+            [item.pk],
+        )
+
+        def assignment(reviewer, slot):
+            return Assignment(
+                item=item,
+                campaign=self.campaign,
+                reviewer=reviewer,
+                slot=slot,
+                overlap=item.overlap,
+                order=claim.assignment.order,
+                lease_expires_at=claim.assignment.lease_expires_at,
+            )
+
+        stored = rawrows.insert(assignment(other, 1), with_=bump)
+        self.assertEqual(Assignment.objects.get(pk=stored.pk).reviewer_id, other.pk)
+        self.assertEqual(ReviewItem.objects.get(pk=item.pk).live_count, 2)
+        # The same reviewer twice on the item: the insert fails, and the count stays.
+        with self.assertRaises(IntegrityError), transaction.atomic():
+            rawrows.insert(assignment(other, 0), with_=bump)
+        self.assertEqual(ReviewItem.objects.get(pk=item.pk).live_count, 2)
 
     def test_user_with_roles_reads_the_user_roles_and_extra_columns(self):
         admin = UserFactory(username="raw-admin", roles=["reviewer"], is_superuser=True)
