@@ -333,6 +333,32 @@ def cpu_snapshot() -> dict[str, float]:
     return {k: v / ticks for k, v in used.items()}
 
 
+def connections_per_worker() -> list[int]:
+    """Established client connections each gunicorn process holds now (from /proc), most
+    first: a kept-alive connection stays with the process that accepted it."""
+    established = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == PORT and fields[3] == "01":
+                established.add(f"socket:[{fields[9]}]")
+    counts = []
+    for entry in os.listdir("/proc"):
+        try:
+            if (
+                not entry.isdigit()
+                or int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[3])
+                != SERVER_SID[0]
+            ):
+                continue
+            fds = [os.readlink(f"/proc/{entry}/fd/{fd}") for fd in os.listdir(f"/proc/{entry}/fd")]
+        except OSError:
+            continue
+        counts.append(sum(fd in established for fd in fds))
+    # The master holds only the listening socket.
+    return sorted((n for n in counts if n), reverse=True)
+
+
 def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {k: after[k] - before[k] for k in before}
 
@@ -443,8 +469,13 @@ def run_reviews(
     cpu_before = cpu_snapshot()
     t0 = time.perf_counter()
     go.set()
+    # Halfway through, how the reviewers' connections are spread over the workers.
+    spread: list[int] = []
+    timer = threading.Timer(duration / 2, lambda: spread.extend(connections_per_worker()))
+    timer.start()
     for t in threads:
         t.join()
+    timer.cancel()
     elapsed = time.perf_counter() - t0
     cpu = cpu_used(cpu_before, cpu_snapshot())
     # p95 per 5 s of the run: a tail made of stalls shows as a few bad windows, a tail made
@@ -462,6 +493,7 @@ def run_reviews(
         "statuses": statuses,
         "retried": retried[0],
         "cpu": cpu,
+        "spread": spread,
     }
 
 
@@ -603,6 +635,10 @@ def main() -> None:
     print(
         "p95 of all steps per 5 s of the run (ms): "
         + " ".join(f"{w * 1000:.0f}" for w in result["windows"])
+    )
+    print(
+        "reviewers' connections per gunicorn worker, halfway: "
+        + " ".join(str(n) for n in result["spread"])
     )
     print(
         f"completed reviews: {result['completed']} in {result['elapsed']:.1f}s = {rps:.1f} reviews/s "

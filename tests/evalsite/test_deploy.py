@@ -67,3 +67,4 @@ def test_gunicorn_counts_come_from_the_environment_and_the_cap_follows_the_threa
     assert (settings["workers"], settings["threads"]) == ("3", "6")
     assert settings["worker_connections"] == "12" and settings["accesslog"] == "None"
     assert gunicorn_settings(WEB_CONNECTIONS="50")["worker_connections"] == "50"
+    assert gunicorn_settings(WEB_CONNECTIONS="", WEB_THREADS=" ")["worker_connections"] == "8"
