@@ -147,20 +147,26 @@ def _review_page_sql(vendor: str) -> str:
     # columns, not to parameters: the planner's estimate for them is then the same for every
     # reviewer, so PostgreSQL keeps the statement's generic plan. Given the reviewer as a
     # parameter, it planned the statement again on every page (1.2 ms, ten times the run)
-    # for any reviewer newer than the table statistics.
-    return (
-        f"SELECT {_cols('a', Assignment)}, {_cols('c', Campaign)}, {_cols('t', Task)}, o.id, "
-        f"{_cols('g', Generation)}, "
-        f"EXISTS (SELECT 1 FROM {r} rr "
-        f"WHERE rr.reviewer_id = a.reviewer_id AND rr.campaign_id = a.campaign_id), "
+    # for any reviewer newer than the table statistics. They sit with the assignment row in
+    # a subquery that OFFSET 0 keeps whole on PostgreSQL, so they run once, not once per
+    # output (the count reads the reviewer's whole progress in the campaign).
+    keep_whole = " OFFSET 0" if vendor == "postgresql" else ""
+    me = (
+        f"SELECT a.*, EXISTS (SELECT 1 FROM {r} rr "
+        f"WHERE rr.reviewer_id = a.reviewer_id AND rr.campaign_id = a.campaign_id) AS removed, "
         f"(SELECT COUNT(*) FROM {a} da WHERE da.reviewer_id = a.reviewer_id "
         f"AND da.campaign_id = a.campaign_id "
-        f"AND da.state = {rawrows.literal(Assignment.State.SUBMITTED)}) "
-        f"FROM {a} a JOIN {i} i ON i.id = a.item_id JOIN {c} c ON c.id = i.campaign_id "
+        f"AND da.state = {rawrows.literal(Assignment.State.SUBMITTED)}) AS done "
+        # The token alone picks the row (its unique index); whose it is is checked after.
+        f"FROM {a} a WHERE a.token = %s{keep_whole}"
+    )
+    return (
+        f"SELECT {_cols('a', Assignment)}, {_cols('c', Campaign)}, {_cols('t', Task)}, o.id, "
+        f"{_cols('g', Generation)}, a.removed, a.done "
+        f"FROM ({me}) a JOIN {i} i ON i.id = a.item_id JOIN {c} c ON c.id = i.campaign_id "
         f"JOIN {t} t ON t.id = i.task_id "
         f"LEFT JOIN {o} o ON o.item_id = a.item_id LEFT JOIN {g} g ON g.id = o.generation_id "
-        # The token alone picks the row (its unique index); whose it is is checked after.
-        f"WHERE a.token = %s AND c.slug = %s"
+        f"WHERE c.slug = %s"
     )
 
 
