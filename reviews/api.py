@@ -83,8 +83,13 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
         raise ApiError("busy: every candidate was taken concurrently; retry", status=503) from None
     if claim is None:
         return HttpResponse(status=204)
+    task, generations = claim.answer or (None, None)  # read by the claim unless resumed
     screen = selectors.review_screen(
-        assignment=claim.assignment, campaign=claim.campaign, html=False
+        assignment=claim.assignment,
+        campaign=claim.campaign,
+        task=task,
+        generations=generations,
+        html=False,
     )
     payload = selectors.review_api_payload(
         screen=screen,

@@ -22,13 +22,16 @@ class ReviewItem(models.Model):
         DISPUTED = "disputed"
         RESOLVED = "resolved"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
+    # No index of its own on campaign, nor on state: every query of items names the campaign,
+    # and item_unique and the two composite indexes below lead with it. Each index is paid on
+    # every claim and submit, which update the row (live_count is indexed, so no HOT update).
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items", db_index=False)
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="review_items")
     sample_index = models.PositiveIntegerField()
     pair_key = models.CharField(max_length=64, blank=True, help_text="pairwise mode: which pair this item shows")
     overlap = models.PositiveIntegerField(help_text="k copied from the campaign, for the slot CHECK")
     ready = models.BooleanField(default=False, help_text="every output exists")
-    state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING, db_index=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING)
     # Live (active + submitted) assignments, updated in the claim transaction: the re-check
     # after a row lock sees it, which a COUNT subquery would not (RELIABILITY.md).
     live_count = models.PositiveIntegerField(default=0)
@@ -74,15 +77,20 @@ class Assignment(models.Model):
         SKIPPED = "skipped"
         RELEASED = "released"
 
-    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="assignments")
+    # item and reviewer have no index of their own: assignment_item_reviewer_unique and
+    # assignment_reviewer_idx lead with them (every claim inserts a row, every submit rewrites one).
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     # The item's campaign, copied when the assignment is made (an item never changes
     # campaign): a reviewer's rows in a campaign are one index range, not a join per row.
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments", db_index=False)
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     slot = models.PositiveIntegerField()
     overlap = models.PositiveIntegerField(help_text="k at claim time; CHECK slot < k")
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
-    token = models.CharField(max_length=32, unique=True, default=new_token)
+    # Unique by a constraint (not unique=True): no second, LIKE-only index on PostgreSQL.
+    token = models.CharField(max_length=32, default=new_token)
     # The permutation shown: ItemOutput ids in presented order (A, B, ...). Server side only.
     order = models.JSONField(default=list)
     lease_expires_at = models.DateTimeField()
@@ -101,11 +109,16 @@ class Assignment(models.Model):
                 name="assignment_live_slot_unique",
             ),
             models.CheckConstraint(condition=Q(slot__gte=0) & Q(slot__lt=F("overlap")), name="assignment_slot_lt_k"),
+            models.UniqueConstraint(fields=["token"], name="assignment_token_unique"),
         ]
         indexes = [
             # A reviewer's progress and leases in a campaign: one range, whatever their history.
             models.Index(fields=["reviewer", "campaign", "state"], name="assignment_reviewer_idx"),
-            models.Index(fields=["state", "lease_expires_at"]),
+            # Leases that may lapse (the sweeper, the claim's lazy expiry): only active rows,
+            # so a submit, which ends the lease, adds nothing to it.
+            models.Index(
+                fields=["lease_expires_at"], condition=Q(state="active"), name="assignment_active_lease_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -125,7 +138,9 @@ class Preference(models.TextChoices):
 class Review(models.Model):
     """One reviewer's (or imported judge's) submitted review, stored un-permuted."""
 
-    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="reviews")
+    item = models.ForeignKey(  # indexed by review_item_reviewer_unique, which leads with it
+        ReviewItem, on_delete=models.CASCADE, related_name="reviews", db_index=False
+    )
     assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.CASCADE)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
     preference = models.CharField(max_length=16, choices=Preference.choices, blank=True)
@@ -148,7 +163,9 @@ class Review(models.Model):
 
 
 class Score(models.Model):
-    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="scores")
+    review = models.ForeignKey(  # indexed by score_unique, which leads with it
+        Review, on_delete=models.CASCADE, related_name="scores", db_index=False
+    )
     output = models.ForeignKey(ItemOutput, on_delete=models.CASCADE, related_name="scores")
     dimension = models.CharField(max_length=100)
     value = models.FloatField(null=True, blank=True, help_text="null = N/A or not rated")

@@ -15,13 +15,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Model, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
 from evalsite import rawrows
 from tasks.models import Campaign, Generation, Task
 
-from . import blinding
+from . import blinding, pagerows
 from .models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
 from .services import (
     BLOCKING,
@@ -101,40 +101,6 @@ class ReviewPage:
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
 
-# Only the columns the page uses; the others are deferred (loaded on access, never on the page).
-_PAGE_FIELDS = {
-    Assignment: None,  # all
-    Campaign: frozenset(
-        {
-            "id",
-            "slug",
-            "name",
-            "status",
-            "mode",
-            "rubric",
-            "redact",
-            "show_reference",
-            "lease_minutes",
-        }
-    ),
-    Task: frozenset({"id", "category", "prompt", "messages", "reference"}),
-    Generation: frozenset({"id", "output", "identity_leak"}),
-}
-
-
-def _page_fields(model: type[Model]) -> tuple:
-    return rawrows.fields_of(model, _PAGE_FIELDS[model])
-
-
-def _cols(alias: str, model: type[Model]) -> str:
-    return rawrows.columns(alias, model, _PAGE_FIELDS[model])
-
-
-def _from_row(model: type[Model], values) -> Model:
-    """A model instance (the page's fields) from raw column values, converted as the ORM does."""
-    return rawrows.instance(model, values, _PAGE_FIELDS[model])
-
-
 @cache
 def _review_page_sql(vendor: str) -> str:
     qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
@@ -161,8 +127,8 @@ def _review_page_sql(vendor: str) -> str:
         f"FROM {a} a WHERE a.token = %s{keep_whole}"
     )
     return (
-        f"SELECT {_cols('a', Assignment)}, {_cols('c', Campaign)}, {_cols('t', Task)}, o.id, "
-        f"{_cols('g', Generation)}, a.removed, a.done "
+        f"SELECT {pagerows.columns('a', Assignment)}, {pagerows.columns('c', Campaign)}, {pagerows.columns('t', Task)}, o.id, "
+        f"{pagerows.columns('g', Generation)}, a.removed, a.done "
         f"FROM ({me}) a JOIN {i} i ON i.id = a.item_id JOIN {c} c ON c.id = i.campaign_id "
         f"JOIN {t} t ON t.id = i.task_id "
         f"LEFT JOIN {o} o ON o.item_id = a.item_id LEFT JOIN {g} g ON g.id = o.generation_id "
@@ -176,21 +142,11 @@ def _item_outputs_sql(vendor: str) -> str:
     i, t, o, g = (qn(m._meta.db_table) for m in (ReviewItem, Task, ItemOutput, Generation))
     # As review_page_data's query, for an item only: its task on every row, one per output.
     return (
-        f"SELECT {_cols('t', Task)}, o.id, {_cols('g', Generation)} FROM {i} i "
+        f"SELECT {pagerows.columns('t', Task)}, o.id, {pagerows.columns('g', Generation)} FROM {i} i "
         f"JOIN {t} t ON t.id = i.task_id "
         f"LEFT JOIN {o} o ON o.item_id = i.id LEFT JOIN {g} g ON g.id = o.generation_id "
         f"WHERE i.id = %s"
     )
-
-
-def _generations(rows: list[tuple], start: int) -> dict[int, Generation]:
-    """{ItemOutput pk: Generation} from the rows' columns `start` (o.id) onwards."""
-    end = start + 1 + len(_page_fields(Generation))
-    return {
-        row[start]: _from_row(Generation, row[start + 1 : end])
-        for row in rows
-        if row[start] is not None
-    }
 
 
 def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
@@ -199,8 +155,7 @@ def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
     with db.cursor() as cursor:
         cursor.execute(_item_outputs_sql(db.vendor), [item_id])
         rows = cursor.fetchall()
-    width = len(_page_fields(Task))
-    return _from_row(Task, rows[0][:width]), _generations(rows, width)
+    return pagerows.task_and_generations(rows, 0)
 
 
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
@@ -221,12 +176,12 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
         return None
     parts, start = {}, 0
     for model in (Assignment, Campaign, Task):
-        width = len(_page_fields(model))
-        parts[model] = _from_row(model, rows[0][start : start + width])
+        width = len(pagerows.fields(model))
+        parts[model] = pagerows.instance(model, rows[0][start : start + width])
         start += width
     if parts[Assignment].reviewer_id != reviewer.pk:
         return None  # someone else's token: as if it did not exist
-    generations = _generations(rows, start)
+    generations = pagerows.generations(rows, start)
     removed, done = rows[0][-2:]
     campaign = parts[Campaign]
     return ReviewPage(

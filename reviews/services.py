@@ -39,9 +39,9 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite import rawrows
-from tasks.models import Campaign, Generation, Mode
+from tasks.models import Campaign, Generation, Mode, Task
 
-from . import blinding
+from . import blinding, pagerows
 from .disputes import item_settle
 from .models import (
     Assignment,
@@ -87,6 +87,8 @@ class Claim:
     assignment: Assignment
     resumed: bool
     campaign: Campaign  # as read by the claim (the API passes only the slug)
+    # The item's task and {ItemOutput pk: Generation}, read by the claim (None: not read).
+    answer: tuple[Task, dict[int, Generation]] | None = None
 
 
 @dataclass
@@ -290,15 +292,13 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     # NOT IN (blocked) ran on an older snapshot, and a row lock re-checks only the item
     # row. Inserting over a row of ours that exists but is being changed right now would
     # wait on that transaction while we hold the item lock it needs: a deadlock. So never
-    # insert when a row exists. The item's outputs (for the presented order) come along.
-    rows = _fetch(
-        f"SELECT 'a', a.id, a.reviewer_id, a.state, a.slot FROM {_A} a WHERE a.item_id = %s "
-        f"UNION ALL SELECT 'o', o.id, g.contender_id, '', 0 FROM {_O} o "
-        f"JOIN {_G} g ON g.id = o.generation_id WHERE o.item_id = %s",
-        [item_pk, item_pk],
-    )
-    assignments = [row[1:] for row in rows if row[0] == "a"]
-    outputs = sorted((contender, pk) for kind, pk, contender, _, _ in rows if kind == "o")
+    # insert when a row exists. The item's outputs (for the presented order) come along,
+    # with the task and texts the answer shows.
+    rows = _fetch(pagerows.claim_item_sql(), [item_pk, item_pk])
+    assignments = [row[1:5] for row in rows if row[0] == "a"]
+    output_rows = [row for row in rows if row[0] == "o"]
+    outputs = sorted((contender, pk) for _, pk, contender, *_ in output_rows)
+    answer = pagerows.task_and_generations(output_rows, 5) if output_rows else None
     used = {slot for _, _, state, slot in assignments if state in LIVE}
     previous = next(((pk, st) for pk, rid, st, _ in assignments if rid == reviewer.pk), None)
     if previous is not None and previous[1] in BLOCKING:
@@ -335,13 +335,14 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
         if postgresql:
             # The new assignment and its slot's count in one statement: one round trip less,
             # and both or neither take effect.
-            return rawrows.insert(
+            assignment = rawrows.insert(
                 new, db_now=["created_at"], with_=(f"WITH bump AS ({bump})", [item_pk])
             )
+            return Claim(assignment=assignment, resumed=False, campaign=campaign, answer=answer)
         assignment = rawrows.insert(new, db_now=["created_at"])
     with connection.cursor() as cursor:
         cursor.execute(bump, [item_pk])
-    return assignment
+    return Claim(assignment=assignment, resumed=False, campaign=campaign, answer=answer)
 
 
 def _claim_context(
@@ -405,9 +406,7 @@ def assignment_claim_next(
             # Lock holders finish in milliseconds; back off a little, with jitter.
             time.sleep(random.uniform(0.002, 0.01) * (attempt + 1))
             continue
-        if result is None:
-            return None
-        return Claim(assignment=result, resumed=False, campaign=campaign)
+        return result  # a Claim, or None: nothing left
     raise ClaimBusy(campaign.slug)
 
 

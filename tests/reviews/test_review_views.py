@@ -3,12 +3,15 @@
 import json
 from datetime import timedelta
 
+from django.db import connection
 from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from evalsite.models import ApiToken
-from reviews.models import Assignment, Review, ReviewItem
+from reviews.models import Assignment, ItemOutput, Review, ReviewItem
+from tasks.models import Generation
 from tests.factories import UserFactory, campaign_ready, personas
 
 HTMX = {"HX-Request": "true"}
@@ -367,6 +370,21 @@ class ReviewApiTests(TestCase):
         assert conflict.status_code == 409 and conflict.json()["status"] == "already_submitted"
         assert self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").status_code == 204
         assert Review.objects.count() == 1
+
+    def test_the_claim_reads_its_answer_under_the_item_lock(self):
+        # A new claim answers from the rows it read while holding the item (no query of its
+        # own); a resumed claim reads them afresh. Both must show the same blinded item.
+        with CaptureQueriesContext(connection) as queries:
+            first = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        output_reads = [q["sql"] for q in queries if Generation._meta.db_table in q["sql"]]
+        assert len(output_reads) == 1, output_reads
+        resumed = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        assert resumed["resumed"] is True and first["resumed"] is False
+        for part in ("token", "task", "candidates", "rubric", "lease_expires_at"):
+            assert first[part] == resumed[part], part
+        order = Assignment.objects.get(token=first["token"]).order
+        texts = dict(ItemOutput.objects.values_list("pk", "generation__output"))
+        assert [c["text"] for c in first["candidates"]] == [texts[pk] for pk in order]
 
     def test_a_heartbeat_keeps_the_lease_and_says_when_it_is_gone(self):
         body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()

@@ -1,0 +1,83 @@
+"""The review page's columns of each model, read by raw queries and turned into instances.
+
+Shared by the page's query (selectors) and the claim's item read (services), which reads the
+same task and outputs under its item lock so the API's answer needs no query of its own.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.db.models import Model
+
+from evalsite import rawrows
+from tasks.models import Campaign, Generation, Task
+
+from .models import Assignment, ItemOutput, ReviewItem
+
+# Only the columns the page uses; the others are deferred (loaded on access, never on the page).
+PAGE_FIELDS = {
+    Assignment: None,  # all
+    Campaign: frozenset(
+        {
+            "id",
+            "slug",
+            "name",
+            "status",
+            "mode",
+            "rubric",
+            "redact",
+            "show_reference",
+            "lease_minutes",
+        }
+    ),
+    Task: frozenset({"id", "category", "prompt", "messages", "reference"}),
+    Generation: frozenset({"id", "output", "identity_leak"}),
+}
+
+
+def fields(model: type[Model]) -> tuple:
+    return rawrows.fields_of(model, PAGE_FIELDS[model])
+
+
+def columns(alias: str, model: type[Model]) -> str:
+    return rawrows.columns(alias, model, PAGE_FIELDS[model])
+
+
+def instance(model: type[Model], values) -> Model:
+    """A model instance (the page's fields) from raw column values, converted as the ORM does."""
+    return rawrows.instance(model, values, PAGE_FIELDS[model])
+
+
+def generations(rows: list[tuple], start: int) -> dict[int, Generation]:
+    """{ItemOutput pk: Generation} from the rows' columns `start` (o.id) onwards."""
+    end = start + 1 + len(fields(Generation))
+    return {
+        row[start]: instance(Generation, row[start + 1 : end])
+        for row in rows
+        if row[start] is not None
+    }
+
+
+def task_and_generations(rows: list[tuple], start: int) -> tuple[Task, dict[int, Generation]]:
+    """The task (on every row from column `start`) and the outputs after it."""
+    width = len(fields(Task))
+    return instance(Task, rows[0][start : start + width]), generations(rows, start + width)
+
+
+@cache
+def claim_item_sql() -> str:
+    """An item's assignments (kind 'a': id, reviewer, state, slot) and outputs (kind 'o': id,
+    contender, then from column 5 the task and the output as the page reads them), in one
+    query: the claim reads both under its item lock, and its answer needs no query of its own."""
+    a, i, t, o, g = (
+        rawrows.table(m) for m in (Assignment, ReviewItem, Task, ItemOutput, Generation)
+    )
+    blanks = ", ".join(["NULL"] * (len(fields(Task)) + 1 + len(fields(Generation))))
+    return (
+        f"SELECT 'a', a.id, a.reviewer_id, a.state, a.slot, {blanks} FROM {a} a "
+        f"WHERE a.item_id = %s UNION ALL "
+        f"SELECT 'o', o.id, g.contender_id, '', 0, {columns('t', Task)}, o.id, "
+        f"{columns('g', Generation)} FROM {i} i JOIN {t} t ON t.id = i.task_id "
+        f"JOIN {o} o ON o.item_id = i.id JOIN {g} g ON g.id = o.generation_id WHERE i.id = %s"
+    )

@@ -1,0 +1,43 @@
+"""The review tables carry no index another one already provides.
+
+Every claim inserts an assignment and bumps its item, every submit rewrites both and inserts
+a review and its scores: each index on those tables is written on each of these, so one that
+duplicates the leading columns of another only costs.
+"""
+
+import pytest
+from django.db import connection
+
+from tests.services import need, postgres_available
+
+TABLES = ("reviews_reviewitem", "reviews_assignment", "reviews_review", "reviews_score")
+
+
+def _indexes(table: str) -> list[tuple[str, list[str], bool, bool]]:
+    """(name, key columns in order, unique, partial) of each index on `table`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, ARRAY(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY "
+            "k(attnum, n) JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "ORDER BY k.n), i.indisunique, i.indpred IS NOT NULL, "
+            "pg_get_indexdef(i.indexrelid) FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = %s::regclass",
+            [table],
+        )
+        return cursor.fetchall()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("table", TABLES)
+def test_no_index_repeats_the_leading_columns_of_another(table):
+    need(postgres_available(), "needs PostgreSQL: set DATABASE_URL=postgres://...")
+    indexes = _indexes(table)
+    assert indexes, f"{table} has no index"
+    for name, cols, unique, partial, definition in indexes:
+        # LIKE-only copies (varchar_pattern_ops): nothing here filters with LIKE.
+        assert "pattern_ops" not in definition, definition
+        if unique or partial:
+            continue  # a constraint, or a narrower set of rows: not a duplicate
+        for other, other_cols, _, other_partial, _ in indexes:
+            if other != name and not other_partial and other_cols[: len(cols)] == cols:
+                pytest.fail(f"{table}: {name} {cols} is the start of {other} {other_cols}")
