@@ -10,8 +10,9 @@ reviewers as threads, each with its own HTTP connection, for a fixed time:
 
 It reports p50/p95 per step, completed reviews per second, and, in the same server setup, the
 throughput of the trivial `/healthz` view (one SELECT 1) under the same concurrency: the
-ceiling of this machine + gunicorn + Django, measured before and after the saturation run
-(the mean of the two is the ceiling). Two runs of reviewers:
+ceiling of this machine + gunicorn + Django. The machine's speed drifts, so the saturation
+run is cut into rounds with a ceiling window before, between and after them, and each round
+is compared with the mean of the two windows around it. Two runs of reviewers:
 
 - saturation: every reviewer goes back to back, with no time to read; the most the site can
   do, as a fraction of the ceiling. Latency here is mostly queueing: with R reviewers always
@@ -25,8 +26,8 @@ in Redis (--redis-url), data in PostgreSQL.
 
     .venv/bin/python bench/review_load.py --database-url postgres://postgres@127.0.0.1:5432/evalsite_bench_review
 
-Options: --items 10000 --reviewers 32 --duration 60 --ceiling-duration 15 --workers 4 --threads 4
-         --paced-rate 32 --paced-duration 60 --redis-url redis://127.0.0.1:6379/14
+Options: --items 10000 --reviewers 32 --duration 60 --rounds 4 --ceiling-duration 6 --workers 4
+         --threads 4 --paced-rate 32 --paced-duration 60 --redis-url redis://127.0.0.1:6379/14
 """
 
 import argparse
@@ -380,8 +381,32 @@ def send(client: httpx.Client, method: str, url: str, retried: list, **kwargs) -
         return client.request(method, url, **kwargs)
 
 
+def log_in_all(users: list[tuple[str, str]]) -> dict[str, httpx.Cookies]:
+    """Each reviewer's session cookies, logged in once (password hashing is slow on purpose);
+    every run of reviewers then opens fresh connections with them."""
+    cookies: dict[str, httpx.Cookies] = {}
+
+    def one(username: str) -> None:
+        with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=30) as client:
+            login(client, username)
+            cookies[username] = client.cookies
+
+    threads = [threading.Thread(target=one, args=(u,)) for u, _ in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if len(cookies) != len(users):
+        raise SystemExit(f"only {len(cookies)} of {len(users)} reviewers could log in")
+    return cookies
+
+
 def run_reviews(
-    slug: str, users: list[tuple[str, str]], duration: float, rate: float | None = None
+    slug: str,
+    users: list[tuple[str, str]],
+    cookies: dict[str, httpx.Cookies],
+    duration: float,
+    rate: float | None = None,
 ) -> dict:
     """Every reviewer loops claim -> page -> submit: back to back (rate None: the most the
     site can do), or starting one review every len(users) / rate seconds (a steady offered
@@ -405,10 +430,11 @@ def run_reviews(
             ends.append((time.monotonic(), latency))
 
         try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=30) as client:
-                login(client, username)
+            with httpx.Client(
+                base_url=f"http://127.0.0.1:{PORT}", timeout=30, cookies=cookies[username]
+            ) as client:
                 api = {"Authorization": f"Bearer {token}"}
-                start.wait()  # everyone is logged in (password hashing is slow on purpose)
+                start.wait()  # every reviewer is ready
                 go.wait()
                 period = len(users) / rate if rate else 0.0
                 next_start = time.monotonic() + rng.uniform(0, period)
@@ -449,7 +475,7 @@ def run_reviews(
                         done[i] += 1
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(repr(exc))
-            start.abort()  # a reviewer that cannot log in must not leave the others waiting
+            start.abort()  # a reviewer that cannot start must not leave the others waiting
         with lock:
             for k, v in mine.items():
                 steps[k].extend(v)
@@ -494,6 +520,24 @@ def run_reviews(
         "retried": retried[0],
         "cpu": cpu,
         "spread": spread,
+    }
+
+
+def merge_runs(runs: list[dict]) -> dict:
+    """The rounds of one saturation run as one run (the connection spread: the first's)."""
+    return {
+        "steps": {k: [v for r in runs for v in r["steps"][k]] for k in runs[0]["steps"]},
+        "windows": [w for r in runs for w in r["windows"]],
+        "completed": sum(r["completed"] for r in runs),
+        "elapsed": sum(r["elapsed"] for r in runs),
+        "errors": [e for r in runs for e in r["errors"]],
+        "statuses": {
+            code: sum(r["statuses"].get(code, 0) for r in runs)
+            for code in {c for r in runs for c in r["statuses"]}
+        },
+        "retried": sum(r["retried"] for r in runs),
+        "cpu": {k: sum(r["cpu"][k] for r in runs) for k in runs[0]["cpu"]},
+        "spread": runs[0]["spread"],
     }
 
 
@@ -544,7 +588,16 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10000)
     parser.add_argument("--reviewers", type=int, default=32)
     parser.add_argument("--duration", type=float, default=60)
-    parser.add_argument("--ceiling-duration", type=float, default=15)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="the saturation run is cut into this many rounds, with a ceiling window before, "
+        "between and after them",
+    )
+    parser.add_argument(
+        "--ceiling-duration", type=float, default=6, help="seconds of each ceiling window"
+    )
     # As gunicorn.conf.py runs the site (Dockerfile, docker-compose.yml).
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=4)
@@ -595,14 +648,21 @@ def main() -> None:
     if args.analyze_every:
         analyzer(args.database_url, args.analyze_every, stop_analyzer)
     try:
-        # The ceiling is measured on both sides of the saturation run: the machine's speed
-        # drifts (a virtual machine's neighbours), and the ratio uses the mean of the two.
-        before_rps, ceiling_lat = run_ceiling(args.reviewers, args.ceiling_duration)
-        result = run_reviews(slug, users, args.duration)
-        after_rps, after_lat = run_ceiling(args.reviewers, args.ceiling_duration)
-        ceiling_rps, ceiling_lat = (before_rps + after_rps) / 2, ceiling_lat + after_lat
+        cookies = log_in_all(users)
+        # The machine's speed drifts (a virtual machine's neighbours: by a third within a
+        # minute here). So the saturation run is cut into rounds, each between two ceiling
+        # windows, and each round is compared with the mean of the windows on its two sides.
+        ceilings, ceiling_lat = [], []
+        rounds: list[dict] = []
+        for n in range(args.rounds + 1):
+            rate, lat = run_ceiling(args.reviewers, args.ceiling_duration)
+            ceilings.append(rate)
+            ceiling_lat += lat
+            if n < args.rounds:
+                rounds.append(run_reviews(slug, users, cookies, args.duration / args.rounds))
+        result = merge_runs(rounds)
         paced = (
-            run_reviews(slug, users, args.paced_duration, args.paced_rate)
+            run_reviews(slug, users, cookies, args.paced_duration, args.paced_rate)
             if args.paced_rate
             else None
         )
@@ -619,6 +679,16 @@ def main() -> None:
     requests = sum(len(v) for v in steps.values())
     rps = result["completed"] / result["elapsed"]
     req_rate = requests / result["elapsed"]
+    # Each round against the ceiling around it; overall, every round's requests against the
+    # ceiling each met, weighted by the round's length.
+    brackets = [(a + b) / 2 for a, b in zip(ceilings, ceilings[1:], strict=False)]
+    ratios = [
+        sum(len(v) for v in r["steps"].values()) / r["elapsed"] / c
+        for r, c in zip(rounds, brackets, strict=True)
+    ]
+    ceiling_rps = (
+        sum(c * r["elapsed"] for r, c in zip(rounds, brackets, strict=True)) / result["elapsed"]
+    )
     print()
     print(
         f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread, "
@@ -633,7 +703,7 @@ def main() -> None:
     print_steps(steps, ceiling_lat)
     print()
     print(
-        "p95 of all steps per 5 s of the run (ms): "
+        "p95 of all steps per 5 s of the rounds (ms): "
         + " ".join(f"{w * 1000:.0f}" for w in result["windows"])
     )
     print(
@@ -646,10 +716,13 @@ def main() -> None:
     )
     print(
         f"trivial view ceiling (/healthz, same concurrency): {ceiling_rps:.0f} requests/s "
-        f"(mean of {before_rps:.0f} before and {after_rps:.0f} after the saturation run)"
+        f"(windows of {args.ceiling_duration:g} s before, between and after the "
+        f"{args.rounds} rounds: {' '.join(f'{c:.0f}' for c in ceilings)})"
     )
     print(
-        f"review requests vs ceiling: {req_rate / ceiling_rps:.0%}; "
+        f"review requests vs ceiling: {req_rate / ceiling_rps:.0%} "
+        f"(per round, against the windows on its two sides: "
+        f"{' '.join(f'{r:.0%}' for r in ratios)}; median {statistics.median(ratios):.0%}); "
         f"reviews/s vs ceiling/3 (three requests per review): {3 * rps / ceiling_rps:.0%}"
     )
     print()
