@@ -45,7 +45,6 @@ from . import blinding, pagerows
 from .disputes import item_settle
 from .models import (
     Assignment,
-    ItemOutput,
     Preference,
     Review,
     ReviewerRemoval,
@@ -228,12 +227,10 @@ def _fetch(sql: str, params: list) -> list[tuple]:
 
 # The claim runs on every "next item": its fixed queries are written as SQL once instead of
 # being rebuilt by the ORM on every call (that query building was most of the claim's CPU).
-_A, _I, _O, _R, _G = (
+_A, _I, _R = (
     Assignment._meta.db_table,
     ReviewItem._meta.db_table,
-    ItemOutput._meta.db_table,
     ReviewerRemoval._meta.db_table,
-    Generation._meta.db_table,
 )
 
 
