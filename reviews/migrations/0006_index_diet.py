@@ -49,11 +49,6 @@ class Migration(migrations.Migration):
             name='state',
             field=models.CharField(choices=[('waiting', 'waiting for outputs'), ('open', 'in review'), ('agreed', 'Agreed'), ('disputed', 'Disputed'), ('resolved', 'Resolved')], default='waiting', max_length=16),
         ),
-        migrations.AlterField(
-            model_name='score',
-            name='review',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='reviews.review'),
-        ),
         migrations.AddIndex(
             model_name='assignment',
             index=models.Index(condition=models.Q(('state', 'active')), fields=['lease_expires_at'], name='assignment_active_lease_idx'),

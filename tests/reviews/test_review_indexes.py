@@ -11,6 +11,9 @@ from django.db import connection
 from tests.services import need, postgres_available
 
 TABLES = ("reviews_reviewitem", "reviews_assignment", "reviews_review", "reviews_score")
+# Kept on purpose: for the export's batches of 2,000 reviews PostgreSQL scans every score
+# rather than use the wider score_unique index (its score reads were 3x slower).
+NARROW_BY_CHOICE = {("reviews_score", ("review_id",))}
 
 
 def _indexes(table: str) -> list[tuple[str, list[str], bool, bool]]:
@@ -36,8 +39,8 @@ def test_no_index_repeats_the_leading_columns_of_another(table):
     for name, cols, unique, partial, definition in indexes:
         # LIKE-only copies (varchar_pattern_ops): nothing here filters with LIKE.
         assert "pattern_ops" not in definition, definition
-        if unique or partial:
-            continue  # a constraint, or a narrower set of rows: not a duplicate
+        if unique or partial or (table, tuple(cols)) in NARROW_BY_CHOICE:
+            continue  # a constraint, a narrower set of rows, or kept for reads: see above
         for other, other_cols, _, other_partial, _ in indexes:
             if other != name and not other_partial and other_cols[: len(cols)] == cols:
                 pytest.fail(f"{table}: {name} {cols} is the start of {other} {other_cols}")
