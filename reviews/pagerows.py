@@ -65,19 +65,32 @@ def task_and_generations(rows: list[tuple], start: int) -> tuple[Task, dict[int,
     return instance(Task, rows[0][start : start + width]), generations(rows, start + width)
 
 
+def _task_outputs(join: str) -> str:
+    """The task's and outputs' page columns (from column 0: task, o.id, output) and the FROM
+    clause of an item's rows, one per output; `join` is the outputs' JOIN ("JOIN" or "LEFT
+    JOIN": an item without outputs still gives its task)."""
+    i, t, o, g = (rawrows.table(m) for m in (ReviewItem, Task, ItemOutput, Generation))
+    return (
+        f"{columns('t', Task)}, o.id, {columns('g', Generation)} FROM {i} i "
+        f"JOIN {t} t ON t.id = i.task_id {join} {o} o ON o.item_id = i.id "
+        f"{join} {g} g ON g.id = o.generation_id WHERE i.id = %s"
+    )
+
+
+@cache
+def item_outputs_sql() -> str:
+    """An item's task on every row, one row per output (review_page_data's, for an item)."""
+    return f"SELECT {_task_outputs('LEFT JOIN')}"
+
+
 @cache
 def claim_item_sql() -> str:
     """An item's assignments (kind 'a': id, reviewer, state, slot) and outputs (kind 'o': id,
     contender, then from column 5 the task and the output as the page reads them), in one
     query: the claim reads both under its item lock, and its answer needs no query of its own."""
-    a, i, t, o, g = (
-        rawrows.table(m) for m in (Assignment, ReviewItem, Task, ItemOutput, Generation)
-    )
     blanks = ", ".join(["NULL"] * (len(fields(Task)) + 1 + len(fields(Generation))))
     return (
-        f"SELECT 'a', a.id, a.reviewer_id, a.state, a.slot, {blanks} FROM {a} a "
-        f"WHERE a.item_id = %s UNION ALL "
-        f"SELECT 'o', o.id, g.contender_id, '', 0, {columns('t', Task)}, o.id, "
-        f"{columns('g', Generation)} FROM {i} i JOIN {t} t ON t.id = i.task_id "
-        f"JOIN {o} o ON o.item_id = i.id JOIN {g} g ON g.id = o.generation_id WHERE i.id = %s"
+        f"SELECT 'a', a.id, a.reviewer_id, a.state, a.slot, {blanks} "
+        f"FROM {rawrows.table(Assignment)} a WHERE a.item_id = %s UNION ALL "
+        f"SELECT 'o', o.id, g.contender_id, '', 0, {_task_outputs('JOIN')}"
     )

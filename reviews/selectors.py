@@ -136,24 +136,11 @@ def _review_page_sql(vendor: str) -> str:
     )
 
 
-@cache
-def _item_outputs_sql(vendor: str) -> str:
-    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    i, t, o, g = (qn(m._meta.db_table) for m in (ReviewItem, Task, ItemOutput, Generation))
-    # As review_page_data's query, for an item only: its task on every row, one per output.
-    return (
-        f"SELECT {pagerows.columns('t', Task)}, o.id, {pagerows.columns('g', Generation)} FROM {i} i "
-        f"JOIN {t} t ON t.id = i.task_id "
-        f"LEFT JOIN {o} o ON o.item_id = i.id LEFT JOIN {g} g ON g.id = o.generation_id "
-        f"WHERE i.id = %s"
-    )
-
-
 def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
     """An item's task and {ItemOutput pk: Generation (output, identity_leak)}, in one query."""
     db = connections[DEFAULT_DB_ALIAS]
     with db.cursor() as cursor:
-        cursor.execute(_item_outputs_sql(db.vendor), [item_id])
+        cursor.execute(pagerows.item_outputs_sql(), [item_id])
         rows = cursor.fetchall()
     return pagerows.task_and_generations(rows, 0)
 
