@@ -85,7 +85,7 @@ def instances(row: Sequence, *models: type[Model]) -> list[Model]:
 
 @cache
 def _insert_sql(
-    model: type[Model], db_now: tuple[str, ...], vendor: str, on_conflict: str
+    model: type[Model], db_now: tuple[str, ...], vendor: str, on_conflict: str, source: str
 ) -> tuple[str, list[Field], list[str]]:
     """The INSERT of every non-pk column, RETURNING the pk (and on PostgreSQL the columns
     that take the database clock), and the fields whose values are parameters."""
@@ -93,12 +93,39 @@ def _insert_sql(
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     clock = [f for f in fields if f.attname in db_now] if vendor == "postgresql" else []
     values = ", ".join("STATEMENT_TIMESTAMP()" if f in clock else "%s" for f in fields)
+    rows = f"SELECT {values} FROM {source}" if source else f"VALUES ({values})"
     returning = ", ".join(qn(f.column) for f in [model._meta.pk, *clock])
     sql = (
         f"INSERT INTO {table(model)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({values}) {on_conflict} RETURNING {returning}"
+        f"{rows} {on_conflict} RETURNING {returning}"
     )
     return sql, [f for f in fields if f not in clock], [f.attname for f in clock]
+
+
+def insert_sql(
+    obj: Model, *, db_now: Iterable[str] = (), on_conflict: str = "", source: str = ""
+) -> tuple[str, list, list[str]]:
+    """`insert`'s statement for `obj` without running it: (SQL, parameters, the attnames that
+    take the database clock, RETURNED after the pk). With `source` (a table or WITH query's
+    name) it inserts one row per row of `source` (`INSERT ... SELECT ... FROM source`), so a
+    WITH clause can decide whether the row is written at all. Run it, then `inserted`."""
+    db_now = tuple(sorted(db_now))
+    sql, fields, clock = _insert_sql(type(obj), db_now, connection.vendor, on_conflict, source)
+    params = []
+    for field in fields:
+        value = timezone.now() if field.attname in db_now else field.pre_save(obj, add=True)
+        setattr(obj, field.attname, value)
+        params.append(field.get_db_prep_save(value, connection))
+    return sql, params, clock
+
+
+def inserted(obj: Model, returned: Sequence, clock: Sequence[str]) -> Model:
+    """Mark `obj` saved, from what `insert_sql`'s RETURNING gave: its pk, then the clock values."""
+    obj.pk, *clock_values = returned
+    for attname, value in zip(clock, clock_values, strict=True):
+        setattr(obj, attname, value)
+    obj._state.adding, obj._state.db = False, connection.alias
+    return obj
 
 
 def insert(
@@ -121,46 +148,44 @@ def insert(
     `with_` = (a `WITH name AS (UPDATE ...)` clause, its parameters): PostgreSQL runs that
     statement in the same round trip, and both or neither take effect.
     """
-    db_now = tuple(sorted(db_now))
-    sql, fields, clock = _insert_sql(type(obj), db_now, connection.vendor, on_conflict)
-    params = []
-    for field in fields:
-        value = timezone.now() if field.attname in db_now else field.pre_save(obj, add=True)
-        setattr(obj, field.attname, value)
-        params.append(field.get_db_prep_save(value, connection))
+    sql, params, clock = insert_sql(obj, db_now=db_now, on_conflict=on_conflict)
     with_sql, with_params = with_
     with connection.cursor() as cursor:
         cursor.execute(
             f"{with_sql} {sql}" if with_sql else sql, [*with_params, *params, *conflict_params]
         )
         row = cursor.fetchone()
-    if row is None:
-        return obj
-    obj.pk, *clock_values = row
-    for attname, value in zip(clock, clock_values, strict=True):
-        setattr(obj, attname, value)
-    obj._state.adding, obj._state.db = False, connection.alias
-    return obj
+    return obj if row is None else inserted(obj, row, clock)
 
 
 def insert_rows_sql(
-    model: type[Model], attnames: Sequence[str], rows: Sequence[Sequence]
+    model: type[Model], attnames: Sequence[str], rows: Sequence[Sequence], *, first_from: str = ""
 ) -> tuple[str, list]:
     """The INSERT of many rows of `attnames` values in one statement, and its parameters,
-    prepared as the ORM prepares them (for `insert_rows`, or a WITH clause on PostgreSQL)."""
+    prepared as the ORM prepares them (for `insert_rows`, or a WITH clause on PostgreSQL).
+
+    With `first_from` (a WITH query's column, "review.id") the first attname takes that
+    column's value and `rows` leave it out: the rows are written once per row of that query,
+    and not at all when it has none."""
     fields = [model._meta.get_field(name) for name in attnames]
-    qn = connection.ops.quote_name
-    one = f"({', '.join(['%s'] * len(fields))})"
+    given = fields[1:] if first_from else fields
     params = [
         field.get_db_prep_save(value, connection)
         for row in rows
-        for field, value in zip(fields, row, strict=True)
+        for field, value in zip(given, row, strict=True)
     ]
-    sql = (
-        f"INSERT INTO {table(model)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES {', '.join([one] * len(rows))}"
+    qn = connection.ops.quote_name
+    into = f"INSERT INTO {table(model)} ({', '.join(qn(f.column) for f in fields)})"
+    if not first_from:
+        one = f"({', '.join(['%s'] * len(fields))})"
+        return f"{into} VALUES {', '.join([one] * len(rows))}", params
+    # Typed: the parameters of a bare VALUES list would otherwise be read as text.
+    one = "(" + ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in given) + ")"
+    source = first_from.split(".")[0]
+    return (
+        f"{into} SELECT {first_from}, v.* FROM {source}, (VALUES {', '.join([one] * len(rows))}) v",
+        params,
     )
-    return sql, params
 
 
 def insert_rows(model: type[Model], attnames: Sequence[str], rows: Sequence[Sequence]) -> None:

@@ -670,23 +670,10 @@ def assignment_submit(
     for attempt in range(3):
         try:
             with transaction.atomic():
-                # The fence: one row changes, or this is no longer our active assignment.
-                with connection.cursor() as cursor:
-                    now, now_params = _now_sql()
-                    cursor.execute(
-                        f"UPDATE {_A} SET state = %s, submit_key = %s, submitted_at = {now} "
-                        f"WHERE id = %s AND state = %s",
-                        [
-                            Assignment.State.SUBMITTED,
-                            key,
-                            *now_params,
-                            assignment.pk,
-                            Assignment.State.ACTIVE,
-                        ],
-                    )
-                    fenced = cursor.rowcount
-                if fenced:
-                    review = _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed)
+                review = _review_store_fenced(
+                    assignment=assignment, reviewer=reviewer, key=key, parsed=parsed
+                )
+                if review is not None:
                     assignment.state, assignment.submit_key = Assignment.State.SUBMITTED, key
                     return SubmitResult("saved", "Saved.", assignment, review=review)
             # Not fenced. That transaction is over on purpose: a fence that lost a race may
@@ -758,42 +745,103 @@ def _submit_late(
     )
 
 
-def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
-    """Write the review and its scores; settle the item when this was its k-th review."""
-    review = rawrows.insert(
-        Review(
-            item_id=assignment.item_id,
+def _review_store_fenced(
+    *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed: dict
+) -> Review | None:
+    """The fence, then the review: None (nothing written) unless the assignment was still this
+    reviewer's active one, which the fence marks submitted under `key`."""
+    now, now_params = _now_sql()
+    fence = (
+        f"UPDATE {_A} SET state = {rawrows.literal(Assignment.State.SUBMITTED)}, submit_key = %s, "
+        f"submitted_at = {now} WHERE id = %s AND state = {rawrows.literal(Assignment.State.ACTIVE)}"
+    )
+    fence_params = [key, *now_params, assignment.pk]
+    if connection.vendor == "postgresql":
+        # One round trip: the review, its scores and the item's count are written only when
+        # the fence changed its row, in the fence's own statement.
+        return _review_store(
             assignment=assignment,
             reviewer=reviewer,
-            preference=parsed["preference"],
-            preferred_output_id=parsed["preferred_output_id"],
-            flags=parsed["flags"],
-            comment=parsed["comment"],
-            seconds_spent=parsed["seconds_spent"],
-            presented_order=list(assignment.order),
-        ),
-        db_now=["submitted_at"],  # the database clock, in the INSERT itself
+            parsed=parsed,
+            fence=(f"fence AS ({fence} RETURNING id)", fence_params),
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(fence, fence_params)
+        fenced = cursor.rowcount
+    return (
+        _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed) if fenced else None
+    )
+
+
+def _review_store(
+    *,
+    assignment: Assignment,
+    reviewer: AbstractBaseUser,
+    parsed: dict,
+    fence: tuple[str, list] | None = None,
+) -> Review | None:
+    """Write the review and its scores; settle the item when this was its k-th review.
+
+    `fence` (PostgreSQL): a `fence AS (UPDATE ... RETURNING id)` query and its parameters; all
+    the writes then run in that one statement, only if the fence returns its row (else None)."""
+    review = Review(
+        item_id=assignment.item_id,
+        assignment=assignment,
+        reviewer=reviewer,
+        preference=parsed["preference"],
+        preferred_output_id=parsed["preferred_output_id"],
+        flags=parsed["flags"],
+        comment=parsed["comment"],
+        seconds_spent=parsed["seconds_spent"],
+        presented_order=list(assignment.order),
     )
     scores = [
-        (review.pk, output_id, dim, value)
+        (output_id, dim, value)
         for output_id, dims in parsed["scores"].items()
         for dim, value in dims.items()
     ]
-    # Count the review and read the item's fresh state in one statement (the item row stays
-    # locked by this UPDATE until commit, so two last reviews cannot both miss the settle).
-    count = (
-        f"UPDATE {_I} SET submitted_count = submitted_count + 1 WHERE id = %s "
-        f"RETURNING submitted_count, overlap, state"
-    )
     columns = ("review_id", "output_id", "dimension", "value")
-    if scores and connection.vendor == "postgresql":
-        # The scores go in the same statement (one round trip less).
-        insert_scores, params = rawrows.insert_rows_sql(Score, columns, scores)
-        count, count_params = f"WITH scores AS ({insert_scores}) {count}", params
+    # Counting the review returns the item's fresh state (the item row stays locked by this
+    # UPDATE until commit, so two last reviews cannot both miss the settle).
+    counted = "submitted_count, overlap, state"
+    count = (
+        f"UPDATE {_I} SET submitted_count = submitted_count + 1 WHERE id = %s RETURNING {counted}"
+    )
+    if fence is not None:
+        fence_sql, fence_params = fence
+        review_sql, review_params, clock = rawrows.insert_sql(
+            review, db_now=["submitted_at"], source="fence"
+        )
+        writes, params = [fence_sql, f"review AS ({review_sql})"], [*fence_params, *review_params]
+        if scores:
+            scores_sql, scores_params = rawrows.insert_rows_sql(
+                Score, columns, scores, first_from="review.id"
+            )
+            writes.append(f"scores AS ({scores_sql})")
+            params += scores_params
+        writes.append(
+            f"counted AS (UPDATE {_I} i SET submitted_count = i.submitted_count + 1 FROM review "
+            f"WHERE i.id = %s RETURNING i.submitted_count, i.overlap, i.state)"
+        )
+        rows = _fetch(
+            f"WITH {', '.join(writes)} SELECT review.*, {counted} FROM review, counted",
+            [*params, assignment.item_id],
+        )
+        if not rows:
+            return None
+        *returned, submitted, overlap, state = rows[0]
+        rawrows.inserted(review, returned, clock)
     else:
-        rawrows.insert_rows(Score, columns, scores)
-        count_params = []
-    (submitted, overlap, state) = _fetch(count, [*count_params, assignment.item_id])[0]
+        rawrows.insert(review, db_now=["submitted_at"])  # the database clock, in the INSERT
+        rows = [(review.pk, *score) for score in scores]
+        if rows and connection.vendor == "postgresql":
+            # The scores go in the same statement (one round trip less).
+            insert_scores, params = rawrows.insert_rows_sql(Score, columns, rows)
+            count, count_params = f"WITH scores AS ({insert_scores}) {count}", params
+        else:
+            rawrows.insert_rows(Score, columns, rows)
+            count_params = []
+        (submitted, overlap, state) = _fetch(count, [*count_params, assignment.item_id])[0]
     if submitted >= overlap and state == ReviewItem.State.OPEN:
         item = assignment.item  # loaded with its campaign by the caller
         item.submitted_count, item.state = submitted, state

@@ -386,6 +386,41 @@ class ReviewApiTests(TestCase):
         texts = dict(ItemOutput.objects.values_list("pk", "generation__output"))
         assert [c["text"] for c in first["candidates"]] == [texts[pk] for pk in order]
 
+    def test_the_submit_writes_its_review_in_the_fences_statement(self):
+        # On PostgreSQL the fence, the review, its scores and the item's count are one
+        # statement (both or neither); SQLite writes them one by one after the fence.
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        review = {
+            "scores": {
+                "A": {"accuracy": 4, "completeness": "na"},
+                "B": {"accuracy": 2, "completeness": 3},
+            },
+            "preference": "tie",
+            "comment": "close",
+        }
+        with CaptureQueriesContext(connection) as queries:
+            saved = self.post(body["submit_url"], review)
+        assert saved.status_code == 201 and saved.json()["status"] == "saved"
+        # (The item is then settled: its first review completes it here, in later statements.)
+        parts = (
+            "SET state = 'submitted'",
+            'INSERT INTO "reviews_review"',
+            'INSERT INTO "reviews_score"',
+            "submitted_count +",
+        )
+        writes = [q["sql"] for q in queries if any(part in q["sql"] for part in parts)]
+        assert len(writes) == (1 if connection.vendor == "postgresql" else 4), writes
+        stored = Review.objects.get()
+        assert stored.assignment.state == Assignment.State.SUBMITTED
+        assert stored.submitted_at >= stored.assignment.submitted_at
+        assert set(stored.scores.values_list("dimension", "value")) == {
+            ("accuracy", 2.0),
+            ("accuracy", 4.0),
+            ("completeness", 3.0),
+            ("completeness", None),
+        }
+        assert stored.item.submitted_count == 1 and stored.preference == "tie"
+
     def test_a_heartbeat_keeps_the_lease_and_says_when_it_is_gone(self):
         body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
         assert body["heartbeat_url"] == f"/api/v1/assignments/{body['token']}/heartbeat"
