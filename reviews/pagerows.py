@@ -65,16 +65,22 @@ def task_and_generations(rows: list[tuple], start: int) -> tuple[Task, dict[int,
     return instance(Task, rows[0][start : start + width]), generations(rows, start + width)
 
 
-def _task_outputs(join: str) -> str:
+def _task_outputs(join: str, item: str = "%s") -> str:
     """The task's and outputs' page columns (from column 0: task, o.id, output) and the FROM
     clause of an item's rows, one per output; `join` is the outputs' JOIN ("JOIN" or "LEFT
-    JOIN": an item without outputs still gives its task)."""
+    JOIN": an item without outputs still gives its task); `item` the item's id in SQL."""
     i, t, o, g = (rawrows.table(m) for m in (ReviewItem, Task, ItemOutput, Generation))
     return (
         f"{columns('t', Task)}, o.id, {columns('g', Generation)} FROM {i} i "
         f"JOIN {t} t ON t.id = i.task_id {join} {o} o ON o.item_id = i.id "
-        f"{join} {g} g ON g.id = o.generation_id WHERE i.id = %s"
+        f"{join} {g} g ON g.id = o.generation_id WHERE i.id = {item}"
     )
+
+
+def task_outputs_of(item: str) -> str:
+    """A subquery of the task and outputs (one row per output, as `task_and_generations`
+    reads them) of the item whose id is the SQL expression `item`."""
+    return f"SELECT {_task_outputs('JOIN', item)}"
 
 
 @cache

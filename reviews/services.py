@@ -21,6 +21,7 @@ Leases are compared with the database clock, never the web server's.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import random
@@ -45,6 +46,7 @@ from . import blinding, pagerows
 from .disputes import item_settle
 from .models import (
     Assignment,
+    ItemOutput,
     Preference,
     Review,
     ReviewerRemoval,
@@ -234,53 +236,67 @@ _A, _I, _R = (
 )
 
 
-@transaction.atomic
-def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
-    now, now_params = _now_sql()
-    blocking = rawrows.literal(*BLOCKING)
-    offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
-    postgresql = connection.vendor == "postgresql"
-    lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if postgresql else ""
+# Where a reviewer's next item comes from, in order: breadth first, items already in review (so
+# pairs complete; few rows), then fresh items in this reviewer's order, from their offset to the
+# end, then wrapping round. (WHERE, ORDER BY, parameters in ORDER BY); both take the offset.
+_PASSES = (
+    (
+        "i.live_count > 0",
+        "i.live_count DESC, CASE WHEN i.shuffle_key >= %s THEN 0 ELSE 1 END, i.shuffle_key",
+        1,
+    ),
+    ("i.live_count = 0 AND i.shuffle_key >= %s", "i.shuffle_key", 0),
+    ("i.live_count = 0 AND i.shuffle_key < %s", "i.shuffle_key", 0),
+)
+
+
+@cache
+def _candidate_sql(where: str, order: str, now: str, postgresql: bool, locked: bool = True) -> str:
+    """The first item of a pass this reviewer may take, locked (PostgreSQL: skipping items
+    another transaction holds), with the database clock. Parameters: the clock's (SQLite), the
+    campaign, WHERE's, the reviewer, ORDER BY's."""
     # "Not yet this reviewer's" is a probe per candidate of the item's own rows (at most a
     # few): OFFSET 0 keeps the planner from turning it into an anti-join, and `+ 0` from
     # using an index on the reviewer. Either made the plan follow the reviewer's row
     # estimate: for a reviewer newer than the statistics it read all their assignments once
     # per candidate, and PostgreSQL planned it again on every claim.
     probe_only = " OFFSET 0" if postgresql else ""
-    open_ = rawrows.literal(ReviewItem.State.OPEN)
+    lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if postgresql and locked else ""
+    return (
+        f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
+        f"WHERE i.campaign_id = %s AND i.ready AND i.state = {rawrows.literal(ReviewItem.State.OPEN)} "
+        f"AND i.live_count < i.overlap "
+        # Per candidate, one probe of the item's rows: the cost does not grow with the
+        # reviewer's history (a NOT IN over all their assignments did).
+        f"AND {where} AND NOT EXISTS (SELECT 1 FROM {_A} a WHERE a.item_id = i.id "
+        f"AND a.reviewer_id + 0 = %s AND a.state IN ({rawrows.literal(*BLOCKING)}){probe_only}) "
+        f"ORDER BY {order}, i.id LIMIT 1{lock}"
+    )
 
-    def first(where: str, params: list, order: str, order_params: tuple = (), locked=True):
+
+@transaction.atomic
+def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+    now, now_params = _now_sql()
+    offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
+    postgresql = connection.vendor == "postgresql"
+
+    def first(where: str, order: str, order_params: int, locked=True):
         # Lock the item row (PostgreSQL) and read the database clock in one round trip.
+        where_params = [offset] * where.count("%s")
         rows = _fetch(
-            f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
-            f"WHERE i.campaign_id = %s AND i.ready AND i.state = {open_} "
-            f"AND i.live_count < i.overlap "
-            # Per candidate, one probe of the item's rows: the cost does not grow with the
-            # reviewer's history (a NOT IN over all their assignments did).
-            f"AND {where} AND NOT EXISTS (SELECT 1 FROM {_A} a WHERE a.item_id = i.id "
-            f"AND a.reviewer_id + 0 = %s AND a.state IN ({blocking}){probe_only}) "
-            f"ORDER BY {order}, i.id LIMIT 1{lock if locked else ''}",
-            [*now_params, campaign.pk, *params, reviewer.pk, *order_params],
+            _candidate_sql(where, order, now, postgresql, locked),
+            [*now_params, campaign.pk, *where_params, reviewer.pk, *[offset] * order_params],
         )
         return rows[0] if rows else None
 
-    # Breadth first: items already in review come first, so pairs complete (few rows).
-    found = first(
-        "i.live_count > 0",
-        [],
-        "i.live_count DESC, CASE WHEN i.shuffle_key >= %s THEN 0 ELSE 1 END, i.shuffle_key",
-        (offset,),
-    )
-    # Then fresh items in this reviewer's order: from their offset to the end, then wrap.
-    if found is None:
-        found = first("i.live_count = 0 AND i.shuffle_key >= %s", [offset], "i.shuffle_key")
-    if found is None:
-        found = first("i.live_count = 0 AND i.shuffle_key < %s", [offset], "i.shuffle_key")
+    found = None
+    for where, order, order_params in _PASSES:
+        found = found or first(where, order, order_params)
     if found is None:
         # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
         # another claim on them). "Nothing left" must mean nothing left, so look again
         # without locking; if candidates exist, retry once they are released.
-        return _RETRY if first("1 = 1", [], "i.id", locked=False) else None
+        return _RETRY if first("1 = 1", "i.id", 0, locked=False) else None
     item_pk, overlap, live_count, db_clock = found
     if not isinstance(db_clock, datetime):
         db_clock = timezone.now()  # SQLite: the clock parameter comes back as text
@@ -342,6 +358,97 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     return Claim(assignment=assignment, resumed=False, campaign=campaign, answer=answer)
 
 
+def _claim_fast(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+    """PostgreSQL: the whole claim in one statement, with no transaction of its own (one round
+    trip instead of five: BEGIN, the candidate, the item's rows, the insert, COMMIT). The
+    first free item is locked, the assignment written with a free slot and the item's count
+    bumped (all or nothing), and the task and outputs come back for the answer.
+
+    None when it claimed nothing; the careful path (`_claim_in_transaction`) then decides:
+    no candidate (or all locked), a row of this reviewer's on the item to revive, or a
+    constraint refusing the insert. The statement reads the item's rows on the snapshot it
+    started with, before it held the item, so a claim of that item committed in between makes
+    its slot taken twice: the unique (item, slot) of live rows refuses it, as it refuses the
+    same reviewer twice."""
+    offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
+    params = []
+    for where, _, order_params in _PASSES:
+        params += [campaign.pk, *[offset] * where.count("%s"), reviewer.pk]
+        params += [offset] * order_params
+    token = Assignment._meta.get_field("token").get_default()
+    params += [reviewer.pk, campaign.pk, reviewer.pk, token, lease]
+    # Inside a caller's transaction a refused statement must not abort it: a savepoint then.
+    guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+    try:
+        with guard:
+            rows = _fetch(_claim_fast_sql(), params)
+    except IntegrityError as exc:
+        log.info("one-statement claim lost a race (%s); taking the careful path", exc)
+        return None
+    except OperationalError as exc:
+        if not _retryable(exc):
+            raise
+        return None
+    if not rows:
+        return None
+    width = len(rawrows.fields_of(Assignment))
+    assignment = rawrows.instance(Assignment, rows[0][:width])
+    answer = pagerows.task_and_generations(rows, width)
+    return Claim(assignment=assignment, resumed=False, campaign=campaign, answer=answer)
+
+
+@cache
+def _claim_fast_sql() -> str:
+    qn = connection.ops.quote_name
+    passes = [_candidate_sql(where, order, "NULL", True) for where, order, _ in _PASSES]
+    o, g = rawrows.table(ItemOutput), rawrows.table(Generation)
+    fields = [f for f in rawrows.fields_of(Assignment) if not f.primary_key]
+    # Each value of the new row, in the model's field order.
+    values = {
+        "item_id": "s.id",
+        "campaign_id": "%s",
+        "reviewer_id": "%s",
+        "slot": "s.slot",
+        "overlap": "s.overlap",
+        "state": rawrows.literal(Assignment.State.ACTIVE),
+        "token": "%s",
+        # presented_order in SQL: rotation (item % n + slot) of the outputs in contender
+        # order, the cycle reversed on odd blocks of n items (a test compares the two).
+        "order": (
+            "(SELECT COALESCE(jsonb_agg(s.ids[1 + CASE WHEN mod(s.id / r.n, 2) = 1 "
+            "THEN r.n - 1 - r.p ELSE r.p END] ORDER BY j), '[]'::jsonb) "
+            "FROM (SELECT cardinality(s.ids) AS n) r0, generate_series(0, r0.n - 1) j, "
+            "LATERAL (SELECT r0.n, mod(mod(s.id, r0.n) + s.slot + j, r0.n) AS p) r)"
+        ),
+        "lease_expires_at": "STATEMENT_TIMESTAMP() + %s",
+        "heartbeat_at": "NULL",
+        "created_at": "STATEMENT_TIMESTAMP()",
+        "submitted_at": "NULL",
+        "submit_key": "''",
+        "skip_reason": "''",
+    }
+    assert [f.attname for f in fields] == list(values), "Assignment's fields changed"
+    returning = ", ".join(qn(f.column) for f in rawrows.fields_of(Assignment))
+    return (
+        f"WITH c0 AS ({passes[0]}), c1 AS ({passes[1]}), c2 AS ({passes[2]}), "
+        "cand AS (SELECT * FROM c0 UNION ALL SELECT * FROM c1 UNION ALL SELECT * FROM c2 LIMIT 1), "
+        # The lowest free slot and the outputs (contender order), unless the reviewer has
+        # a row on the item already (to revive: the careful path's work).
+        "s AS MATERIALIZED (SELECT cand.id, cand.overlap, "
+        "(SELECT min(n) FROM generate_series(0, cand.overlap - 1) n WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {_A} a WHERE a.item_id = cand.id AND a.slot = n "
+        f"AND a.state IN ({rawrows.literal(*LIVE)}))) AS slot, "
+        f"(SELECT array_agg(o.id ORDER BY g.contender_id, o.id) FROM {o} o "
+        f"JOIN {g} g ON g.id = o.generation_id WHERE o.item_id = cand.id) AS ids FROM cand "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {_A} a WHERE a.item_id = cand.id AND a.reviewer_id = %s)), "
+        f"ins AS (INSERT INTO {_A} ({', '.join(qn(f.column) for f in fields)}) "
+        f"SELECT {', '.join(values.values())} FROM s WHERE s.slot IS NOT NULL "
+        f"RETURNING {returning}), "
+        f"bump AS (UPDATE {_I} i SET live_count = i.live_count + 1 FROM ins WHERE i.id = ins.item_id) "
+        f"SELECT ins.*, x.* FROM ins, LATERAL ({pagerows.task_outputs_of('ins.item_id')}) x"
+    )
+
+
 def _claim_context(
     *, reviewer: AbstractBaseUser, campaign: Campaign | None, slug: str | None
 ) -> tuple[Campaign | None, bool, bool, int | None]:
@@ -392,6 +499,10 @@ def assignment_claim_next(
     if held is not None:
         return Claim(assignment=Assignment.objects.get(pk=held), resumed=True, campaign=campaign)
     lease = timedelta(minutes=campaign.lease_minutes)
+    if connection.vendor == "postgresql":
+        claim = _claim_fast(campaign=campaign, reviewer=reviewer, lease=lease)
+        if claim is not None:
+            return claim
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)

@@ -433,6 +433,39 @@ class CounterbalancingTests(TestCase):
         # 40 assignments over 3 positions: 13.3 each; allow a small bound (one block of items).
         assert max(per_cell) - min(per_cell) <= 4, counts
 
+    def test_every_claim_stores_the_order_of_its_slot(self):
+        # On PostgreSQL the claim computes the order in SQL (its one statement); it must be
+        # presented_order's, whatever the number of outputs and the item's block parity.
+        for n_outputs, k in ((1, 1), (2, 2), (3, 3), (4, 2)):
+            contenders = [ContenderFactory() for _ in range(n_outputs)]
+            campaign = campaign_ready(items=5, overlap=k, contenders=contenders, mode="rubric")
+            reviewers = [UserFactory(roles=["reviewer"]) for _ in range(k)]
+            claimed = 0
+            for user in reviewers:
+                while (
+                    claim := services.assignment_claim_next(campaign=campaign, reviewer=user)
+                ) is not None:
+                    a = claim.assignment
+                    ids = list(
+                        ItemOutput.objects.filter(item_id=a.item_id)
+                        .order_by("generation__contender_id", "pk")
+                        .values_list("pk", flat=True)
+                    )
+                    expected = services.presented_order(
+                        item_pk=a.item_id, output_ids=ids, slot=a.slot
+                    )
+                    assert a.order == expected, (n_outputs, a.item_id, a.slot)
+                    assert Assignment.objects.get(pk=a.pk).order == expected
+                    assert sorted(claim.answer[1]) == sorted(ids)  # the answer's outputs
+                    services.assignment_submit(
+                        token=a.token,
+                        reviewer=user,
+                        key=a.token,
+                        data=full_review(a, preference=None),
+                    )
+                    claimed += 1
+            assert claimed == 5 * k
+
     def test_it_never_repeats_the_first_reviewers_order_for_the_second(self):
         contenders = [ContenderFactory() for _ in range(3)]
         campaign = campaign_ready(items=6, overlap=3, contenders=contenders, mode="rubric")
