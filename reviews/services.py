@@ -16,6 +16,10 @@ order of importance (RELIABILITY.md "Assigning items"):
    the item row and then only inserts, or revives a row that is not active, which no other
    path touches without the item lock.
 
+On PostgreSQL the usual claim is one statement (lock, free slot, insert, counter). It reads
+the item's rows on the snapshot it started with, so a claim that lost a race is refused by the
+constraints of 1., and the careful transaction (a fresh read under the lock) runs instead.
+
 Leases are compared with the database clock, never the web server's.
 """
 
