@@ -6,6 +6,7 @@ it, failing under CI=true). Every thread has its own database connection.
 
 import random
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -136,6 +137,63 @@ class ConcurrentAssignmentTests(TransactionTestCase):
                 insert(user, slot)
         with pytest.raises(IntegrityError), transaction.atomic():
             ReviewItem.objects.filter(pk=item.pk).update(live_count=3)
+
+    def test_a_claim_that_read_an_old_snapshot_takes_the_careful_path(self):
+        """The one-statement claim reads the item's rows on the snapshot it started with. Here
+        another transaction writes slot 0 of the only item and commits while the claim's
+        statement waits on it: the unique index refuses the slot taken twice, and the
+        careful transaction claims slot 1 with a fresh read."""
+        from django.db import connections
+
+        campaign = campaign_ready(items=1, overlap=2)
+        item = ReviewItem.objects.get(campaign=campaign)
+        other, claimant = (UserFactory(username=f"pg-s-{i}", roles=["reviewer"]) for i in range(2))
+        writer = connections.create_connection("default")  # a second session, its own transaction
+        writer.set_autocommit(False)
+        with writer.cursor() as cursor:
+            # Slot 0 taken, not yet committed (the counter is left alone so that the item stays
+            # free to lock: a real claim would hold the item, this one only the slot).
+            cursor.execute(
+                "INSERT INTO reviews_assignment (item_id, campaign_id, reviewer_id, slot, overlap, "
+                'state, token, "order", lease_expires_at, created_at, submit_key, skip_reason) '
+                "VALUES (%s, %s, %s, 0, 2, 'active', 'snapshot-race', '[]', now() + interval "
+                "'5 minutes', now(), '', '')",
+                [item.pk, campaign.pk, other.pk],
+            )
+        result = {}
+
+        def claim():
+            try:
+                result["claim"] = services.assignment_claim_next(
+                    campaign=campaign, reviewer=claimant
+                )
+            finally:
+                connection.close()
+
+        with self.assertLogs("reviews.services", "INFO") as logs:
+            thread = threading.Thread(target=claim)
+            thread.start()
+            # Wait until the claim's statement waits on the writer's uncommitted slot.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid' "
+                        "AND query LIKE 'WITH c0 AS%%'"
+                    )
+                    if cursor.fetchone()[0]:
+                        break
+                time.sleep(0.02)
+            else:
+                pytest.fail("the claim's statement never waited on the uncommitted slot")
+            writer.commit()
+            writer.close()
+            thread.join(10)
+        assert any("one-statement claim lost a race" in line for line in logs.output), logs.output
+        assert result["claim"].assignment.slot == 1 and result["claim"].resumed is False
+        live = Assignment.objects.filter(item=item, state="active")
+        assert sorted(live.values_list("slot", flat=True)) == [0, 1]
+        assert ReviewItem.objects.get(pk=item.pk).live_count == 1  # only the service counted
 
 
 @pytest.mark.postgres
