@@ -431,7 +431,8 @@ def _claim_fast_sql() -> str:
         "submit_key": "''",
         "skip_reason": "''",
     }
-    assert [f.attname for f in fields] == list(values), "Assignment's fields changed"
+    if [f.attname for f in fields] != list(values):
+        raise RuntimeError("Assignment's fields changed: update the claim's INSERT")
     returning = ", ".join(qn(f.column) for f in rawrows.fields_of(Assignment))
     return (
         f"WITH c0 AS ({passes[0]}), c1 AS ({passes[1]}), c2 AS ({passes[2]}), "
