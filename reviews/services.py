@@ -278,6 +278,12 @@ def _candidate_sql(where: str, order: str, now: str, postgresql: bool, locked: b
     )
 
 
+def _candidate_params(where: str, order_params: int, campaign, reviewer, offset: int) -> list:
+    """`_candidate_sql`'s parameters after the clock's: the campaign, WHERE's, the reviewer,
+    ORDER BY's (the offsets)."""
+    return [campaign.pk, *[offset] * where.count("%s"), reviewer.pk, *[offset] * order_params]
+
+
 @transaction.atomic
 def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
     now, now_params = _now_sql()
@@ -286,10 +292,9 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
 
     def first(where: str, order: str, order_params: int, locked=True):
         # Lock the item row (PostgreSQL) and read the database clock in one round trip.
-        where_params = [offset] * where.count("%s")
         rows = _fetch(
             _candidate_sql(where, order, now, postgresql, locked),
-            [*now_params, campaign.pk, *where_params, reviewer.pk, *[offset] * order_params],
+            [*now_params, *_candidate_params(where, order_params, campaign, reviewer, offset)],
         )
         return rows[0] if rows else None
 
@@ -377,8 +382,7 @@ def _claim_fast(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
     offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
     params = []
     for where, _, order_params in _PASSES:
-        params += [campaign.pk, *[offset] * where.count("%s"), reviewer.pk]
-        params += [offset] * order_params
+        params += _candidate_params(where, order_params, campaign, reviewer, offset)
     token = Assignment._meta.get_field("token").get_default()
     params += [reviewer.pk, campaign.pk, reviewer.pk, token, lease]
     # Inside a caller's transaction a refused statement must not abort it: a savepoint then.
