@@ -134,7 +134,8 @@ def shuffle_offset(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
     at their own offset and wrapping around. So the order is random, not by id (creation
     order), differs between reviewers, and concurrent reviewers start in different places
     instead of all fighting over the same first rows. An index on (campaign, state,
-    live_count, shuffle_key) makes each step an index range scan, not a sort of every item.
+    live_count, shuffle_key, id) makes each step an index range scan that stops at the first
+    free item, not a sort.
     """
     digest = hashlib.sha256(f"{campaign.pk}:{reviewer.pk}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % SHUFFLE_SPACE

@@ -44,3 +44,38 @@ def test_no_index_repeats_the_leading_columns_of_another(table):
         for other, other_cols, _, other_partial, _ in indexes:
             if other != name and not other_partial and other_cols[: len(cols)] == cols:
                 pytest.fail(f"{table}: {name} {cols} is the start of {other} {other_cols}")
+
+
+def _nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)
+
+
+@pytest.mark.django_db
+def test_a_claim_pass_reads_one_fresh_item_to_hand_out_one():
+    """The offer index holds the whole ORDER BY of a pass (shuffle key, then id), so the pass
+    stops at its first free item. Without the id PostgreSQL sorted each pass and read at least
+    33 items, probing each for the reviewer's rows, to hand out one."""
+    need(postgres_available(), "needs PostgreSQL: set DATABASE_URL=postgres://...")
+    from reviews import services
+    from tests.factories import UserFactory, campaign_ready
+
+    campaign = campaign_ready(items=200, overlap=2)
+    reviewer = UserFactory(username="rev-plan", roles=["reviewer"])
+    where, order, order_params = services._PASSES[1]  # fresh items from the offset on
+    sql = services._candidate_sql(where, order, "NULL", True)
+    params = services._candidate_params(where, order_params, campaign, reviewer, 0)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE reviews_reviewitem")
+        # A table this small fits in a page or two, where a scan and a sort cost nothing:
+        # ask for the plan a campaign of thousands of items gets.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+    nodes = list(_nodes(plan))
+    assert not [n["Node Type"] for n in nodes if "Sort" in n["Node Type"]], plan
+    scans = [n for n in nodes if n.get("Relation Name") == "reviews_reviewitem"]
+    assert [(n["Node Type"], n["Index Name"], n["Actual Rows"]) for n in scans] == [
+        ("Index Scan", "reviewitem_offer_idx", 1)
+    ], plan
