@@ -243,23 +243,32 @@ _A, _I, _R = (
 
 # Where a reviewer's next item comes from, in order: breadth first, items already in review (so
 # pairs complete; few rows), then fresh items in this reviewer's order, from their offset to the
-# end, then wrapping round. (WHERE, ORDER BY, parameters in ORDER BY); both take the offset.
+# end, then wrapping round. (WHERE, ORDER BY), where {offset} stands for the reviewer's offset.
 _PASSES = (
     (
         "i.live_count > 0",
-        "i.live_count DESC, CASE WHEN i.shuffle_key >= %s THEN 0 ELSE 1 END, i.shuffle_key",
-        1,
+        "i.live_count DESC, CASE WHEN i.shuffle_key >= {offset} THEN 0 ELSE 1 END, i.shuffle_key",
     ),
-    ("i.live_count = 0 AND i.shuffle_key >= %s", "i.shuffle_key", 0),
-    ("i.live_count = 0 AND i.shuffle_key < %s", "i.shuffle_key", 0),
+    ("i.live_count = 0 AND i.shuffle_key >= {offset}", "i.shuffle_key"),
+    ("i.live_count = 0 AND i.shuffle_key < {offset}", "i.shuffle_key"),
 )
 
 
 @cache
-def _candidate_sql(where: str, order: str, now: str, postgresql: bool, locked: bool = True) -> str:
+def _candidate_sql(
+    where: str,
+    order: str,
+    now: str,
+    postgresql: bool,
+    locked: bool = True,
+    campaign: str = "%s",
+    offset: str = "%s",
+) -> str:
     """The first item of a pass this reviewer may take, locked (PostgreSQL: skipping items
     another transaction holds), with the database clock. Parameters: the clock's (SQLite), the
-    campaign, WHERE's, the reviewer, ORDER BY's."""
+    campaign, WHERE's, the reviewer, ORDER BY's; `campaign` and `offset` may instead be SQL
+    expressions, which then take no parameter."""
+    where, order = where.replace("{offset}", offset), order.replace("{offset}", offset)
     # "Not yet this reviewer's" is a probe per candidate of the item's own rows (at most a
     # few): OFFSET 0 keeps the planner from turning it into an anti-join, and `+ 0` from
     # using an index on the reviewer. Either made the plan follow the reviewer's row
@@ -269,7 +278,8 @@ def _candidate_sql(where: str, order: str, now: str, postgresql: bool, locked: b
     lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if postgresql and locked else ""
     return (
         f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
-        f"WHERE i.campaign_id = %s AND i.ready AND i.state = {rawrows.literal(ReviewItem.State.OPEN)} "
+        f"WHERE i.campaign_id = {campaign} AND i.ready "
+        f"AND i.state = {rawrows.literal(ReviewItem.State.OPEN)} "
         f"AND i.live_count < i.overlap "
         # Per candidate, one probe of the item's rows: the cost does not grow with the
         # reviewer's history (a NOT IN over all their assignments did).
@@ -279,10 +289,15 @@ def _candidate_sql(where: str, order: str, now: str, postgresql: bool, locked: b
     )
 
 
-def _candidate_params(where: str, order_params: int, campaign, reviewer, offset: int) -> list:
+def _candidate_params(where: str, order: str, campaign, reviewer, offset: int) -> list:
     """`_candidate_sql`'s parameters after the clock's: the campaign, WHERE's, the reviewer,
     ORDER BY's (the offsets)."""
-    return [campaign.pk, *[offset] * where.count("%s"), reviewer.pk, *[offset] * order_params]
+    return [
+        campaign.pk,
+        *[offset] * where.count("{offset}"),
+        reviewer.pk,
+        *[offset] * order.count("{offset}"),
+    ]
 
 
 @transaction.atomic
@@ -291,22 +306,22 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
     postgresql = connection.vendor == "postgresql"
 
-    def first(where: str, order: str, order_params: int, locked=True):
+    def first(where: str, order: str, locked=True):
         # Lock the item row (PostgreSQL) and read the database clock in one round trip.
         rows = _fetch(
             _candidate_sql(where, order, now, postgresql, locked),
-            [*now_params, *_candidate_params(where, order_params, campaign, reviewer, offset)],
+            [*now_params, *_candidate_params(where, order, campaign, reviewer, offset)],
         )
         return rows[0] if rows else None
 
     found = None
-    for where, order, order_params in _PASSES:
-        found = found or first(where, order, order_params)
+    for where, order in _PASSES:
+        found = found or first(where, order)
     if found is None:
         # SKIP LOCKED also skips items that are only *momentarily* locked (a submit or
         # another claim on them). "Nothing left" must mean nothing left, so look again
         # without locking; if candidates exist, retry once they are released.
-        return _RETRY if first("1 = 1", "i.id", 0, locked=False) else None
+        return _RETRY if first("1 = 1", "i.id", locked=False) else None
     item_pk, overlap, live_count, db_clock = found
     if not isinstance(db_clock, datetime):
         db_clock = timezone.now()  # SQLite: the clock parameter comes back as text
@@ -368,54 +383,71 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     return Claim(assignment=assignment, resumed=False, campaign=campaign, answer=answer)
 
 
-def _claim_fast(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+def _claim_fast(
+    *, reviewer: AbstractBaseUser, campaign: Campaign | None, slug: str | None
+) -> tuple[Claim | None, tuple | None]:
     """PostgreSQL: the whole claim in one statement, with no transaction of its own (one round
-    trip instead of five: BEGIN, the candidate, the item's rows, the insert, COMMIT). The
+    trip instead of six: the context, BEGIN, the candidate, the item's rows, the insert,
+    COMMIT). It reads what `_claim_context` reads; when that allows a new claim (the campaign
+    is open, the reviewer neither removed nor holding a lease, no lapsed lease to return), the
     first free item is locked, the assignment written with a free slot and the item's count
     bumped (all or nothing), and the task and outputs come back for the answer.
 
-    None when it claimed nothing; the careful path (`_claim_in_transaction`) then decides:
-    no candidate (or all locked), a row of this reviewer's on the item to revive, or a
-    constraint refusing the insert. The statement reads the item's rows on the snapshot it
-    started with, before it held the item, so a claim of that item committed in between makes
-    its slot taken twice: the unique (item, slot) of live rows refuses it, as it refuses the
-    same reviewer twice."""
-    offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
-    params = []
-    for where, _, order_params in _PASSES:
-        params += _candidate_params(where, order_params, campaign, reviewer, offset)
+    Returns (the claim or None, the context or None). Without a claim the caller decides from
+    the context, as without this statement: the careful path (`_claim_in_transaction`) then
+    handles no candidate (or all locked), a row of this reviewer's on the item to revive, and
+    lapsed leases. The statement reads the item's rows on the snapshot it started with, before
+    it held the item, so a claim of that item committed in between makes its slot taken twice:
+    the unique (item, slot) of live rows refuses it, as it refuses the same reviewer twice, and
+    the context is then read again (None)."""
+    key, value = ("slug", slug) if campaign is None else ("id", campaign.pk)
     token = Assignment._meta.get_field("token").get_default()
-    params += [reviewer.pk, campaign.pk, reviewer.pk, token, lease]
+    # The offset's text after the campaign id, the context's, each pass's and the slot's
+    # reviewer, then the new row's reviewer and token.
+    params = [f":{reviewer.pk}", reviewer.pk, reviewer.pk, value]
+    params += [reviewer.pk] * (len(_PASSES) + 2) + [token]
     # Inside a caller's transaction a refused statement must not abort it: a savepoint then.
     guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
         with guard:
-            rows = _fetch(_claim_fast_sql(), params)
+            rows = _fetch(_claim_fast_sql(key), params)
     except IntegrityError as exc:
         log.info("one-statement claim lost a race (%s); taking the careful path", exc)
-        return None
+        return None, None
     except OperationalError as exc:
         if not _retryable(exc):
             raise
-        return None
+        return None, None
     if not rows:
-        return None
-    width = len(rawrows.fields_of(Assignment))
-    assignment = rawrows.instance(Assignment, rows[0][:width])
-    answer = pagerows.task_and_generations(rows, width)
-    return Claim(assignment=assignment, resumed=False, campaign=campaign, answer=answer)
+        return None, (None, False, False, None)
+    width = len(rawrows.fields_of(Campaign))
+    found = rawrows.instance(Campaign, rows[0][:width])
+    removed, stale, held, _offset = rows[0][width : width + 4]
+    context = (found, bool(removed), bool(stale), held)
+    start = width + 4
+    if rows[0][start] is None:
+        return None, context  # nothing claimed
+    end = start + len(rawrows.fields_of(Assignment))
+    assignment = rawrows.instance(Assignment, rows[0][start:end])
+    answer = pagerows.task_and_generations(rows, end)
+    return Claim(assignment=assignment, resumed=False, campaign=found, answer=answer), context
 
 
 @cache
-def _claim_fast_sql() -> str:
+def _claim_fast_sql(key: str) -> str:
     qn = connection.ops.quote_name
-    passes = [_candidate_sql(where, order, "NULL", True) for where, order, _ in _PASSES]
+    passes = [
+        _candidate_sql(
+            where, order, "NULL", True, True, "(SELECT id FROM go)", "(SELECT off FROM go)"
+        )
+        for where, order in _PASSES
+    ]
     o, g = rawrows.table(ItemOutput), rawrows.table(Generation)
     fields = [f for f in rawrows.fields_of(Assignment) if not f.primary_key]
     # Each value of the new row, in the model's field order.
     values = {
         "item_id": "s.id",
-        "campaign_id": "%s",
+        "campaign_id": "go.id",
         "reviewer_id": "%s",
         "slot": "s.slot",
         "overlap": "s.overlap",
@@ -429,7 +461,7 @@ def _claim_fast_sql() -> str:
             "FROM (SELECT cardinality(s.ids) AS n) r0, generate_series(0, r0.n - 1) j, "
             "LATERAL (SELECT r0.n, mod(mod(s.id, r0.n) + s.slot + j, r0.n) AS p) r)"
         ),
-        "lease_expires_at": "STATEMENT_TIMESTAMP() + %s",
+        "lease_expires_at": "STATEMENT_TIMESTAMP() + make_interval(mins => go.lease_minutes)",
         "heartbeat_at": "NULL",
         "created_at": "STATEMENT_TIMESTAMP()",
         "submitted_at": "NULL",
@@ -438,9 +470,20 @@ def _claim_fast_sql() -> str:
     }
     if [f.attname for f in fields] != list(values):
         raise RuntimeError("Assignment's fields changed: update the claim's INSERT")
+    if SHUFFLE_SPACE & (SHUFFLE_SPACE - 1):
+        raise RuntimeError("the claim's offset takes SHUFFLE_SPACE's low bits: a power of two")
     returning = ", ".join(qn(f.column) for f in rawrows.fields_of(Assignment))
     return (
-        f"WITH c0 AS ({passes[0]}), c1 AS ({passes[1]}), c2 AS ({passes[2]}), "
+        # shuffle_offset in SQL: the first 8 bytes of sha256("<campaign>:<reviewer>") modulo
+        # SHUFFLE_SPACE (a test compares the two).
+        "WITH ctx AS MATERIALIZED (SELECT x.*, ('x' || encode(substring(sha256(convert_to("
+        "x.id::text || %s, 'UTF8')) FROM 1 FOR 8), 'hex'))::bit(64)::bigint "
+        f"& {SHUFFLE_SPACE - 1} AS off FROM ({_claim_context_sql(key, 'STATEMENT_TIMESTAMP()')}) x), "
+        # A new claim only where assignment_claim_next would make one; else nothing below runs.
+        "go AS MATERIALIZED (SELECT id, off, lease_minutes FROM ctx "
+        f"WHERE status IN ({rawrows.literal(*sorted(REVIEWABLE))}) AND NOT removed "
+        "AND NOT stale AND held IS NULL), "
+        f"c0 AS ({passes[0]}), c1 AS ({passes[1]}), c2 AS ({passes[2]}), "
         "cand AS (SELECT * FROM c0 UNION ALL SELECT * FROM c1 UNION ALL SELECT * FROM c2 LIMIT 1), "
         # The lowest free slot and the outputs (contender order), unless the reviewer has
         # a row on the item already (to revive: the careful path's work).
@@ -452,10 +495,12 @@ def _claim_fast_sql() -> str:
         f"JOIN {g} g ON g.id = o.generation_id WHERE o.item_id = cand.id) AS ids FROM cand "
         f"WHERE NOT EXISTS (SELECT 1 FROM {_A} a WHERE a.item_id = cand.id AND a.reviewer_id = %s)), "
         f"ins AS (INSERT INTO {_A} ({', '.join(qn(f.column) for f in fields)}) "
-        f"SELECT {', '.join(values.values())} FROM s WHERE s.slot IS NOT NULL "
+        f"SELECT {', '.join(values.values())} FROM s, go WHERE s.slot IS NOT NULL "
         f"RETURNING {returning}), "
         f"bump AS (UPDATE {_I} i SET live_count = i.live_count + 1 FROM ins WHERE i.id = ins.item_id) "
-        f"SELECT ins.*, x.* FROM ins, LATERAL ({pagerows.task_outputs_of('ins.item_id')}) x"
+        # The context always; the new assignment and the answer's rows when there is one.
+        "SELECT ctx.*, y.* FROM ctx LEFT JOIN LATERAL (SELECT ins.*, x.* FROM ins, "
+        f"LATERAL ({pagerows.task_outputs_of('ins.item_id')}) x) y ON true"
     )
 
 
@@ -483,10 +528,12 @@ def _claim_context_sql(key: str, now: str) -> str:
     in_campaign = f"FROM {_A} a WHERE a.campaign_id = c.id"
     return (
         f"SELECT {rawrows.columns('c', Campaign)}, "
-        f"EXISTS (SELECT 1 FROM {_R} r WHERE r.campaign_id = c.id AND r.reviewer_id = %s), "
-        f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}), "
+        f"EXISTS (SELECT 1 FROM {_R} r WHERE r.campaign_id = c.id AND r.reviewer_id = %s) "
+        "AS removed, "
+        f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}) "
+        "AS stale, "
         f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = {active} "
-        f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1) "
+        f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1) AS held "
         f"FROM {rawrows.table(Campaign)} c WHERE c.{key} = %s"
     )
 
@@ -500,7 +547,14 @@ def assignment_claim_next(
     claim's first query instead of a query of its own. NotReviewable if there is no such
     campaign, it is not open for review, or the reviewer was removed from it.
     """
-    campaign, removed, stale, held = _claim_context(reviewer=reviewer, campaign=campaign, slug=slug)
+    context = None
+    if connection.vendor == "postgresql":
+        claim, context = _claim_fast(reviewer=reviewer, campaign=campaign, slug=slug)
+        if claim is not None:
+            return claim
+    if context is None:
+        context = _claim_context(reviewer=reviewer, campaign=campaign, slug=slug)
+    campaign, removed, stale, held = context
     if campaign is None or campaign.status not in REVIEWABLE or removed:
         raise NotReviewable(slug if campaign is None else campaign.slug)
     if stale:
@@ -509,10 +563,6 @@ def assignment_claim_next(
     if held is not None:
         return Claim(assignment=Assignment.objects.get(pk=held), resumed=True, campaign=campaign)
     lease = timedelta(minutes=campaign.lease_minutes)
-    if connection.vendor == "postgresql":
-        claim = _claim_fast(campaign=campaign, reviewer=reviewer, lease=lease)
-        if claim is not None:
-            return claim
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)

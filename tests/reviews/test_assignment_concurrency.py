@@ -179,12 +179,15 @@ class ConcurrentAssignmentTests(TransactionTestCase):
                 with connection.cursor() as cursor:
                     cursor.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid' "
-                        "AND query LIKE 'WITH c0 AS%%'"
+                        "AND query LIKE 'WITH ctx AS%%'"
                     )
                     if cursor.fetchone()[0]:
                         break
                 time.sleep(0.02)
             else:
+                writer.rollback()  # let the claim finish before failing
+                writer.close()
+                thread.join(10)
                 pytest.fail("the claim's statement never waited on the uncommitted slot")
             writer.commit()
             writer.close()

@@ -63,9 +63,9 @@ def test_a_claim_pass_reads_one_fresh_item_to_hand_out_one():
 
     campaign = campaign_ready(items=200, overlap=2)
     reviewer = UserFactory(username="rev-plan", roles=["reviewer"])
-    where, order, order_params = services._PASSES[1]  # fresh items from the offset on
+    where, order = services._PASSES[1]  # fresh items from the offset on
     sql = services._candidate_sql(where, order, "NULL", True)
-    params = services._candidate_params(where, order_params, campaign, reviewer, 0)
+    params = services._candidate_params(where, order, campaign, reviewer, 0)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE reviews_reviewitem")
         # A table this small fits in a page or two, where a scan and a sort cost nothing:

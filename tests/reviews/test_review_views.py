@@ -386,6 +386,26 @@ class ReviewApiTests(TestCase):
         texts = dict(ItemOutput.objects.values_list("pk", "generation__output"))
         assert [c["text"] for c in first["candidates"]] == [texts[pk] for pk in order]
 
+    def test_the_claim_is_one_statement_after_the_token_check(self):
+        # On PostgreSQL one statement reads the campaign and the reviewer's standing (removed,
+        # a lease held, lapsed leases) and, when they allow it, claims and answers; SQLite
+        # reads the context first, then claims in a transaction.
+        with CaptureQueriesContext(connection) as queries:
+            response = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next")
+        assert response.status_code == 200 and response.json()["resumed"] is False
+        # Not counted: the token check, this test's transaction (a savepoint guards the
+        # claim inside it) and the redaction words' first read (then cached per campaign).
+        skip = ("evalsite_apitoken", "SAVEPOINT", '"tasks_contender"')
+        statements = [q["sql"] for q in queries if not any(part in q["sql"] for part in skip)]
+        context = [q for q in statements if "reviews_reviewerremoval" in q]
+        if connection.vendor == "postgresql":
+            assert len(statements) == 1 and context == statements, statements
+        else:
+            assert len(statements) > 1 and context == statements[:1], statements
+        assignment = Assignment.objects.get(token=response.json()["token"])
+        lease = assignment.lease_expires_at - assignment.created_at
+        assert abs(lease - timedelta(minutes=self.campaign.lease_minutes)) < timedelta(seconds=1)
+
     def test_the_submit_writes_its_review_in_the_fences_statement(self):
         # On PostgreSQL the fence, the review, its scores and the item's count are one
         # statement (both or neither); SQLite writes them one by one after the fence.
