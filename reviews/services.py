@@ -16,7 +16,8 @@ order of importance (RELIABILITY.md "Assigning items"):
    the item row and then only inserts, or revives a row that is not active, which no other
    path touches without the item lock.
 
-On PostgreSQL the usual claim is one statement (lock, free slot, insert, counter). It reads
+On PostgreSQL the usual claim is one statement (the campaign and the reviewer's standing,
+lock, free slot, insert, counter). It reads
 the item's rows on the snapshot it started with, so a claim that lost a race is refused by the
 constraints of 1., and the careful transaction (a fresh read under the lock) runs instead.
 
@@ -508,8 +509,10 @@ def _claim_context(
     *, reviewer: AbstractBaseUser, campaign: Campaign | None, slug: str | None
 ) -> tuple[Campaign | None, bool, bool, int | None]:
     """(the campaign, reviewer removed?, any lapsed lease in the campaign?, the live lease
-    the reviewer already holds or None), in one round trip: every claim asks all four. The
-    campaign is read by `slug` (the API) or again by pk; None if there is no such campaign."""
+    the reviewer already holds or None), in one round trip: every claim asks all four (on
+    PostgreSQL the claim's statement asks them itself; this query runs when that statement was
+    refused, and on SQLite). The campaign is read by `slug` (the API) or again by pk; None if
+    there is no such campaign."""
     now, now_params = _now_sql()
     rows = _fetch(
         _claim_context_sql("slug" if campaign is None else "id", now),
