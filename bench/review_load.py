@@ -28,6 +28,8 @@ in Redis (--redis-url), data in PostgreSQL.
 
 Options: --items 10000 --reviewers 32 --duration 60 --rounds 4 --ceiling-duration 6 --workers 4
          --threads 4 --paced-rate 32 --paced-duration 60 --redis-url redis://127.0.0.1:6379/14
+         --statements 12 (PostgreSQL's time, buffers and WAL per statement at saturation, from
+         pg_stat_statements; PostgreSQL must load it: shared_preload_libraries)
 """
 
 import argparse
@@ -523,6 +525,30 @@ def run_reviews(
     }
 
 
+def statements_reset(database_url: str) -> bool:
+    """Start pg_stat_statements' counts afresh; False (and why) when PostgreSQL lacks it."""
+    try:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            conn.execute("SELECT pg_stat_statements_reset()")
+        return True
+    except psycopg.Error as exc:
+        print(f"--statements: no figures ({str(exc).strip()})", file=sys.stderr)
+        return False
+
+
+def statements_top(database_url: str, n: int) -> list[tuple]:
+    """This database's `n` statements with the most time since the reset, per call."""
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(
+            "SELECT calls, total_exec_time / calls, shared_blks_hit / calls, wal_bytes / calls, "
+            r"left(regexp_replace(query, '\s+', ' ', 'g'), 80) FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "ORDER BY total_exec_time DESC LIMIT %s",
+            [n],
+        ).fetchall()
+
+
 def merge_runs(runs: list[dict]) -> dict:
     """The rounds of one saturation run as one run (the connection spread: the first's)."""
     return {
@@ -617,6 +643,13 @@ def main() -> None:
         "autovacuum (off on this machine's PostgreSQL); 0 for never",
     )
     parser.add_argument(
+        "--statements",
+        type=int,
+        default=0,
+        help="print the N statements PostgreSQL spent most time on during the saturation run "
+        "(pg_stat_statements, which PostgreSQL must load: shared_preload_libraries)",
+    )
+    parser.add_argument(
         "--redis-url",
         default="redis://127.0.0.1:6379/14",
         help="the site's cache and session store, as in production ('' for none)",
@@ -654,6 +687,7 @@ def main() -> None:
         # windows, and each round is compared with the mean of the windows on its two sides.
         ceilings, ceiling_lat = [], []
         rounds: list[dict] = []
+        counting = args.statements and statements_reset(args.database_url)
         for n in range(args.rounds + 1):
             rate, lat = run_ceiling(args.reviewers, args.ceiling_duration)
             ceilings.append(rate)
@@ -661,6 +695,7 @@ def main() -> None:
             if n < args.rounds:
                 rounds.append(run_reviews(slug, users, cookies, args.duration / args.rounds))
         result = merge_runs(rounds)
+        top = statements_top(args.database_url, args.statements) if counting else []
         paced = (
             run_reviews(slug, users, cookies, args.paced_duration, args.paced_rate)
             if args.paced_rate
@@ -692,7 +727,8 @@ def main() -> None:
     print()
     print(
         f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} workers x {args.threads} threads (gthread, "
-        f"at most {2 * args.threads} connections per worker: gunicorn.conf.py); "
+        f"at most {os.environ.get('WEB_CONNECTIONS') or 2 * args.threads} connections per "
+        "worker: gunicorn.conf.py); "
         f"{args.reviewers} concurrent reviewers; {args.items} ready items, k=2; PostgreSQL "
         f"{psycopg.connect(args.database_url).info.server_version}; sessions "
         f"{'in Redis + PostgreSQL' if args.redis_url else 'in PostgreSQL'}"
@@ -745,6 +781,14 @@ def main() -> None:
             for name, seconds in per_request.items()
         )
     )
+    if top:
+        print()
+        print("PostgreSQL per statement during the saturation run (pg_stat_statements, per call):")
+        print()
+        print("| calls | ms | buffers | WAL bytes | statement |")
+        print("|---:|---:|---:|---:|---|")
+        for calls, ms, buffers, wal, query in top:
+            print(f"| {calls} | {ms:.3f} | {buffers} | {wal:.0f} | `{query}` |")
     if paced:
         print()
         print(
