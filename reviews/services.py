@@ -420,7 +420,7 @@ def _claim_fast(
             raise
         return None, None
     if not rows:
-        return None, (None, False, False, None)
+        return None, _NO_CAMPAIGN
     width = len(rawrows.fields_of(Campaign))
     found = rawrows.instance(Campaign, rows[0][:width])
     removed, stale, held, _offset = rows[0][width : width + 4]
@@ -439,7 +439,12 @@ def _claim_fast_sql(key: str) -> str:
     qn = connection.ops.quote_name
     passes = [
         _candidate_sql(
-            where, order, "NULL", True, True, "(SELECT id FROM go)", "(SELECT off FROM go)"
+            where,
+            order,
+            "NULL",
+            True,
+            campaign="(SELECT id FROM go)",
+            offset="(SELECT off FROM go)",
         )
         for where, order in _PASSES
     ]
@@ -479,7 +484,7 @@ def _claim_fast_sql(key: str) -> str:
         # SHUFFLE_SPACE (a test compares the two).
         "WITH ctx AS MATERIALIZED (SELECT x.*, ('x' || encode(substring(sha256(convert_to("
         "x.id::text || %s, 'UTF8')) FROM 1 FOR 8), 'hex'))::bit(64)::bigint "
-        f"& {SHUFFLE_SPACE - 1} AS off FROM ({_claim_context_sql(key, 'STATEMENT_TIMESTAMP()')}) x), "
+        f"& {SHUFFLE_SPACE - 1} AS off FROM ({_claim_context_sql(key, _now_sql()[0])}) x), "
         # A new claim only where assignment_claim_next would make one; else nothing below runs.
         "go AS MATERIALIZED (SELECT id, off, lease_minutes FROM ctx "
         f"WHERE status IN ({rawrows.literal(*sorted(REVIEWABLE))}) AND NOT removed "
@@ -505,6 +510,9 @@ def _claim_fast_sql(key: str) -> str:
     )
 
 
+_NO_CAMPAIGN = (None, False, False, None)  # _claim_context's answer when there is no campaign
+
+
 def _claim_context(
     *, reviewer: AbstractBaseUser, campaign: Campaign | None, slug: str | None
 ) -> tuple[Campaign | None, bool, bool, int | None]:
@@ -520,7 +528,7 @@ def _claim_context(
         + [slug if campaign is None else campaign.pk],
     )
     if not rows:
-        return None, False, False, None
+        return _NO_CAMPAIGN
     *values, removed, stale, held = rows[0]
     return rawrows.instance(Campaign, values), bool(removed), bool(stale), held
 
