@@ -8,6 +8,8 @@ duplicates the leading columns of another only costs.
 import pytest
 from django.db import connection
 
+from reviews import services
+from tests.factories import UserFactory, campaign_ready
 from tests.services import need, postgres_available
 
 TABLES = ("reviews_reviewitem", "reviews_assignment", "reviews_review", "reviews_score")
@@ -58,9 +60,6 @@ def test_a_claim_pass_reads_one_fresh_item_to_hand_out_one():
     stops at its first free item. Without the id PostgreSQL sorted each pass and read at least
     33 items, probing each for the reviewer's rows, to hand out one."""
     need(postgres_available(), "needs PostgreSQL: set DATABASE_URL=postgres://...")
-    from reviews import services
-    from tests.factories import UserFactory, campaign_ready
-
     campaign = campaign_ready(items=200, overlap=2)
     reviewer = UserFactory(username="rev-plan", roles=["reviewer"])
     where, order = services._PASSES[1]  # fresh items from the offset on
