@@ -12,7 +12,9 @@ It reports p50/p95 per step, completed reviews per second, and, in the same serv
 throughput of the trivial `/healthz` view (one SELECT 1) under the same concurrency: the
 ceiling of this machine + gunicorn + Django. The machine's speed drifts, so the saturation
 run is cut into rounds with a ceiling window before, between and after them, and each round
-is compared with the mean of the two windows around it. Two runs of reviewers:
+is compared with the mean of the two windows around it. The clients share the machine, so it
+also prints the CPU each review and each /healthz request cost the server alone (gunicorn,
+PostgreSQL, Redis), and the ratio that gives. Two runs of reviewers:
 
 - saturation: every reviewer goes back to back, with no time to read; the most the site can
   do, as a fraction of the ceiling. Latency here is mostly queueing: with R reviewers always
@@ -780,6 +782,17 @@ def main() -> None:
             f"{name} {seconds / CEILING_CPU['requests'] * 1000:.2f}"
             for name, seconds in per_request.items()
         )
+    )
+    # The clients share this machine, and a healthz request's client costs nearly as much as
+    # its server, so the ratio above flatters the server: without the clients, it is this.
+    server = ("gunicorn (Django)", "PostgreSQL", "Redis")
+    review_ms = sum(result["cpu"][k] for k in server) / result["completed"] * 1000
+    healthz_ms = sum(CEILING_CPU[k] for k in server) / CEILING_CPU["requests"] * 1000
+    print(
+        f"server side alone (gunicorn, PostgreSQL, Redis): {review_ms:.1f} ms per review, "
+        f"{healthz_ms:.2f} ms per /healthz request, so a review costs "
+        f"{review_ms / healthz_ms:.1f} /healthz requests; with the clients on another machine, "
+        f"review requests would reach about {3 * healthz_ms / review_ms:.0%} of the ceiling"
     )
     if top:
         print()
