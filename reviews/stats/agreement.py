@@ -140,10 +140,14 @@ def krippendorff_alpha(
         result["reason"] = "every rating has the same value, so alpha is undefined (no variation)"
         return result
     try:
-        # The package (reference implementation), on counts of the pairable units.
-        point = float(
-            _package_alpha(value_counts=pairable, value_domain=domain, level_of_measurement=level)
-        )
+        # The package (reference implementation), on counts of the pairable units. When the
+        # paired ratings show no variation it divides 0 by 0: handled below, not a warning.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            point = float(
+                _package_alpha(
+                    value_counts=pairable, value_domain=domain, level_of_measurement=level
+                )
+            )
     except ValueError as exc:
         result["reason"] = f"alpha is undefined: {exc}"
         return result

@@ -1,5 +1,7 @@
 """Krippendorff's alpha and agreement against the published values in STATS.md."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -130,6 +132,17 @@ def test_it_returns_null_with_a_reason_when_there_is_no_variation():
     assert result["alpha"] is None
     assert "same value" in result["reason"]
     assert result["exact"] == 1.0
+
+
+def test_paired_ratings_without_variation_give_a_reason_and_no_warning():
+    # Every pair agrees; only a unit rated once holds another value.
+    data = frame([(u, c, 4.0) for u in range(4) for c in ("a", "b")] + [(9, "a", 2.0)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = krippendorff_alpha(data, "ordinal")
+    assert result["alpha"] is None
+    assert "no variation" in result["reason"]
+    assert [str(w.message) for w in caught] == []
 
 
 def test_it_returns_null_for_an_empty_frame():
