@@ -298,37 +298,45 @@ def campaign_head_to_head(*, campaign: Campaign, a: str, b: str, limit: int | No
     return clean(head_to_head.head_to_head(task_q, a, b, labels=labels, limit=limit))
 
 
-def _battles(outq: pd.DataFrame, prefs: pd.DataFrame, order: dict) -> tuple[pd.DataFrame, dict]:
+def _battles(
+    outputs: pd.DataFrame, outq: pd.DataFrame, prefs: pd.DataFrame, order: dict
+) -> tuple[pd.DataFrame, dict]:
     """Pairwise outcomes per settled item: the final preference where given (a tie or "both
     bad" is a tie for every pair; a preferred output beats every other output of its item),
-    otherwise (and for pairs without the preferred output) the final overall scores."""
+    otherwise (and for pairs without the preferred output) the final overall scores. A pair
+    with neither (pairwise mode collects no scores) is no outcome."""
     cols = ["item", "output", "contender"]
-    left = outq[[*cols, "quality"]]
+    settled = outputs.loc[outputs["item"].isin(prefs["item"]), ["item", "id", "contender"]]
+    left = (
+        settled.rename(columns={"id": "output"})
+        .merge(outq[["output", "quality"]], on="output", how="left")[[*cols, "quality"]]
+        .astype({"quality": float})
+    )
     pairs = left.merge(left, on="item", suffixes=("_a", "_b"))
     pairs = pairs[pairs["contender_a"].map(order) < pairs["contender_b"].map(order)]
-    if pairs.empty:
-        return pd.DataFrame(columns=["item", "a", "b", "score"]), {"preference": 0, "scores": 0}
     qa, qb = pairs["quality_a"].round(9), pairs["quality_b"].round(9)
     by_score = np.where(qa > qb, 1.0, np.where(qa < qb, 0.0, 0.5))
+    by_score = np.where(qa.isna() | qb.isna(), np.nan, by_score)
     pref = pairs["item"].map(dict(zip(prefs["item"], prefs["preference"], strict=True)))
     pref = pref.where(pref.notna(), "")
     pref = pref.astype(str)
     tie = pref.isin(["tie", "both_bad"])
     wins_a = pref == pairs["output_a"].astype(str)
     wins_b = pref == pairs["output_b"].astype(str)
-    explicit = tie | wins_a | wins_b
+    explicit = (tie | wins_a | wins_b).to_numpy()
     score = np.where(wins_a, 1.0, np.where(wins_b, 0.0, np.where(tie, 0.5, by_score)))
+    decided = ~np.isnan(score)
     battles = pd.DataFrame(
         {
-            "item": pairs["item"].to_numpy(),
-            "a": pairs["contender_a"].to_numpy(),
-            "b": pairs["contender_b"].to_numpy(),
-            "score": score,
+            "item": pairs["item"].to_numpy()[decided],
+            "a": pairs["contender_a"].to_numpy()[decided],
+            "b": pairs["contender_b"].to_numpy()[decided],
+            "score": score[decided],
         }
     )
     return battles.sort_values(["item", "a", "b"]).reset_index(drop=True), {
         "preference": int(explicit.sum()),
-        "scores": int((~explicit).sum()),
+        "scores": int((decided & ~explicit).sum()),
     }
 
 
@@ -478,7 +486,7 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     )
     by_tier = quality.summary_by(outq, "quality", ["contender", "tier"]) if len(outq) else {}
 
-    battles, sources = _battles(outq, final_prefs, order)
+    battles, sources = _battles(outputs, outq, final_prefs, order)
     bt = bradley_terry.bradley_terry(battles, names, n_boot=n_boot, seed=seed)
     if bt["reason"]:
         warnings.append(f"ratings: {bt['reason']}")

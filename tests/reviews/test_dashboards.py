@@ -241,6 +241,13 @@ class EmptyAndPairwiseDashboardTests(TestCase):
             assert self.client.get(url).status_code == 200, url
         body = self.client.get("/campaigns/pairs/dashboard/leaderboard/").content.decode()
         assert all(name in body for name in names)
+        # the preferences alone rate the contenders: this mode collects no scores
+        report = campaign_report(campaign=campaign, n_boot=50)
+        board = {row["contender"]: row for row in report["leaderboard"]}
+        assert report["rating"]["n_battles"] == 3
+        assert (board["p-one"]["wins"], board["p-one"]["losses"]) == (2, 0)
+        assert (board["p-three"]["wins"], board["p-three"]["losses"]) == (0, 2)
+        assert board["p-one"]["rating"] > board["p-two"]["rating"] > board["p-three"]["rating"]
         exported = b"".join(
             self.client.get(
                 "/campaigns/pairs/reviews/download?format=jsonl&unblind=1"

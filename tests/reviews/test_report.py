@@ -378,7 +378,8 @@ class TinyDataTests(TestCase):
 
 
 class PairwiseModeTests(TestCase):
-    """Pairwise mode with three contenders: one item per pair, a generation in two items."""
+    """Pairwise mode with three contenders: one item per pair, a generation in two items.
+    Reviews carry preferences only, as the submit path allows in this mode (no scores)."""
 
     @classmethod
     def setUpTestData(cls):
@@ -387,7 +388,6 @@ class PairwiseModeTests(TestCase):
         users = personas()
         contenders = [ContenderFactory(name=n) for n in ("pw-a", "pw-b", "pw-c")]
         cls.campaign = CampaignFactory(slug="pairwise", contenders=contenders, mode="pairwise")
-        level = {"pw-a": 5.0, "pw-b": 3.0, "pw-c": 1.0}
         for n in range(4):
             task = TaskFactory(testset=cls.campaign.testset)
             gens = {
@@ -420,13 +420,7 @@ class PairwiseModeTests(TestCase):
                 upset = n == 3 and (first, second) == ("pw-b", "pw-c")
                 for reviewer in (users["reviewer_a"], users["reviewer_b"]):
                     review_create(
-                        item,
-                        reviewer,
-                        scores={
-                            o: {"accuracy": level[x], "completeness": level[x]}
-                            for o, x in zip(outs, (first, second), strict=True)
-                        },
-                        preference=outs[1] if upset else outs[0],
+                        item, reviewer, scores={}, preference=outs[1] if upset else outs[0]
                     )
                 item.submitted_count = 2
                 item.save(update_fields=["submitted_count"])
@@ -448,12 +442,9 @@ class PairwiseModeTests(TestCase):
 
     def test_a_generation_in_two_items_counts_once_per_task(self):
         board = {row["contender"]: row for row in self.report["leaderboard"]}
-        assert board["pw-a"]["quality"] == 1.0 and board["pw-c"]["quality"] == 0.0
-        assert board["pw-a"]["scores"]["accuracy"] == {
-            "mean": 5.0,
-            "ci95": [5.0, 5.0],
-            "n_tasks": 4,
-        }
+        # no scores in this mode: no quality, rather than a made-up one
+        assert board["pw-a"]["quality"] is None
+        assert board["pw-a"]["scores"]["accuracy"] == {"mean": None, "ci95": None, "n_tasks": 0}
         # latency over the four generations, not the eight item outputs
         assert board["pw-b"]["latency_ms"] == {"p50": 250.0, "p95": 385.0}
 
