@@ -45,6 +45,11 @@ class ReviewItem(models.Model):
     shuffle_key = models.PositiveIntegerField(
         default=0, help_text="random, for offering items not by id"
     )
+    rotation = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="random and balanced over the campaign: which order each slot shows "
+        "(reviews.services.presented_order)",
+    )
     dispute_reasons = models.JSONField(default=list, blank=True)
     final = models.JSONField(
         null=True, blank=True, help_text="final outcome after consensus/arbitration"

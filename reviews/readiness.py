@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import random
 import secrets
+from collections import Counter
 from itertools import combinations
 
 from django.db import connection, transaction
@@ -22,6 +23,32 @@ from django.db.models import Count
 from tasks.models import Campaign, Generation, Mode
 
 from .models import ItemOutput, ReviewItem
+
+
+def item_rotations(*, campaign_id: int, sizes: list[int]) -> list[int]:
+    """Rotations for new items of a campaign, one per entry of `sizes` (the item's number of
+    outputs), for `services.presented_order`.
+
+    An n-output item has 2n classes (n rotations, each way round). Each new item takes one of
+    the classes the campaign's items hold least often, at random among them (randomized
+    permuted blocks): the positions stay balanced over the campaign, and nothing a reviewer
+    could learn about an item (when it was made, its place in the test set) tells its order.
+    """
+    held = Counter(
+        dict(
+            ReviewItem.objects.filter(campaign_id=campaign_id)
+            .values_list("rotation")
+            .annotate(n=Count("id"))
+        )
+    )
+    rotations = []
+    for n in sizes:
+        classes = range(2 * max(n, 1))
+        least = min(held[c] for c in classes)
+        pick = secrets.choice([c for c in classes if held[c] == least])
+        held[pick] += 1
+        rotations.append(pick)
+    return rotations
 
 
 def pair_key(campaign_id: int, pair: tuple[int, ...]) -> str:
@@ -98,6 +125,9 @@ def review_items_sync(
     created = 0
     if wanted:
         with transaction.atomic():
+            rotations = item_rotations(
+                campaign_id=campaign.pk, sizes=[len(cs) for *_, cs in wanted]
+            )
             ReviewItem.objects.bulk_create(
                 [
                     ReviewItem(
@@ -107,8 +137,9 @@ def review_items_sync(
                         pair_key=key,
                         overlap=campaign.overlap,
                         shuffle_key=secrets.randbelow(2**31),
+                        rotation=rotation,
                     )
-                    for t, s, key, _ in wanted
+                    for (t, s, key, _), rotation in zip(wanted, rotations, strict=True)
                 ],
                 batch_size=500,
                 ignore_conflicts=True,

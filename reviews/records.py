@@ -26,6 +26,7 @@ import io
 import json
 import math
 import re
+import secrets
 import string
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -44,6 +45,7 @@ from evalsite.uploads import decode_utf8, strict_json
 from tasks.models import Campaign, Generation
 
 from .models import FLAGS, Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from .readiness import item_rotations
 from .readiness import pair_key as readiness_pair_key
 
 JSONL_KEYS = (
@@ -992,6 +994,9 @@ def _write(
         for g in Generation.objects.filter(campaign=campaign)
     }
     now = timezone.now()
+    fresh = list(dict.fromkeys(key for _, key in to_create if key not in existing))
+    sizes = [len(key[2]) for key in fresh]
+    rotations = dict(zip(fresh, item_rotations(campaign_id=campaign.pk, sizes=sizes), strict=True))
     for rec, key in to_create:
         if key in existing or key in new_items:
             continue
@@ -1012,6 +1017,8 @@ def _write(
             ready=True,
             state=ReviewItem.State.OPEN,
             imported=True,
+            shuffle_key=secrets.randbelow(2**31),
+            rotation=rotations[key],
         )
         for contender in chosen:
             gen = generations.get((task.pk, contender.pk, rec.sample))

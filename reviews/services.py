@@ -142,19 +142,20 @@ def shuffle_offset(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
     return int.from_bytes(digest[:8], "big") % SHUFFLE_SPACE
 
 
-def presented_order(*, item_pk: int, output_ids: list[int], slot: int) -> list[int]:
+def presented_order(*, rotation: int, output_ids: list[int], slot: int) -> list[int]:
     """The permutation shown in `slot` of an item (ItemOutput ids, position A first).
 
-    `output_ids` come in contender order. Slot s of an item shows rotation (base + s) mod n of
-    that order, with base = item_pk mod n, and the cycle reversed on every other block of n
-    items. So within one item the k reviewers see k different rotations (the second never
-    repeats the first's order), and across the campaign each contender lands in each position
-    equally often up to a few items' worth (tests/reviews/test_assignment_engine.py bounds it).
+    `output_ids` come in contender order; `rotation` is the item's (`readiness.item_rotations`). Slot s
+    shows rotation (rotation + s) mod n of that order, the cycle reversed when
+    (rotation // n) is odd. So within one item the k reviewers see k different rotations (the
+    second never repeats the first's order), and since the campaign's items hold each of the
+    2n classes about equally often, each contender lands in each position equally often up to
+    a block of items (tests/reviews/test_assignment_engine.py bounds it).
     """
     n = len(output_ids)
     if n < 2:
         return list(output_ids)
-    block, base = divmod(item_pk, n)
+    block, base = divmod(rotation, n)
     cycle = list(reversed(output_ids)) if block % 2 else list(output_ids)
     r = (base + slot) % n
     return cycle[r:] + cycle[:r]
@@ -278,7 +279,7 @@ def _candidate_sql(
     probe_only = " OFFSET 0" if postgresql else ""
     lock = " FOR NO KEY UPDATE OF i SKIP LOCKED" if postgresql and locked else ""
     return (
-        f"SELECT i.id, i.overlap, i.live_count, {now} FROM {_I} i "
+        f"SELECT i.id, i.overlap, i.live_count, {now}, i.rotation FROM {_I} i "
         f"WHERE i.campaign_id = {campaign} AND i.ready "
         f"AND i.state = {rawrows.literal(ReviewItem.State.OPEN)} "
         f"AND i.live_count < i.overlap "
@@ -323,7 +324,7 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
         # another claim on them). "Nothing left" must mean nothing left, so look again
         # without locking; if candidates exist, retry once they are released.
         return _RETRY if first("1 = 1", "i.id", locked=False) else None
-    item_pk, overlap, live_count, db_clock = found
+    item_pk, overlap, live_count, db_clock, rotation = found
     if not isinstance(db_clock, datetime):
         db_clock = timezone.now()  # SQLite: the clock parameter comes back as text
     # One fresh read (a new snapshot, now that the item is locked) of the item's rows: the
@@ -367,7 +368,7 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
             raise IntegrityError("assignment changed while reviving it")
         assignment = Assignment.objects.get(pk=previous[0])
     else:
-        order = presented_order(item_pk=item_pk, output_ids=[pk for _, pk in outputs], slot=slot)
+        order = presented_order(rotation=rotation, output_ids=[pk for _, pk in outputs], slot=slot)
         new = Assignment(
             item_id=item_pk, campaign=campaign, reviewer=reviewer, order=order, **fields
         )
@@ -459,13 +460,13 @@ def _claim_fast_sql(key: str) -> str:
         "overlap": "s.overlap",
         "state": rawrows.literal(Assignment.State.ACTIVE),
         "token": "%s",
-        # presented_order in SQL: rotation (item % n + slot) of the outputs in contender
-        # order, the cycle reversed on odd blocks of n items (a test compares the two).
+        # presented_order in SQL: rotation (rotation % n + slot) of the outputs in contender
+        # order, the cycle reversed when rotation / n is odd (a test compares the two).
         "order": (
-            "(SELECT COALESCE(jsonb_agg(s.ids[1 + CASE WHEN mod(s.id / r.n, 2) = 1 "
+            "(SELECT COALESCE(jsonb_agg(s.ids[1 + CASE WHEN mod(s.rotation / r.n, 2) = 1 "
             "THEN r.n - 1 - r.p ELSE r.p END] ORDER BY j), '[]'::jsonb) "
             "FROM (SELECT cardinality(s.ids) AS n) r0, generate_series(0, r0.n - 1) j, "
-            "LATERAL (SELECT r0.n, mod(mod(s.id, r0.n) + s.slot + j, r0.n) AS p) r)"
+            "LATERAL (SELECT r0.n, mod(mod(s.rotation, r0.n) + s.slot + j, r0.n) AS p) r)"
         ),
         "lease_expires_at": "STATEMENT_TIMESTAMP() + make_interval(mins => go.lease_minutes)",
         "heartbeat_at": "NULL",
@@ -493,7 +494,7 @@ def _claim_fast_sql(key: str) -> str:
         "cand AS (SELECT * FROM c0 UNION ALL SELECT * FROM c1 UNION ALL SELECT * FROM c2 LIMIT 1), "
         # The lowest free slot and the outputs (contender order), unless the reviewer has
         # a row on the item already (to revive: the careful path's work).
-        "s AS MATERIALIZED (SELECT cand.id, cand.overlap, "
+        "s AS MATERIALIZED (SELECT cand.id, cand.overlap, cand.rotation, "
         "(SELECT min(n) FROM generate_series(0, cand.overlap - 1) n WHERE NOT EXISTS "
         f"(SELECT 1 FROM {_A} a WHERE a.item_id = cand.id AND a.slot = n "
         f"AND a.state IN ({rawrows.literal(*LIVE)}))) AS slot, "

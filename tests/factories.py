@@ -114,6 +114,12 @@ class GenerationFactory(factory.django.DjangoModelFactory):
     output = factory.Sequence(lambda n: f"Answer number {n}: the customer should restart the router.")
 
 
+def _rotation(campaign, n_outputs: int) -> int:
+    from reviews.readiness import item_rotations
+
+    return item_rotations(campaign_id=campaign.pk, sizes=[n_outputs])[0]
+
+
 class ReviewItemFactory(factory.django.DjangoModelFactory):
     """A ready item with one output per campaign contender (outputs=False to skip them)."""
 
@@ -128,6 +134,7 @@ class ReviewItemFactory(factory.django.DjangoModelFactory):
     ready = True
     state = "open"
     shuffle_key = factory.Sequence(lambda n: (n * 7919) % 100003)
+    rotation = factory.LazyAttribute(lambda item: _rotation(item.campaign, item.campaign.contenders.count()))
 
     @factory.post_generation
     def outputs(self, create, extracted, **kwargs):

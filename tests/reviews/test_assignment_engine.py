@@ -433,6 +433,21 @@ class CounterbalancingTests(TestCase):
         # 40 assignments over 3 positions: 13.3 each; allow a small bound (one block of items).
         assert max(per_cell) - min(per_cell) <= 4, counts
 
+    def test_an_items_order_is_drawn_at_random_not_from_its_id(self):
+        # RELIABILITY.md, blinding 2: never order by creation time or pk. Two campaigns made
+        # alike give their items different classes, neither follows the ids, and each holds
+        # the 2n classes in equal shares.
+        contenders = [ContenderFactory() for _ in range(3)]
+        runs = []
+        for _ in range(2):
+            campaign = campaign_ready(items=30, overlap=2, contenders=contenders, mode="rubric")
+            items = ReviewItem.objects.filter(campaign=campaign).order_by("pk")
+            rotations = list(items.values_list("rotation", flat=True))
+            assert sorted(Counter(rotations).values()) == [5] * 6
+            assert rotations != [pk % 6 for pk in items.values_list("pk", flat=True)]
+            runs.append(rotations)
+        assert runs[0] != runs[1]
+
     def test_every_claim_stores_the_order_of_its_slot(self):
         # On PostgreSQL the claim computes the order in SQL (its one statement); it must be
         # presented_order's, whatever the number of outputs and the item's block parity.
@@ -451,8 +466,9 @@ class CounterbalancingTests(TestCase):
                         .order_by("generation__contender_id", "pk")
                         .values_list("pk", flat=True)
                     )
+                    rotation = ReviewItem.objects.get(pk=a.item_id).rotation
                     expected = services.presented_order(
-                        item_pk=a.item_id, output_ids=ids, slot=a.slot
+                        rotation=rotation, output_ids=ids, slot=a.slot
                     )
                     assert a.order == expected, (n_outputs, a.item_id, a.slot)
                     assert Assignment.objects.get(pk=a.pk).order == expected
@@ -474,7 +490,7 @@ class CounterbalancingTests(TestCase):
                 item.outputs.order_by("generation__contender_id", "pk").values_list("pk", flat=True)
             )
             orders = [
-                tuple(services.presented_order(item_pk=item.pk, output_ids=ids, slot=s))
+                tuple(services.presented_order(rotation=item.rotation, output_ids=ids, slot=s))
                 for s in range(3)
             ]
             assert len(set(orders)) == 3

@@ -2,6 +2,7 @@
 
 import threading
 import time
+from collections import Counter
 from datetime import timedelta
 from decimal import Decimal
 
@@ -345,6 +346,8 @@ class ReadinessTests(TestCase):
             )
             pairs[names] = pairs.get(names, 0) + 1
         assert pairs == {("a", "b"): 4, ("a", "c"): 4, ("b", "c"): 4}
+        # each pair's order class (2 outputs: 4 classes) in equal shares, drawn at random
+        assert sorted(Counter(items.values_list("rotation", flat=True)).values()) == [3] * 4
         per_contender = (
             ItemOutput.objects.filter(item__campaign=campaign)
             .values("generation__contender__name")
