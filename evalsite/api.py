@@ -5,18 +5,18 @@
 schema is built from.
 """
 
-import json
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
 
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from .models import ApiToken
 from .roles import has_role, user_with_roles
+from .uploads import strict_json
 
 
 class ApiError(Exception):
@@ -47,10 +47,14 @@ def bearer_user(request: HttpRequest):
 
 
 def json_body(request: HttpRequest) -> dict:
+    """The request's JSON object, parsed as strictly as uploaded files: NaN, Infinity and
+    duplicate keys are refused (a NaN would slip past every range check)."""
     try:
-        data = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(f"request body is not valid JSON: {exc}") from None
+        data = strict_json((request.body or b"{}").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ApiError(f"request body is not valid UTF-8: {exc}") from None
+    except ValueError as exc:
+        raise ApiError(f"request body: {exc}") from None
     if not isinstance(data, dict):
         raise ApiError("request body must be a JSON object")
     return data
@@ -87,6 +91,9 @@ def api_endpoint(
                 return view(request, *args, **kwargs)
             except ApiError as exc:
                 return JsonResponse({"error": exc.message, **exc.extra}, status=exc.status)
+            except Http404:
+                # get_object_or_404 in a view: the API answers in JSON, not the HTML page.
+                return JsonResponse({"error": "not found"}, status=404)
 
         wrapped.api_doc = {
             "roles": roles,

@@ -273,9 +273,27 @@ class ApiTests(TestCase):
             detail["progress"]["totals"]["total"] == 9
             and detail["progress"]["totals"]["waiting"] == 9
         )
-        assert (
-            self.client.get("/api/v1/campaigns/nope", headers=self.auth("lead")).status_code == 404
-        )
+        missing = self.client.get("/api/v1/campaigns/nope", headers=self.auth("lead"))
+        assert missing.status_code == 404 and missing.json() == {"error": "not found"}
+        missing = self.client.post("/api/v1/campaigns/nope/generate", headers=self.auth("admin"))
+        assert missing.status_code == 404 and missing.json() == {"error": "not found"}
+
+    def test_it_parses_a_body_as_strictly_as_a_file(self):
+        make_testset()
+        for body, message in (
+            (SPEC_EXAMPLE.replace('"overlap": 2', '"overlap": NaN'), "NaN is not valid JSON"),
+            (SPEC_EXAMPLE.replace('"overlap": 2', '"overlap": 2, "overlap": 3'), "overlap"),
+            (b'{"slug": "\xff"}'.decode("unicode_escape").encode("latin-1"), "UTF-8"),
+        ):
+            response = self.client.post(
+                "/api/v1/campaigns",
+                body,
+                content_type="application/json",
+                headers=self.auth("admin"),
+            )
+            assert response.status_code == 400, body
+            assert message in response.json()["error"], response.json()
+        assert not Campaign.objects.exists()
 
     def test_it_lists_definition_errors(self):
         response = self.client.post(
