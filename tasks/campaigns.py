@@ -359,7 +359,8 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         contenders.append(spec)
     if 0 < len(contenders) < 2:
         warnings.append(
-            "a blind comparison needs at least 2 contenders: add another before review items exist"
+            "a blind comparison needs at least 2 contenders: with one, its outputs are generated "
+            "but no item is offered for review (define the campaign with two or more to review)"
         )
 
     samples = r.integer(data, "samples_per_task", "", default=1, lo=1, hi=100)
