@@ -54,7 +54,7 @@ class AddUserCommandTests(TestCase):
     def test_it_creates_a_user_and_prints_a_working_token(self):
         from io import StringIO
 
-        out = StringIO()
+        out, err = StringIO(), StringIO()
         call_command(
             "add_user",
             "carol",
@@ -65,8 +65,12 @@ class AddUserCommandTests(TestCase):
             "--password",
             "pw-xyz-123",
             stdout=out,
+            stderr=err,
         )
-        token = out.getvalue().split("API token: ")[1].strip()
+        # stdout is the token alone, for TOKEN=$(manage.py add_user ...); the rest on stderr
+        assert len(out.getvalue().splitlines()) == 1
+        token = out.getvalue().strip()
+        assert "user carol roles=arbiter,reviewer" in err.getvalue()
         response = self.client.get("/api/v1/schema")
         assert response.status_code == 200
         response = self.client.get("/api/v1/whoami", headers={"Authorization": f"Bearer {token}"})

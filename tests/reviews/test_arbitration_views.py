@@ -330,8 +330,8 @@ class ArbitrationApiTests(TestCase):
         from django.core.management import call_command
 
         out = StringIO()
-        call_command("add_user", "rev_api", "--role", "reviewer", stdout=out)
-        raw = out.getvalue().split("API token: ")[1].strip()
+        call_command("add_user", "rev_api", "--role", "reviewer", stdout=out, stderr=StringIO())
+        raw = out.getvalue().strip()
         response = self.client.post(
             "/api/v1/campaigns/api-camp/arbitration/next", HTTP_AUTHORIZATION=f"Bearer {raw}"
         )

@@ -22,5 +22,6 @@ class Command(BaseCommand):
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"user {user.username} roles={','.join(sorted(role))}")
-        self.stdout.write(f"API token: {token}")
+        # Only the token on stdout, so a script can take it: TOKEN=$(manage.py add_user ...).
+        self.stderr.write(f"user {user.username} roles={','.join(sorted(role))}; API token:")
+        self.stdout.write(token)
