@@ -199,7 +199,8 @@
     }
     // Time spent counts from the first view of this item, not from a validation re-render.
     const action = form()?.getAttribute("action") || "";
-    if (action !== currentItem) {
+    const fresh = action !== currentItem;
+    if (fresh) {
       currentItem = action;
       startedAt = Date.now();
     }
@@ -215,8 +216,12 @@
         }
       }
     }
-    if (all.length) focusCell(start[0], start[1], false);
-    else el.querySelector("[autofocus], [data-finished] a")?.focus();
+    if (all.length) {
+      // The same item shown again (errors): bring its first error into view. A new item
+      // opens at its top, not scrolled to where the last one was submitted.
+      focusCell(start[0], start[1], !fresh);
+      if (fresh) window.scrollTo(0, 0);
+    } else el.querySelector("[autofocus], [data-finished] a")?.focus();
   }
 
   document.addEventListener("keydown", onKey);

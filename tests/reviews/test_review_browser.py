@@ -76,8 +76,17 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
 
     seen_by_first = [item_fingerprint(page)]
     # A-accuracy 4, B-accuracy 5, A-completeness 3, B-completeness 4, preference: 2nd choice (B).
-    review_with_keyboard(page, ["4", "5", "3", "4", "2"])
+    # In a short window scoring scrolls down to the form...
+    page.set_viewport_size({"width": 1280, "height": 400})
+    page.wait_for_selector("#review [data-cell].focused")
+    for key in ["4", "5", "3", "4", "2"]:
+        page.keyboard.press(key)
+    assert page.evaluate("window.scrollY") > 0
+    page.keyboard.press("Enter")
     page.wait_for_selector("[data-notice=ok]")
+    # ...and the next item opens at its top (the notice and the task in view), not down there.
+    page.wait_for_function("window.scrollY === 0", timeout=3000)
+    page.set_viewport_size({"width": 1280, "height": 800})
     assert page.evaluate("window.__sameDocument") is True  # swapped in, no page load
     seen_by_first.append(item_fingerprint(page))
     assert seen_by_first[1][0] != seen_by_first[0][0]
