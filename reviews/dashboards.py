@@ -711,10 +711,20 @@ def head_to_head_pair(report: dict, a: str, b: str) -> dict | None:
 
 
 def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
+    """b against a; with neither chosen (the first visit), the first two contenders. A choice
+    that cannot be compared says so instead of showing another pair."""
     contenders = report["contenders"]
-    if a not in contenders or b not in contenders or a == b:
-        a, b = (contenders + [None, None])[:2]
-    pair = head_to_head_pair(report, a, b) if a and b else None
+    problem = None
+    if len(contenders) < 2:
+        problem = "This campaign has fewer than two contenders: there is nothing to compare."
+    elif a is None and b is None:
+        a, b = contenders[:2]
+    elif a not in contenders or b not in contenders:
+        unknown = ", ".join(repr(x) for x in (a, b) if x not in contenders)
+        problem = f"No contender named {unknown} in this campaign: pick two from the lists."
+    elif a == b:
+        problem = f"Baseline and compared are both {a}: pick two different contenders."
+    pair = head_to_head_pair(report, a, b) if problem is None else None
     tables = []
     if pair:
         tables = [
@@ -751,7 +761,14 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                 [[r["task"], r["diff"]] for r in pair["improvements"]],
             ),
         ]
-    return {"tables": tables, "pair": pair, "a": a, "b": b, "contenders": contenders}
+    return {
+        "tables": tables,
+        "pair": pair,
+        "a": a,
+        "b": b,
+        "contenders": contenders,
+        "problem": problem,
+    }
 
 
 def dashboard_page(report: dict, page: str, *, a: str | None = None, b: str | None = None) -> dict:

@@ -128,6 +128,18 @@ class DashboardTests(TestCase):
         text = partial.content.decode()
         assert "<html" not in text and 'id="comparison"' in text and "0.438" in text
 
+    def test_it_says_why_a_choice_cannot_be_compared_instead_of_showing_another_pair(self):
+        self.login("lead")
+        zeta, omega = SECRET_NAMES
+        url = "/campaigns/camp/dashboard/head-to-head/"
+        same = self.client.get(f"{url}?a={zeta}&b={zeta}").content.decode()
+        assert f"both {zeta}: pick two different contenders" in same
+        assert "regressed" not in same
+        unknown = self.client.get(f"{url}?a={zeta}&b=nobody").content.decode()
+        assert "No contender named &#x27;nobody&#x27;" in unknown and "regressed" not in unknown
+        # the first visit, with nothing chosen, compares the first two
+        assert "regressed" in self.client.get(url).content.decode()
+
     def test_it_downloads_every_table_as_escaped_csv(self):
         self.login("lead")
         for key, _ in PAGES:
