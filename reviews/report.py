@@ -479,7 +479,7 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     # Final outcomes -> quality, battles
     final_scores, final_prefs, final_full = final_outcomes(f, outputs)
     outq = quality.output_quality(final_full, rubric)
-    dims = quality.dimension_scores(final_full)
+    dims = quality.dimension_scores(final_full, rubric)
     weighted = quality.weighted_quality(outq, category_weights)
     by_category = (
         quality.summary_by(outq, "quality", ["contender", "category"]) if len(outq) else {}

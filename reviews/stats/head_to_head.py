@@ -64,7 +64,7 @@ def head_to_head_wide(
         return out
     diff = diff.round(12)
     out["n_tasks"] = int(len(diff))
-    out["mean_diff"], out["ci95"] = mean_ci(diff.to_numpy())
+    out["mean_diff"], out["ci95"] = mean_ci(diff.to_numpy(), (-1.0, 1.0))
     out["wins"], out["losses"] = int((diff > 0).sum()), int((diff < 0).sum())
     out["ties"] = int((diff == 0).sum())
     out["p_value"] = sign_test(out["wins"], out["losses"])

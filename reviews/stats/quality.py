@@ -24,8 +24,12 @@ def normalize(values: pd.Series, dims: pd.Series, rubric: list[dict]) -> pd.Seri
     return scaled.where(~lower.astype(bool), 1 - scaled)
 
 
-def mean_ci(values) -> tuple[float | None, list[float] | None]:
-    """Mean and 95% t interval (None with fewer than two values)."""
+def mean_ci(
+    values, bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> tuple[float | None, list[float] | None]:
+    """Mean and 95% t interval (None with fewer than two values), kept within `bounds`: with
+    few tasks a t interval can run past what the quantity can be (a quality of -0.2 or 1.9),
+    and the bounds are then what is known."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     if len(x) == 0:
@@ -36,7 +40,7 @@ def mean_ci(values) -> tuple[float | None, list[float] | None]:
     from scipy.stats import t  # lazy: see bradley_terry.fit
 
     half = float(t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return m, [m - half, m + half]
+    return m, [max(m - half, bounds[0]), min(m + half, bounds[1])]
 
 
 def output_quality(final_scores: pd.DataFrame, rubric: list[dict]) -> pd.DataFrame:
@@ -60,22 +64,30 @@ def task_means(frame: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
     return frame.groupby([*by, "task"], sort=True)[value].mean().reset_index()
 
 
-def summary_by(frame: pd.DataFrame, value: str, by: list[str]) -> dict:
-    """{group tuple or value: {"mean", "ci95", "n_tasks"}} with CIs over task means."""
+def summary_by(frame: pd.DataFrame, value: str, by: list[str], bounds=lambda key: (0, 1)) -> dict:
+    """{group tuple or value: {"mean", "ci95", "n_tasks"}} with CIs over task means, within
+    `bounds(group key)` (quality: 0..1)."""
     out = {}
     per_task = task_means(frame, value, by)
     for key, group in per_task.groupby(by, sort=True):
-        mean, ci = mean_ci(group[value])
+        mean, ci = mean_ci(group[value], bounds(key))
         out[key if len(by) > 1 else key[0]] = {"mean": mean, "ci95": ci, "n_tasks": int(len(group))}
     return out
 
 
-def dimension_scores(final_scores: pd.DataFrame) -> dict:
-    """{(contender, dimension): {"mean", "ci95", "n_tasks"}} on the raw rubric scale."""
+def dimension_scores(final_scores: pd.DataFrame, rubric: list[dict]) -> dict:
+    """{(contender, dimension): {"mean", "ci95", "n_tasks"}} on the raw rubric scale (the
+    intervals within the dimension's min..max)."""
     rated = final_scores[final_scores["value"].notna()]
     if rated.empty:
         return {}
-    return summary_by(rated, "value", ["contender", "dimension"])
+    scale = {d["key"]: (float(d.get("min", 1)), float(d.get("max", 5))) for d in rubric}
+    return summary_by(
+        rated,
+        "value",
+        ["contender", "dimension"],
+        bounds=lambda key: scale.get(key[1], (-math.inf, math.inf)),
+    )
 
 
 def weighted_quality(outq: pd.DataFrame, category_weights: dict[str, float]) -> dict:
@@ -98,10 +110,7 @@ def weighted_quality(outq: pd.DataFrame, category_weights: dict[str, float]) -> 
         pooled = float((resid**2).sum() / dof) if dof > 0 else float("nan")
         var = cats["var"].where(cats["count"] >= 2, pooled).to_numpy()
         se = math.sqrt(float((weights**2 * var / cats["count"].to_numpy()).sum()))
-        ci = (
-            [quality - 1.959963984540054 * se, quality + 1.959963984540054 * se]
-            if np.isfinite(se)
-            else None
-        )
+        half = 1.959963984540054 * se
+        ci = [max(quality - half, 0.0), min(quality + half, 1.0)] if np.isfinite(se) else None
         out[contender] = {"quality": quality, "ci95": ci, "n_tasks": int(len(frame))}
     return out

@@ -142,6 +142,21 @@ def test_mean_ci_is_a_t_interval():
     assert quality.mean_ci([]) == (None, None)
 
 
+def test_an_interval_never_runs_past_what_the_quantity_can_be():
+    # two tasks, qualities 0 and 1: the t interval is 0.5 +- 6.35, the quality is within 0..1
+    mean, (lo, hi) = quality.mean_ci([0.0, 1.0])
+    assert lo < -5 and hi > 5
+    assert quality.mean_ci([0.0, 1.0], (0, 1)) == (0.5, [0, 1])
+    outq = pd.DataFrame(
+        [("x", t, c, q) for t, c, q in ((1, "a", 0.0), (2, "a", 1.0), (3, "b", 0.9))],
+        columns=["contender", "task", "category", "quality"],
+    )
+    by_category = quality.summary_by(outq, "quality", ["contender", "category"])
+    assert by_category[("x", "a")]["ci95"] == [0, 1]
+    weighted = quality.weighted_quality(outq, {})
+    assert 0 <= weighted["x"]["ci95"][0] <= weighted["x"]["ci95"][1] <= 1
+
+
 def test_costs_normalize_to_the_cheapest_and_weigh_the_decision():
     norm, reason = costs.normalized_costs({"x": 0.002, "y": 0.001, "z": None})
     assert norm == {"x": 2.0, "y": 1.0, "z": None} and reason is None
@@ -218,8 +233,8 @@ def test_means_are_taken_per_task_first():
         ],
         columns=["output", "contender", "task", "sample", "category", "tier", "dimension", "value"],
     )
-    dims = quality.dimension_scores(final)
-    mean, ci = quality.mean_ci([3.0, 5.0])
+    dims = quality.dimension_scores(final, RUBRIC)
+    mean, ci = quality.mean_ci([3.0, 5.0], (1, 5))
     assert dims[("x", "accuracy")] == {"mean": 4.0, "ci95": ci, "n_tasks": 2}
     assert mean == 4.0
     outq = quality.output_quality(final, RUBRIC)
