@@ -556,11 +556,15 @@ def _capability(report: dict) -> dict:
     }
 
 
+STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
+
+
 def _stability(report: dict) -> dict:
     columns = [
         Column("contender"),
         Column("stability", "num"),
-        Column("tasks with >= 2 scored samples", "int"),
+        Column("measured on"),
+        Column("tasks with 2+ samples measured", "int"),
         Column("pass@1", "pct"),
         Column("pass@k", "pct"),
         Column("pass^k", "pct"),
@@ -570,6 +574,7 @@ def _stability(report: dict) -> dict:
         [
             c,
             s.get("stability"),
+            STABILITY_SOURCES.get(s.get("source"), ""),
             s.get("n_tasks"),
             s.get("pass_at_1"),
             s.get("pass_at_k"),

@@ -401,12 +401,14 @@ def _stability(sample_q: pd.DataFrame, gens: pd.DataFrame, names: list, warnings
             out[name] = {"stability": None, "n_tasks": 0, "source": None}
     if any(v["source"] == "checks" for v in out.values()):
         warnings.append(
-            "stability: fewer than two human-scored samples per task (reviewed_samples < 2); "
-            "computed from the automatic checks' pass share over all samples instead"
+            "stability: people scored fewer than two samples of a task, so stability is measured "
+            "on the automatic checks (the share of each task's samples that pass); review two or "
+            "more samples per task (reviewed_samples) to measure it on people's scores"
         )
     if all(v["stability"] is None for v in out.values()):
         warnings.append(
-            "stability: needs two or more scored samples of a task (reviewed_samples >= 2, or automatic checks)"
+            "stability: not measured: it needs two or more samples of a task scored by people "
+            "(reviewed_samples of 2 or more) or by automatic checks"
         )
     return out
 
@@ -533,6 +535,17 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     if cost_reason:
         warnings.append(f"cost: {cost_reason}")
 
+    # One formula for every contender, so their decision scores compare: where any of them
+    # lacks stability, the stability term is left out for all.
+    lacking = [n for n in names if stab.get(n, {}).get("stability") is None]
+    formula = "(w_quality * quality + w_stability * stability) / normalized_cost"
+    if lacking:
+        formula = "quality / normalized_cost"
+        if len(lacking) < len(names):
+            warnings.append(
+                f"decision score: no stability for {', '.join(lacking)}, so every contender's "
+                "decision score is quality / normalized cost, without the stability term"
+            )
     leaderboard = []
     for name in names:
         rec = bt["record"][name]
@@ -541,7 +554,11 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
         ps = passes.get(name, {})
         cl = cost_lat.get(name, {})
         decision = costs.decision_score(
-            q.get("quality"), st.get("stability"), normalized.get(name), w_quality, w_stability
+            q.get("quality"),
+            None if lacking else st.get("stability"),
+            normalized.get(name),
+            w_quality,
+            w_stability,
         )
         leaderboard.append(
             {
@@ -654,7 +671,7 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
         "decision": {
             "w_quality": w_quality,
             "w_stability": w_stability,
-            "formula": "(w_quality * quality + w_stability * stability) / normalized_cost",
+            "formula": formula,
         },
         "warnings": warnings,
     }

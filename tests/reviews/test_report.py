@@ -328,16 +328,13 @@ class TinyDataTests(TestCase):
         assert board["model-strong"]["wins"] == 11 and board["model-weak"]["wins"] == 1
         assert report["preference_agreement"]["alpha"] is None
 
-    def test_stability_falls_back_to_automatic_checks(self):
-        campaign = build_campaign(slug="checks", plan=PLAN[:2], users=self.users)
-        shares = {
-            "model-strong": [1.0, 1.0, 1.0],
-            "model-mid": [1.0, 1.0, 0.5],
-            "model-weak": [1.0, 0.5, 0.0],
-        }
+    def checked_samples(self, slug: str, shares: dict) -> dict:
+        """The report of a campaign whose samples (three per task) carry automatic checks that
+        pass in the given shares, per contender."""
+        campaign = build_campaign(slug=slug, plan=PLAN[:2], users=self.users)
         for task in campaign.testset.tasks.all():
             for contender in campaign.contenders.all():
-                for sample, share in enumerate(shares[contender.name]):
+                for sample, share in enumerate(shares.get(contender.name, [])):
                     results = {
                         "regex": {"passed": share >= 0.5},
                         "max_chars": {"passed": share == 1.0},
@@ -353,7 +350,15 @@ class TinyDataTests(TestCase):
                     gen.save()
         campaign.samples_per_task = 3
         campaign.save()
-        report = campaign_report(campaign=campaign, n_boot=20)
+        return campaign_report(campaign=campaign, n_boot=20)
+
+    def test_stability_falls_back_to_automatic_checks(self):
+        shares = {
+            "model-strong": [1.0, 1.0, 1.0],
+            "model-mid": [1.0, 1.0, 0.5],
+            "model-weak": [1.0, 0.5, 0.0],
+        }
+        report = self.checked_samples("checks", shares)
         stab = report["stability"]
         assert (
             stab["model-strong"]["stability"] == 1.0 and stab["model-strong"]["source"] == "checks"
@@ -367,6 +372,25 @@ class TinyDataTests(TestCase):
         assert stab["model-strong"]["pass_at_1"] == 1.0 and stab["model-strong"]["pass_at_k"] == 1.0
         # weak: only sample 0 passes checks, and its human quality is below the threshold
         assert stab["model-weak"]["pass_at_1"] == 0.0
+        # every contender has a stability: the decision score is STATS.md's formula
+        assert report["decision"]["formula"].startswith("(w_quality * quality")
+        strong = next(r for r in report["leaderboard"] if r["contender"] == "model-strong")
+        assert strong["decision_score"] == pytest.approx(
+            (0.7 * strong["quality"] + 0.3 * 1.0) / strong["normalized_cost"], abs=1e-9
+        )
+
+    def test_decision_scores_use_one_formula_when_a_contender_lacks_stability(self):
+        # model-weak has one sample per task: no stability; the others three
+        shares = {"model-strong": [1.0, 1.0, 1.0], "model-mid": [1.0, 1.0, 0.5]}
+        report = self.checked_samples("mixed", shares)
+        assert report["stability"]["model-weak"]["stability"] is None
+        assert report["stability"]["model-mid"]["stability"] is not None
+        assert report["decision"]["formula"] == "quality / normalized_cost"
+        assert any("no stability for model-weak" in w for w in report["warnings"])
+        for row in report["leaderboard"]:
+            assert row["decision_score"] == pytest.approx(
+                row["quality"] / row["normalized_cost"], abs=1e-9
+            ), row["contender"]
 
     def test_head_to_head_lists_every_regression(self):
         campaign = build_campaign(slug="h2h", plan=PLAN, users=self.users)
