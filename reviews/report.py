@@ -676,7 +676,10 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
         "warnings": warnings,
     }
     if not settled:
-        warnings.append("no settled items yet: leaderboard figures from reviews are null")
+        warnings.append(
+            "no item has a final outcome yet (agreed, or resolved by an arbiter): leaderboard "
+            "figures from reviews are null"
+        )
     return clean(report)
 
 

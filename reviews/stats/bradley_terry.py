@@ -216,7 +216,7 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
         out["reason"] = "fewer than two contenders"
         return out
     if battles.empty:
-        out["reason"] = "no pairwise outcomes yet (no settled items)"
+        out["reason"] = "no pairwise outcomes yet (no item has a final outcome)"
         return out
     w = win_matrix(battles, contenders)
     pieces = components(w)

@@ -94,6 +94,16 @@ class DashboardTests(TestCase):
         assert "<svg" in body and 'class="interval"' in body and "<circle" in body
         assert " style=" not in body and "<script>" not in body
 
+    def test_it_counts_fully_reviewed_items_apart_from_those_with_a_final_outcome(self):
+        self.login("lead")
+        p = self.report["progress"]
+        body = self.client.get("/campaigns/camp/dashboard/").content.decode()
+        assert "Items fully reviewed" in body and "Items settled" not in body
+        assert "items with a final outcome (agreed or resolved)" in body
+        board = self.client.get("/campaigns/camp/dashboard/leaderboard/").content.decode()
+        assert f"{self.report['rating']['n_items']} items with a final outcome" in board
+        assert self.report["rating"]["n_items"] == p["agreed"] + p["resolved"]
+
     def test_it_draws_agreement_bands_and_counts(self):
         self.login("lead")
         body = self.client.get("/campaigns/camp/dashboard/agreement/").content.decode()

@@ -280,7 +280,7 @@ class TinyDataTests(TestCase):
         report = campaign_report(campaign=campaign, n_boot=50)
         assert report["agreement"]["accuracy"]["n_units"] == 6
         assert all(row["rating"] is None for row in report["leaderboard"])
-        assert "no settled items" in " ".join(report["warnings"])
+        assert "no item has a final outcome yet" in " ".join(report["warnings"])
 
     def test_an_undefeated_contender_is_reported(self):
         campaign = build_campaign(slug="one-item", plan=PLAN[:1], users=self.users)
