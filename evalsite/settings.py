@@ -306,7 +306,12 @@ GENERATION_REQUEUE_AFTER = env_int("GENERATION_REQUEUE_AFTER", 900)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"denied": {"()": "evalsite.logfilters.DeniedWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "django.request": {"filters": ["denied"]},
+    },
 }

@@ -36,7 +36,15 @@ class LoginTests(TestCase):
         response = self.client.post("/login/", {"username": "lead", "password": PASSWORD})
         assert response.status_code == 429
         assert b"Too many failed logins" in response.content
+        assert b'href="/login/"' in response.content  # a way back, for another account
         assert "_auth_user_id" not in self.client.session
+
+    def test_a_refused_request_is_logged_in_one_line(self):
+        self.client.force_login(self.users["reviewer_a"])
+        with self.assertLogs("django.request", "WARNING") as logs:
+            assert self.client.get("/campaigns/").status_code == 403
+        assert "Forbidden" in logs.output[0]
+        assert logs.records[0].exc_info is None and "Traceback" not in "\n".join(logs.output)
 
     def test_it_sends_a_strict_csp(self):
         response = self.client.get("/login/")
