@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Avg, Count, Q, Sum
+from django.db.models import Avg, Count, Exists, OuterRef, Q, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -33,7 +33,13 @@ def campaign_list() -> list[dict]:
 
 
 def contender_list() -> list[Contender]:
-    return list(Contender.objects.annotate(n_campaigns=Count("campaigns")).order_by("name"))
+    # locked: outputs exist, so the configuration that made them is fixed (contender_edit).
+    done = Generation.objects.filter(contender=OuterRef("pk"), status=Generation.Status.DONE)
+    return list(
+        Contender.objects.annotate(n_campaigns=Count("campaigns"), locked=Exists(done)).order_by(
+            "name"
+        )
+    )
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:

@@ -63,6 +63,11 @@ def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
     # Outputs already generated belong to the configuration that made them.
     locked = contender.generations.filter(status=Generation.Status.DONE).exists()
     form = ContenderForm(request.POST or None, instance=contender)
+    if locked:
+        for field in form.fields.values():
+            field.disabled = True  # shown read-only; a POST cannot change it either
+        if request.method == "POST":
+            form.add_error(None, "This contender's configuration is fixed: nothing was saved.")
     if request.method == "POST" and not locked and form.is_valid():
         Contender.objects.filter(pk=contender.pk).update(**form.spec)
         messages.success(request, f"Contender {form.spec['name']} saved.")

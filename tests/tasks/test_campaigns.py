@@ -477,6 +477,23 @@ class PageTests(TestCase):
             == 403
         )
 
+    def test_a_contender_with_outputs_is_shown_read_only(self):
+        self.login("admin")
+        beta = Contender.objects.get(name="beta-model")  # one of its generations is done
+        listing = self.client.get("/contenders/").content.decode()
+        assert f'href="/contenders/{beta.pk}/edit/">View</a>' in listing
+        page = self.client.get(f"/contenders/{beta.pk}/edit/").content.decode()
+        assert "configuration is fixed" in page and ">Save</button>" not in page
+        assert 'name="model"' in page and page.count(" disabled") >= 5
+        before = Contender.objects.filter(pk=beta.pk).values().get()
+        response = self.client.post(
+            f"/contenders/{beta.pk}/edit/",
+            {"name": "beta-model", "provider": "openai", "model": "changed"},
+            headers={"HX-Request": "true"},
+        )
+        assert response.status_code == 200 and "nothing was saved" in response.content.decode()
+        assert Contender.objects.filter(pk=beta.pk).values().get() == before
+
     def test_contender_form_shows_errors_inline_and_creates(self):
         self.login("admin")
         headers = {"HX-Request": "true"}
