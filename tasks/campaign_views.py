@@ -31,7 +31,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
-from .models import Contender, Generation, Provider
+from .models import Campaign, Contender, Generation, Provider
 from .providers.imported import ImportErrors
 
 PROGRESS_TARGET = "generation-progress"
@@ -153,20 +153,33 @@ def _campaign_action(request: HttpRequest, slug: str, action) -> HttpResponse:
     return _redirect(request, reverse("campaign_detail", args=[campaign.slug]))
 
 
+def _generate(campaign: Campaign) -> str:
+    if queued := generation_enqueue(campaign=campaign):
+        return f"Queued {queued} generation(s)."
+    if not campaign.contenders.exclude(provider=Provider.IMPORTED).exists():
+        return (
+            "Nothing to generate: every contender of this campaign is imported. "
+            "Upload their outputs under Import outputs."
+        )
+    return "Nothing to queue: every generation is already queued, running or done."
+
+
+def _cancel(campaign: Campaign) -> str:
+    if cancelled := generation_cancel(campaign=campaign):
+        return f"Cancelled {cancelled} generation(s); Generate queues them again."
+    return "Nothing was queued or running, so nothing was cancelled."
+
+
 @require_POST
 @role_required(ADMIN)
 def campaign_generate(request: HttpRequest, slug: str) -> HttpResponse:
-    return _campaign_action(
-        request, slug, lambda c: f"Queued {generation_enqueue(campaign=c)} generation(s)."
-    )
+    return _campaign_action(request, slug, _generate)
 
 
 @require_POST
 @role_required(ADMIN)
 def campaign_cancel(request: HttpRequest, slug: str) -> HttpResponse:
-    return _campaign_action(
-        request, slug, lambda c: f"Cancelled {generation_cancel(campaign=c)} generation(s)."
-    )
+    return _campaign_action(request, slug, _cancel)
 
 
 @require_POST

@@ -114,16 +114,21 @@ def generation_enqueue(*, campaign: Campaign) -> int:
 
 @transaction.atomic
 def generation_cancel(*, campaign: Campaign) -> int:
-    """Stop a campaign's generation: waiting and running rows become cancelled.
+    """Stop a campaign's generation: queued and running rows become cancelled (Generate
+    queues them again). Rows never queued stay as they are, and with nothing to stop the
+    campaign keeps its status: a campaign in review stays open to its reviewers.
 
     A call already in flight finishes on its worker but its result is discarded (the store
     is conditional on the row still being claimed).
     """
     now = timezone.now()
-    count = Generation.objects.filter(campaign=campaign, status__in=[S.PENDING, S.RUNNING]).update(
-        status=S.CANCELLED, finished_at=now, claim_token="", lease_expires_at=None
+    count = (
+        Generation.objects.filter(campaign=campaign)
+        .filter(Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False))
+        .update(status=S.CANCELLED, finished_at=now, claim_token="", lease_expires_at=None)
     )
-    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
+    if count:
+        Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
     return count
 
 

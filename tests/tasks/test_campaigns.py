@@ -477,6 +477,26 @@ class PageTests(TestCase):
             == 403
         )
 
+    def test_generate_and_cancel_say_why_nothing_happened(self):
+        self.login("admin")
+        campaign_create(
+            definition={
+                "slug": "all-imported",
+                "testset": "support-v3",
+                "mode": "pairwise",
+                "contenders": [
+                    {"name": "imp-a", "provider": "imported"},
+                    {"name": "imp-b", "provider": "imported"},
+                ],
+            }
+        )
+        self.client.post("/campaigns/all-imported/generate")
+        page = self.client.get("/campaigns/all-imported/").content.decode()
+        assert "every contender of this campaign is imported" in page
+        self.client.post("/campaigns/all-imported/cancel")
+        page = self.client.get("/campaigns/all-imported/").content.decode()
+        assert "Nothing was queued or running" in page
+
     def test_a_contender_with_outputs_is_shown_read_only(self):
         self.login("admin")
         beta = Contender.objects.get(name="beta-model")  # one of its generations is done

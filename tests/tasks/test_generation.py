@@ -230,6 +230,17 @@ class ServiceTests(TestCase):
         )
         assert Campaign.objects.get(pk=campaign.pk).status == "generating"
 
+    def test_cancel_with_nothing_queued_leaves_a_campaign_in_review_open(self):
+        campaign = make_campaign(self.fake, tasks=2)
+        assert generation_cancel(campaign=campaign) == 0  # never queued: not touched
+        assert Campaign.objects.get(pk=campaign.pk).status == "draft"
+        Generation.objects.filter(campaign=campaign).update(status="done", output="x")
+        gen_services.campaign_status_refresh(campaign_id=campaign.pk)
+        assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
+        assert generation_cancel(campaign=campaign) == 0
+        # still open to its reviewers (a cancelled campaign is not reviewable)
+        assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
+
     def test_retry_failed_gives_a_fresh_budget(self):
         campaign = make_campaign(self.fake, tasks=2)
         Generation.objects.filter(campaign=campaign, contender__name="oa").update(
