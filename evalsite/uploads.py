@@ -80,3 +80,13 @@ def decode_utf8(data: bytes) -> tuple[str | None, list[tuple[int, str]]]:
             errors.append((number, f"invalid UTF-8 (byte 0x{bad} at byte offset {position})"))
         offset += len(raw) + 1
     return None, errors
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML parse error in one line a user can act on ("line 2, column 9: mapping values
+    are not allowed here"), not PyYAML's multi-line report with its caret drawing."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return problem
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"

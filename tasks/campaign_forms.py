@@ -9,6 +9,8 @@ import re
 import yaml
 from django import forms
 
+from evalsite.uploads import yaml_problem
+
 from .campaigns import contender_validate
 from .models import Contender, Mode, Provider, TestSet
 
@@ -38,7 +40,9 @@ def _structured(text: str, what: str):
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise forms.ValidationError(f"{what} is neither valid JSON nor valid YAML: {exc}") from None
+        raise forms.ValidationError(
+            f"{what} is neither valid JSON nor valid YAML ({yaml_problem(exc)})"
+        ) from None
 
 
 class ContenderForm(forms.Form):

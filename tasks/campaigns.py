@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 import yaml
 from django.db import transaction
 
-from evalsite.uploads import strict_json
+from evalsite.uploads import strict_json, yaml_problem
 
 from .models import Campaign, Contender, Mode, Provider, TestSet
 
@@ -96,7 +96,7 @@ def campaign_definition_load(text: str, *, filename: str = "") -> dict:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise DefinitionError([f"invalid YAML: {exc}"]) from None
+            raise DefinitionError([f"invalid YAML: {yaml_problem(exc)}"]) from None
     if not isinstance(data, dict):
         raise DefinitionError(["the definition must be an object (a mapping) at the top level"])
     return data

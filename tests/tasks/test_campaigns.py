@@ -149,6 +149,13 @@ class DefinitionTests(TestCase):
         with pytest.raises(DefinitionError, match="NaN is not valid JSON"):
             campaign_definition_load('{"slug": "a", "pass_threshold": NaN}')
 
+    def test_it_points_at_a_yaml_error_in_one_line(self):
+        with pytest.raises(DefinitionError) as info:
+            campaign_definition_load("slug: a\nname: b: c\n", filename="c.yaml")
+        assert info.value.errors == [
+            "invalid YAML: line 2, column 8: mapping values are not allowed here"
+        ]
+
 
 class CommandTests(TestCase):
     def test_create_campaign_prints_a_summary_and_lists_errors(
@@ -533,7 +540,8 @@ class PageTests(TestCase):
         )
         body = response.content.decode()
         assert response.status_code == 200 and "<html" not in body
-        assert "neither valid JSON nor valid YAML" in body
+        assert "neither valid JSON nor valid YAML (line 1, column" in body
+        assert "&lt;unicode string&gt;" not in body and "^" not in body  # no parser drawing
         response = self.client.post(
             "/contenders/",
             {
