@@ -177,7 +177,14 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(ARBITER)
 @require_GET
 def arbitration_page(request: HttpRequest, token: str) -> HttpResponse:
-    arbitration = _mine(token, request.user)
+    try:
+        arbitration = _mine(token, request.user)
+    except Http404:
+        # A link kept from earlier (Back, a bookmark) says what became of it, as a review's does.
+        resolved = Arbitration.objects.filter(
+            token=token, arbiter=request.user, state=Arbitration.State.RESOLVED
+        ).exists()
+        return _gone(request, RESOLVED if resolved else ArbitrationGone.message, resolved)
     template = f"{PAGE}#workspace" if request.htmx else PAGE
     return render(request, template, _workspace_context(arbitration, arbitration.item.campaign))
 
@@ -240,13 +247,18 @@ def arbitration_heartbeat_view(request: HttpRequest, token: str) -> JsonResponse
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 
-def _gone(request: HttpRequest) -> HttpResponse:
-    # 200 for htmx (htmx 2 does not swap 4xx), 404 for a plain request.
+RESOLVED = "You resolved this dispute: your decision is saved. Nothing more to do here."
+
+
+def _gone(
+    request: HttpRequest, message: str = ArbitrationGone.message, resolved: bool = False
+) -> HttpResponse:
+    # 200 for htmx (htmx 2 does not swap 4xx), 404 for a plain request (200 once resolved).
+    context = {"message": message, "resolved": resolved}
     if request.htmx:
-        return render(request, f"{PAGE}#gone", {"message": ArbitrationGone.message})
-    return render(
-        request, "reviews/arbitration_gone.html", {"message": ArbitrationGone.message}, status=404
-    )
+        return render(request, f"{PAGE}#gone", context)
+    status = 200 if resolved else 404
+    return render(request, "reviews/arbitration_gone.html", context, status=status)
 
 
 @role_required(LEAD, ADMIN)

@@ -134,6 +134,12 @@ class ArbitrationPageTests(TestCase):
         )
         assert again.status_code == 200 and b"Dispute resolved" in again.content
         assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
+        # Back to the page later (Back, a bookmark): it says the dispute was resolved.
+        page = self.client.get(f"/arbitration/t/{arbitration.token}/")
+        assert page.status_code == 200 and b"You resolved this dispute" in page.content
+        self.login(self.arbiter_2)  # someone else's resolved token: nothing confirmed
+        other = self.client.get(f"/arbitration/t/{arbitration.token}/")
+        assert other.status_code == 404 and b"You resolved" not in other.content
 
     def test_it_hands_an_item_back_to_the_queue(self):
         arbitration = self.claim()
