@@ -155,6 +155,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
             entries.append(
                 {
                     "flag": flag,
+                    "text": flag.replace("_", " "),  # as the review page words it
                     "name": f"flag-{label}",
                     "checked": flag in agreed_flags,
                     "raised_by": count,
@@ -171,11 +172,14 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
             {
                 "part": reason["part"],
                 "flag": reason.get("flag", ""),
+                "flag_text": reason.get("flag", "").replace("_", " "),
                 "label": label_of.get(out, "") if out else "",
                 "detail": reason["detail"],
                 "disputes": bool(reason.get("disputes")),
             }
         )
+    # In the arbiter's label order (A first): the reasons were recorded in output-id order.
+    disputed.sort(key=lambda d: d["label"])
 
     return {
         "token": arbitration.token,

@@ -115,7 +115,8 @@ def _workspace_context(
             for o in options:
                 o["checked"] = _same(o["value"], cell["selected"])
             cell["options"] = options
-    names = {"tie": "Tie", "both_bad": "Both bad"}
+    # Worded as on the review page: "All bad" when more than two outputs are shown.
+    names = {"tie": "Tie", "both_bad": "Both bad" if len(arbitration.order) == 2 else "All bad"}
     keys = {"tie": "t", "both_bad": "x"}
     pref["options"] = [
         {

@@ -712,7 +712,8 @@ def review_payload_parse(
         elif raw_pref in (Preference.TIE, Preference.BOTH_BAD):
             preference = raw_pref
         elif raw_pref == "":
-            errors["preference"] = "required: choose an output, tie or both bad"
+            bad = "both bad" if len(labels) == 2 else "all bad"
+            errors["preference"] = f"required: choose an output, tie or {bad}"
         else:
             errors["preference"] = f"must be one of {', '.join([*labels, 'tie', 'both_bad'])}"
     elif raw_pref:

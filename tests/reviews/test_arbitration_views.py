@@ -89,6 +89,8 @@ class ArbitrationPageTests(TestCase):
         assert f'name="score-{label}-completeness" value="" checked' in body
         assert "keep 4" in body and "keep 3.5" in body
         assert 'data-arb-group="preference" data-disputed' in body
+        # flags and choices worded as on the review page
+        assert 'value="format_violation"> format violation' in body and "> Both bad" in body
         home = self.client.get("/arbitration/").content.decode()
         assert f'href="/arbitration/t/{arbitration.token}/"' in home and "Continue" in home
         # The partial is served to htmx from the same view.
