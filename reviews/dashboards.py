@@ -105,7 +105,7 @@ def campaign_report_cached(campaign: Campaign) -> dict:
 @dataclass
 class Column:
     label: str
-    kind: str = "text"  # text | int | num | pct | ci | ms | money | heat
+    kind: str = "text"  # text | int | num | pct | ci | ms | s | money | heat
 
 
 @dataclass
@@ -175,6 +175,8 @@ def display(value, kind: str) -> str:
         return f"{100 * value:.1f}%"
     if kind == "ms" and isinstance(value, int | float):
         return f"{value:,.0f} ms"
+    if kind == "s" and isinstance(value, int | float):
+        return f"{value:,.1f} s"
     if kind == "money" and isinstance(value, int | float):
         return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
     return str(value)
@@ -404,7 +406,7 @@ def _reviewers(report: dict) -> dict:
     columns = [
         Column("reviewer"),
         Column("reviews", "int"),
-        Column("median seconds per item", "num"),
+        Column("median time per item", "s"),
         Column("mean offset from final", "num"),
         Column("mean |offset|", "num"),
         Column("exact agreement with others", "pct"),
@@ -669,8 +671,9 @@ def _bias(report: dict) -> dict:
         ["expected by chance", b.get("expected")],
         ["p-value (binomial, two-sided)", b.get("p_value")],
         ["source", b.get("source")],
-        ["note", b.get("reason") or ""],
     ]
+    if b.get("reason"):
+        rows.append(["note", b["reason"]])
     chart = interval_chart(
         [("position A wins", b.get("first_position_win_rate"), b.get("ci95"))],
         title="Position A win rate with Wilson 95% interval",
@@ -751,7 +754,7 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                     [f"tasks where {b} is worse", pair["losses"]],
                     ["tied tasks", pair["ties"]],
                     ["sign test p-value (exact, two-sided)", pair["p_value"]],
-                    ["note", pair.get("reason") or ""],
+                    *([["note", pair["reason"]]] if pair.get("reason") else []),
                 ],
             ),
             Table(

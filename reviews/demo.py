@@ -47,7 +47,7 @@ COMMENTS = [
     "",
     "",
     "Clear and polite.",
-    "Misses the refund window.",
+    "Leaves out a step the customer needs.",
     "Too long for a support reply.",
     "Good, but invents a policy detail.",
     "Asks for information the customer already gave.",

@@ -141,7 +141,9 @@ class CampaignForm(forms.Form):
     slug = forms.SlugField(max_length=100, help_text="short id used in URLs and commands")
     name = forms.CharField(max_length=200, required=False)
     testset = forms.ModelChoiceField(
-        queryset=TestSet.objects.order_by("name", "-version"), label="Test set"
+        queryset=TestSet.objects.order_by("name", "-version"),
+        label="Test set",
+        empty_label="Choose a test set…",
     )
     contenders = forms.ModelMultipleChoiceField(
         queryset=Contender.objects.order_by("name"), widget=forms.CheckboxSelectMultiple

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 
 import pytest
 from django.test import TestCase
@@ -103,6 +104,15 @@ class DashboardTests(TestCase):
         board = self.client.get("/campaigns/camp/dashboard/leaderboard/").content.decode()
         assert f"{self.report['rating']['n_items']} items with a final outcome" in board
         assert self.report["rating"]["n_items"] == p["agreed"] + p["resolved"]
+
+    def test_it_words_its_figures_for_people(self):
+        self.login("lead")
+        reviewers = self.client.get("/campaigns/camp/dashboard/reviewers/").content.decode()
+        assert "median time per item" in reviewers
+        assert re.search(r">[\d,]+\.\d s</td>", reviewers), "seconds shown as seconds"
+        assert self.report["position_bias"].get("reason") is None
+        bias = self.client.get("/campaigns/camp/dashboard/bias/").content.decode()
+        assert ">note</td>" not in bias  # no empty note row
 
     def test_it_draws_agreement_bands_and_counts(self):
         self.login("lead")
