@@ -20,6 +20,7 @@ from . import blinding
 from .arbitration import FLAGS, labels_for
 from .disputes import disputed_cells
 from .models import Arbitration, ItemOutput, Review, ReviewItem
+from .selectors import task_json
 from .services import campaign_identity_terms, campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
@@ -187,6 +188,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         "campaign": {"name": campaign.name, "slug": campaign.slug},
         "task": {
             "category": task.category,
+            "multi_turn": bool(task.messages),
             "conversation": conversation,
             "reference": reference,
             "reference_html": reference_html,
@@ -227,13 +229,13 @@ def workspace_json(ws: dict) -> dict:
     return {
         "token": ws["token"],
         "lease_expires_at": ws["lease_expires_at"].isoformat() if ws["lease_expires_at"] else None,
-        "task": {
-            "category": ws["task"]["category"],
-            "messages": [
-                {"role": m["role"], "content": m["content"]} for m in ws["task"]["conversation"]
-            ],
-            **({"reference": ws["task"]["reference"]} if ws["task"]["reference"] else {}),
-        },
+        # The reviewer's shape (SPEC: "Arbiters use the same shape").
+        "task": task_json(
+            category=ws["task"]["category"],
+            multi_turn=ws["task"]["multi_turn"],
+            conversation=ws["task"]["conversation"],
+            reference=ws["task"]["reference"],
+        ),
         "candidates": [{"label": c["label"], "text": c["text"]} for c in ws["candidates"]],
         "rubric": [
             {k: d[k] for k in ("key", "label", "description", "min", "max", "allow_na", "max_gap")}

@@ -349,19 +349,28 @@ def _inline_keys(screen: dict) -> set[str]:
     return keys
 
 
+def task_json(*, category: str, multi_turn: bool, conversation: list, reference: str | None):
+    """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
+    task, else `prompt`, and `reference` where the campaign shows it."""
+    task = {"category": category}
+    if multi_turn:
+        task["messages"] = [{"role": m["role"], "content": m["content"]} for m in conversation]
+    else:
+        task["prompt"] = conversation[0]["content"] if conversation else ""
+    if reference:
+        task["reference"] = reference
+    return task
+
+
 def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
     """The JSON shape of SPEC's reviewer loop: labels and text only."""
-    task = {"category": screen["task"]["category"]}
-    if screen["task"]["multi_turn"]:
-        task["messages"] = [
-            {"role": m["role"], "content": m["content"]} for m in screen["task"]["conversation"]
-        ]
-    else:
-        task["prompt"] = (
-            screen["task"]["conversation"][0]["content"] if screen["task"]["conversation"] else ""
-        )
-    if screen["task"]["reference"]:
-        task["reference"] = screen["task"]["reference"]["text"]
+    shown = screen["task"]
+    task = task_json(
+        category=shown["category"],
+        multi_turn=shown["multi_turn"],
+        conversation=shown["conversation"],
+        reference=shown["reference"]["text"] if shown["reference"] else None,
+    )
     return {
         "token": screen["token"],
         "resumed": resumed,

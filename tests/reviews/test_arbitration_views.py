@@ -238,6 +238,11 @@ class ArbitrationApiTests(TestCase):
         arbitration = Arbitration.objects.get(item=self.item)
         assert data["token"] == arbitration.token
         assert [c["label"] for c in data["candidates"]] == ["A", "B"]
+        # the task in the reviewer's shape: a single prompt is `prompt`, not `messages`
+        assert data["task"] == {
+            "category": self.item.task.category,
+            "prompt": self.item.task.prompt,
+        }
         assert [r["reviewer"] for r in data["reviews"]] == ["Reviewer 1", "Reviewer 2"]
         label = o1_label(arbitration)
         assert sorted(r["scores"][label]["accuracy"] for r in data["reviews"]) == [2.0, 5.0]
