@@ -9,6 +9,7 @@ from . import openapi, views
 api_urlpatterns = [
     path("schema", openapi.schema_view, name="api_schema"),
     path("whoami", views.whoami, name="api_whoami"),
+    path("users", views.user_create, name="api_users"),
     *tasks_urls.api_urlpatterns,
     *reviews_urls.api_urlpatterns,
 ]

@@ -1,11 +1,15 @@
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch
 
-from .api import api_endpoint
-from .roles import ADMIN, ARBITER, LEAD, REVIEWER, roles_of
+from .api import ApiError, api_endpoint, json_body
+from .roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, roles_of
+from .services import user_create_or_update
 
 HOME_BY_ROLE = [
     (ADMIN, "campaign_list"),
@@ -50,4 +54,67 @@ def error_500(request):
 def whoami(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {"username": request.user.get_username(), "roles": sorted(roles_of(request.user))}
+    )
+
+
+USER_BODY = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "required": ["username", "roles"],
+            "properties": {
+                "username": {"type": "string"},
+                "roles": {"type": "array", "items": {"type": "string", "enum": list(ROLES)}},
+                "password": {"type": "string", "description": "omit for an API-only user"},
+                "email": {"type": "string"},
+            },
+        }
+    }
+}
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("POST",),
+    body=USER_BODY,
+    summary="""Create a user with roles and get their API token (as `manage.py add_user`).
+
+201 with {"username", "roles", "token"}. An existing username is 409: its roles and token are
+changed on the server only (`add_user`), so an admin's token cannot take over another account.""",
+    responses={"201": "created", "400": "invalid", "403": "not an admin", "409": "exists"},
+)
+def user_create(request: HttpRequest) -> JsonResponse:
+    data = json_body(request)
+    User = get_user_model()
+    username, roles = data.get("username"), data.get("roles")
+    password, email = data.get("password"), data.get("email", "")
+    errors = []
+    if not isinstance(username, str) or not username.strip():
+        errors.append("username: required, a non-empty string")
+    else:
+        try:
+            User._meta.get_field("username").run_validators(username)
+        except ValidationError as exc:
+            errors += [f"username: {m}" for m in exc.messages]
+    if not isinstance(roles, list) or not roles or not all(r in ROLES for r in roles):
+        errors.append(f"roles: required, a non-empty list of {', '.join(ROLES)}")
+    if password is not None:
+        if not isinstance(password, str):
+            errors.append("password: a string")
+        else:
+            try:
+                validate_password(password)
+            except ValidationError as exc:
+                errors += [f"password: {m}" for m in exc.messages]
+    if not isinstance(email, str):
+        errors.append("email: a string")
+    if errors:
+        raise ApiError("invalid user", errors=errors)
+    if User.objects.filter(username=username).exists():
+        raise ApiError(f"a user named {username!r} exists; use manage.py add_user", status=409)
+    user, token = user_create_or_update(
+        username=username, roles=roles, password=password, email=email
+    )
+    return JsonResponse(
+        {"username": user.get_username(), "roles": sorted(set(roles)), "token": token}, status=201
     )

@@ -87,6 +87,41 @@ class AddUserCommandTests(TestCase):
         response = self.client.post("/login/", {"username": "carol", "password": "pw-xyz-123"})
         assert response.status_code == 302 and "_auth_user_id" in self.client.session
 
+    def test_an_admin_creates_a_user_over_the_api(self):
+        from evalsite.models import ApiToken
+
+        admin = personas()["admin"]
+        auth = {"Authorization": f"Bearer {ApiToken.issue(admin)}"}
+        body = {"username": "dora", "roles": ["reviewer"], "password": "long-enough-pw-9"}
+        response = self.client.post("/api/v1/users", body, "application/json", headers=auth)
+        assert response.status_code == 201, response.content
+        created = response.json()
+        assert created["username"] == "dora" and created["roles"] == ["reviewer"]
+        whoami = self.client.get(
+            "/api/v1/whoami", headers={"Authorization": f"Bearer {created['token']}"}
+        )
+        assert whoami.json() == {"username": "dora", "roles": ["reviewer"]}
+        # an existing name: 409, and no token for someone else's account
+        again = self.client.post("/api/v1/users", body, "application/json", headers=auth)
+        assert again.status_code == 409 and "token" not in again.json()
+        bad = self.client.post(
+            "/api/v1/users",
+            {"username": "x y!", "roles": ["boss"], "password": "123"},
+            "application/json",
+            headers=auth,
+        )
+        assert bad.status_code == 400
+        fields = [e.split(":")[0] for e in bad.json()["errors"]]
+        assert "username" in fields and "roles" in fields and "password" in fields
+        reviewer = {"Authorization": f"Bearer {created['token']}"}
+        refused = self.client.post(
+            "/api/v1/users",
+            {"username": "eve", "roles": ["admin"]},
+            "application/json",
+            headers=reviewer,
+        )
+        assert refused.status_code == 403
+
     def test_it_rejects_a_bad_token(self):
         response = self.client.get("/api/v1/whoami", headers={"Authorization": "Bearer es_wrong"})
         assert response.status_code == 401
