@@ -40,7 +40,10 @@ NA_WORDS = {"na", "n/a"}
 class ArbitrationGone(Exception):
     """Unknown token, someone else's arbitration, or reassigned after the lease expired."""
 
-    message = "This arbitration is not yours any more: it was released or reassigned after its lease expired."
+    message = (
+        "This dispute is not in your hands: it was handed back, or went to another arbiter "
+        "after its lease ran out, or the link is not one of yours."
+    )
 
 
 class ResolveInvalid(ValueError):

@@ -40,10 +40,25 @@ def personas() -> dict:
 # --- Domain factories (shared: reuse them; add fields rather than parallel factories) ---
 
 RUBRIC = [
-    {"key": "accuracy", "label": "Accuracy", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1,
-     "anchors": {"1": "wrong", "5": "fully correct"}},
-    {"key": "completeness", "label": "Completeness", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1,
-     "allow_na": True, "anchors": {"1": "misses most", "5": "covers everything"}},
+    {
+        "key": "accuracy",
+        "label": "Accuracy",
+        "min": 1,
+        "max": 5,
+        "level": "ordinal",
+        "max_gap": 1,
+        "anchors": {"1": "wrong", "5": "fully correct"},
+    },
+    {
+        "key": "completeness",
+        "label": "Completeness",
+        "min": 1,
+        "max": 5,
+        "level": "ordinal",
+        "max_gap": 1,
+        "allow_na": True,
+        "anchors": {"1": "misses most", "5": "covers everything"},
+    },
 ]
 
 
@@ -111,7 +126,9 @@ class GenerationFactory(factory.django.DjangoModelFactory):
     contender = factory.SubFactory(ContenderFactory)
     sample_index = 0
     status = "done"
-    output = factory.Sequence(lambda n: f"Answer number {n}: the customer should restart the router.")
+    output = factory.Sequence(
+        lambda n: f"Answer number {n}: the customer should restart the router."
+    )
 
 
 def _rotation(campaign, n_outputs: int) -> int:
@@ -134,7 +151,9 @@ class ReviewItemFactory(factory.django.DjangoModelFactory):
     ready = True
     state = "open"
     shuffle_key = factory.Sequence(lambda n: (n * 7919) % 100003)
-    rotation = factory.LazyAttribute(lambda item: _rotation(item.campaign, item.campaign.contenders.count()))
+    rotation = factory.LazyAttribute(
+        lambda item: _rotation(item.campaign, item.campaign.contenders.count())
+    )
 
     @factory.post_generation
     def outputs(self, create, extracted, **kwargs):
@@ -143,13 +162,24 @@ class ReviewItemFactory(factory.django.DjangoModelFactory):
         from reviews.models import ItemOutput
 
         for contender in self.campaign.contenders.order_by("pk"):
-            generation = GenerationFactory(campaign=self.campaign, task=self.task, contender=contender,
-                                           sample_index=self.sample_index)
+            generation = GenerationFactory(
+                campaign=self.campaign,
+                task=self.task,
+                contender=contender,
+                sample_index=self.sample_index,
+            )
             ItemOutput.objects.create(item=self, generation=generation)
 
 
-def review_create(item, reviewer, *, scores: dict, preference: str = "", flags: dict | None = None,
-                  comment: str = ""):
+def review_create(
+    item,
+    reviewer,
+    *,
+    scores: dict,
+    preference: str = "",
+    flags: dict | None = None,
+    comment: str = "",
+):
     """A submitted review, un-permuted. `scores` = {ItemOutput: {dim: value|None}};
     `preference` = an ItemOutput, "tie", "both_bad" or ""; `flags` = {ItemOutput: [flag, ...]}."""
     from django.utils import timezone
@@ -159,19 +189,31 @@ def review_create(item, reviewer, *, scores: dict, preference: str = "", flags: 
     outputs = list(item.outputs.order_by("pk"))
     chosen = preference if not isinstance(preference, str) else None
     review = Review.objects.create(
-        item=item, reviewer=reviewer, preference="output" if chosen else preference,
-        preferred_output=chosen, flags={str(o.pk): f for o, f in (flags or {}).items()},
-        comment=comment, submitted_at=timezone.now(), presented_order=[o.pk for o in outputs],
+        item=item,
+        reviewer=reviewer,
+        preference="output" if chosen else preference,
+        preferred_output=chosen,
+        flags={str(o.pk): f for o, f in (flags or {}).items()},
+        comment=comment,
+        submitted_at=timezone.now(),
+        presented_order=[o.pk for o in outputs],
     )
     Score.objects.bulk_create(
         Score(review=review, output=output, dimension=dim, value=value)
-        for output, dims in scores.items() for dim, value in dims.items()
+        for output, dims in scores.items()
+        for dim, value in dims.items()
     )
     return review
 
 
-def campaign_ready(*, items: int = 4, overlap: int = 2, contenders: list | None = None, outputs: list | None = None,
-                   **campaign_fields):
+def campaign_ready(
+    *,
+    items: int = 4,
+    overlap: int = 2,
+    contenders: list | None = None,
+    outputs: list | None = None,
+    **campaign_fields,
+):
     """A reviewing campaign with `items` ready review items, one output per contender.
 
     `outputs`, if given, is a list of texts used for the generations in contender order.
@@ -181,7 +223,9 @@ def campaign_ready(*, items: int = 4, overlap: int = 2, contenders: list | None 
         item = ReviewItemFactory(campaign=campaign)
         if outputs:
             for generation, text in zip(
-                (o.generation for o in item.outputs.order_by("generation__contender_id")), outputs, strict=False
+                (o.generation for o in item.outputs.order_by("generation__contender_id")),
+                outputs,
+                strict=False,
             ):
                 generation.output = text
                 generation.save(update_fields=["output"])

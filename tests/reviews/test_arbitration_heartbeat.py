@@ -176,7 +176,7 @@ class ArbitrationHeartbeatViewTests(TestCase):
         response = self.client.post(self.url)
         assert response.status_code == 404
         assert response.json()["ok"] is False
-        assert "not yours any more" in response.json()["message"]
+        assert "not in your hands" in response.json()["message"]
 
     def test_it_requires_the_csrf_token(self):
         client = self.client_class(enforce_csrf_checks=True)
@@ -254,6 +254,6 @@ def test_the_open_page_keeps_its_lease_and_says_when_it_is_gone(browser_page):
     assert beat.value.status == 404
     status = page.locator("[data-lease-status]")
     status.wait_for()
-    assert "not yours any more" in status.inner_text()
+    assert "not in your hands" in status.inner_text()
     # The 404 is the expected answer, logged by Chromium as a failed resource; nothing else.
     assert [e for e in page.js_errors if "status of 404" not in e] == []

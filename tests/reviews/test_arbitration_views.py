@@ -147,8 +147,10 @@ class ArbitrationPageTests(TestCase):
         arbitration = self.claim()
         response = self.client.post(f"/arbitration/t/{arbitration.token}/release")
         assert response.status_code == 302
+        assert b"Returned to the queue" in self.client.get(response.url).content
         assert Arbitration.objects.get(pk=arbitration.pk).state == "open"
-        assert self.client.get(f"/arbitration/t/{arbitration.token}/").status_code == 404
+        again = self.client.get(f"/arbitration/t/{arbitration.token}/")
+        assert again.status_code == 404 and b"handed back" in again.content
 
     def test_it_says_when_nothing_is_left(self):
         self.login("reviewer_a")  # an arbiter who reviewed the only disputed item
@@ -334,7 +336,7 @@ class ArbitrationApiTests(TestCase):
             },
         )
         assert stale.status_code == 404
-        assert "reassigned" in stale.json()["error"]
+        assert "another arbiter" in stale.json()["error"]
         assert ReviewItem.objects.get(pk=self.item.pk).state == "disputed"
 
     def test_it_refuses_other_roles(self):

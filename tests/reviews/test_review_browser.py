@@ -32,6 +32,16 @@ def item_fingerprint(page):
     return prompt, outputs
 
 
+def wait_until(page, condition, seconds: float = 3.0) -> bool:
+    """Poll `condition` (the browser may scroll smoothly); a page under CSP refuses the string
+    predicates of wait_for_function."""
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return True
+        page.wait_for_timeout(50)
+    return condition()
+
+
 def review_with_keyboard(page, keys):
     page.wait_for_selector("#review [data-cell].focused")
     for key in keys:
@@ -85,7 +95,7 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-notice=ok]")
     # ...and the next item opens at its top (the notice and the task in view), not down there.
-    page.wait_for_function("window.scrollY === 0", timeout=3000)
+    assert wait_until(page, lambda: page.evaluate("() => window.scrollY") == 0)
     page.set_viewport_size({"width": 1280, "height": 800})
     assert page.evaluate("window.__sameDocument") is True  # swapped in, no page load
     seen_by_first.append(item_fingerprint(page))
@@ -144,3 +154,32 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
         )  # counterbalanced: B sees the pair the other way round
     for item in ReviewItem.objects.filter(campaign=campaign):
         assert item.submitted_count == 2 and item.state in ("agreed", "disputed")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_home_action_fits_a_phone_and_an_output_scrolls_with_the_arrows(
+    browser_page, live_server
+):
+    page = browser_page
+    long_text = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(80))
+    campaign = campaign_ready(items=1, overlap=1, outputs=[long_text, long_text])
+    reviewer = UserFactory(username="kb-scroller", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    # On a phone the home's action is in view, not in a table column off to the right.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/review/")
+    box = page.get_by_role("button", name="Start reviewing").bounding_box()
+    assert box and box["x"] + box["width"] <= 390, box
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/review/{campaign.slug}/")
+    page.wait_for_selector("button[autofocus]:focus")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    pane = page.locator("#review .output-body").first
+    pane.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowDown")
+    assert wait_until(page, lambda: pane.evaluate("el => el.scrollTop") > 0)
+    # the keys scrolled the pane and did not move between questions
+    assert page.evaluate("document.activeElement.classList.contains('output-body')")
