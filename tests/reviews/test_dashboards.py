@@ -133,6 +133,9 @@ class DashboardTests(TestCase):
         self.login("lead")
         body = self.client.get("/campaigns/camp/dashboard/cost/").content.decode()
         assert "w_quality = 0.7" in body and "w_stability = 0.3" in body
+        # without stability for every contender the page says the weights do not apply
+        assert self.report["decision"]["formula"] == "quality / normalized_cost"
+        assert "do not apply" in body
 
     def test_it_compares_two_contenders_either_way_round(self):
         self.login("lead")
