@@ -558,6 +558,12 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.locator("#arb-form").wait_for()
     nxt = Arbitration.objects.get(item=second)
     assert nxt.state == "active" and page.url.endswith(f"/arbitration/t/{nxt.token}/")
+    # On a phone the score grid stacks (one output under the other) instead of being clipped.
+    page.set_viewport_size({"width": 390, "height": 844})
+    fits = "() => { const t = document.querySelector('.arb-grid'); return [t.scrollWidth, t.parentElement.clientWidth]; }"
+    table_width, box_width = page.evaluate(fits)
+    assert table_width <= box_width, (table_width, box_width)
+    page.set_viewport_size({"width": 1280, "height": 800})
     assert page.evaluate("window.__same_document === true")
 
     page.click("form.logout button")
