@@ -87,7 +87,9 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
                 "scores": scores,
                 "preference": preference,
                 "flags": {
-                    label_of[k]: sorted(v) for k, v in (review.flags or {}).items() if k in label_of
+                    label: sorted(v)
+                    for label, v in _by_label(review.flags, label_of).items()
+                    if label != "?"
                 },
                 # Comments are free text by blind reviewers; mask them all the same.
                 "comment": blinding.mask_identity(review.comment or "", terms).text,
@@ -288,24 +290,38 @@ def arbitration_final_json(*, arbitration: Arbitration) -> dict:
         "resolved_at": arbitration.resolved_at.isoformat() if arbitration.resolved_at else None,
         "note": arbitration.note,
         "final": {
-            "scores": {label_of.get(k, "?"): v for k, v in (final.get("scores") or {}).items()},
+            # Keyed and ordered by the arbiter's labels: the stored order is the outputs' (the
+            # contenders'), and a JSON object's key order would tell it.
+            "scores": _by_label(final.get("scores"), label_of),
             "preference": _choice_label(final.get("preference"), label_of) or None,
-            "flags": {label_of.get(k, "?"): v for k, v in (final.get("flags") or {}).items()},
+            "flags": _by_label(final.get("flags"), label_of),
             "arbitrated": final.get("arbitrated", []),
-            "corrections": [
-                {**c, "output": label_of.get(c.get("output"), None) if c.get("output") else None}
-                | (
+            "corrections": sorted(
+                (
                     {
-                        "from": _choice_label(c["from"], label_of),
-                        "to": _choice_label(c["to"], label_of),
+                        **c,
+                        "output": label_of.get(c.get("output"), None) if c.get("output") else None,
                     }
-                    if c.get("part") == "preference"
-                    else {}
-                )
-                for c in final.get("corrections", [])
-            ],
+                    | (
+                        {
+                            "from": _choice_label(c["from"], label_of),
+                            "to": _choice_label(c["to"], label_of),
+                        }
+                        if c.get("part") == "preference"
+                        else {}
+                    )
+                    for c in final.get("corrections", [])
+                ),
+                key=lambda c: (c["output"] or "", str(c.get("part")), str(c.get("dimension", ""))),
+            ),
         },
     }
+
+
+def _by_label(values: dict | None, label_of: dict) -> dict:
+    """{output id: value} as {label: value}, in label order."""
+    pairs = ((label_of.get(k, "?"), v) for k, v in (values or {}).items())
+    return dict(sorted(pairs, key=lambda kv: kv[0]))
 
 
 def arbiter_queue(*, arbiter) -> list[dict]:

@@ -265,6 +265,11 @@ class ArbitrationApiTests(TestCase):
     def test_it_validates_and_resolves_idempotently(self):
         data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
         arbitration = Arbitration.objects.get(item=self.item)
+        # The arbiter sees the outputs in the reverse of their stored (contender) order.
+        Arbitration.objects.filter(pk=arbitration.pk).update(
+            order=sorted(arbitration.order, reverse=True)
+        )
+        arbitration.refresh_from_db()
         label = o1_label(arbitration)
         url = f"/api/v1/arbitrations/{data['token']}/resolve"
         bad = self.post(url, {"scores": {}, "preference": "tie"})
@@ -282,6 +287,9 @@ class ArbitrationApiTests(TestCase):
         assert result["final"]["preference"] == label
         assert result["final"]["scores"][label]["accuracy"] == 3.0
         assert result["final"]["arbitrated"] == ["accuracy", "preference"]
+        # keys in the arbiter's label order, never the contenders' (key order is identity too)
+        assert list(result["final"]["scores"]) == ["A", "B"]
+        assert list(result["final"]["flags"]) in (["A", "B"], ["A"], ["B"], [])
         again = self.post(url, {**body, "preference": "tie"})
         assert again.status_code == 200 and again.json()["already_resolved"] is True
         assert again.json()["final"]["preference"] == label
