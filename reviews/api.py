@@ -110,7 +110,8 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
     responses={
         "200": '{"ok": true, "lease_expires_at": ...}',
         "404": "no such assignment of yours",
-        "409": "the lease already ran out (submitting may still work if nobody took the slot)",
+        "409": "no live lease: it ran out (submitting may still work if nobody took the slot), "
+        "or the assignment was submitted, skipped or released (the message says which)",
     },
 )
 def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
@@ -118,8 +119,8 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
         expires = services.assignment_heartbeat(token=token, reviewer=request.user)
     except Assignment.DoesNotExist:
         raise ApiError("no such assignment of yours", status=404) from None
-    if expires is None:
-        raise ApiError(services.LEASE_LAPSED, status=409)
+    except services.LeaseGone as gone:
+        raise ApiError(str(gone), status=409) from None
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 

@@ -600,12 +600,16 @@ def lease_extended(*, expires_at: datetime, claimed_at: datetime, lease: timedel
 LEASE_LAPSED = "Your time on this item ran out. Submitting may still work if nobody else took it."
 
 
-def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime | None:
-    """Extend a live lease (the page is open); None if the lease is already gone."""
+class LeaseGone(Exception):
+    """A heartbeat for a lease that is no longer live; the message says what became of it."""
+
+
+def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime:
+    """Extend a live lease (the page is open); LeaseGone if there is none to extend."""
     assignment = (
         Assignment.objects.select_related("item__campaign")
         .filter(token=token, reviewer=reviewer)
-        .only("pk", "created_at", "lease_expires_at", "item__campaign__lease_minutes")
+        .only("pk", "state", "created_at", "lease_expires_at", "item__campaign__lease_minutes")
         .first()
     )
     if assignment is None:
@@ -618,7 +622,11 @@ def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime 
     updated = Assignment.objects.filter(
         pk=assignment.pk, state=Assignment.State.ACTIVE, lease_expires_at__gt=Now()
     ).update(lease_expires_at=new_expiry, heartbeat_at=Now())
-    return new_expiry if updated else None
+    if not updated:
+        # Submitted, skipped, released or expired say so; an active one ran out of time.
+        active = assignment.state == Assignment.State.ACTIVE
+        raise LeaseGone(LEASE_LAPSED if active else assignment_state_message(assignment))
+    return new_expiry
 
 
 # --- submit ---------------------------------------------------------------------------------

@@ -322,9 +322,10 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
     _campaign_for_reviewer(request, slug)
     _assignment(request, slug, token)
-    expires = services.assignment_heartbeat(token=token, reviewer=request.user)
-    if expires is None:
-        return JsonResponse({"ok": False, "message": services.LEASE_LAPSED}, status=409)
+    try:
+        expires = services.assignment_heartbeat(token=token, reviewer=request.user)
+    except services.LeaseGone as gone:
+        return JsonResponse({"ok": False, "message": str(gone)}, status=409)
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 

@@ -222,9 +222,19 @@ class LeaseTests(TestCase):
             campaign=self.campaign, reviewer=self.a
         ).assignment
         expire(assignment)
-        assert services.assignment_heartbeat(token=assignment.token, reviewer=self.a) is None
+        with self.assertRaisesMessage(services.LeaseGone, "ran out"):
+            services.assignment_heartbeat(token=assignment.token, reviewer=self.a)
         with self.assertRaises(Assignment.DoesNotExist):
             services.assignment_heartbeat(token=assignment.token, reviewer=self.b)
+
+    def test_a_heartbeat_after_the_submit_says_it_was_submitted(self):
+        a = services.assignment_claim_next(campaign=self.campaign, reviewer=self.a).assignment
+        result = services.assignment_submit(
+            token=a.token, reviewer=self.a, key="k1", data=full_review(a)
+        )
+        assert result.ok
+        with self.assertRaisesMessage(services.LeaseGone, "already submitted"):
+            services.assignment_heartbeat(token=a.token, reviewer=self.a)
 
 
 class SubmitTests(TestCase):
