@@ -373,7 +373,8 @@ def _csv_rows(campaign: Campaign, columns: list[str], unblind: bool) -> Iterator
             flat[f"models.{label}"] = name
         for label, dims in record["scores"].items():
             for d, v in dims.items():
-                flat[f"scores.{label}.{d}"] = v
+                # An explicit N/A is "null", as in JSON (an empty cell means "not given").
+                flat[f"scores.{label}.{d}"] = "null" if v is None else v
         for label, fl in record["flags"].items():
             # An arbiter's explicitly empty list is "none" (an empty cell means "not given").
             flat[f"flags.{label}"] = ";".join(fl) or "none"

@@ -625,6 +625,19 @@ class ExportTests(TestCase):
         ) == {r["comment"] for r in self.records}
         assert self.jsonl_of(target) == self.jsonl_of(self.campaign)
 
+    def test_an_explicit_na_survives_a_csv_round_trip(self):
+        records = sample_records()
+        records[0]["scores"]["B"]["completeness"] = None  # N/A, not "not rated"
+        source = make_campaign(slug="na-source")
+        reviews_import(campaign=source, data=jsonl(*records), fmt="jsonl")
+        body = "".join(records_export(campaign=source, fmt="csv", unblind=True))
+        assert ",null," in body
+        target = make_campaign(
+            slug="na-copy", testset=source.testset, contenders=list(source.contenders.all())
+        )
+        reviews_import(campaign=target, data=body.encode(), fmt="csv")
+        assert self.jsonl_of(target) == self.jsonl_of(source)
+
     def test_it_round_trips_jsonl_into_an_empty_campaign(self):
         body = "".join(records_export(campaign=self.campaign, fmt="jsonl", unblind=True))
         target = make_campaign(
