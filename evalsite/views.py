@@ -1,7 +1,5 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.password_validation import validate_password
-from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -9,7 +7,7 @@ from django.urls import NoReverseMatch
 
 from .api import ApiError, api_endpoint, json_body
 from .roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, roles_of
-from .services import user_create_or_update
+from .services import user_create_or_update, user_problems
 
 HOME_BY_ROLE = [
     (ADMIN, "campaign_list"),
@@ -88,26 +86,7 @@ def user_create(request: HttpRequest) -> JsonResponse:
     User = get_user_model()
     username, roles = data.get("username"), data.get("roles")
     password, email = data.get("password"), data.get("email", "")
-    errors = []
-    if not isinstance(username, str) or not username.strip():
-        errors.append("username: required, a non-empty string")
-    else:
-        try:
-            User._meta.get_field("username").run_validators(username)
-        except ValidationError as exc:
-            errors += [f"username: {m}" for m in exc.messages]
-    if not isinstance(roles, list) or not roles or not all(r in ROLES for r in roles):
-        errors.append(f"roles: required, a non-empty list of {', '.join(ROLES)}")
-    if password is not None:
-        if not isinstance(password, str):
-            errors.append("password: a string")
-        else:
-            try:
-                validate_password(password)
-            except ValidationError as exc:
-                errors += [f"password: {m}" for m in exc.messages]
-    if not isinstance(email, str):
-        errors.append("email: a string")
+    errors = user_problems(username=username, roles=roles, password=password, email=email)
     if errors:
         raise ApiError("invalid user", errors=errors)
     if User.objects.filter(username=username).exists():

@@ -87,6 +87,27 @@ class AddUserCommandTests(TestCase):
         response = self.client.post("/login/", {"username": "carol", "password": "pw-xyz-123"})
         assert response.status_code == 302 and "_auth_user_id" in self.client.session
 
+    def test_the_command_checks_a_user_as_the_api_does(self):
+        from io import StringIO
+
+        from django.core.management import CommandError
+
+        for args, problem in (
+            (["", "--role", "reviewer"], "username: required"),
+            (["bad name!", "--role", "reviewer"], "username: Enter a valid username"),
+            (
+                ["frank", "--role", "reviewer", "--password", "1"],
+                "password: This password is too short",
+            ),
+        ):
+            with self.assertRaisesMessage(CommandError, problem):
+                call_command("add_user", *args, stdout=StringIO(), stderr=StringIO())
+        # adding a role to an existing user names every role they now hold
+        err = StringIO()
+        call_command("add_user", "frank", "--role", "reviewer", stdout=StringIO(), stderr=err)
+        call_command("add_user", "frank", "--role", "arbiter", stdout=StringIO(), stderr=err)
+        assert "user frank roles=arbiter,reviewer" in err.getvalue().splitlines()[-1]
+
     def test_an_admin_creates_a_user_over_the_api(self):
         from evalsite.models import ApiToken
 

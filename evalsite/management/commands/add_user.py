@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.roles import ROLES
-from evalsite.services import user_create_or_update
+from evalsite.services import user_create_or_update, user_problems
 
 
 class Command(BaseCommand):
@@ -16,6 +16,9 @@ class Command(BaseCommand):
         parser.add_argument("--email", default="")
 
     def handle(self, name, role, password, email, **options):
+        problems = user_problems(username=name, roles=role, password=password, email=email)
+        if problems:
+            raise CommandError("; ".join(problems))
         try:
             user, token = user_create_or_update(
                 username=name, roles=role, password=password, email=email
@@ -23,5 +26,6 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         # Only the token on stdout, so a script can take it: TOKEN=$(manage.py add_user ...).
-        self.stderr.write(f"user {user.username} roles={','.join(sorted(role))}; API token:")
+        held = user.groups.filter(name__in=ROLES).values_list("name", flat=True)
+        self.stderr.write(f"user {user.username} roles={','.join(sorted(held))}; API token:")
         self.stdout.write(token)
