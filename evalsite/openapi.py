@@ -4,6 +4,7 @@ import re
 
 from django.http import JsonResponse
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.views.decorators.csrf import csrf_exempt
 
 
 def _walk(patterns, prefix=""):
@@ -47,5 +48,16 @@ def build_schema() -> dict:
     }
 
 
+@csrf_exempt  # a JSON answer to any method; no session is read
 def schema_view(request):
+    if request.method not in ("GET", "HEAD"):
+        return JsonResponse(
+            {"error": f"method {request.method} not allowed"}, status=405, headers={"Allow": "GET"}
+        )
     return JsonResponse(build_schema(), json_dumps_params={"indent": 2})
+
+
+@csrf_exempt
+def not_found(request, path=""):
+    """Any other path under /api/v1/: a JSON 404, as the endpoints answer, not the HTML page."""
+    return JsonResponse({"error": "not found: no such API path", "path": request.path}, status=404)

@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from reviews import urls as reviews_urls
 from tasks import urls as tasks_urls
@@ -12,6 +12,8 @@ api_urlpatterns = [
     path("users", views.user_create, name="api_users"),
     *tasks_urls.api_urlpatterns,
     *reviews_urls.api_urlpatterns,
+    # Last: every other path under /api/v1/ answers in JSON too.
+    re_path(r"^(?P<path>.*)$", openapi.not_found, name="api_not_found"),
 ]
 
 urlpatterns = [

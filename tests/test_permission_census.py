@@ -14,7 +14,7 @@ from reviews.disputes import item_settle
 from reviews.services import assignment_claim_next
 from tests.factories import campaign_ready, personas, review_create
 
-PUBLIC = {"login", "logout", "healthz", "api_schema", "home"}
+PUBLIC = {"login", "logout", "healthz", "api_schema", "api_not_found", "home"}
 # URL names whose token belongs to one persona: (owner persona, kind of token).
 OWNED = {
     "review_page": "reviewer_a",

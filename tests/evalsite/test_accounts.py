@@ -143,6 +143,19 @@ class AddUserCommandTests(TestCase):
         )
         assert refused.status_code == 403
 
+    def test_every_answer_under_the_api_is_json(self):
+        for method, path, status in (
+            ("get", "/api/v1/nonexistent", 404),
+            ("get", "/api/v1/campaigns/demo/", 404),  # a trailing slash is another path
+            ("post", "/api/v1/schema", 405),
+        ):
+            response = getattr(self.client, method)(path)
+            assert response.status_code == status, path
+            assert response.headers["Content-Type"] == "application/json", path
+            assert response.json()["error"], path
+        paths = self.client.get("/api/v1/schema").json()["paths"]
+        assert paths and not [p for p in paths if "*" in p]  # the catch-all is not an endpoint
+
     def test_it_rejects_a_bad_token(self):
         response = self.client.get("/api/v1/whoami", headers={"Authorization": "Bearer es_wrong"})
         assert response.status_code == 401

@@ -3,7 +3,7 @@
 from django.urls import URLPattern, URLResolver, get_resolver
 
 # Views anyone may reach: authentication itself, the health probe, the API description.
-PUBLIC = {"login", "logout", "healthz", "api_schema"}
+PUBLIC = {"login", "logout", "healthz", "api_schema", "api_not_found"}
 
 
 def walk(patterns, prefix=""):
