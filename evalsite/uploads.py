@@ -8,6 +8,8 @@ import json
 import math
 from typing import Any
 
+import yaml
+
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON (NaN and Infinity are not allowed)")
@@ -90,3 +92,24 @@ def yaml_problem(exc: Exception) -> str:
     if mark is None:
         return problem
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    """yaml.safe_load's loader, refusing a key given twice in one mapping (as strict_json
+    does): PyYAML keeps the last silently, so `min: 1, min: 2` would mean 2."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def strict_yaml(text: str) -> Any:
+    """yaml.safe_load that refuses duplicate keys; errors are yaml.YAMLError."""
+    return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass

@@ -9,7 +9,7 @@ import re
 import yaml
 from django import forms
 
-from evalsite.uploads import yaml_problem
+from evalsite.uploads import strict_yaml, yaml_problem
 
 from .campaigns import contender_validate
 from .models import Contender, Mode, Provider, TestSet
@@ -38,7 +38,7 @@ def _structured(text: str, what: str):
     except ValueError:
         pass
     try:
-        return yaml.safe_load(text)
+        return strict_yaml(text)
     except yaml.YAMLError as exc:
         raise forms.ValidationError(
             f"{what} is neither valid JSON nor valid YAML ({yaml_problem(exc)})"

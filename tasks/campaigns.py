@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 import yaml
 from django.db import transaction
 
-from evalsite.uploads import strict_json, yaml_problem
+from evalsite.uploads import strict_json, strict_yaml, yaml_problem
 
 from .models import Campaign, Contender, Mode, Provider, TestSet
 
@@ -94,7 +94,7 @@ def campaign_definition_load(text: str, *, filename: str = "") -> dict:
             is_yaml = True
     if is_yaml:
         try:
-            data = yaml.safe_load(text)
+            data = strict_yaml(text)
         except yaml.YAMLError as exc:
             raise DefinitionError([f"invalid YAML: {yaml_problem(exc)}"]) from None
     if not isinstance(data, dict):

@@ -26,7 +26,9 @@ class TestSet(models.Model):
     frozen = models.BooleanField(default=False)
     source_filename = models.CharField(max_length=255, blank=True)
     task_count = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -59,9 +61,14 @@ class Task(models.Model):
     class Meta:
         ordering = ["testset", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["testset", "external_id"], name="task_external_id_unique"),
+            models.UniqueConstraint(
+                fields=["testset", "external_id"], name="task_external_id_unique"
+            ),
         ]
-        indexes = [models.Index(fields=["testset", "category"]), models.Index(fields=["testset", "tier"])]
+        indexes = [
+            models.Index(fields=["testset", "category"]),
+            models.Index(fields=["testset", "tier"]),
+        ]
 
     def __str__(self) -> str:
         return self.external_id
@@ -92,7 +99,9 @@ class Contender(models.Model):
     price_in_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     price_out_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     version_label = models.CharField(max_length=100, blank=True)
-    max_concurrency = models.PositiveIntegerField(default=4, help_text="concurrent calls across all workers")
+    max_concurrency = models.PositiveIntegerField(
+        default=4, help_text="concurrent calls across all workers"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -133,20 +142,29 @@ class Campaign(models.Model):
     weights = models.JSONField(default=dict, blank=True)
     redact = models.JSONField(default=list, blank=True)
     lease_minutes = models.PositiveIntegerField(default=20)
-    pass_threshold = models.FloatField(default=0.6, help_text="final quality (0..1) a sample needs to pass")
+    pass_threshold = models.FloatField(
+        default=0.6, help_text="final quality (0..1) a sample needs to pass"
+    )
     show_reference = models.BooleanField(default=False)
-    flags_dispute = models.BooleanField(default=False, help_text="a flag raised by one reviewer only disputes the item")
+    flags_dispute = models.BooleanField(
+        default=False, help_text="a flag raised by one reviewer only disputes the item"
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(samples_per_task__gte=1), name="campaign_samples_gte_1"),
+            models.CheckConstraint(
+                condition=Q(samples_per_task__gte=1), name="campaign_samples_gte_1"
+            ),
             models.CheckConstraint(condition=Q(overlap__gte=1), name="campaign_overlap_gte_1"),
             models.CheckConstraint(
-                condition=Q(reviewed_samples__gte=1) & Q(reviewed_samples__lte=models.F("samples_per_task")),
+                condition=Q(reviewed_samples__gte=1)
+                & Q(reviewed_samples__lte=models.F("samples_per_task")),
                 name="campaign_reviewed_samples_in_range",
             ),
         ]
@@ -173,10 +191,14 @@ class Generation(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="generations")
     contender = models.ForeignKey(Contender, on_delete=models.PROTECT, related_name="generations")
     sample_index = models.PositiveIntegerField()
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
     attempts = models.PositiveIntegerField(default=0)
     retries = models.PositiveIntegerField(default=0)
-    discarded_calls = models.PositiveIntegerField(default=0, help_text="duplicate provider calls whose result was dropped")
+    discarded_calls = models.PositiveIntegerField(
+        default=0, help_text="duplicate provider calls whose result was dropped"
+    )
     claim_token = models.CharField(max_length=32, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
@@ -197,7 +219,8 @@ class Generation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["campaign", "task", "contender", "sample_index"], name="generation_unique_row"
+                fields=["campaign", "task", "contender", "sample_index"],
+                name="generation_unique_row",
             ),
         ]
         indexes = [models.Index(fields=["campaign", "status"])]

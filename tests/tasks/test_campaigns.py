@@ -149,6 +149,13 @@ class DefinitionTests(TestCase):
         with pytest.raises(DefinitionError, match="NaN is not valid JSON"):
             campaign_definition_load('{"slug": "a", "pass_threshold": NaN}')
 
+    def test_it_refuses_duplicate_keys_in_yaml_as_in_json(self):
+        with pytest.raises(DefinitionError) as info:
+            campaign_definition_load(
+                "slug: a\nrubric:\n  - {key: x, min: 1, min: 2}\n", filename="c.yaml"
+            )
+        assert info.value.errors == ["invalid YAML: line 3, column 22: duplicate key 'min'"]
+
     def test_it_points_at_a_yaml_error_in_one_line(self):
         with pytest.raises(DefinitionError) as info:
             campaign_definition_load("slug: a\nname: b: c\n", filename="c.yaml")
