@@ -130,7 +130,9 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
     summary="Submit the review for an assignment.\n\n"
     "Idempotent with a client key: repeating a submit with the same key returns 200 and status "
     '"duplicate" without saving twice. A submit after your lease was given to someone else returns 409 '
-    '"reassigned"; after the lease ran out but nobody took the slot, it is saved ("saved_late").',
+    '"reassigned". A lease that ran out stays yours until the minute sweep (or a claim) '
+    'returns it: until then a submit is "saved"; after it, if nobody took the slot, it is '
+    'saved all the same ("saved_late").',
     body=SUBMIT_BODY,
     responses={
         "201": 'saved: {"status": "saved"|"saved_late", "message": ...}',
