@@ -15,6 +15,13 @@ def _walk(patterns, prefix=""):
             yield prefix + str(p.pattern), p.callback
 
 
+# What api_endpoint answers on every endpoint before the view runs (JSON, like the rest).
+GUARDED = {
+    "401": "no bearer token, or an unknown one",
+    "403": "your role does not allow this",
+}
+
+
 def build_schema() -> dict:
     paths: dict = {}
     for route, callback in _walk(get_resolver().url_patterns):
@@ -34,7 +41,7 @@ def build_schema() -> dict:
                 "security": [{"bearer": []}],
                 "responses": {
                     str(k): {"description": v}
-                    for k, v in (doc["responses"] or {"200": "OK"}).items()
+                    for k, v in ({**(doc["responses"] or {"200": "OK"}), **GUARDED}).items()
                 },
             }
             if doc["body"] and method in ("POST", "PUT", "PATCH"):

@@ -137,14 +137,25 @@ def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
 
 
 @api_endpoint(
-    ADMIN, methods=("POST",), summary="Cancel generation: waiting and running rows are cancelled."
+    ADMIN,
+    methods=("POST",),
+    summary="Cancel generation: queued and running rows are cancelled (generate queues them "
+    "again); with nothing queued or running, nothing changes.",
+    responses={"200": '{"cancelled": n}', "404": "no such campaign"},
 )
 def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse({"cancelled": generation_cancel(campaign=_admin_campaign(request, slug))})
 
 
 @api_endpoint(
-    ADMIN, methods=("POST",), summary="Queue every failed row again with a fresh attempt budget."
+    ADMIN,
+    methods=("POST",),
+    summary="Queue every failed row again with a fresh attempt budget.",
+    responses={
+        "202": '{"queued": n}',
+        "400": "e.g. a missing API key variable",
+        "404": "no such campaign",
+    },
 )
 def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     try:

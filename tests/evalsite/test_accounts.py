@@ -155,6 +155,10 @@ class AddUserCommandTests(TestCase):
             assert response.json()["error"], path
         paths = self.client.get("/api/v1/schema").json()["paths"]
         assert paths and not [p for p in paths if "*" in p]  # the catch-all is not an endpoint
+        # every operation documents the guard's answers, and retry-failed its real 202
+        operations = [op for methods in paths.values() for op in methods.values()]
+        assert all({"401", "403"} <= set(op["responses"]) for op in operations)
+        assert "202" in paths["/api/v1/campaigns/{slug}/retry-failed"]["post"]["responses"]
 
     def test_it_rejects_a_bad_token(self):
         response = self.client.get("/api/v1/whoami", headers={"Authorization": "Bearer es_wrong"})
