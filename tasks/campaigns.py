@@ -385,7 +385,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     for key in {k for k in keys if keys.count(k) > 1}:
         errors.append(f"rubric: dimension {key!r} appears twice")
     if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric:
-        errors.append(f"rubric: mode {mode!r} needs at least one dimension")
+        errors.append(f"rubric: mode '{mode}' needs at least one dimension")
 
     weights = data.get("weights") or {}
     if not isinstance(weights, dict):

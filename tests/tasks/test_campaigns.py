@@ -601,7 +601,7 @@ class PageTests(TestCase):
         response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
         body = response.content.decode()
         assert response.status_code == 200 and "cannot exceed samples_per_task" in body
-        assert "needs at least one dimension" in body
+        assert "mode &#x27;rubric&#x27; needs at least one dimension" in body
         data.update(reviewed_samples=1, rubric="- key: accuracy\n  anchors: {1: wrong, 5: right}\n")
         response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
         assert response.headers["HX-Redirect"] == "/campaigns/form-made/"
