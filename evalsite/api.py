@@ -10,7 +10,7 @@ from datetime import timedelta
 from functools import wraps
 
 from django.db import connection
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
@@ -44,6 +44,13 @@ def bearer_user(request: HttpRequest):
     if user.token_stale:
         ApiToken.objects.filter(pk=user.token_pk).update(last_used_at=now)
     return user
+
+
+def no_content() -> HttpResponse:
+    """204: nothing left. No body, so no Content-Type either (Django's default is HTML)."""
+    response = HttpResponse(status=204)
+    del response["Content-Type"]
+    return response
 
 
 def json_body(request: HttpRequest) -> dict:

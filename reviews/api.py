@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
-from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.api import ApiError, api_endpoint, json_body, no_content
 from evalsite.roles import REVIEWER
 
 from . import selectors, services
@@ -82,7 +82,7 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
     except services.ClaimBusy:
         raise ApiError("busy: every candidate was taken concurrently; retry", status=503) from None
     if claim is None:
-        return HttpResponse(status=204)
+        return no_content()
     task, generations = claim.answer or (None, None)  # read by the claim unless resumed
     screen = selectors.review_screen(
         assignment=claim.assignment,

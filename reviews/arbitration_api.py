@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
-from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.api import ApiError, api_endpoint, json_body, no_content
 from evalsite.roles import ARBITER
 from tasks.models import Campaign
 
@@ -53,7 +53,7 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
     if arbitration is None:
-        return HttpResponse(status=204)
+        return no_content()
     payload = workspace_json(arbitration_workspace(arbitration=arbitration))
     payload["resolve_url"] = reverse("api_arbitration_resolve", args=[payload["token"]])
     payload["heartbeat_url"] = reverse("api_arbitration_heartbeat", args=[payload["token"]])

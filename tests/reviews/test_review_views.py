@@ -368,7 +368,9 @@ class ReviewApiTests(TestCase):
         assert duplicate.status_code == 200 and duplicate.json()["status"] == "duplicate"
         conflict = self.post(body["submit_url"], {**review, "key": "another"})
         assert conflict.status_code == 409 and conflict.json()["status"] == "already_submitted"
-        assert self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").status_code == 204
+        empty = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next")
+        assert empty.status_code == 204 and not empty.content
+        assert "Content-Type" not in empty.headers  # no body, so not "text/html"
         assert Review.objects.count() == 1
 
     def test_the_claim_reads_its_answer_under_the_item_lock(self):
