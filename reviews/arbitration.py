@@ -31,7 +31,7 @@ from tasks.models import Campaign, Mode
 
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
-from .services import lease_extended
+from .services import LeaseGone, lease_extended
 
 NOTE_MAX_CHARS = 5000
 NA_WORDS = {"na", "n/a"}
@@ -165,7 +165,7 @@ def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
     arbitration = (
         Arbitration.objects.select_related("item__campaign")
         .filter(token=token, arbiter=arbiter)
-        .only("pk", "claimed_at", "lease_expires_at", "item__campaign__lease_minutes")
+        .only("pk", "state", "claimed_at", "lease_expires_at", "item__campaign__lease_minutes")
         .first()
     )
     if arbitration is None:
@@ -186,6 +186,8 @@ def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
         state=Arbitration.State.ACTIVE,
         lease_expires_at__gt=Now(),
     ).update(lease_expires_at=new_expiry)
+    if not updated and arbitration.state == Arbitration.State.RESOLVED:
+        raise LeaseGone("You resolved this dispute: there is nothing left to keep.")
     return new_expiry if updated else None
 
 

@@ -13,6 +13,7 @@ from tasks.models import Campaign
 from .arbitration import (
     LEASE_LAPSED,
     ArbitrationGone,
+    LeaseGone,
     ResolveInvalid,
     arbitration_claim_next,
     arbitration_heartbeat,
@@ -76,6 +77,8 @@ def arbitration_heartbeat_api(request: HttpRequest, token: str) -> JsonResponse:
         expires = arbitration_heartbeat(token=token, arbiter=request.user)
     except ArbitrationGone:
         raise ApiError(ArbitrationGone.message, status=404) from None
+    except LeaseGone as gone:
+        raise ApiError(str(gone), status=409) from None
     if expires is None:
         raise ApiError(LEASE_LAPSED, status=409)
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})

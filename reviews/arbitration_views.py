@@ -17,6 +17,7 @@ from .arbitration import (
     FLAGS,
     LEASE_LAPSED,
     ArbitrationGone,
+    LeaseGone,
     ResolveInvalid,
     arbitration_claim_next,
     arbitration_heartbeat,
@@ -243,6 +244,8 @@ def arbitration_heartbeat_view(request: HttpRequest, token: str) -> JsonResponse
         # another arbiter's claim rotated the token, and must say so. A token that was never
         # theirs gets the very same answer, which confirms nothing.
         return JsonResponse({"ok": False, "message": ArbitrationGone.message}, status=404)
+    except LeaseGone as gone:
+        return JsonResponse({"ok": False, "message": str(gone)}, status=409)
     if expires is None:
         return JsonResponse({"ok": False, "message": LEASE_LAPSED}, status=409)
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})

@@ -17,6 +17,7 @@ from reviews.arbitration import (
     labels_for,
 )
 from reviews.models import Arbitration
+from reviews.services import LeaseGone
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, CampaignFactory, UserFactory, personas
 from tests.reviews.test_arbitration import disputed_item
@@ -100,7 +101,8 @@ class ArbitrationHeartbeatServiceTests(TestCase):
         arbitration = self.claim()
         resolve(arbitration, self.arbiter)
         before = Arbitration.objects.get(pk=arbitration.pk).lease_expires_at
-        assert arbitration_heartbeat(token=arbitration.token, arbiter=self.arbiter) is None
+        with self.assertRaisesMessage(LeaseGone, "You resolved this dispute"):
+            arbitration_heartbeat(token=arbitration.token, arbiter=self.arbiter)
         assert Arbitration.objects.get(pk=arbitration.pk).lease_expires_at == before
 
     def test_it_does_not_revive_a_lapsed_lease(self):

@@ -321,6 +321,15 @@ class ArbitrationApiTests(TestCase):
         )
         lapsed = self.post(data["heartbeat_url"])
         assert lapsed.status_code == 409 and "ran out" in lapsed.json()["error"]
+        # Once resolved, a heartbeat (a tab still open) says so, not that time ran out.
+        Arbitration.objects.filter(token=data["token"]).update(
+            lease_expires_at=timezone.now() + timedelta(minutes=5)
+        )
+        label = o1_label(Arbitration.objects.get(token=data["token"]))
+        body = {"scores": {label: {"accuracy": 3}}, "preference": "tie", "note": "Fine."}
+        assert self.post(data["resolve_url"], body).status_code == 200
+        after = self.post(data["heartbeat_url"])
+        assert after.status_code == 409 and "You resolved this dispute" in after.json()["error"]
 
     def test_it_rejects_a_stale_token(self):
         data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
