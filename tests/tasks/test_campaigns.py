@@ -48,6 +48,16 @@ def make_testset(name="support-v3", version=1, n=3, frozen=False):
     return ts
 
 
+def imported_pairwise(slug: str, names: tuple[str, ...]) -> dict:
+    """A pairwise campaign on support-v3 whose contenders' outputs are imported."""
+    return {
+        "slug": slug,
+        "testset": "support-v3",
+        "mode": "pairwise",
+        "contenders": [{"name": n, "provider": "imported"} for n in names],
+    }
+
+
 class DefinitionTests(TestCase):
     def test_it_loads_the_spec_example_as_written(self):
         ts = make_testset()
@@ -344,15 +354,7 @@ class ApiTests(TestCase):
 
     def test_admin_imports_outputs_over_the_api(self):
         make_testset(n=1)
-        definition = {
-            "slug": "api-imp",
-            "testset": "support-v3",
-            "mode": "pairwise",
-            "contenders": [
-                {"name": "a", "provider": "imported"},
-                {"name": "b", "provider": "imported"},
-            ],
-        }
+        definition = imported_pairwise("api-imp", ("a", "b"))
         campaign_create(definition=definition)
         url = "/api/v1/campaigns/api-imp/outputs?contender=a"
         body = '{"task_id": "T-1", "output": "hello"}\n'
@@ -493,17 +495,7 @@ class PageTests(TestCase):
 
     def test_generate_and_cancel_say_why_nothing_happened(self):
         self.login("admin")
-        campaign_create(
-            definition={
-                "slug": "all-imported",
-                "testset": "support-v3",
-                "mode": "pairwise",
-                "contenders": [
-                    {"name": "imp-a", "provider": "imported"},
-                    {"name": "imp-b", "provider": "imported"},
-                ],
-            }
-        )
+        campaign_create(definition=imported_pairwise("all-imported", ("imp-a", "imp-b")))
         self.client.post("/campaigns/all-imported/generate")
         page = self.client.get("/campaigns/all-imported/").content.decode()
         assert "every contender of this campaign is imported" in page
