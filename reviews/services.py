@@ -145,9 +145,9 @@ def shuffle_offset(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
 def presented_order(*, rotation: int, output_ids: list[int], slot: int) -> list[int]:
     """The permutation shown in `slot` of an item (ItemOutput ids, position A first).
 
-    `output_ids` come in contender order; `rotation` is the item's (`readiness.item_rotations`). Slot s
-    shows rotation (rotation + s) mod n of that order, the cycle reversed when
-    (rotation // n) is odd. So within one item the k reviewers see k different rotations (the
+    `output_ids` come in contender order; `rotation` is the item's own, drawn when it was made
+    (`readiness.item_rotations`). Slot s shows rotation (rotation + s) mod n of that order, the
+    cycle reversed when (rotation // n) is odd. So within one item the k reviewers see k different rotations (the
     second never repeats the first's order), and since the campaign's items hold each of the
     2n classes about equally often, each contender lands in each position equally often up to
     a block of items (tests/reviews/test_assignment_engine.py bounds it).
