@@ -452,9 +452,9 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
                 try:
                     row[name] = strict_json(cell)
                 except ValueError as exc:
+                    # Every bad cell of the row is listed, not only the first.
                     result.add(line, name, f"JSON column: {exc}")
                     bad = True
-                    break
             elif cell != "":
                 row[name] = cell
         if not bad:

@@ -252,6 +252,15 @@ class BadInputTests(TestCase):
         )
         assert "line 3, field metadata: must be an object, not an array" in errors
 
+    def test_it_lists_every_bad_json_cell_of_a_csv_row(self):
+        data = (
+            HEADER.strip()
+            + ",checks,metadata\n"
+            + 'T-1,billing,base,typical,hi,"{""max_chars"": NaN}","{""a"": 1, ""a"": 2}"\n'
+        ).encode()
+        errors = self.assert_rejected(data, "line 2, field checks: JSON column", filename="set.csv")
+        assert "line 2, field metadata: JSON column: duplicate key 'a'" in errors
+
 
 class GoodInputTests(TestCase):
     def test_it_accepts_a_utf8_bom_in_jsonl_and_csv(self):
