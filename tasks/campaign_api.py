@@ -11,7 +11,7 @@ from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
 from .campaign_selectors import campaign_list, campaign_progress
-from .campaigns import DefinitionError, campaign_create
+from .campaigns import CONTENDER_KEYS, DefinitionError, campaign_create
 from .generation import (
     GenerationError,
     generation_cancel,
@@ -39,12 +39,13 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "name": campaign.name,
         "status": campaign.status,
         "testset": {"name": campaign.testset.name, "version": campaign.testset.version},
+        # Each contender as a campaign definition gives it (CONTENDER_KEYS), so a definition
+        # that reuses one by name can repeat it exactly; prices as numbers.
         "contenders": [
             {
-                "name": c.name,
-                "provider": c.provider,
-                "model": c.model,
-                "version_label": c.version_label,
+                key: float(value) if isinstance(value, Decimal) else value
+                for key in sorted(CONTENDER_KEYS)
+                for value in [getattr(c, key)]
             }
             for c in campaign.contenders.order_by("name")
         ],

@@ -297,6 +297,14 @@ class ApiTests(TestCase):
             detail["progress"]["totals"]["total"] == 9
             and detail["progress"]["totals"]["waiting"] == 9
         )
+        # each contender as a definition gives it: reusable as is in another definition
+        contender = detail["contenders"][0]
+        assert contender["price_out_per_mtok"] == 0.6 and contender["api_key_env"] == "X_API_KEY"
+        again = {**json.loads(SPEC_EXAMPLE), "slug": "support-q5", "contenders": [contender]}
+        reuse = self.client.post(
+            "/api/v1/campaigns", json.dumps(again), "application/json", headers=self.auth("admin")
+        )
+        assert reuse.status_code == 201, reuse.content
         missing = self.client.get("/api/v1/campaigns/nope", headers=self.auth("lead"))
         assert missing.status_code == 404 and missing.json() == {"error": "not found"}
         missing = self.client.post("/api/v1/campaigns/nope/generate", headers=self.auth("admin"))
