@@ -64,10 +64,14 @@ class MaskingTests(TestCase):
         masked = blinding.mask_identity(
             "As an AI developed by Google, I can't. The bridge was built by Contoso."
         )
-        assert (
-            masked.text
-            == "As an AI developed by [redacted], I can't. The bridge was built by Contoso."
-        )
+        assert masked.text == "As an [redacted], I can't. The bridge was built by Contoso."
+        # The vendors' wordings of the same self-description come out alike.
+        variants = [
+            "As an AI developed by OpenAI, I can't.",
+            "As an AI created by Anthropic, I can't.",
+            "As an AI trained by Google, I can't.",
+        ]
+        assert {blinding.mask_identity(v).text for v in variants} == {"As an [redacted], I can't."}
 
     def test_it_masks_the_campaigns_words_and_contender_names(self):
         terms = blinding.identity_terms(
