@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import re
 import secrets
 import threading
 import time
@@ -29,7 +28,9 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from reviews import blinding
 from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
+from reviews.services import campaign_identity_terms
 
 from . import providers
 from .checks import run_checks
@@ -184,11 +185,11 @@ def backoff_seconds(attempt: int, retry_after: float | None) -> float:
     return delay
 
 
-def identity_leak(text: str, words: list[str]) -> bool:
-    for word in words:
-        if word and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.I):
-            return True
-    return False
+def identity_leak(text: str, campaign: Campaign) -> bool:
+    """Whether a reviewer's page will mask anything in this output: the same words and
+    phrases (built-in model and vendor names, self-descriptions, the campaign's redact words,
+    its contenders' names and model ids), so the admins' count is right from the start."""
+    return bool(blinding.mask_identity(text or "", campaign_identity_terms(campaign)).hits)
 
 
 # Columns a claim, call and store never read: not fetched (nor JSON-decoded) on the hot path.
@@ -460,7 +461,7 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "error": "",
             "check_results": check_results,
             "checks_passed": checks_passed,
-            "identity_leak": identity_leak(result.text, gen.campaign.redact),
+            "identity_leak": identity_leak(result.text, gen.campaign),
             "finished_at": timezone.now(),
             "lease_expires_at": None,
             "claim_token": "",
@@ -643,7 +644,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
                 error="",
                 check_results=check_results,
                 checks_passed=checks_passed,
-                identity_leak=identity_leak(row.output, campaign.redact),
+                identity_leak=identity_leak(row.output, campaign),
                 attempts=1,
                 started_at=now,
                 finished_at=now,

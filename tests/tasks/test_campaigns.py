@@ -370,6 +370,18 @@ class ApiTests(TestCase):
             url, body, content_type="application/x-ndjson", headers=self.auth("admin")
         )
         assert response.status_code == 200 and response.json()["stored"] == 1
+        # An output that names itself is flagged for admins when it is stored, with the words
+        # a reviewer's page masks (built-in vendor names; this campaign has no redact list).
+        named = '{"task_id": "T-1", "output": "As an AI developed by OpenAI, hello."}\n'
+        self.client.post(
+            url.replace("=a", "=b"), named, "application/x-ndjson", headers=self.auth("admin")
+        )
+        flags = dict(
+            Generation.objects.filter(campaign__slug="api-imp").values_list(
+                "contender__name", "identity_leak"
+            )
+        )
+        assert flags == {"a": False, "b": True}
         bad = self.client.post(
             url.replace("=a", "=b"),
             '{"task_id": "T-7", "output": "x"}',
