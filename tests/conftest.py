@@ -99,3 +99,13 @@ def browser_login(page, username: str, password: str) -> None:
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def wait_until(page, condition, seconds: float = 3.0) -> bool:
+    """Poll `condition` (the browser may scroll smoothly); a page under CSP refuses the string
+    predicates of wait_for_function."""
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return True
+        page.wait_for_timeout(50)
+    return condition()

@@ -121,10 +121,12 @@
     if (url) heartbeatTimer = setInterval(heartbeat, Number(f.dataset.heartbeatMs) || 60000);
   }
 
-  // Start where the work is: the first disputed field, on load and after htmx swaps.
+  // Start where the work is: the first disputed field still unset, on load and after htmx
+  // swaps, a re-shown form with errors included (its list is announced as an alert), so the
+  // keyboard can go on at once.
   function start() {
     const f = form();
-    if (f && !f.querySelector(".error")) focusNext(f, null);
+    if (f) focusNext(f, null);
     startHeartbeat();
   }
   document.addEventListener("DOMContentLoaded", start);

@@ -14,7 +14,7 @@ from reviews.arbitration import labels_for
 from reviews.disputes import item_settle
 from reviews.models import Arbitration, ItemOutput, ReviewItem
 from tasks.models import Contender, Generation
-from tests.conftest import browser_login
+from tests.conftest import browser_login, wait_until
 from tests.factories import (
     PASSWORD,
     CampaignFactory,
@@ -554,8 +554,13 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.wait_for_url(re.compile(r"/arbitration/t/"))
     arbitration = Arbitration.objects.get(item=item)
     label = o1_label(arbitration)
+    # Resolving with nothing chosen lists, in the page, what the dispute still needs.
+    assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
+    page.keyboard.press("Control+Enter")
+    page.locator(".arb-errors").wait_for()
+    assert "a note explaining the decision is required" in page.inner_text(".arb-errors")
     # Focus starts on the first disputed field; "4" scores it and moves on to the preference.
-    page.wait_for_function("document.activeElement && document.activeElement.type === 'radio'")
+    assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
     page.keyboard.press("4")
     assert page.locator(f"input[name=score-{label}-accuracy][value='4']").is_checked()
     page.keyboard.press("t")

@@ -6,7 +6,7 @@ import pytest
 
 from reviews import services
 from reviews.models import Assignment, ReviewItem
-from tests.conftest import browser_login
+from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, UserFactory, campaign_ready
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -30,16 +30,6 @@ def item_fingerprint(page):
     prompt = page.inner_text("#review .task .prompt").strip()
     outputs = [t.strip() for t in page.locator("#review .output-body").all_inner_texts()]
     return prompt, outputs
-
-
-def wait_until(page, condition, seconds: float = 3.0) -> bool:
-    """Poll `condition` (the browser may scroll smoothly); a page under CSP refuses the string
-    predicates of wait_for_function."""
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return True
-        page.wait_for_timeout(50)
-    return condition()
 
 
 def review_with_keyboard(page, keys):
