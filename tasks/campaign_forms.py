@@ -170,6 +170,14 @@ class CampaignForm(forms.Form):
     )
     lease_minutes = forms.IntegerField(min_value=1, max_value=1440, initial=20)
     pass_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.6)
+    show_reference = forms.BooleanField(
+        required=False, help_text="show each task's reference answer to reviewers"
+    )
+    flags_dispute = forms.BooleanField(
+        required=False,
+        help_text="a flag raised by some of an item's reviewers and not others disputes the "
+        "item (otherwise it is only recorded)",
+    )
 
     def clean_rubric(self):
         value = _structured(self.cleaned_data.get("rubric", ""), "rubric")
@@ -199,6 +207,8 @@ class CampaignForm(forms.Form):
             "redact": [w.strip() for w in d["redact"].split(",") if w.strip()],
             "lease_minutes": d["lease_minutes"],
             "pass_threshold": d["pass_threshold"],
+            "show_reference": d["show_reference"],
+            "flags_dispute": d["flags_dispute"],
         }
 
 

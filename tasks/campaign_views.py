@@ -170,6 +170,12 @@ def _cancel(campaign: Campaign) -> str:
     return "Nothing was queued or running, so nothing was cancelled."
 
 
+def _retry_failed(campaign: Campaign) -> str:
+    if queued := generation_retry_failed(campaign=campaign):
+        return f"Queued {queued} failed generation(s) again, each with a fresh set of attempts."
+    return "No generation has failed: nothing to retry."
+
+
 @require_POST
 @role_required(ADMIN)
 def campaign_generate(request: HttpRequest, slug: str) -> HttpResponse:
@@ -185,11 +191,7 @@ def campaign_cancel(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @role_required(ADMIN)
 def campaign_retry_failed(request: HttpRequest, slug: str) -> HttpResponse:
-    return _campaign_action(
-        request,
-        slug,
-        lambda c: f"Queued {generation_retry_failed(campaign=c)} failed generation(s) again.",
-    )
+    return _campaign_action(request, slug, _retry_failed)
 
 
 @require_POST

@@ -522,6 +522,9 @@ class PageTests(TestCase):
         self.client.post("/campaigns/all-imported/cancel")
         page = self.client.get("/campaigns/all-imported/").content.decode()
         assert "Nothing was queued or running" in page
+        self.client.post("/campaigns/all-imported/retry-failed")
+        page = self.client.get("/campaigns/all-imported/").content.decode()
+        assert "No generation has failed: nothing to retry." in page
 
     def test_a_contender_with_outputs_is_shown_read_only(self):
         self.login("admin")
@@ -614,11 +617,16 @@ class PageTests(TestCase):
         body = response.content.decode()
         assert response.status_code == 200 and "cannot exceed samples_per_task" in body
         assert "mode &#x27;rubric&#x27; needs at least one dimension" in body
-        data.update(reviewed_samples=1, rubric="- key: accuracy\n  anchors: {1: wrong, 5: right}\n")
+        data.update(
+            reviewed_samples=1,
+            rubric="- key: accuracy\n  anchors: {1: wrong, 5: right}\n",
+            show_reference="on",
+        )
         response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
         assert response.headers["HX-Redirect"] == "/campaigns/form-made/"
         campaign = Campaign.objects.get(slug="form-made")
         assert campaign.rubric[0]["anchors"] == {"1": "wrong", "5": "right"}
+        assert campaign.show_reference and not campaign.flags_dispute
         assert campaign.generations.count() == 2 * 2
 
 
