@@ -151,9 +151,23 @@ def campaign_items_summary(*, campaign: Campaign) -> dict:
         .annotate(n=Count("pk"))
         .order_by()
     )
+    waiting = counts.get(ReviewItem.State.WAITING, 0)
+    # Waiting on a generation that failed for good: no worker will finish it (Retry failed).
+    blocked = (
+        ReviewItem.objects.filter(
+            campaign=campaign,
+            state=ReviewItem.State.WAITING,
+            outputs__generation__status=Generation.Status.FAILED,
+        )
+        .distinct()
+        .count()
+        if waiting
+        else 0
+    )
     return {
         "total": sum(counts.values()),
-        "waiting": counts.get(ReviewItem.State.WAITING, 0),
+        "waiting": waiting,
+        "blocked": blocked,
         "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),
     }
 

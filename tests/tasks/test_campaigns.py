@@ -465,6 +465,8 @@ class PageTests(TestCase):
         page = self.client.get("/campaigns/pages/").content.decode()
         assert "secret provider detail" in page and "900 of 500 characters" in page
         assert "Retry failed" in page
+        # the item behind the failed generation is not just "waiting": nothing will finish it
+        assert "(1 on a generation that failed: <em>Retry failed</em> tries it again)" in page
         self.login("lead")
         page = self.client.get("/campaigns/pages/").content.decode()
         assert "secret provider detail" not in page and "Retry failed" not in page
