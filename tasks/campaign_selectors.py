@@ -142,6 +142,25 @@ def campaign_check_failures(*, campaign: Campaign, limit: int = 50) -> list[dict
     return out
 
 
+OUTPUT_FILTERS = {
+    "": ("all outputs", Q(status=S.DONE)),
+    "checks": ("failed an automatic check", Q(status=S.DONE, checks_passed=False)),
+    "identity": ("self-identifying (masked for reviewers)", Q(status=S.DONE, identity_leak=True)),
+    "failed": ("generation failed", Q(status=S.FAILED)),
+}
+
+
+def campaign_outputs(*, campaign: Campaign, only: str = "", contender: str = ""):
+    """The campaign's generations for reading (admins and leads): done ones with their text,
+    or the failed ones, optionally one contender's; in task order."""
+    rows = Generation.objects.filter(campaign=campaign).filter(OUTPUT_FILTERS[only][1])
+    if contender:
+        rows = rows.filter(contender__name=contender)
+    return rows.select_related("task", "contender").order_by(
+        "task__position", "contender__name", "sample_index"
+    )
+
+
 def campaign_items_summary(*, campaign: Campaign) -> dict:
     from reviews.models import ReviewItem
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -11,14 +12,17 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
+from reviews.blinding import render_markdown
 
 from .campaign_forms import CampaignForm, ContenderForm, OutputsUploadForm, add_definition_errors
 from .campaign_selectors import (
+    OUTPUT_FILTERS,
     campaign_check_failures,
     campaign_failures,
     campaign_get,
     campaign_items_summary,
     campaign_list,
+    campaign_outputs,
     campaign_progress,
     contender_list,
     format_eta,
@@ -192,6 +196,41 @@ def campaign_cancel(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(ADMIN)
 def campaign_retry_failed(request: HttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _retry_failed)
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def campaign_outputs_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Read the generated outputs, filtered (failed checks, self-identifying, failed) and paged.
+    Texts render through the reviewers' Markdown pipeline (unmasked: leads see identities)."""
+    campaign = campaign_get(slug=slug)
+    only = request.GET.get("only", "")
+    if only not in OUTPUT_FILTERS:
+        only = ""
+    contender = request.GET.get("contender", "")
+    page = Paginator(
+        campaign_outputs(campaign=campaign, only=only, contender=contender), 25
+    ).get_page(request.GET.get("page"))
+    for gen in page:
+        gen.html = render_markdown(gen.output)
+        gen.failed_checks = {
+            k: v.get("detail", "")
+            for k, v in (gen.check_results or {}).items()
+            if not v.get("passed")
+        }
+    return render(
+        request,
+        "tasks/campaign_outputs.html",
+        {
+            "campaign": campaign,
+            "page": page,
+            "only": only,
+            "filters": [(key, label) for key, (label, _) in OUTPUT_FILTERS.items()],
+            "contender": contender,
+            "contenders": list(campaign.contenders.order_by("name").values_list("name", flat=True)),
+            "is_admin": has_role(request.user, ADMIN),
+        },
+    )
 
 
 @require_POST

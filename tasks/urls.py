@@ -53,6 +53,11 @@ urlpatterns += [
         campaign_views.campaign_import_outputs,
         name="campaign_import_outputs",
     ),
+    path(
+        "campaigns/<slug:slug>/generations/",
+        campaign_views.campaign_outputs_view,
+        name="campaign_outputs",
+    ),
 ]
 api_urlpatterns += [
     path("campaigns", campaign_api.campaigns, name="api_campaigns"),

@@ -474,6 +474,26 @@ class PageTests(TestCase):
         assert self.client.get("/campaigns/").status_code == 200
         assert self.client.get("/campaigns/nope/").status_code == 404
 
+    def test_admins_and_leads_read_the_outputs_filtered(self):
+        Generation.objects.filter(campaign=self.campaign, status="done").update(
+            output="**Bold** <script>alert(1)</script>"
+        )
+        self.login("admin")
+        page = self.client.get("/campaigns/pages/generations/").content.decode()
+        assert "<strong>Bold</strong>" in page and "<script>alert" not in page
+        assert "1 output." in page
+        checks = self.client.get("/campaigns/pages/generations/?only=checks").content.decode()
+        assert "check failed" in checks and "max_chars" in checks
+        failed = self.client.get("/campaigns/pages/generations/?only=failed").content.decode()
+        assert "secret provider detail" in failed  # provider errors: admins only
+        self.login("lead")
+        failed = self.client.get("/campaigns/pages/generations/?only=failed").content.decode()
+        assert "secret provider detail" not in failed and "shown to admins" in failed
+        other = self.client.get("/campaigns/pages/generations/?contender=alpha-model")
+        assert "No output matches." in other.content.decode()
+        self.login("reviewer_a")
+        assert self.client.get("/campaigns/pages/generations/").status_code == 403
+
     def test_progress_partial_polls_only_while_work_is_queued(self):
         self.login("admin")
         headers = {"HX-Request": "true", "HX-Target": "generation-progress"}
