@@ -619,6 +619,8 @@ class PageTests(TestCase):
         assert response.status_code == 200 and response.headers["HX-Redirect"] == "/contenders/"
         gamma = Contender.objects.get(name="gamma")
         assert gamma.params == {"temperature": 0.3} and gamma.max_concurrency == 8
+        listing = self.client.get("/contenders/").content.decode()
+        assert "0.5 / 1</td>" in listing  # prices as written, not 0.5000 / 1.0000
 
     def test_campaign_form_shows_errors_inline_and_creates(self):
         self.login("admin")
