@@ -663,6 +663,13 @@ def _cost(report: dict) -> dict:
     }
 
 
+def _interval_rows(ci: list | None) -> list[list]:
+    """A 95% interval in a figure / value table: its two ends as numbers (so the CSV has
+    numbers, not a "low – high" text cell)."""
+    low, high = ci if ci else (None, None)
+    return [["95% interval, low", low], ["95% interval, high", high]]
+
+
 def _bias(report: dict) -> dict:
     b = report["position_bias"]
     rows = [
@@ -681,8 +688,7 @@ def _bias(report: dict) -> dict:
         marks=[(b["expected"], "chance")] if b.get("expected") is not None else None,
         fmt="{:.2f}",
     )
-    ci = b.get("ci95")
-    rows.insert(1, ["95% interval", f"{ci[0]:.3f} – {ci[1]:.3f}" if ci else None])
+    rows[1:1] = _interval_rows(b.get("ci95"))
     return {
         "tables": [
             Table(
@@ -744,12 +750,7 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                 [
                     ["tasks compared", pair["n_tasks"]],
                     [f"mean quality difference ({b} - {a})", pair["mean_diff"]],
-                    [
-                        "95% interval",
-                        f"{pair['ci95'][0]:.3f} – {pair['ci95'][1]:.3f}"
-                        if pair.get("ci95")
-                        else None,
-                    ],
+                    *_interval_rows(pair.get("ci95")),
                     [f"tasks where {b} is better", pair["wins"]],
                     [f"tasks where {b} is worse", pair["losses"]],
                     ["tied tasks", pair["ties"]],

@@ -186,6 +186,9 @@ class DashboardTests(TestCase):
                 ]
                 if table.key == "reviewers":
                     assert ["'@judge_2"] == [row[0] for row in rows if "judge_2" in row[0]]
+                # an interval's ends are numbers a spreadsheet can use, not one text cell
+                ends = [row[1] for row in rows if row[0].startswith("95% interval")]
+                assert all(e == "" or is_number(e) for e in ends), ends
 
     def test_it_offers_unblinded_record_downloads_to_leads_only(self):
         self.login("lead")
