@@ -453,7 +453,7 @@ def _leaderboard(report: dict) -> dict:
         Column("quality", "ci"),
         Column("stability", "num"),
         Column("pass@1", "pct"),
-        Column("cost per task", "money"),
+        Column("cost per task (one answer)", "money"),
         Column("decision score", "num"),
     ]
     rows = [
@@ -605,7 +605,7 @@ def _cost(report: dict) -> dict:
     lb = report["leaderboard"]
     cost_columns = [
         Column("contender"),
-        Column("cost per task", "money"),
+        Column("cost per task (one answer)", "money"),
         Column("normalized cost", "num"),
         Column("latency p50", "ms"),
         Column("latency p95", "ms"),
