@@ -265,6 +265,7 @@ class AssignmentAdminTests(TestCase):
             assert response.status_code == 200
             html = response.content.decode()
             assert "reviewer_a" in html and "stale" in html and "Remove from campaign" in html
+            assert 'data-confirm="Remove reviewer_a from this campaign?' in html  # asks first
             partial = self.client.get(url + "?state=open", headers=HTMX).content.decode()
             assert partial.lstrip().startswith('<div id="items">')
         for persona in ("reviewer_a", "arbiter", "outsider"):

@@ -3,7 +3,7 @@
 import pytest
 
 from tasks.models import Campaign, Contender
-from tests.conftest import browser_login
+from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, TaskFactory, TestSetFactory, personas
 
 
@@ -26,6 +26,9 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     page.get_by_role("button", name="Create contender").click()
     page.get_by_text("the NAME of an environment variable").wait_for()
     assert page.url.endswith("/contenders/")  # swapped in place by htmx, no navigation
+    # focus is on the first field to fix (keyboard and screen reader users land there)
+    focused_invalid = "() => document.activeElement.getAttribute('aria-invalid')"
+    assert wait_until(page, lambda: page.evaluate(focused_invalid) == "true")
     page.fill("input[name=model]", "llama-3.1-8b")
     page.fill("input[name=api_key_env]", "LLAMA_KEY")
     page.get_by_role("button", name="Create contender").click()
@@ -39,6 +42,7 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     page.check("text=vendor-export")
     page.get_by_role("button", name="Create campaign").click()
     page.get_by_text("needs at least one dimension").wait_for()
+    assert wait_until(page, lambda: page.evaluate(focused_invalid) == "true")
     page.fill(
         "textarea[name=rubric]", '[{"key": "accuracy", "anchors": {"1": "wrong", "5": "right"}}]'
     )
