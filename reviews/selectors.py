@@ -97,6 +97,7 @@ class ReviewPage:
     campaign: Campaign
     task: Task
     may_review: bool
+    removed: bool  # an administrator removed the reviewer from the campaign
     done: int  # the reviewer's submitted assignments in the campaign (their progress)
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
@@ -177,6 +178,7 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
         task=parts[Task],
         # services.reviewer_may_review, with the removal read in the same query.
         may_review=campaign.status in REVIEWABLE and not removed,
+        removed=bool(removed),
         done=done,
         generations=generations,
     )

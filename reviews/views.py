@@ -220,9 +220,27 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     page = selectors.review_page_data(slug=slug, token=token, reviewer=request.user)
-    if page is None or not page.may_review:
+    if page is None:
         raise Http404
     assignment, campaign = page.assignment, page.campaign
+    if not page.may_review:
+        # The reviewer's own link, to a campaign they may no longer review: say why.
+        text = (
+            "An administrator removed you from this campaign: nothing more comes to you here. "
+            "The reviews you submitted are kept."
+            if page.removed
+            else "This campaign is not open for review any more."
+        )
+        return render(
+            request,
+            "reviews/review_closed.html",
+            {
+                "campaign": {"slug": campaign.slug, "name": campaign.name},
+                "text": text,
+                "closed_for_good": True,
+            },
+            status=403,
+        )
     if assignment.state != Assignment.State.ACTIVE:
         return render(
             request,

@@ -240,11 +240,15 @@ class ReviewPageTests(TestCase):
         self.client.force_login(self.users["reviewer_b"])
         assert self.page(self.campaign, assignment).status_code == 404
         self.client.force_login(self.reviewer)
+        # The reviewer's own link says why it no longer opens (403), and offers no next item.
         ReviewerRemoval.objects.create(campaign=self.campaign, reviewer=self.reviewer)
-        assert self.page(self.campaign, assignment).status_code == 404
+        removed = self.page(self.campaign, assignment)
+        assert removed.status_code == 403 and b"removed you from this campaign" in removed.content
+        assert b"Next item" not in removed.content
         ReviewerRemoval.objects.all().delete()
         Campaign.objects.filter(pk=self.campaign.pk).update(status="closed")
-        assert self.page(self.campaign, assignment).status_code == 404
+        closed = self.page(self.campaign, assignment)
+        assert closed.status_code == 403 and b"not open for review any more" in closed.content
         Campaign.objects.filter(pk=self.campaign.pk).update(status="reviewing")
         assert self.page(self.campaign, assignment).status_code == 200
 
