@@ -6,6 +6,7 @@ JSON without NaN/Infinity or duplicate keys, and errors worded for the person wh
 
 import json
 import math
+from collections.abc import Hashable
 from typing import Any
 
 import yaml
@@ -101,7 +102,11 @@ class _StrictYamlLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # "<<: *base": its keys may be overridden, as YAML allows
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                break  # SafeLoader's own check reports an unhashable key
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark

@@ -166,6 +166,13 @@ class DefinitionTests(TestCase):
             )
         assert info.value.errors == ["invalid YAML: line 3, column 22: duplicate key 'min'"]
 
+    def test_yaml_merge_keys_may_still_be_overridden(self):
+        data = campaign_definition_load(
+            "slug: a\nbase: &b {min: 1, max: 5}\nrubric:\n  - {<<: *b, key: x, min: 2}\n",
+            filename="c.yaml",
+        )
+        assert data["rubric"] == [{"min": 2, "max": 5, "key": "x"}]
+
     def test_it_points_at_a_yaml_error_in_one_line(self):
         with pytest.raises(DefinitionError) as info:
             campaign_definition_load("slug: a\nname: b: c\n", filename="c.yaml")
