@@ -266,6 +266,9 @@ class AssignmentAdminTests(TestCase):
             html = response.content.decode()
             assert "reviewer_a" in html and "stale" in html and "Remove from campaign" in html
             assert 'data-confirm="Remove reviewer_a from this campaign?' in html  # asks first
+            # states read as the filter names them; keyboard users can skip the top bar
+            assert '<span class="badge">in review</span>' in html
+            assert '<a class="skip-link" href="#main">' in html
             partial = self.client.get(url + "?state=open", headers=HTMX).content.decode()
             assert partial.lstrip().startswith('<div id="items">')
         for persona in ("reviewer_a", "arbiter", "outsider"):
