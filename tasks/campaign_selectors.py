@@ -131,15 +131,12 @@ def campaign_check_failures(*, campaign: Campaign, limit: int = 50) -> list[dict
         .order_by("task__position", "contender__name", "sample_index")
         .values("task__external_id", "contender__name", "sample_index", "check_results")[:limit]
     )
-    out = []
-    for row in rows:
-        failed = {
-            k: v.get("detail", "")
-            for k, v in (row["check_results"] or {}).items()
-            if not v.get("passed")
-        }
-        out.append({**row, "failed": failed})
-    return out
+    return [{**row, "failed": failed_checks(row["check_results"])} for row in rows]
+
+
+def failed_checks(check_results: dict | None) -> dict[str, str]:
+    """{check: its detail} for the automatic checks an output failed."""
+    return {k: v.get("detail", "") for k, v in (check_results or {}).items() if not v.get("passed")}
 
 
 OUTPUT_FILTERS = {

@@ -25,6 +25,7 @@ from .campaign_selectors import (
     campaign_outputs,
     campaign_progress,
     contender_list,
+    failed_checks,
     format_eta,
 )
 from .campaigns import DefinitionError, campaign_create
@@ -213,11 +214,7 @@ def campaign_outputs_view(request: HttpRequest, slug: str) -> HttpResponse:
     ).get_page(request.GET.get("page"))
     for gen in page:
         gen.html = render_markdown(gen.output)
-        gen.failed_checks = {
-            k: v.get("detail", "")
-            for k, v in (gen.check_results or {}).items()
-            if not v.get("passed")
-        }
+        gen.failed_checks = failed_checks(gen.check_results)
     return render(
         request,
         "tasks/campaign_outputs.html",
