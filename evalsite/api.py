@@ -53,6 +53,15 @@ def no_content() -> HttpResponse:
     return response
 
 
+def method_not_allowed(request: HttpRequest, methods) -> JsonResponse:
+    """405 in JSON, with the methods the path does answer."""
+    return JsonResponse(
+        {"error": f"method {request.method} not allowed"},
+        status=405,
+        headers={"Allow": ", ".join(methods)},
+    )
+
+
 def json_body(request: HttpRequest) -> dict:
     """The request's JSON object, parsed as strictly as uploaded files: NaN, Infinity and
     duplicate keys are refused (a NaN would slip past every range check)."""
@@ -88,11 +97,7 @@ def api_endpoint(
             if not has_role(user, *roles):
                 return JsonResponse({"error": "your role does not allow this"}, status=403)
             if request.method not in methods:
-                return JsonResponse(
-                    {"error": f"method {request.method} not allowed"},
-                    status=405,
-                    headers={"Allow": ", ".join(methods)},
-                )
+                return method_not_allowed(request, methods)
             request.user = user
             try:
                 return view(request, *args, **kwargs)

@@ -6,6 +6,8 @@ from django.http import JsonResponse
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.views.decorators.csrf import csrf_exempt
 
+from .api import method_not_allowed
+
 
 def _walk(patterns, prefix=""):
     for p in patterns:
@@ -58,9 +60,7 @@ def build_schema() -> dict:
 @csrf_exempt  # a JSON answer to any method; no session is read
 def schema_view(request):
     if request.method not in ("GET", "HEAD"):
-        return JsonResponse(
-            {"error": f"method {request.method} not allowed"}, status=405, headers={"Allow": "GET"}
-        )
+        return method_not_allowed(request, ["GET"])
     return JsonResponse(build_schema(), json_dumps_params={"indent": 2})
 
 
