@@ -197,9 +197,14 @@ def arbitration_release(*, token: str, arbiter) -> None:
         arbitration = _locked_for(token, arbiter)
         if arbitration.state != Arbitration.State.ACTIVE:
             raise ArbitrationGone
-        Arbitration.objects.filter(
-            pk=arbitration.pk, token=token, state=Arbitration.State.ACTIVE
-        ).update(
+        _requeue(Arbitration.objects.filter(pk=arbitration.pk, token=token))
+
+
+def _requeue(arbitrations) -> int:
+    """Active arbitrations back to the open queue, each under a new token (the old link dies)."""
+    done = 0
+    for pk in arbitrations.filter(state=Arbitration.State.ACTIVE).values_list("pk", flat=True):
+        done += Arbitration.objects.filter(pk=pk, state=Arbitration.State.ACTIVE).update(
             state=Arbitration.State.OPEN,
             arbiter=None,
             token=new_token(),
@@ -207,6 +212,14 @@ def arbitration_release(*, token: str, arbiter) -> None:
             lease_expires_at=None,
             claimed_at=None,
         )
+    return done
+
+
+def arbiter_arbitrations_release(*, arbiter) -> int:
+    """Every dispute the arbiter holds back to the queue, each with a new token (a deactivated
+    account, or one that lost the arbiter role, cannot resolve them). Returns how many."""
+    with transaction.atomic():
+        return _requeue(Arbitration.objects.filter(arbiter=arbiter).order_by("pk"))
 
 
 def _number(raw, dim: dict, na_allowed: bool) -> tuple[float | None, str | None]:

@@ -1080,17 +1080,30 @@ def reviewer_remove_from_campaign(
         ReviewerRemoval.objects.get_or_create(
             campaign=campaign, reviewer=reviewer, defaults={"removed_by": by}
         )
-        rows = list(
-            Assignment.objects.select_for_update(of=("self",), no_key=True)
-            .filter(campaign=campaign, reviewer=reviewer, state=Assignment.State.ACTIVE)
-            .order_by("pk")
-            .values_list("pk", "item_id")
+        return _leases_release(reviewer=reviewer, campaign=campaign)
+
+
+def reviewer_leases_release(*, reviewer: AbstractBaseUser) -> int:
+    """Every open lease the reviewer holds, in every campaign, back to the pool (a deactivated
+    account, or one that lost the reviewer role, cannot finish them). Returns how many."""
+    with transaction.atomic():
+        return _leases_release(reviewer=reviewer)
+
+
+def _leases_release(*, reviewer: AbstractBaseUser, campaign: Campaign | None = None) -> int:
+    leases = Assignment.objects.filter(reviewer=reviewer, state=Assignment.State.ACTIVE)
+    if campaign is not None:
+        leases = leases.filter(campaign=campaign)
+    rows = list(
+        leases.select_for_update(of=("self",), no_key=True)
+        .order_by("pk")
+        .values_list("pk", "item_id")
+    )
+    if rows:
+        Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            state=Assignment.State.RELEASED
         )
-        if rows:
-            Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
-                state=Assignment.State.RELEASED
-            )
-            _decrement_live(Counter(item_id for _, item_id in rows))
+        _decrement_live(Counter(item_id for _, item_id in rows))
     return len(rows)
 
 

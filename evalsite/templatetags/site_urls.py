@@ -18,6 +18,8 @@ NAV_URL_NAMES = (
     "campaign_list",
     "reviewer_home",
     "arbiter_home",
+    "user_list",
+    "password_change",
 )
 
 

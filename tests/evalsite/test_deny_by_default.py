@@ -4,6 +4,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 # Views anyone may reach: authentication itself, the health probe, the API description.
 PUBLIC = {"login", "logout", "healthz", "api_schema", "api_not_found"}
+# Views for anyone logged in, whatever their roles: the start page and their own password.
+LOGGED_IN = {"home": "/", "password_change": "/account/password/"}
+LOGGED_IN["password_change_done"] = "/account/password/done/"
 
 
 def walk(patterns, prefix=""):
@@ -19,11 +22,12 @@ def test_it_guards_every_view_with_a_role_check_or_lists_it_as_public():
     for route, pattern in walk(get_resolver().url_patterns):
         view = pattern.callback
         guarded = hasattr(view, "allowed_roles") or hasattr(view, "api_doc")
-        if not guarded and pattern.name not in PUBLIC and pattern.name != "home":
+        if not guarded and pattern.name not in PUBLIC | set(LOGGED_IN):
             unguarded.append(f"{route} ({pattern.name})")
     assert unguarded == []
 
 
-def test_it_requires_authentication_for_the_start_page(client):
-    response = client.get("/")
-    assert response.status_code == 302 and response.url.startswith("/login/")
+def test_it_requires_authentication_for_the_views_of_any_logged_in_user(client):
+    for path in LOGGED_IN.values():
+        response = client.get(path)
+        assert response.status_code == 302 and response.url.startswith("/login/"), path

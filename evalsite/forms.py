@@ -1,0 +1,69 @@
+from django import forms
+from django.contrib.auth import get_user_model
+
+from .roles import ROLES
+from .services import user_problems
+
+ROLE_CHOICES = [
+    ("admin", "admin: users, test sets, contenders, campaigns"),
+    ("lead", "lead: dashboards, leaderboards and exports, models named"),
+    ("reviewer", "reviewer: scores blind outputs"),
+    ("arbiter", "arbiter: settles disputed items"),
+]
+assert [code for code, _ in ROLE_CHOICES] == list(ROLES)
+
+
+class UserForm(forms.Form):
+    """A new user (with `username`) or an existing one's roles, email and access."""
+
+    username = forms.CharField(max_length=150, strip=True)
+    email = forms.EmailField(required=False)
+    roles = forms.MultipleChoiceField(
+        choices=ROLE_CHOICES,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+    password = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="Leave empty to have one generated and shown to you once, after saving.",
+    )
+    is_active = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="May log in",
+        help_text="Off: no login, no API access; open leases and disputes return to the queues.",
+    )
+
+    def __init__(self, *args, user=None, **kwargs):
+        self.user = user
+        if user is not None:
+            roles = user.groups.filter(name__in=ROLES).values_list("name", flat=True)
+            kwargs.setdefault(
+                "initial",
+                {"email": user.email, "roles": sorted(roles), "is_active": user.is_active},
+            )
+        super().__init__(*args, **kwargs)
+        if user is None:
+            del self.fields["is_active"]
+        else:
+            del self.fields["username"], self.fields["password"]
+
+    def clean(self):
+        data = super().clean()
+        if self.user is None and "username" in data:
+            # The command's and the API's rules, worded for this form.
+            problems = user_problems(
+                username=data["username"],
+                roles=data.get("roles", []),
+                password=data.get("password") or None,
+            )
+            for problem in problems:
+                field, _, message = problem.partition(": ")
+                if field == "roles":
+                    message = "Choose at least one role."
+                self.add_error(field if field in self.fields else None, message)
+            if get_user_model().objects.filter(username=data["username"]).exists():
+                self.add_error("username", "A user with this name exists: edit them instead.")
+        return data

@@ -1,0 +1,319 @@
+"""The users page: an admin creates accounts, sets roles and access, passwords and API tokens;
+everybody changes their own password."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client, TestCase
+
+from evalsite.models import ApiToken
+from evalsite.services import UserChangeRefused, user_update
+from reviews.arbitration import arbitration_claim_next
+from reviews.models import Arbitration, Assignment
+from reviews.services import assignment_claim_next
+from tests.factories import PASSWORD, CampaignFactory, UserFactory, campaign_ready, personas
+from tests.reviews.test_arbitration import disputed_item
+
+User = get_user_model()
+
+
+def roles(username: str) -> set[str]:
+    return set(User.objects.get(username=username).groups.values_list("name", flat=True))
+
+
+def logs_in(username: str, password: str) -> bool:
+    response = Client().post("/login/", {"username": username, "password": password})
+    return response.status_code == 302
+
+
+class UserListTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def setUp(self):
+        self.client.force_login(self.users["admin"])
+
+    def test_it_is_for_admins_only(self):
+        for persona in ("lead", "reviewer_a", "arbiter", "outsider"):
+            self.client.force_login(self.users[persona])
+            assert self.client.get("/users/").status_code == 403
+            assert (
+                self.client.post("/users/", {"username": "x", "roles": ["admin"]}).status_code
+                == 403
+            )
+        assert not User.objects.filter(username="x").exists()
+        self.client.logout()
+        assert self.client.get("/users/").status_code == 302
+
+    def test_it_lists_users_with_their_roles_and_access(self):
+        UserFactory(username="api-bot", roles=["reviewer"]).set_unusable_password()
+        User.objects.filter(username="api-bot").update(password="!")
+        User.objects.filter(username="outsider").update(is_active=False)
+        html = self.client.get("/users/").content.decode()
+        row = html[html.index('data-user="reviewer_a"') :].split("</tr>")[0]
+        assert "reviewer" in row and "may log in" in row
+        assert "API only" in html[html.index('data-user="api-bot"') :].split("</tr>")[0]
+        assert "deactivated" in html[html.index('data-user="outsider"') :].split("</tr>")[0]
+        assert 'href="/users/"' in html  # the top bar's link for admins
+
+    def test_it_filters_by_role_status_and_name(self):
+        User.objects.filter(username="outsider").update(is_active=False)
+
+        def names(query: str) -> list[str]:
+            page = self.client.get("/users/?" + query).context["page"]
+            return [u.username for u in page.object_list]
+
+        assert names("role=reviewer") == ["reviewer_a", "reviewer_b"]
+        assert names("role=none") == ["outsider"]
+        assert names("status=inactive") == ["outsider"]
+        assert names("q=revIEWER_b") == ["reviewer_b"]
+        assert len(names("role=bogus")) == 6  # a stale link's bad value is ignored
+
+    def test_it_creates_a_user_with_a_generated_password_shown_once(self):
+        response = self.client.post(
+            "/users/",
+            {"username": "carol", "email": "c@example.org", "roles": ["reviewer", "arbiter"]},
+        )
+        assert response.status_code == 200
+        assert response["Cache-Control"] == "no-store"
+        password = response.context["created"]["password"]
+        assert password in response.content.decode()
+        assert roles("carol") == {"reviewer", "arbiter"}
+        assert logs_in("carol", password)
+        assert not ApiToken.objects.filter(user__username="carol").exists()
+        # Nowhere to read it again.
+        assert password not in self.client.get("/users/").content.decode()
+        carol = User.objects.get(username="carol")
+        assert password not in self.client.get(f"/users/{carol.pk}/").content.decode()
+
+    def test_it_creates_a_user_with_a_chosen_password_without_echoing_it(self):
+        response = self.client.post(
+            "/users/", {"username": "dave", "roles": ["lead"], "password": "a-long-passphrase-9"}
+        )
+        assert "a-long-passphrase-9" not in response.content.decode()
+        assert logs_in("dave", "a-long-passphrase-9")
+
+    def test_it_rejects_a_bad_user_with_every_reason_and_keeps_what_was_typed(self):
+        response = self.client.post(
+            "/users/", {"username": "reviewer_a", "email": "not-an-email", "password": "123"}
+        )
+        form = response.context["form"]
+        assert "exists" in form.errors["username"][0]
+        assert form.errors["roles"] == ["Choose at least one role."]
+        assert "email" in form.errors
+        assert any("too short" in e for e in form.errors["password"])
+        assert response.context["created"] is None
+        assert 'value="not-an-email"' in response.content.decode()
+        assert User.objects.count() == 6
+
+    def test_with_htmx_it_answers_the_form_and_the_new_table_row(self):
+        response = self.client.post(
+            "/users/", {"username": "erin", "roles": ["reviewer"]}, headers={"HX-Request": "true"}
+        )
+        html = response.content.decode()
+        assert html.lstrip().startswith('<div id="new-user">')
+        assert 'id="users" hx-swap-oob="true"' in html and 'data-user="erin"' in html
+        assert "<html" not in html
+        bad = self.client.post("/users/", {"username": ""}, headers={"HX-Request": "true"})
+        assert "hx-swap-oob" not in bad.content.decode()
+        assert "This field is required." in bad.content.decode()
+
+
+class UserEditTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def setUp(self):
+        self.client.force_login(self.users["admin"])
+
+    def edit(self, persona: str, **data):
+        user = self.users[persona]
+        body = {"email": user.email, "roles": sorted(roles(user.username)), "is_active": "on"}
+        body.update(data)
+        if body.get("is_active") is False:
+            del body["is_active"]
+        return self.client.post(f"/users/{user.pk}/", body)
+
+    def test_it_changes_roles_and_email(self):
+        response = self.edit("lead", roles=["lead", "reviewer"], email="lead@example.org")
+        assert response.status_code == 302 and response.url == "/users/"
+        assert roles("lead") == {"lead", "reviewer"}
+        assert User.objects.get(username="lead").email == "lead@example.org"
+        self.edit("lead", roles=[])
+        assert roles("lead") == set()
+
+    def test_it_keeps_groups_that_are_not_roles(self):
+        from django.contrib.auth.models import Group
+
+        self.users["lead"].groups.add(Group.objects.create(name="finance"))
+        self.edit("lead", roles=["reviewer"])
+        assert roles("lead") == {"finance", "reviewer"}
+
+    def test_a_deactivated_user_can_neither_log_in_nor_use_a_token(self):
+        token = ApiToken.issue(self.users["reviewer_a"])
+        reviewer = Client()
+        reviewer.force_login(self.users["reviewer_a"])
+        self.edit("reviewer_a", is_active=False)
+        assert not logs_in("reviewer_a", PASSWORD)
+        assert reviewer.get("/review/").status_code == 302  # the open session ended
+        api = self.client.get("/api/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+        assert api.status_code == 401
+        self.edit("reviewer_a", is_active="on")
+        assert logs_in("reviewer_a", PASSWORD)
+
+    def test_deactivating_a_reviewer_returns_their_leases_to_the_pool(self):
+        campaign = campaign_ready(items=2, overlap=2)
+        claim = assignment_claim_next(campaign=campaign, reviewer=self.users["reviewer_a"])
+        item = claim.assignment.item
+        assert item.live_count == 1
+        response = self.edit("reviewer_a", is_active=False)
+        assert Assignment.objects.get(pk=claim.assignment.pk).state == Assignment.State.RELEASED
+        item.refresh_from_db()
+        assert item.live_count == 0
+        assert "1 open review lease(s) returned" in self.client.get(response.url).content.decode()
+
+    def test_taking_the_reviewer_role_returns_leases_and_the_arbiter_role_disputes(self):
+        campaign = campaign_ready(items=2, overlap=2)
+        claim = assignment_claim_next(campaign=campaign, reviewer=self.users["reviewer_a"])
+        UserFactory(username="both", roles=["reviewer", "arbiter"])
+        arbiter_campaign = CampaignFactory()
+        disputed_item(arbiter_campaign, self.users["reviewer_a"], self.users["reviewer_b"])
+        both = User.objects.get(username="both")
+        held = arbitration_claim_next(campaign=arbiter_campaign, arbiter=both)
+        self.users["both"] = both
+        # The reviewer keeps their lease while they keep the role.
+        self.edit("reviewer_a", roles=["reviewer", "lead"])
+        assert Assignment.objects.get(pk=claim.assignment.pk).state == Assignment.State.ACTIVE
+        self.edit("reviewer_a", roles=["lead"])
+        assert Assignment.objects.get(pk=claim.assignment.pk).state == Assignment.State.RELEASED
+        self.edit("both", roles=["reviewer"])
+        held.refresh_from_db()
+        assert held.state == Arbitration.State.OPEN and held.arbiter is None
+        assert arbitration_claim_next(campaign=arbiter_campaign, arbiter=self.users["arbiter"])
+
+    def test_an_admin_cannot_demote_or_deactivate_themselves(self):
+        UserFactory(username="admin2", roles=["admin"])
+        for change in ({"roles": ["lead"]}, {"is_active": False}):
+            response = self.edit("admin", **change)
+            assert response.status_code == 200
+            assert "another admin must" in response.content.decode()
+            assert roles("admin") == {"admin"} and User.objects.get(username="admin").is_active
+
+    def test_the_last_admin_stays_an_admin(self):
+        second = UserFactory(username="admin2", roles=["admin"])
+        self.client.force_login(second)
+        assert self.edit("admin", roles=["reviewer"]).status_code == 302
+        self.client.force_login(self.users["admin"])
+        assert self.client.get("/users/").status_code == 403  # no longer an admin
+        # Two admins demoting each other at once: the request of the one demoted first passed
+        # its role check already; the service still keeps one admin.
+        former = User.objects.get(username="admin")
+        with pytest.raises(UserChangeRefused, match="last admin"):
+            user_update(user=second, by=former, roles=["lead"], email="", is_active=True)
+        with pytest.raises(UserChangeRefused, match="last admin"):
+            user_update(user=second, by=former, roles=["admin"], email="", is_active=False)
+        assert roles("admin2") == {"admin"} and User.objects.get(username="admin2").is_active
+        # A superuser is an admin too: then the group admin may go.
+        User.objects.create_superuser("root", password=PASSWORD)
+        user_update(user=second, by=former, roles=["lead"], email="", is_active=True)
+        assert roles("admin2") == {"lead"}
+
+    def test_with_htmx_errors_come_back_in_the_form(self):
+        response = self.client.post(
+            f"/users/{self.users['admin'].pk}/",
+            {"roles": ["lead"], "is_active": "on"},
+            headers={"HX-Request": "true"},
+        )
+        html = response.content.decode()
+        assert html.lstrip().startswith('<form id="user-form"') and "another admin must" in html
+
+
+class PasswordAndTokenTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def setUp(self):
+        self.client.force_login(self.users["admin"])
+
+    def test_a_new_password_is_shown_once_and_ends_their_sessions(self):
+        reviewer = Client()
+        reviewer.force_login(self.users["reviewer_a"])
+        response = self.client.post(f"/users/{self.users['reviewer_a'].pk}/password")
+        assert response["Cache-Control"] == "no-store"
+        password = response.context["secret"]["value"]
+        assert password in response.content.decode()
+        assert reviewer.get("/review/").status_code == 302
+        assert not logs_in("reviewer_a", PASSWORD)
+        assert logs_in("reviewer_a", password)
+
+    def test_an_admin_resetting_their_own_password_stays_logged_in(self):
+        response = self.client.post(f"/users/{self.users['admin'].pk}/password")
+        assert response.status_code == 200
+        assert self.client.get("/users/").status_code == 200
+
+    def test_it_issues_a_token_once_and_revokes_them_all(self):
+        user = self.users["reviewer_b"]
+        response = self.client.post(f"/users/{user.pk}/tokens", {"action": "issue"})
+        token = response.context["secret"]["value"]
+        auth = {"Authorization": f"Bearer {token}"}
+        assert Client().get("/api/v1/whoami", headers=auth).json()["username"] == "reviewer_b"
+        page = self.client.get(f"/users/{user.pk}/").content.decode()
+        assert token not in page and "users page" in page
+        response = self.client.post(f"/users/{user.pk}/tokens", {"action": "revoke"})
+        assert response.status_code == 302
+        assert Client().get("/api/v1/whoami", headers=auth).status_code == 401
+
+    def test_only_admins_may_reset_passwords_or_touch_tokens(self):
+        target = self.users["reviewer_b"]
+        for persona in ("lead", "reviewer_a", "arbiter"):
+            self.client.force_login(self.users[persona])
+            assert self.client.post(f"/users/{target.pk}/password").status_code == 403
+            assert self.client.post(f"/users/{target.pk}/tokens").status_code == 403
+        assert logs_in("reviewer_b", PASSWORD)
+        assert not ApiToken.objects.filter(user=target).exists()
+
+    def test_a_get_changes_nothing(self):
+        target = self.users["reviewer_b"]
+        assert self.client.get(f"/users/{target.pk}/password").status_code == 405
+        assert self.client.get(f"/users/{target.pk}/tokens").status_code == 405
+        assert self.client.get("/users/999999/").status_code == 404
+
+
+class OwnPasswordTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def test_everybody_changes_their_own_password(self):
+        for persona in ("reviewer_a", "outsider"):
+            self.client.force_login(self.users[persona])
+            page = self.client.get("/account/password/")
+            assert page.status_code == 200
+            response = self.client.post(
+                "/account/password/",
+                {
+                    "old_password": PASSWORD,
+                    "new_password1": "another-long-phrase-7",
+                    "new_password2": "another-long-phrase-7",
+                },
+            )
+            assert response.status_code == 302 and response.url == "/account/password/done/"
+            assert self.client.get("/account/password/done/").status_code == 200  # still in
+            assert logs_in(persona, "another-long-phrase-7")
+
+    def test_it_needs_the_old_password_and_a_good_new_one(self):
+        self.client.force_login(self.users["reviewer_a"])
+        response = self.client.post(
+            "/account/password/",
+            {"old_password": "wrong", "new_password1": "short", "new_password2": "short"},
+        )
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "old password was entered incorrectly" in html
+        assert logs_in("reviewer_a", PASSWORD)
+
+    def test_it_asks_anonymous_visitors_to_log_in(self):
+        response = self.client.get("/account/password/")
+        assert response.status_code == 302 and response.url.startswith("/login/")

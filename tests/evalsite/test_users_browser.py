@@ -1,0 +1,63 @@
+"""An admin adds a reviewer on the users page in a real Chromium, and the reviewer logs in."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import browser_login
+from tests.factories import PASSWORD, personas
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
+    personas()
+    page = browser_page
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser_login(page, "admin", PASSWORD)
+    page.get_by_role("link", name="Users").click()
+    page.get_by_role("heading", name="Users").wait_for()
+    page.evaluate("window.__sameDocument = true")
+
+    # Invalid first: the errors come back in the form, what was typed stays.
+    page.fill("input[name=username]", "reviewer_a")
+    page.fill("input[name=email]", "fatima@example.org")
+    page.get_by_role("button", name="Create user").click()
+    page.get_by_text("A user with this name exists").wait_for()
+    page.get_by_text("Choose at least one role.").wait_for()
+    assert page.input_value("input[name=email]") == "fatima@example.org"
+    # Focus goes to the first field to fix.
+    assert page.evaluate("document.activeElement.name") == "username"
+
+    page.fill("input[name=username]", "fatima")
+    page.get_by_label("reviewer: scores blind outputs").check()
+    page.get_by_role("button", name="Create user").click()
+    secret = page.locator("[data-created] [data-secret]")
+    secret.wait_for()
+    password = secret.inner_text().strip()
+    assert len(password) >= 12
+    # The new row is in the table, and nothing reloaded the page.
+    page.locator('tr[data-user="fatima"]').wait_for()
+    assert "reviewer" in page.inner_text('tr[data-user="fatima"]')
+    assert page.evaluate("window.__sameDocument") is True
+    page.screenshot(path=str(ARTIFACTS / "users-created.png"), full_page=True)
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "users-phone.png"), full_page=True)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the users page scrolls sideways on a phone ({width}px)"
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    page.get_by_role("link", name="Edit fatima").first.click()
+    page.get_by_role("heading", name="fatima").wait_for()
+    page.get_by_role("button", name="Issue a new token").click()
+    page.locator("[data-secret-kind=token] [data-secret]").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "user-edit.png"), full_page=True)
+
+    page.get_by_role("button", name="Log out").click()
+    browser_login(page, "fatima", password)
+    page.get_by_role("heading", name="My reviews").wait_for()
+    assert page.get_by_role("link", name="Users").count() == 0
+    assert page.js_errors == []
