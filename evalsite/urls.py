@@ -10,6 +10,7 @@ api_urlpatterns = [
     path("schema", openapi.schema_view, name="api_schema"),
     path("whoami", views.whoami, name="api_whoami"),
     path("users", views.user_create, name="api_users"),
+    path("users/<str:username>", views.user_detail, name="api_user_detail"),
     *tasks_urls.api_urlpatterns,
     *reviews_urls.api_urlpatterns,
     # Last: every other path under /api/v1/ answers in JSON too.

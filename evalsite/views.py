@@ -2,6 +2,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.db import connection
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -86,17 +87,40 @@ USER_BODY = {
 }
 
 
+def user_json(user) -> dict:
+    roles = {g.name for g in user.groups.all()} & set(ROLES)
+    tokens = user.n_tokens if hasattr(user, "n_tokens") else user.api_tokens.count()
+    return {
+        "username": user.get_username(),
+        "email": user.email,
+        "roles": sorted(roles | ({ADMIN} if user.is_superuser else set())),
+        "is_active": user.is_active,
+        "last_login": user.last_login.isoformat() if user.last_login else None,
+        "tokens": tokens,
+    }
+
+
 @api_endpoint(
     ADMIN,
-    methods=("POST",),
+    methods=("GET", "POST"),
     body=USER_BODY,
-    summary="""Create a user with roles and get their API token (as `manage.py add_user`).
+    summary="""List users (GET) or create one with roles and get their API token (POST, as
+`manage.py add_user`).
 
-201 with {"username", "roles", "token"}. An existing username is 409: its roles and token are
-changed on the server only (`add_user`), so an admin's token cannot take over another account.""",
-    responses={"201": "created", "400": "invalid", "403": "not an admin", "409": "exists"},
+GET: {"users": [{"username", "email", "roles", "is_active", "last_login", "tokens"}]}.
+POST: 201 with {"username", "roles", "token"}. An existing username is 409: change it with
+PATCH /api/v1/users/<username> (an admin's token cannot take over another account).""",
+    responses={"200": "users", "201": "created", "400": "invalid", "409": "exists"},
 )
 def user_create(request: HttpRequest) -> JsonResponse:
+    if request.method == "GET":
+        users = (
+            get_user_model()
+            .objects.order_by("username")
+            .annotate(n_tokens=Count("api_tokens"))
+            .prefetch_related("groups")
+        )
+        return JsonResponse({"users": [user_json(u) for u in users]})
     data = json_body(request)
     User = get_user_model()
     username, roles = data.get("username"), data.get("roles")
@@ -105,13 +129,66 @@ def user_create(request: HttpRequest) -> JsonResponse:
     if errors:
         raise ApiError("invalid user", errors=errors)
     if User.objects.filter(username=username).exists():
-        raise ApiError(f"a user named {username!r} exists; use manage.py add_user", status=409)
+        raise ApiError(
+            f"a user named {username!r} exists; change it with PATCH /api/v1/users/{username}",
+            status=409,
+        )
     user, token = user_create_or_update(
         username=username, roles=roles, password=password, email=email
     )
     return JsonResponse(
         {"username": user.get_username(), "roles": sorted(set(roles)), "token": token}, status=201
     )
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("GET", "PATCH"),
+    body={
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "roles": {"type": "array", "items": {"type": "string", "enum": list(ROLES)}},
+                    "email": {"type": "string"},
+                    "is_active": {"type": "boolean"},
+                },
+            }
+        }
+    },
+    summary="""A user (GET), or change their roles, email or access (PATCH; keys left out stay).
+
+PATCH answers the user and {"released": {"leases", "disputes"}}: the open review leases and
+disputes returned to the queues because the user lost the reviewer or arbiter role or was
+deactivated (`is_active: false` also ends their sessions and tokens' access). Taking away
+your own admin role or account, or the last admin's, is 409.""",
+    responses={"200": "user", "400": "invalid", "404": "no such user", "409": "refused"},
+)
+def user_detail(request: HttpRequest, username: str) -> JsonResponse:
+    user = get_object_or_404(get_user_model(), username=username)
+    if request.method == "GET":
+        return JsonResponse(user_json(user))
+    data = json_body(request)
+    current = user_json(user)
+    unknown = sorted(set(data) - {"roles", "email", "is_active"})
+    roles, email = data.get("roles", current["roles"]), data.get("email", current["email"])
+    is_active = data.get("is_active", current["is_active"])
+    errors = [f"{key}: not a field you can change here" for key in unknown]
+    if not isinstance(roles, list) or not all(r in ROLES for r in roles):
+        errors.append(f"roles: a list of {', '.join(ROLES)} (empty for none)")
+    if not isinstance(email, str):
+        errors.append("email: a string")
+    if not isinstance(is_active, bool):
+        errors.append("is_active: true or false")
+    if errors:
+        raise ApiError("invalid change", errors=errors)
+    try:
+        released = user_update(
+            user=user, by=request.user, roles=roles, email=email, is_active=is_active
+        )
+    except UserChangeRefused as exc:
+        raise ApiError(str(exc), status=409) from None
+    return JsonResponse({**user_json(user), "released": released})
 
 
 USER_FILTERS = {"role": (*ROLES, "none"), "status": ("active", "inactive")}

@@ -92,6 +92,7 @@ class PermissionCensusTests(TestCase):
             "fmt": "jsonl",
             "pk": self.contender.pk,
             "user_id": self.users["reviewer_a"].pk,
+            "username": self.users["reviewer_a"].username,
             "token": token,
             "page": "leaderboard",
             "table": "leaderboard",

@@ -317,3 +317,50 @@ class OwnPasswordTests(TestCase):
     def test_it_asks_anonymous_visitors_to_log_in(self):
         response = self.client.get("/account/password/")
         assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+class UsersApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.auth = {"Authorization": f"Bearer {ApiToken.issue(cls.users['admin'])}"}
+
+    def patch(self, username: str, body: dict, auth=None):
+        return self.client.patch(
+            f"/api/v1/users/{username}", body, "application/json", headers=auth or self.auth
+        )
+
+    def test_it_lists_and_shows_users(self):
+        listed = self.client.get("/api/v1/users", headers=self.auth).json()["users"]
+        assert [u["username"] for u in listed] == sorted(self.users)
+        admin = next(u for u in listed if u["username"] == "admin")
+        assert admin["roles"] == ["admin"] and admin["tokens"] == 1 and admin["is_active"]
+        one = self.client.get("/api/v1/users/reviewer_a", headers=self.auth).json()
+        assert one["roles"] == ["reviewer"] and one["tokens"] == 0
+        missing = self.client.get("/api/v1/users/nobody", headers=self.auth)
+        assert missing.status_code == 404 and missing.json() == {"error": "not found"}
+
+    def test_patch_changes_only_what_it_names_and_returns_released_work(self):
+        campaign = campaign_ready(items=2, overlap=2)
+        assignment_claim_next(campaign=campaign, reviewer=self.users["reviewer_a"])
+        response = self.patch("reviewer_a", {"email": "a@example.org"})
+        assert response.status_code == 200
+        assert response.json()["roles"] == ["reviewer"]
+        assert response.json()["released"] == {"leases": 0, "disputes": 0}
+        response = self.patch("reviewer_a", {"is_active": False})
+        body = response.json()
+        assert body["is_active"] is False and body["email"] == "a@example.org"
+        assert body["released"] == {"leases": 1, "disputes": 0}
+        assert not logs_in("reviewer_a", PASSWORD)
+
+    def test_patch_refuses_bad_values_and_unsafe_changes(self):
+        bad = self.patch("lead", {"roles": ["boss"], "is_active": "no", "password": "x"})
+        assert bad.status_code == 400
+        fields = sorted(e.split(":")[0] for e in bad.json()["errors"])
+        assert fields == ["is_active", "password", "roles"]
+        assert roles("lead") == {"lead"}
+        refused = self.patch("admin", {"roles": ["lead"]})
+        assert refused.status_code == 409 and "another admin must" in refused.json()["error"]
+        lead_auth = {"Authorization": f"Bearer {ApiToken.issue(self.users['lead'])}"}
+        assert self.patch("reviewer_b", {"roles": []}, auth=lead_auth).status_code == 403
+        assert roles("reviewer_b") == {"reviewer"}
