@@ -20,7 +20,7 @@ from . import blinding
 from .arbitration import FLAGS, labels_for
 from .disputes import disputed_cells
 from .models import Arbitration, ItemOutput, Review, ReviewItem
-from .selectors import task_json
+from .selectors import instructions_shown, task_json
 from .services import campaign_identity_terms, campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
@@ -197,6 +197,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         },
         "labels": list(labels),
         "candidates": candidates,
+        "instructions": instructions_shown(campaign, terms),
         "rubric": rubric if wants_scores else [],
         "grid": grid if wants_scores else [],
         "wants_preference": wants_preference,
@@ -238,6 +239,7 @@ def workspace_json(ws: dict) -> dict:
             conversation=ws["task"]["conversation"],
             reference=ws["task"]["reference"],
         ),
+        "instructions": (ws["instructions"] or {}).get("text", ""),
         "candidates": [{"label": c["label"], "text": c["text"]} for c in ws["candidates"]],
         "rubric": [
             {k: d[k] for k in ("key", "label", "description", "min", "max", "allow_na", "max_gap")}

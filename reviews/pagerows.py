@@ -29,6 +29,7 @@ PAGE_FIELDS = {
             "redact",
             "show_reference",
             "lease_minutes",
+            "instructions",
         }
     ),
     Task: frozenset({"id", "category", "prompt", "messages", "reference"}),

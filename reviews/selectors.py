@@ -206,6 +206,15 @@ def _rubric(campaign: Campaign) -> list[dict]:
     return rows
 
 
+def instructions_shown(campaign: Campaign, terms: tuple[str, ...], *, html: bool = True):
+    """The campaign's instructions as reviewers and arbiters see them: masked like the outputs
+    (an admin naming a contender there must not unblind the campaign); None without any."""
+    if not campaign.instructions:
+        return None
+    masked = blinding.mask_identity(campaign.instructions, terms)
+    return {"text": masked.text, "html": blinding.render_markdown(masked.text) if html else None}
+
+
 def review_screen(
     *,
     assignment: Assignment,
@@ -269,6 +278,7 @@ def review_screen(
             "reference": reference,
         },
         "candidates": candidates,
+        "instructions": instructions_shown(campaign, terms, html=html),
         "rubric": _rubric(campaign) if wants_scores else [],
         "wants_scores": wants_scores,
         "wants_preference": wants_preference,
@@ -380,6 +390,7 @@ def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
         "campaign": screen["campaign"]["slug"],
         "mode": screen["campaign"]["mode"],
         "task": task,
+        "instructions": (screen["instructions"] or {}).get("text", ""),
         "candidates": [{"label": c["label"], "text": c["text"]} for c in screen["candidates"]],
         "rubric": [
             {k: d[k] for k in ("key", "label", "description", "min", "max", "anchors", "allow_na")}

@@ -205,7 +205,13 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "reviews/review_start.html",
-        {"campaign": {"slug": campaign.slug, "name": campaign.name}, "progress": progress},
+        {
+            "campaign": {"slug": campaign.slug, "name": campaign.name},
+            "progress": progress,
+            "instructions": selectors.instructions_shown(
+                campaign, services.campaign_identity_terms(campaign)
+            ),
+        },
     )
 
 

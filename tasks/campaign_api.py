@@ -11,7 +11,13 @@ from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
 from .campaign_selectors import campaign_list, campaign_progress
-from .campaigns import CONTENDER_KEYS, DefinitionError, campaign_create
+from .campaigns import (
+    CONTENDER_KEYS,
+    INSTRUCTIONS_MAX_CHARS,
+    DefinitionError,
+    campaign_create,
+    campaign_instructions_set,
+)
 from .generation import (
     GenerationError,
     generation_cancel,
@@ -58,6 +64,9 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "redact": campaign.redact,
         "lease_minutes": campaign.lease_minutes,
         "pass_threshold": campaign.pass_threshold,
+        "show_reference": campaign.show_reference,
+        "flags_dispute": campaign.flags_dispute,
+        "instructions": campaign.instructions,
         "created_at": campaign.created_at.isoformat(),
     }
     if progress:
@@ -115,11 +124,40 @@ def campaigns(request: HttpRequest) -> JsonResponse:
 @api_endpoint(
     ADMIN,
     LEAD,
-    summary="A campaign with its per-contender generation progress.",
-    responses={"200": "campaign", "404": "no such campaign"},
+    methods=("GET", "PATCH"),
+    body={
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"instructions": {"type": "string", "description": "Markdown"}},
+            }
+        }
+    },
+    summary="""A campaign with its per-contender generation progress (GET), or new instructions
+for its reviewers and arbiters (PATCH, admins; the only thing that changes after creation).
+
+PATCH answers the campaign and `warnings` (e.g. words reviewers will see masked).""",
+    responses={
+        "200": "campaign",
+        "400": "invalid",
+        "403": "not an admin",
+        "404": "no such campaign",
+    },
 )
 def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
-    return JsonResponse(campaign_json(_admin_campaign(request, slug), progress=True))
+    campaign = _admin_campaign(request, slug)
+    if request.method == "GET":
+        return JsonResponse(campaign_json(campaign, progress=True))
+    if not has_role(request.user, ADMIN):
+        raise ApiError("only admins change a campaign", status=403)
+    data = json_body(request)
+    text = data.get("instructions")
+    if set(data) != {"instructions"} or not isinstance(text, str):
+        raise ApiError('send {"instructions": "<Markdown>"}: nothing else changes after creation')
+    if len(text) > INSTRUCTIONS_MAX_CHARS:
+        raise ApiError(f"instructions: longer than {INSTRUCTIONS_MAX_CHARS} characters")
+    warning = campaign_instructions_set(campaign=campaign, text=text)
+    return JsonResponse({**campaign_json(campaign), "warnings": [warning] if warning else []})
 
 
 @api_endpoint(

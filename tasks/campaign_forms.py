@@ -11,7 +11,7 @@ from django import forms
 
 from evalsite.uploads import strict_yaml, yaml_problem
 
-from .campaigns import contender_validate
+from .campaigns import INSTRUCTIONS_MAX_CHARS, contender_validate
 from .models import Contender, Mode, Provider, TestSet
 
 PROVIDER_CHOICES = Provider.choices
@@ -168,6 +168,13 @@ class CampaignForm(forms.Form):
     redact = forms.CharField(
         required=False, help_text="comma-separated self-identifying words to mask"
     )
+    instructions = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        required=False,
+        max_length=INSTRUCTIONS_MAX_CHARS,
+        help_text="optional Markdown shown to reviewers and arbiters: what to look for, how to "
+        "read the scale; editable later on the campaign page",
+    )
     lease_minutes = forms.IntegerField(min_value=1, max_value=1440, initial=20)
     pass_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.6)
     show_reference = forms.BooleanField(
@@ -209,7 +216,18 @@ class CampaignForm(forms.Form):
             "pass_threshold": d["pass_threshold"],
             "show_reference": d["show_reference"],
             "flags_dispute": d["flags_dispute"],
+            "instructions": d["instructions"],
         }
+
+
+class InstructionsForm(forms.Form):
+    instructions = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}),
+        required=False,
+        max_length=INSTRUCTIONS_MAX_CHARS,
+        label="Instructions for reviewers and arbiters",
+        help_text="Markdown. Leave empty for none.",
+    )
 
 
 class OutputsUploadForm(forms.Form):

@@ -14,7 +14,13 @@ from django_htmx.http import HttpResponseClientRedirect
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from reviews.blinding import render_markdown
 
-from .campaign_forms import CampaignForm, ContenderForm, OutputsUploadForm, add_definition_errors
+from .campaign_forms import (
+    CampaignForm,
+    ContenderForm,
+    InstructionsForm,
+    OutputsUploadForm,
+    add_definition_errors,
+)
 from .campaign_selectors import (
     OUTPUT_FILTERS,
     campaign_check_failures,
@@ -28,7 +34,7 @@ from .campaign_selectors import (
     failed_checks,
     format_eta,
 )
-from .campaigns import DefinitionError, campaign_create
+from .campaigns import DefinitionError, campaign_create, campaign_instructions_set
 from .generation import (
     GenerationError,
     generation_cancel,
@@ -133,6 +139,10 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "imported_contenders": imported,
         "upload_form": OutputsUploadForm(contenders=imported) if is_admin and imported else None,
         "max_attempts": settings.GENERATION_MAX_ATTEMPTS,
+        "instructions_form": InstructionsForm(initial={"instructions": campaign.instructions})
+        if is_admin
+        else None,
+        "instructions_html": render_markdown(campaign.instructions),
     }
 
 
@@ -179,6 +189,33 @@ def _retry_failed(campaign: Campaign) -> str:
     if queued := generation_retry_failed(campaign=campaign):
         return f"Queued {queued} failed generation(s) again, each with a fresh set of attempts."
     return "No generation has failed: nothing to retry."
+
+
+@role_required(ADMIN)
+@require_POST
+def campaign_instructions(request: HttpRequest, slug: str) -> HttpResponse:
+    """Save the reviewers' instructions; htmx gets the section back with what was saved."""
+    campaign = campaign_get(slug=slug)
+    form = InstructionsForm(request.POST)
+    warning = None
+    if form.is_valid():
+        warning = campaign_instructions_set(
+            campaign=campaign, text=form.cleaned_data["instructions"]
+        )
+        if not request.htmx:
+            messages.success(request, "Instructions saved.")
+            if warning:
+                messages.warning(request, warning)
+            return redirect("campaign_detail", slug=campaign.slug)
+    context = {
+        "campaign": campaign,
+        "is_admin": True,
+        "instructions_form": form,
+        "instructions_html": render_markdown(campaign.instructions),
+        "saved": form.is_valid(),
+        "warning": warning,
+    }
+    return render(request, "tasks/campaign_detail.html#instructions", context)
 
 
 @require_POST

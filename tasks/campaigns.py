@@ -15,6 +15,7 @@ import yaml
 from django.db import transaction
 
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
+from reviews import blinding
 
 from .models import Campaign, Contender, Mode, Provider, TestSet
 
@@ -39,7 +40,9 @@ CAMPAIGN_KEYS = {
     "pass_threshold",
     "show_reference",
     "flags_dispute",
+    "instructions",
 }
+INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
     "name",
     "provider",
@@ -406,9 +409,15 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         errors.append("redact: must be a list of words")
         redact = []
 
+    instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
+    warning = instructions_warning(instructions, redact=redact, contenders=contenders)
+    if warning:
+        warnings.append(warning)
+
     campaign = {
         "slug": slug,
         "name": name,
+        "instructions": instructions,
         "samples_per_task": samples,
         "reviewed_samples": reviewed,
         "overlap": overlap,
@@ -425,6 +434,30 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         raise DefinitionError(errors)
     return ValidDefinition(
         campaign=campaign, testset=testset, contenders=contenders, warnings=warnings
+    )
+
+
+def instructions_warning(text: str, *, redact, contenders) -> str | None:
+    """What reviewers will not see of the instructions: the words that name a contender, a
+    model or a vendor are masked on their pages as in the outputs. `contenders` as specs
+    ({"name", "model", ...}) or rows; a spec naming an existing contender counts its model."""
+    if not text:
+        return None
+    known = {
+        c["name"]: c
+        for c in Contender.objects.filter(name__in=[c.get("name") for c in contenders]).values(
+            "name", "model", "version_label"
+        )
+    }
+    terms = blinding.identity_terms(
+        redact=redact, contenders=[{**known.get(c.get("name"), {}), **c} for c in contenders]
+    )
+    hits = blinding.mask_identity(text, terms).hits
+    if not hits:
+        return None
+    return (
+        f"instructions: {hits} word(s) name a model, a vendor or a redacted term; reviewers "
+        f"and arbiters see {blinding.MASK} in their place"
     )
 
 
@@ -456,3 +489,15 @@ def campaign_create(*, definition: dict, user=None) -> tuple[Campaign, list[str]
     # Items exist (waiting) from the start; finishing generations only open them.
     review_items_sync(campaign=campaign)
     return campaign, valid.warnings
+
+
+def campaign_instructions_set(*, campaign: Campaign, text: str) -> str | None:
+    """Replace the reviewers' instructions (any time: they change no result); returns the
+    masking warning, if any. Pages already open show the new text on their next item."""
+    campaign.instructions = text.strip()
+    campaign.save(update_fields=["instructions"])
+    return instructions_warning(
+        campaign.instructions,
+        redact=campaign.redact,
+        contenders=list(campaign.contenders.values("name", "model", "version_label")),
+    )

@@ -146,6 +146,9 @@ class Campaign(models.Model):
         default=0.6, help_text="final quality (0..1) a sample needs to pass"
     )
     show_reference = models.BooleanField(default=False)
+    # Markdown for reviewers and arbiters (what to look for, how to use the scale); editable
+    # while the campaign runs, masked like the outputs where it names a model.
+    instructions = models.TextField(blank=True)
     flags_dispute = models.BooleanField(
         default=False, help_text="a flag raised by one reviewer only disputes the item"
     )

@@ -44,6 +44,11 @@ urlpatterns += [
     ),
     path("campaigns/<slug:slug>/cancel", campaign_views.campaign_cancel, name="campaign_cancel"),
     path(
+        "campaigns/<slug:slug>/instructions",
+        campaign_views.campaign_instructions,
+        name="campaign_instructions",
+    ),
+    path(
         "campaigns/<slug:slug>/retry-failed",
         campaign_views.campaign_retry_failed,
         name="campaign_retry_failed",

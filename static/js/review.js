@@ -154,6 +154,13 @@
         flags.open = true;
         flags.querySelector("input")?.focus();
       }
+    } else if (key === "i") {
+      event.preventDefault();
+      const instructions = review().querySelector("details.instructions");
+      if (instructions) {
+        instructions.open = !instructions.open;
+        instructions.querySelector("summary").focus();
+      }
     } else if (key === "s") {
       event.preventDefault();
       const skip = review().querySelector("details.skip");

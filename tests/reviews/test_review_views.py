@@ -336,6 +336,7 @@ class ReviewApiTests(TestCase):
             "campaign",
             "mode",
             "task",
+            "instructions",
             "candidates",
             "rubric",
             "preference_choices",
