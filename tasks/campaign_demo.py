@@ -95,6 +95,14 @@ CONTENDERS = [
 ]
 
 
+DEMO_INSTRUCTIONS = """You are checking answers a support assistant gave to real customers.
+
+- **Accuracy** first: a confident wrong step (a menu that does not exist, a wrong fee) is a 1 or 2.
+- **Completeness**: did the customer get everything they need to finish on their own?
+- Tone only breaks a tie. Flag an answer that invents facts as *hallucination*.
+"""
+
+
 def load(context: dict, stdout) -> dict:
     testset = context["testset"]
     campaign = Campaign.objects.filter(slug=SLUG).first()
@@ -117,6 +125,7 @@ def load(context: dict, stdout) -> dict:
                     "stability": 0.3,
                 },
                 "redact": ["OpenAI", "Anthropic", "Claude", "ChatGPT", "GPT", "Gemini", "Llama"],
+                "instructions": DEMO_INSTRUCTIONS,
             },
             user=context.get("users", {}).get("admin"),
         )

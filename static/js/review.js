@@ -158,8 +158,10 @@
       event.preventDefault();
       const instructions = review().querySelector("details.instructions");
       if (instructions) {
+        // Read, not focused: the digits keep scoring the highlighted question.
         instructions.open = !instructions.open;
-        instructions.querySelector("summary").focus();
+        if (instructions.open) instructions.scrollIntoView({ block: "nearest" });
+        else focusCell(row, col);
       }
     } else if (key === "s") {
       event.preventDefault();

@@ -43,7 +43,9 @@ def review_with_keyboard(page, keys):
 @pytest.mark.django_db(transaction=True)
 def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_server):
     page = browser_page
-    campaign = campaign_ready(items=2, overlap=2, name="Support answers")
+    campaign = campaign_ready(
+        items=2, overlap=2, name="Support answers", instructions="Judge *accuracy* first."
+    )
     first = UserFactory(username="kb-reviewer-1", roles=["reviewer"])
     second = UserFactory(username="kb-reviewer-2", roles=["reviewer"])
     arrange_opposite_orders(campaign, first, second)
@@ -61,6 +63,14 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
     assert page.locator("dialog#shortcuts").is_visible()
     page.keyboard.press("?")
     assert not page.locator("dialog#shortcuts").is_visible()
+    # `i` opens the campaign's instructions and closes them again.
+    instructions = page.locator("#review details.instructions")
+    assert not instructions.locator("em", has_text="accuracy").is_visible()
+    page.keyboard.press("i")
+    assert instructions.locator("em", has_text="accuracy").is_visible()
+    assert page.evaluate("document.activeElement.matches('[data-cell]')")  # digits still score
+    page.keyboard.press("i")
+    assert not instructions.locator("em", has_text="accuracy").is_visible()
 
     # Enter with nothing scored: inline errors, nothing saved, still the same document.
     page.keyboard.press("Enter")
