@@ -216,10 +216,15 @@ class ReviewPageTests(TestCase):
         assert page.assignment.lease_expires_at == assignment.lease_expires_at
         assert page.campaign.rubric == self.campaign.rubric and page.may_review
         assert set(page.generations) == set(assignment.order) and page.done == 0
+        with CaptureQueriesContext(connection) as cold:
+            self.page(self.campaign, assignment)
         with CaptureQueriesContext(connection) as queries:
             response = self.page(self.campaign, assignment)
         assert response.status_code == 200
-        # Session, user with roles, the page's one query; nothing deferred is loaded later.
+        # The first page of a campaign in a process also reads its contenders' names to mask
+        # (kept for TERMS_TTL_SECONDS); after that: session, user with roles, the page's one
+        # query, and nothing deferred is loaded later.
+        assert len(cold) == len(queries) + 1, [q["sql"] for q in cold]
         assert len(queries) <= 3, [q["sql"] for q in queries]
 
     def test_it_counts_the_reviewers_submitted_items(self):
