@@ -17,7 +17,7 @@ class UserForm(forms.Form):
     """A new user (with `username`) or an existing one's roles, email and access."""
 
     username = forms.CharField(max_length=150, strip=True)
-    email = forms.EmailField(required=False)
+    email = forms.EmailField(required=False, max_length=254)
     roles = forms.MultipleChoiceField(
         choices=ROLE_CHOICES,
         widget=forms.CheckboxSelectMultiple,
@@ -53,9 +53,10 @@ class UserForm(forms.Form):
     def clean(self):
         data = super().clean()
         if self.user is None and "username" in data:
+            username = data["username"]  # add_error drops it from cleaned_data
             # The command's and the API's rules, worded for this form.
             problems = user_problems(
-                username=data["username"],
+                username=username,
                 roles=data.get("roles", []),
                 password=data.get("password") or None,
             )
@@ -64,6 +65,7 @@ class UserForm(forms.Form):
                 if field == "roles":
                     message = "Choose at least one role."
                 self.add_error(field if field in self.fields else None, message)
-            if get_user_model().objects.filter(username=data["username"]).exists():
+            if get_user_model().objects.filter(username=username).exists():
+                # Checked again, atomically, when the account is made (services.user_create).
                 self.add_error("username", "A user with this name exists: edit them instead.")
         return data

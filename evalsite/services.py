@@ -1,10 +1,12 @@
+import logging
 import secrets
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from reviews.arbitration import arbiter_arbitrations_release
@@ -12,6 +14,23 @@ from reviews.services import reviewer_leases_release
 
 from .models import ApiToken
 from .roles import ADMIN, ARBITER, REVIEWER, ROLES, roles_of
+
+# Who changed whose account: one line per change, never a secret.
+audit = logging.getLogger("evalsite.audit")
+
+
+def email_problem(email) -> str | None:
+    if not isinstance(email, str):
+        return "a string"
+    limit = get_user_model()._meta.get_field("email").max_length
+    if len(email) > limit:
+        return f"at most {limit} characters"
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            return "not an email address"
+    return None
 
 
 def user_problems(*, username, roles, password=None, email="") -> list[str]:
@@ -36,8 +55,8 @@ def user_problems(*, username, roles, password=None, email="") -> list[str]:
                 validate_password(password)
             except ValidationError as exc:
                 problems += [f"password: {m}" for m in exc.messages]
-    if not isinstance(email, str):
-        problems.append("email: a string")
+    if problem := email_problem(email):
+        problems.append(f"email: {problem}")
     return problems
 
 
@@ -71,6 +90,25 @@ def user_create_or_update(
 
 class UserChangeRefused(Exception):
     """A change the users page refuses, with the reason to show."""
+
+
+class UserExists(Exception):
+    pass
+
+
+def user_create(*, username: str, roles: list[str], password: str | None, email: str, by):
+    """A new user (never an existing one changed: two admins creating the same name at once get
+    one account and one refusal). No password makes an API-only account."""
+    try:
+        with transaction.atomic():
+            user = get_user_model().objects.create_user(
+                username=username, email=email, password=password
+            )
+            user.groups.add(*(Group.objects.get_or_create(name=r)[0] for r in roles))
+    except IntegrityError:
+        raise UserExists(username) from None
+    audit.info("%s created user %s with roles %s", by, username, ",".join(sorted(roles)))
+    return user
 
 
 def password_generate() -> str:
@@ -107,8 +145,15 @@ def user_update(*, user, by, roles: list[str], email: str, is_active: bool) -> d
                 raise UserChangeRefused(
                     f"{user.get_username()} is the last admin: make someone else an admin first."
                 )
+        ended = user.is_active and not is_active
         user.email, user.is_active = email, is_active
-        user.save(update_fields=["email", "is_active"])
+        if ended:
+            # Ended, not paused: reactivating the account must not revive an old session or
+            # token (it may have been deactivated because it leaked). A new password and new
+            # tokens are needed to use it again.
+            user.set_unusable_password()
+            ApiToken.objects.filter(user=user).delete()
+        user.save(update_fields=["email", "is_active", "password"])
         user.groups.remove(*Group.objects.filter(name__in=set(ROLES) - set(roles)))
         user.groups.add(*(Group.objects.get_or_create(name=r)[0] for r in roles))
         user._evalsite_roles = None  # roles_of reads them again
@@ -117,21 +162,46 @@ def user_update(*, user, by, roles: list[str], email: str, is_active: bool) -> d
             released["leases"] = reviewer_leases_release(reviewer=user)
         if ARBITER in before - after:
             released["disputes"] = arbiter_arbitrations_release(arbiter=user)
+    audit.info(
+        "%s set user %s: roles %s, %s",
+        by,
+        user,
+        ",".join(sorted(roles)) or "none",
+        "active" if is_active else "deactivated",
+    )
     return released
 
 
-def user_password_set(*, user, password: str | None = None) -> str:
-    """A new password (the given one, or a generated one), returned to be shown once. Every
-    session the user has open ends with the old password (Django's session hash)."""
-    password = password or password_generate()
+def user_password_set(*, user, by) -> str:
+    """A generated password, returned to be shown once. Every session the user has open ends
+    with the old password (Django's session hash)."""
+    password = password_generate()
     user.set_password(password)
     user.save(update_fields=["password"])
+    audit.info("%s set a new password for %s", by, user)
     return password
 
 
-def user_token_issue(*, user, label: str = "users page") -> str:
-    return ApiToken.issue(user, label=label)
+def may_issue_token(*, user, by) -> bool:
+    """Tokens are issued by their owner, or by an admin for an account nobody logs in to (a
+    script's). An admin holding a reviewer's token could submit 'blind' reviews in their name
+    while seeing the models."""
+    return user.pk == by.pk or not user.has_usable_password()
 
 
-def user_tokens_revoke(*, user) -> int:
-    return ApiToken.objects.filter(user=user).delete()[0]
+def user_token_issue(*, user, by) -> str:
+    if not may_issue_token(user=user, by=by):
+        raise UserChangeRefused(
+            f"{user.get_username()} logs in with a password: they issue their own tokens on "
+            "their account page."
+        )
+    label = "self-service" if user.pk == by.pk else f"issued by {by.get_username()}"
+    token = ApiToken.issue(user, label=label)
+    audit.info("%s issued an API token for %s", by, user)
+    return token
+
+
+def user_tokens_revoke(*, user, by) -> int:
+    n = ApiToken.objects.filter(user=user).delete()[0]
+    audit.info("%s revoked %d API token(s) of %s", by, n, user)
+    return n

@@ -4,13 +4,13 @@ from django.urls import include, path, re_path
 from reviews import urls as reviews_urls
 from tasks import urls as tasks_urls
 
-from . import openapi, views
+from . import openapi, user_views, views
 
 api_urlpatterns = [
     path("schema", openapi.schema_view, name="api_schema"),
     path("whoami", views.whoami, name="api_whoami"),
-    path("users", views.user_create, name="api_users"),
-    path("users/<str:username>", views.user_detail, name="api_user_detail"),
+    path("users", views.users_api, name="api_users"),
+    path("users/<str:username>", views.user_api, name="api_user_detail"),
     *tasks_urls.api_urlpatterns,
     *reviews_urls.api_urlpatterns,
     # Last: every other path under /api/v1/ answers in JSON too.
@@ -31,10 +31,15 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
-    path("users/", views.user_list, name="user_list"),
-    path("users/<int:user_id>/", views.user_edit, name="user_edit"),
-    path("users/<int:user_id>/password", views.user_password_reset, name="user_password_reset"),
-    path("users/<int:user_id>/tokens", views.user_tokens, name="user_tokens"),
+    path("account/", user_views.account, name="account"),
+    path("users/", user_views.user_list, name="user_list"),
+    path("users/<int:user_id>/", user_views.user_edit, name="user_edit"),
+    path(
+        "users/<int:user_id>/password",
+        user_views.user_password_reset,
+        name="user_password_reset",
+    ),
+    path("users/<int:user_id>/tokens", user_views.user_tokens, name="user_tokens"),
     path("healthz", views.healthz, name="healthz"),
     path("api/v1/", include(api_urlpatterns)),
     path("", include(tasks_urls.urlpatterns)),

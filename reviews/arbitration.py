@@ -203,8 +203,11 @@ def arbitration_release(*, token: str, arbiter) -> None:
 def _requeue(arbitrations) -> int:
     """Active arbitrations back to the open queue, each under a new token (the old link dies)."""
     done = 0
-    for pk in arbitrations.filter(state=Arbitration.State.ACTIVE).values_list("pk", flat=True):
-        done += Arbitration.objects.filter(pk=pk, state=Arbitration.State.ACTIVE).update(
+    active = arbitrations.filter(state=Arbitration.State.ACTIVE)
+    for pk in active.values_list("pk", flat=True):
+        # The caller's conditions again (this arbiter, this token): a lapsed dispute another
+        # arbiter claimed since the read is theirs now, not ours to reopen.
+        done += active.filter(pk=pk).update(
             state=Arbitration.State.OPEN,
             arbiter=None,
             token=new_token(),

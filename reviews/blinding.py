@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache, wraps
+from html import unescape
+from urllib.parse import urlsplit
 
 import nh3
 import pyromark
@@ -89,6 +91,7 @@ SELF_ID = re.compile(
     re.IGNORECASE,
 )
 WORD_CHAR = r"[\w]"
+_ADDRESS = re.compile(r"^[\d.:]+$")
 
 FLAG_CHOICES = FLAGS
 
@@ -135,9 +138,14 @@ def _compiled(extra: tuple[str, ...]) -> re.Pattern:
 def identity_terms(
     *, redact: Iterable[str] = (), contenders: Iterable[dict] = ()
 ) -> tuple[str, ...]:
-    """The campaign's redaction words plus its contenders' own names and model ids."""
+    """The campaign's redaction words plus its contenders' own names, model ids, version labels
+    and endpoint host names."""
     terms: list[str] = [str(w) for w in redact if str(w).strip()]
     for c in contenders:
+        host = urlsplit(c.get("base_url") or "").hostname or ""
+        # A named host (not an address, not localhost) tells the vendor or the deployment.
+        if len(host) >= 3 and host != "localhost" and not _ADDRESS.match(host):
+            terms.append(host)
         for key in ("name", "model", "version_label"):
             value = (c.get(key) or "").strip()
             if len(value) >= 3:
@@ -153,8 +161,25 @@ def mask_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     return _mask_identity(text or "", tuple(terms))
 
 
+# Markup a reader does not see: emphasis and code marks, escapes, and HTML entities. `_Claude_`
+# (italics) or `Cl&#97;ude` hide a name from the word match on the raw text but show it once
+# rendered, so the words are also looked for in the text without them.
+_INLINE_MARKUP = re.compile(r"[*_~`\\]")
+_HAS_MARKUP = re.compile(r"[*_~`\\&]")
+
+
 @_cached_for_small_texts
 def _mask_identity(text: str, terms: tuple[str, ...]) -> Masked:
+    masked = _mask_words(text, terms)
+    if _HAS_MARKUP.search(text):
+        bare = _mask_words(_INLINE_MARKUP.sub("", unescape(text)), terms)
+        if bare.hits > masked.hits:
+            # A name only shows without the markup: the bare text then, formatting lost.
+            return bare
+    return masked
+
+
+def _mask_words(text: str, terms: tuple[str, ...]) -> Masked:
     hits = 0
 
     def self_id(match: re.Match) -> str:

@@ -1149,7 +1149,7 @@ def campaign_identity_terms(campaign: Campaign) -> tuple[str, ...]:
         return cached[2]
     terms = blinding.identity_terms(
         redact=redact,
-        contenders=campaign.contenders.values("name", "model", "version_label"),
+        contenders=campaign.contenders.values("name", "model", "version_label", "base_url"),
     )
     _TERMS_CACHE[campaign.pk] = (now, redact, terms)
     return terms

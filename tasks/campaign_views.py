@@ -207,6 +207,9 @@ def campaign_instructions(request: HttpRequest, slug: str) -> HttpResponse:
             if warning:
                 messages.warning(request, warning)
             return redirect("campaign_detail", slug=campaign.slug)
+    if not request.htmx:  # invalid, without JavaScript: the whole page with the errors
+        context = {**_detail_context(request, campaign), "instructions_form": form}
+        return render(request, "tasks/campaign_detail.html", context)
     context = {
         "campaign": campaign,
         "is_admin": True,

@@ -410,9 +410,22 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         redact = []
 
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
-    warning = instructions_warning(instructions, redact=redact, contenders=contenders)
-    if warning:
-        warnings.append(warning)
+    rubric_text = "\n".join(
+        str(part)
+        for d in rubric
+        for part in (
+            d.get("key"),
+            d.get("label"),
+            d.get("description"),
+            *d.get("anchors", {}).values(),
+        )
+        if part
+    )
+    warnings += blinding_warnings(
+        {"slug": slug, "name": name, "rubric": rubric_text, "instructions": instructions},
+        redact=redact,
+        contenders=contenders,
+    )
 
     campaign = {
         "slug": slug,
@@ -437,28 +450,39 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     )
 
 
-def instructions_warning(text: str, *, redact, contenders) -> str | None:
-    """What reviewers will not see of the instructions: the words that name a contender, a
-    model or a vendor are masked on their pages as in the outputs. `contenders` as specs
-    ({"name", "model", ...}) or rows; a spec naming an existing contender counts its model."""
-    if not text:
-        return None
+def blinding_warnings(texts: dict[str, str], *, redact, contenders) -> list[str]:
+    """Which of a campaign's texts that reviewers read name a contender, a model or a vendor.
+    The instructions are masked on their pages as the outputs are; the slug, the name and the
+    rubric are shown as written (the slug is in every URL), so those only warn. `contenders`
+    as specs ({"name", "model", ...}) or rows; a spec naming an existing contender counts its
+    model and endpoint."""
+    if not any(texts.values()):
+        return []
     known = {
         c["name"]: c
         for c in Contender.objects.filter(name__in=[c.get("name") for c in contenders]).values(
-            "name", "model", "version_label"
+            "name", "model", "version_label", "base_url"
         )
     }
     terms = blinding.identity_terms(
         redact=redact, contenders=[{**known.get(c.get("name"), {}), **c} for c in contenders]
     )
-    hits = blinding.mask_identity(text, terms).hits
-    if not hits:
-        return None
-    return (
-        f"instructions: {hits} word(s) name a model, a vendor or a redacted term; reviewers "
-        f"and arbiters see {blinding.MASK} in their place"
-    )
+    warnings = []
+    for where, text in texts.items():
+        hits = blinding.mask_identity(text or "", terms).hits
+        if not hits:
+            continue
+        if where == "instructions":
+            warnings.append(
+                f"instructions: {hits} word(s) name a model, a vendor or a redacted term; "
+                f"reviewers and arbiters see {blinding.MASK} in their place"
+            )
+        else:
+            warnings.append(
+                f"{where}: names a model, a vendor or a redacted term, and reviewers see it as "
+                "written: a neutral wording keeps the review blind"
+            )
+    return warnings
 
 
 @transaction.atomic
@@ -496,8 +520,9 @@ def campaign_instructions_set(*, campaign: Campaign, text: str) -> str | None:
     masking warning, if any. Pages already open show the new text on their next item."""
     campaign.instructions = text.strip()
     campaign.save(update_fields=["instructions"])
-    return instructions_warning(
-        campaign.instructions,
+    warnings = blinding_warnings(
+        {"instructions": campaign.instructions},
         redact=campaign.redact,
-        contenders=list(campaign.contenders.values("name", "model", "version_label")),
+        contenders=list(campaign.contenders.values("name", "model", "version_label", "base_url")),
     )
+    return warnings[0] if warnings else None

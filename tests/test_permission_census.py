@@ -16,7 +16,7 @@ from tests.factories import campaign_ready, personas, review_create
 
 PUBLIC = {"login", "logout", "healthz", "api_schema", "api_not_found", "home"}
 # Any logged-in user's own account (tests/evalsite/test_users.py covers them).
-PUBLIC |= {"password_change", "password_change_done"}
+PUBLIC |= {"account", "password_change", "password_change_done"}
 # URL names whose token belongs to one persona: (owner persona, kind of token).
 OWNED = {
     "review_page": "reviewer_a",

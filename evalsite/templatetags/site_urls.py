@@ -19,7 +19,7 @@ NAV_URL_NAMES = (
     "reviewer_home",
     "arbiter_home",
     "user_list",
-    "password_change",
+    "account",
 )
 
 

@@ -5,7 +5,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 # Views anyone may reach: authentication itself, the health probe, the API description.
 PUBLIC = {"login", "logout", "healthz", "api_schema", "api_not_found"}
 # Views for anyone logged in, whatever their roles: the start page and their own password.
-LOGGED_IN = {"home": "/", "password_change": "/account/password/"}
+LOGGED_IN = {"home": "/", "account": "/account/", "password_change": "/account/password/"}
 LOGGED_IN["password_change_done"] = "/account/password/done/"
 
 

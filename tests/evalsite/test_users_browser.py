@@ -52,12 +52,17 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
 
     page.get_by_role("link", name="Edit fatima").first.click()
     page.get_by_role("heading", name="fatima").wait_for()
-    page.get_by_role("button", name="Issue a new token").click()
-    page.locator("[data-secret-kind=token] [data-secret]").wait_for()
     page.screenshot(path=str(ARTIFACTS / "user-edit.png"), full_page=True)
 
     page.get_by_role("button", name="Log out").click()
     browser_login(page, "fatima", password)
     page.get_by_role("heading", name="My reviews").wait_for()
     assert page.get_by_role("link", name="Users").count() == 0
+    # Her own API token, from her account page (her name in the top bar).
+    page.get_by_role("link", name="fatima").click()
+    page.get_by_role("heading", name="My account").wait_for()
+    page.get_by_role("button", name="Issue a new token").click()
+    token = page.locator("[data-secret-kind=token] [data-secret]").inner_text().strip()
+    assert token.startswith("es_")
+    page.screenshot(path=str(ARTIFACTS / "account.png"), full_page=True)
     assert page.js_errors == []

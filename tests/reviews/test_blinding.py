@@ -81,6 +81,20 @@ class MaskingTests(TestCase):
         masked = blinding.mask_identity("Acme Brain here (zz-secret-model-9, zz-model-77).", terms)
         assert masked.text == "[redacted] here ([redacted], [redacted])."
 
+    def test_it_masks_names_that_markup_splits_or_encodes(self):
+        terms = ("zz-secret-model-9",)
+        for text in (
+            "I am _Claude_.",
+            "Cl&#97;ude here",
+            "**zz-secret**-model-9",
+            "zz&#45;secret-model-9",
+        ):
+            masked = blinding.mask_identity(text, terms)
+            assert masked.hits == 1 and "[redacted]" in masked.text, text
+        # Markup without a hidden name keeps its formatting.
+        text = "Use *bold*, `code` and snake_case_names; R&D is fine."
+        assert blinding.mask_identity(text, terms) == blinding.Masked(text=text, hits=0)
+
     def test_it_leaves_plain_text_alone(self):
         text = "Restart the router, then call support at 555-0100."
         assert blinding.mask_identity(text) == blinding.Masked(text=text, hits=0)
@@ -139,6 +153,10 @@ class BlindingCanaryTests(TestCase):
             show_reference=True,
             overlap=2,
             redact=["Zorblax"],
+            # Every name an admin could slip into the instructions, plainly or in markup.
+            instructions="Judge as Zorblax would. Ignore zz-secret-model-9, **qq-hidden**-llm-4, "
+            "zz-model-id-7731, qq-model-id-4402 (zz-secret-host.example), v9&#45;canary-label, "
+            "_Anthropic_ and OpenAI.",
         )
         task = TaskFactory(
             testset=testset, prompt="Explain the refund policy.", reference="Refunds in 30 days."

@@ -43,6 +43,16 @@ class DefinitionTests(TestCase):
         )
         assert not any("instructions" in w for w in warnings)
 
+    def test_it_warns_when_the_name_slug_or_rubric_names_a_model(self):
+        rubric = [{"key": "accuracy", "label": "Better than GPT?", "min": 1, "max": 5}]
+        _, warnings = campaign_create(
+            definition=definition(
+                slug="other-model-check", name=f"{SECRET} bake-off", rubric=rubric, mode="both"
+            )
+        )
+        fields = sorted(w.split(":")[0] for w in warnings if "reviewers see it as written" in w)
+        assert fields == ["name", "rubric", "slug"]
+
     def test_it_refuses_instructions_that_are_not_text_or_too_long(self):
         for value, message in ((["a"], "must be a string"), ("x" * 20_001, "longer than")):
             try:
@@ -140,6 +150,16 @@ class EditingTests(TestCase):
         assert response.status_code == 302
         follow = self.client.get(response.url).content.decode()
         assert "reviewers and arbiters see [redacted]" in follow
+
+    def test_without_javascript_an_invalid_text_comes_back_in_the_whole_page(self):
+        self.client.force_login(self.users["admin"])
+        response = self.client.post(
+            f"/campaigns/{self.campaign.slug}/instructions", {"instructions": "x" * 20_001}
+        )
+        html = response.content.decode()
+        assert response.status_code == 200 and "<html" in html and "at most 20000" in html
+        self.campaign.refresh_from_db()
+        assert self.campaign.instructions == ""
 
     def test_leads_read_them_and_only_admins_change_them(self):
         self.campaign.instructions = "Read the *whole* answer."
