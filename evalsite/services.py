@@ -67,10 +67,8 @@ def user_create_or_update(
     roles: list[str],
     password: str | None = None,
     email: str = "",
-    with_token: bool = True,
-) -> tuple[object, str | None]:
-    """Create (or update the roles and password of) a user; returns (user, new API token or
-    None without `with_token`)."""
+) -> tuple[object, str]:
+    """Create (or update the roles and password of) a user; returns (user, new API token)."""
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(
@@ -85,7 +83,7 @@ def user_create_or_update(
     user.save()
     groups = [Group.objects.get_or_create(name=r)[0] for r in roles]
     user.groups.add(*groups)
-    return user, ApiToken.issue(user, label="add_user") if with_token else None
+    return user, ApiToken.issue(user, label="add_user")
 
 
 class UserChangeRefused(Exception):
