@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db import connection
+from django.http import JsonResponse
 
 from . import rawrows
 
@@ -78,14 +79,41 @@ def has_role(user, *roles: str) -> bool:
     return bool(roles_of(user) & set(roles))
 
 
+SESSION_ENDED = (
+    "Your session has ended, so this was not saved. Log in again in a new tab, then come back "
+    "and send it again: what you entered is still on this page."
+)
+
+
+def login_page(request):
+    """Where an anonymous request goes: the login page, or, for a request a page's script sent
+    (htmx, or a fetch that asks for JSON), a 401 the script explains. A redirect would be
+    followed silently and the login page pasted where the answer belongs."""
+    if request.headers.get("HX-Request") or "json" in request.headers.get("Accept", ""):
+        return JsonResponse({"error": "not logged in", "message": SESSION_ENDED}, status=401)
+    return redirect_to_login(request.get_full_path())
+
+
+def login_required(view):
+    """Django's login_required, but answering a page's script with a 401 (login_page)."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return login_page(request)
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 def role_required(*roles: str) -> Callable:
-    """Deny by default: anonymous -> login page, wrong role -> 403."""
+    """Deny by default: anonymous -> login page (login_page), wrong role -> 403."""
 
     def decorator(view):
         @wraps(view)
         def wrapped(request, *args, **kwargs):
             if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
+                return login_page(request)
             if not has_role(request.user, *roles):
                 raise PermissionDenied
             return view(request, *args, **kwargs)

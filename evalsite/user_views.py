@@ -7,7 +7,6 @@ with the Back button).
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, update_session_auth_hash
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -19,7 +18,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from . import selectors
 from .forms import UserForm
-from .roles import ADMIN, ROLES, role_required, roles_of
+from .htmx import wants_fragment
+from .roles import ADMIN, ROLES, login_required, role_required, roles_of
 from .services import (
     UserChangeRefused,
     UserExists,
@@ -77,7 +77,7 @@ def user_list(request: HttpRequest) -> HttpResponse:
         if created:
             html += render_to_string("evalsite/users.html#users-oob", context, request)
         return HttpResponse(html)
-    if request.htmx and not request.htmx.history_restore_request:
+    if wants_fragment(request):
         return render(request, "evalsite/users.html#users", context)
     return render(request, "evalsite/users.html", context)
 

@@ -1,5 +1,4 @@
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -8,7 +7,7 @@ from django.urls import NoReverseMatch
 
 from .api import ApiError, api_endpoint, json_body
 from .models import ApiToken
-from .roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, roles_of
+from .roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, login_required, roles_of
 from .services import (
     UserChangeRefused,
     UserExists,

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
 from tasks.models import Campaign
 
@@ -300,5 +301,7 @@ def campaign_disputes_view(request: HttpRequest, slug: str) -> HttpResponse:
         "matching": page.paginator.count,
         "query": query.urlencode(),
     }
-    template = "reviews/disputes.html#results" if request.htmx else "reviews/disputes.html"
+    template = (
+        "reviews/disputes.html#results" if wants_fragment(request) else "reviews/disputes.html"
+    )
     return render(request, template, context)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.csvsafe import csv_response
+from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from tasks.models import Campaign
 
@@ -41,7 +42,7 @@ def campaign_dashboard(request: HttpRequest, slug: str, page: str = "overview") 
     campaign = get_object_or_404(Campaign, slug=slug)
     context = _context(request, campaign, page)
     template = f"reviews/dashboard_{page.replace('-', '_')}.html"
-    if request.htmx and page == "head-to-head":
+    if wants_fragment(request) and page == "head-to-head":
         return render(request, f"{template}#comparison", context)
     return render(request, template, context)
 

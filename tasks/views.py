@@ -11,6 +11,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from evalsite.csvsafe import csv_response
+from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
 from . import selectors
@@ -77,7 +78,7 @@ def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpRes
         and not testset.campaigns.exists(),
     }
     # A history restore (back button, no client cache) wants the whole page.
-    if request.htmx and not request.htmx.boosted and not request.htmx.history_restore_request:
+    if wants_fragment(request) and not request.htmx.boosted:
         return render(request, "tasks/testset_detail.html#tasks", context)
     return render(request, "tasks/testset_detail.html", context)
 

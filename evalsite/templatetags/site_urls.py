@@ -20,6 +20,7 @@ NAV_URL_NAMES = (
     "arbiter_home",
     "user_list",
     "account",
+    "login",
 )
 
 

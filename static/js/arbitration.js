@@ -75,14 +75,6 @@
     }
   });
 
-  function csrfToken() {
-    try {
-      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrftoken"] || "";
-    } catch (e) {
-      return "";
-    }
-  }
-
   function leaseStatus(text) {
     const el = document.querySelector("[data-lease-status]");
     if (!el) return;
@@ -93,9 +85,17 @@
   function heartbeat() {
     const url = form()?.dataset.heartbeatUrl;
     if (!url) return;
-    fetch(url, { method: "POST", headers: { "X-CSRFToken": csrfToken() }, credentials: "same-origin" })
-      .then((r) => r.json().then((body) => ({ ok: r.ok, body })))
-      .then(({ ok, body }) => {
+    fetch(url, {
+      method: "POST",
+      headers: { "X-CSRFToken": window.evalsite.csrfToken(), Accept: "application/json" },
+      credentials: "same-origin",
+    })
+      .then((r) => r.json().then((body) => ({ ok: r.ok, status: r.status, body })))
+      .then(({ ok, status, body }) => {
+        if (status === 401) {
+          window.evalsite.showProblem(body.message, { login: true });
+          return;
+        }
         if (!ok) {
           leaseStatus(body.message || "This dispute is no longer held for you.");
           return;

@@ -21,14 +21,6 @@
     return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
-  function csrfToken() {
-    try {
-      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrftoken"] || "";
-    } catch (e) {
-      return "";
-    }
-  }
-
   function setStatus(text) {
     const el = review()?.querySelector("[data-status]");
     if (el) el.textContent = text;
@@ -182,10 +174,15 @@
     const el = review();
     const url = el?.dataset.heartbeatUrl;
     if (!url) return;
-    fetch(url, { method: "POST", headers: { "X-CSRFToken": csrfToken() }, credentials: "same-origin" })
-      .then((r) => r.json().then((body) => ({ ok: r.ok, body })))
-      .then(({ ok, body }) => {
-        if (!ok) setStatus(body.message || "Your time on this item ran out.");
+    fetch(url, {
+      method: "POST",
+      headers: { "X-CSRFToken": window.evalsite.csrfToken(), Accept: "application/json" },
+      credentials: "same-origin",
+    })
+      .then((r) => r.json().then((body) => ({ status: r.status, body })))
+      .then(({ status, body }) => {
+        if (status === 401) window.evalsite.showProblem(body.message, { login: true });
+        else if (status >= 400) setStatus(body.message || "Your time on this item ran out.");
       })
       .catch(() => setStatus("Connection lost; your answers stay on this page."));
   }
@@ -255,12 +252,9 @@
     },
     true,
   );
-  document.addEventListener("htmx:sendError", () =>
-    setStatus("Network error: not saved yet. Press Enter to try again; it will never be saved twice."),
-  );
-  document.addEventListener("htmx:responseError", () =>
-    setStatus("The server had a problem: not saved yet. Press Enter to try again; it will never be saved twice."),
-  );
+  // What went wrong and how to retry is shown by site.js (the form's data-retry-note).
+  document.addEventListener("htmx:sendError", () => setStatus("Not saved yet."));
+  document.addEventListener("htmx:responseError", () => setStatus("Not saved yet."));
   // The next item was swapped in without a page load: start over on it at once, so the very
   // next key press already scores the new item's first question.
   document.addEventListener("htmx:afterSwap", () => {

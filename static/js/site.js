@@ -1,10 +1,87 @@
 // Site-wide behaviour. No inline scripts anywhere (CSP): pages opt in with data attributes.
+const evalsite = (window.evalsite = {});
+
+// The CSRF token to send. The cookie's is current even after the user logged in again in
+// another tab (Django then rotates it), so a form kept open through that still submits; the
+// token the page was rendered with is the fallback.
+evalsite.csrfToken = () => {
+  const cookie = document.cookie.split("; ").find((c) => c.startsWith("csrftoken="));
+  if (cookie) return decodeURIComponent(cookie.slice("csrftoken=".length));
+  try {
+    return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrftoken"] || "";
+  } catch (e) {
+    return "";
+  }
+};
+
+document.addEventListener("htmx:configRequest", (event) => {
+  const token = evalsite.csrfToken();
+  if (!token || event.detail.verb === "get") return;
+  event.detail.headers["x-csrftoken"] = token;
+  // Django reads a form's own token before the header: keep it current too.
+  if (event.detail.parameters.csrfmiddlewaretoken !== undefined) {
+    event.detail.parameters.csrfmiddlewaretoken = token;
+  }
+});
+
+// A request that fails leaves the page as it was (htmx swaps successful answers only), so
+// nothing typed is lost; say what happened and what to do. A form may add how to retry
+// (data-retry-note).
+let focusAfterLogin = null;
+evalsite.showProblem = (text, { login = false } = {}) => {
+  const box = document.getElementById("request-problem");
+  if (!box) return;
+  if (login && !box.contains(document.activeElement)) focusAfterLogin = document.activeElement;
+  box.querySelector("[data-problem-text]").textContent = text;
+  box.querySelector("[data-problem-login]").hidden = !login;
+  box.hidden = false;
+};
+
+function serverMessage(xhr) {
+  try {
+    return JSON.parse(xhr.responseText).message || "";
+  } catch (e) {
+    return "";
+  }
+}
+
+function requestProblem(event, status) {
+  const note = event.detail.elt?.closest?.("[data-retry-note]")?.dataset.retryNote;
+  const retry = note || "What you entered is still on this page: try again.";
+  if (status === 401) return { text: serverMessage(event.detail.xhr) || "Your session has ended: log in again in a new tab.", login: true };
+  if (status === 403) return { text: `The server refused this (403): your roles may have changed, or the page is too old. Nothing was changed. ${retry} If it is refused again, reload the page.` };
+  if (status === 0) return { text: `No connection to the server, so this was not saved. ${retry}` };
+  return { text: `The server had a problem (${status}), so this was not saved. ${retry}` };
+}
+
+document.addEventListener("htmx:responseError", (event) => {
+  const problem = requestProblem(event, event.detail.xhr.status);
+  evalsite.showProblem(problem.text, problem);
+});
+document.addEventListener("htmx:sendError", (event) => evalsite.showProblem(requestProblem(event, 0).text));
+// The next successful request clears the message; so does Dismiss.
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (event.detail.successful) document.getElementById("request-problem")?.setAttribute("hidden", "");
+});
+document.addEventListener("click", (event) => {
+  if (event.target.closest?.("[data-problem-dismiss]")) {
+    document.getElementById("request-problem").hidden = true;
+  }
+  // The login page opens in a new tab; this page's focus goes back to where the user was
+  // (the review grid, say), so on coming back Enter sends the form again instead of opening
+  // the login link once more.
+  if (event.target.closest?.("[data-problem-login]") && focusAfterLogin?.isConnected) {
+    focusAfterLogin.focus();
+  }
+});
 
 // After htmx swaps a form back in: focus its first field with an error (keyboard and screen
 // reader users land on what to fix), else the element marked autofocus.
 document.addEventListener("htmx:afterSwap", (event) => {
-  // An outerHTML swap replaced the target itself: look in its successor (same id).
+  // A history restore swaps the whole body and names no target.
   const old = event.detail.target;
+  if (!old) return;
+  // An outerHTML swap replaced the target itself: look in its successor (same id).
   const root = old.isConnected ? old : (old.id && document.getElementById(old.id)) || document;
   const target =
     root.querySelector('[aria-invalid="true"]') ||

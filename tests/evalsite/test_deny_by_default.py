@@ -31,3 +31,21 @@ def test_it_requires_authentication_for_the_views_of_any_logged_in_user(client):
     for path in LOGGED_IN.values():
         response = client.get(path)
         assert response.status_code == 302 and response.url.startswith("/login/"), path
+
+
+def test_a_pages_script_gets_a_401_it_can_explain_instead_of_the_login_page(client, db):
+    # htmx and fetch follow redirects silently: the login page would be pasted into the form's
+    # place (htmx) or fail to parse (the heartbeat). A 401 leaves the page as it was.
+    for path, headers in [
+        ("/", {"HX-Request": "true"}),
+        ("/account/", {"HX-Request": "true"}),
+        ("/review/some-campaign/", {"HX-Request": "true"}),
+        ("/review/some-campaign/tok/heartbeat", {"Accept": "application/json"}),
+    ]:
+        response = client.post(path, headers=headers)
+        assert response.status_code == 401, path
+        assert "session has ended" in response.json()["message"]
+    # A browser's own navigation still goes to the login page, and comes back after it.
+    response = client.get("/review/some-campaign/", headers={"Accept": "text/html"})
+    assert response.status_code == 302
+    assert response.url == "/login/?next=/review/some-campaign/"

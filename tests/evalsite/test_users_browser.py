@@ -50,6 +50,15 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
     assert width <= 390, f"the users page scrolls sideways on a phone ({width}px)"
     page.set_viewport_size({"width": 1280, "height": 900})
 
+    # A filter pushes its URL; Back brings the unfiltered list back as a whole page.
+    page.select_option("select[name=role]", "arbiter")
+    page.wait_for_url("**/users/?*role=arbiter*")
+    page.locator('tr[data-user="fatima"]').wait_for(state="detached")
+    page.go_back()
+    page.locator('tr[data-user="fatima"]').wait_for()
+    assert page.get_by_role("heading", name="Users").count() == 1
+    assert page.locator("section", has_text="New user").count() == 1
+
     page.get_by_role("link", name="Edit fatima").first.click()
     page.get_by_role("heading", name="fatima").wait_for()
     page.screenshot(path=str(ARTIFACTS / "user-edit.png"), full_page=True)
@@ -65,4 +74,4 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
     token = page.locator("[data-secret-kind=token] [data-secret]").inner_text().strip()
     assert token.startswith("es_")
     page.screenshot(path=str(ARTIFACTS / "account.png"), full_page=True)
-    assert page.js_errors == []
+    assert page.js_errors == [], "\n".join(page.js_errors)
