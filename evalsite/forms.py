@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import PasswordChangeForm
 
 from .roles import ROLES
 from .services import user_problems
@@ -68,4 +69,16 @@ class UserForm(forms.Form):
             if get_user_model().objects.filter(username=username).exists():
                 # Checked again, atomically, when the account is made (services.user_create).
                 self.add_error("username", "A user with this name exists: edit them instead.")
+        return data
+
+
+class NewPasswordForm(PasswordChangeForm):
+    """Django's password change, refusing the current password as the new one (it would end
+    nothing: a password that may have leaked stays in use)."""
+
+    def clean(self):
+        data = super().clean()
+        old, new = data.get("old_password"), data.get("new_password2")
+        if old and new and old == new:
+            self.add_error("new_password1", "Choose a password different from the current one.")
         return data

@@ -2,6 +2,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Prefetch, Q
+from django.db.models.functions import Lower
 
 from .models import ApiToken
 from .roles import ADMIN, ROLES
@@ -13,7 +14,7 @@ def user_rows(*, q: str = "", role: str = "", status: str = "", page: int | str 
     """The users page's table: one row per user with their roles, tokens and last activity.
     `role` "none" lists users without a role (imported judges, retired accounts); `status`
     "active" or "inactive"."""
-    users = get_user_model().objects.order_by("username")
+    users = get_user_model().objects.order_by(Lower("username"), "username")
     if q:
         users = users.filter(Q(username__icontains=q) | Q(email__icontains=q))
     if role == "none":

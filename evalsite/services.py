@@ -75,7 +75,12 @@ def user_create_or_update(
             f"unknown role(s): {', '.join(sorted(unknown))}; choose from {', '.join(ROLES)}"
         )
     User = get_user_model()
-    user, _ = User.objects.get_or_create(username=username, defaults={"email": email})
+    # The name as written, else one that differs only in case (never a second "Alice").
+    user = (
+        User.objects.filter(username=username).first()
+        or User.objects.filter(username__iexact=username).first()
+        or User.objects.create(username=username, email=email)
+    )
     if password:
         user.set_password(password)
     elif not user.has_usable_password():
@@ -96,12 +101,16 @@ class UserExists(Exception):
 
 def user_create(*, username: str, roles: list[str], password: str | None, email: str, by):
     """A new user (never an existing one changed: two admins creating the same name at once get
-    one account and one refusal). No password makes an API-only account."""
+    one account and one refusal). A name that differs from an existing one only in case is
+    refused too: "Alice" and "alice" would be two people to the site and one to everyone
+    else. No password makes an API-only account."""
+    User = get_user_model()
+    existing = User.objects.filter(username__iexact=username).values_list("username", flat=True)
+    if existing:
+        raise UserExists(existing[0])
     try:
         with transaction.atomic():
-            user = get_user_model().objects.create_user(
-                username=username, email=email, password=password
-            )
+            user = User.objects.create_user(username=username, email=email, password=password)
             user.groups.add(*(Group.objects.get_or_create(name=r)[0] for r in roles))
     except IntegrityError:
         raise UserExists(username) from None

@@ -5,6 +5,7 @@ from reviews import urls as reviews_urls
 from tasks import urls as tasks_urls
 
 from . import openapi, user_views, views
+from .forms import NewPasswordForm
 
 api_urlpatterns = [
     path("schema", openapi.schema_view, name="api_schema"),
@@ -23,7 +24,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "account/password/",
-        auth_views.PasswordChangeView.as_view(),
+        auth_views.PasswordChangeView.as_view(form_class=NewPasswordForm),
         name="password_change",
     ),
     path(

@@ -5,10 +5,13 @@ pages showing accounts are not cached by the browser (a generated password must 
 with the Back button).
 """
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -55,8 +58,12 @@ def user_list(request: HttpRequest) -> HttpResponse:
                 email=data["email"],
                 by=request.user,
             )
-        except UserExists:
-            form.add_error("username", "A user with this name exists: edit them instead.")
+        except UserExists as exists:
+            form.add_error(
+                "username",
+                f"A user with this name exists ({exists}; names differ by more than case): "
+                "edit them instead.",
+            )
         else:
             created = {"user": user, "password": password, "generated": not data["password"]}
             form = UserForm()
@@ -69,6 +76,7 @@ def user_list(request: HttpRequest) -> HttpResponse:
         "q": q,
         "filters": filters,
         "role_choices": USER_FILTERS["role"],
+        "list_query": _list_query(request),
     }
     if request.htmx and request.method == "POST":
         # The form (with the new password, or the errors) and, when a user was made, the table
@@ -82,8 +90,16 @@ def user_list(request: HttpRequest) -> HttpResponse:
     return render(request, "evalsite/users.html", context)
 
 
+def _list_query(request: HttpRequest) -> str:
+    """The users list's filters and page ("?role=reviewer&page=2", or ""), carried through an
+    edit so that saving returns to the same part of the list."""
+    kept = {k: request.GET[k] for k in ("q", "role", "status", "page") if request.GET.get(k)}
+    return f"?{urlencode(kept)}" if kept else ""
+
+
 def _tokens_context(request: HttpRequest, user, secret=None) -> dict:
     return {
+        "list_query": _list_query(request),
         "subject": user,
         "tokens": selectors.user_tokens(user=user),
         "secret": secret,
@@ -127,13 +143,18 @@ def user_edit(request: HttpRequest, user_id: int) -> HttpResponse:
             if not was_active and user.is_active:
                 done.append("To log in again they need a new password: generate one below.")
             if released["leases"]:
-                done.append(f"{released['leases']} open review lease(s) returned to the pool.")
+                n = released["leases"]
+                done.append(f"{n} open review lease{pluralize(n)} returned to the pool.")
             if released["disputes"]:
-                done.append(f"{released['disputes']} dispute(s) returned to the arbitration queue.")
+                n = released["disputes"]
+                done.append(f"{n} dispute{pluralize(n)} returned to the arbitration queue.")
             messages.success(request, " ".join(done))
             # Reactivated: stay here, where the new password is made.
             reactivated = user.is_active and not was_active
-            url = reverse("user_edit", args=[user.pk]) if reactivated else reverse("user_list")
+            url = reverse(
+                "user_edit" if reactivated else "user_list", args=[user.pk] if reactivated else []
+            )
+            url += _list_query(request)
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     return _user_page(request, user, form=form)
 
@@ -157,7 +178,7 @@ def _tokens_post(request: HttpRequest, user) -> str | None:
     """Issue a token (shown once: returns it) or revoke them all (returns None)."""
     if request.POST.get("action") == "revoke":
         n = user_tokens_revoke(user=user, by=request.user)
-        messages.success(request, f"{n} API token(s) of {user.get_username()} revoked.")
+        messages.success(request, f"{n} API token{pluralize(n)} of {user.get_username()} revoked.")
         return None
     try:
         return user_token_issue(user=user, by=request.user)

@@ -123,9 +123,9 @@ def users_api(request: HttpRequest) -> JsonResponse:
         user = user_create(
             username=username, roles=roles, password=password, email=email, by=request.user
         )
-    except UserExists:
+    except UserExists as exists:
         raise ApiError(
-            f"a user named {username!r} exists; change it with PATCH /api/v1/users/{username}",
+            f"a user named {str(exists)!r} exists; change it with PATCH /api/v1/users/{exists}",
             status=409,
         ) from None
     token = ApiToken.issue(user, label=f"issued by {request.user.get_username()} at creation")

@@ -200,6 +200,21 @@ def _mask_words(text: str, terms: tuple[str, ...]) -> Masked:
     return Masked(text=text, hits=hits)
 
 
+def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
+    """The distinct words (and self-descriptions) mask_identity hides in `text`, as written:
+    for warning the person who wrote them, never for reviewers."""
+    found: dict[str, str] = {}
+    sources = [text or ""]
+    if _HAS_MARKUP.search(sources[0]):
+        sources.append(_INLINE_MARKUP.sub("", unescape(sources[0])))
+    for source in sources:
+        for pattern in (SELF_ID, _compiled(tuple(terms))):
+            for match in pattern.finditer(source):
+                word = " ".join(match.group(0).split())
+                found.setdefault(word.casefold(), word)
+    return sorted(found.values(), key=str.casefold)
+
+
 class SanitizedHTML(str):
     """HTML that came out of the allow-list sanitizer; templates render it unescaped.
 
@@ -259,6 +274,9 @@ _sanitizer = nh3.Cleaner(
     attributes=_NH3_ATTRIBUTES,
     url_schemes={"http", "https", "mailto"},
     link_rel="noopener noreferrer nofollow",
+    # A link in an answer or in the instructions opens a new tab: followed in the review's own
+    # tab, it would leave the item with its scores not yet sent.
+    set_tag_attribute_values={"a": {"target": "_blank"}},
     strip_comments=True,
 )
 

@@ -13,6 +13,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from reviews.blinding import render_markdown
+from reviews.selectors import instructions_shown
+from reviews.services import campaign_identity_terms
 
 from .campaign_forms import (
     CampaignForm,
@@ -89,6 +91,12 @@ def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "tasks/contender_edit.html", context)
 
 
+def _instructions_preview(campaign: Campaign):
+    """The instructions as reviewers see them: masked (None without any)."""
+    shown = instructions_shown(campaign, campaign_identity_terms(campaign))
+    return shown["html"] if shown else None
+
+
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
 def campaign_list_view(request: HttpRequest) -> HttpResponse:
@@ -142,7 +150,7 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "instructions_form": InstructionsForm(initial={"instructions": campaign.instructions})
         if is_admin
         else None,
-        "instructions_html": render_markdown(campaign.instructions),
+        "instructions_html": _instructions_preview(campaign),
     }
 
 
@@ -214,7 +222,7 @@ def campaign_instructions(request: HttpRequest, slug: str) -> HttpResponse:
         "campaign": campaign,
         "is_admin": True,
         "instructions_form": form,
-        "instructions_html": render_markdown(campaign.instructions),
+        "instructions_html": _instructions_preview(campaign),
         "saved": form.is_valid(),
         "warning": warning,
     }

@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 
 import yaml
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
 from reviews import blinding
@@ -473,9 +474,11 @@ def blinding_warnings(texts: dict[str, str], *, redact, contenders) -> list[str]
         if not hits:
             continue
         if where == "instructions":
+            words = ", ".join(f"“{w}”" for w in blinding.identity_words(text, terms))
             warnings.append(
-                f"instructions: {hits} word(s) name a model, a vendor or a redacted term; "
-                f"reviewers and arbiters see {blinding.MASK} in their place"
+                f"instructions: {hits} word{pluralize(hits)} name{pluralize(hits, 's,')} a model, "
+                f"a vendor or a redacted term ({words}); reviewers and arbiters see "
+                f"{blinding.MASK} in {'its' if hits == 1 else 'their'} place"
             )
         else:
             warnings.append(

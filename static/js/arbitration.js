@@ -58,6 +58,16 @@
     }
     if (event.ctrlKey || event.metaKey || event.altKey || typing(document.activeElement)) return;
     const key = event.key.toLowerCase();
+    if (key === "i") {
+      // The instructions open and close without taking the focus from the current choice.
+      const instructions = document.querySelector("#workspace details.instructions");
+      if (instructions) {
+        event.preventDefault();
+        instructions.open = !instructions.open;
+        if (instructions.open) instructions.scrollIntoView({ block: "nearest" });
+      }
+      return;
+    }
     if (/^[1-9]$/.test(key) || key === "n") {
       const group = currentGroup(f);
       if (group && choose(group, key === "n" ? "na" : key)) {

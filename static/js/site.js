@@ -88,7 +88,18 @@ document.addEventListener("htmx:afterSwap", (event) => {
     root.querySelector(".has-error input, .has-error select, .has-error textarea") ||
     root.querySelector("[autofocus]");
   if (target) target.focus();
+  else if (!document.activeElement || document.activeElement === document.body) {
+    // The focused element (a pagination link, a button) was swapped away: keep the keyboard
+    // user in the part that changed instead of back at the top of the page.
+    if (root !== document && !root.hasAttribute("tabindex")) root.setAttribute("tabindex", "-1");
+    root.focus?.({ preventScroll: true });
+  }
 });
+
+// A page showing a one-time secret (a new password or API token) answers a form's POST. Made
+// the current history entry's own, its reload is a plain GET: no "resubmit the form?" that
+// would issue yet another secret, and the secret is not shown again.
+if (document.querySelector("[data-secret]")) history.replaceState(history.state, "", location.href);
 
 // A form that undoes work for someone else asks first: <form data-confirm="...">.
 document.addEventListener(

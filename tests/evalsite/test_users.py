@@ -106,6 +106,41 @@ class UserListTests(TestCase):
         assert 'value="not-an-email"' in response.content.decode()
         assert User.objects.count() == 6
 
+    def test_it_refuses_a_name_that_differs_from_an_existing_one_only_in_case(self):
+        response = self.client.post("/users/", {"username": "Reviewer_A", "roles": ["lead"]})
+        assert "exists (reviewer_a;" in response.context["form"].errors["username"][0]
+        assert User.objects.count() == 6
+        api = self.client.post(
+            "/api/v1/users",
+            {"username": "REVIEWER_A", "roles": ["lead"]},
+            "application/json",
+            headers={"Authorization": f"Bearer {ApiToken.issue(self.users['admin'])}"},
+        )
+        assert api.status_code == 409 and "'reviewer_a' exists" in api.json()["error"]
+
+    def test_it_sorts_names_regardless_of_case_and_says_how_many_match(self):
+        UserFactory(username="Bea", roles=["reviewer"])
+        response = self.client.get("/users/")
+        assert [u.username for u in response.context["page"].object_list][:3] == [
+            "admin",
+            "arbiter",
+            "Bea",
+        ]
+        assert "1 user matches" in self.client.get("/users/?q=bea").content.decode()
+        assert "3 users match" in self.client.get("/users/?role=reviewer").content.decode()
+
+    def test_editing_from_a_filtered_page_returns_to_it(self):
+        reviewer = self.users["reviewer_a"]
+        listed = self.client.get("/users/?role=reviewer&page=1&bogus=1").content.decode()
+        assert f'href="/users/{reviewer.pk}/?role=reviewer&amp;page=1"' in listed
+        page = self.client.get(f"/users/{reviewer.pk}/?role=reviewer&page=1").content.decode()
+        assert 'href="/users/?role=reviewer&amp;page=1"' in page  # the back link
+        saved = self.client.post(
+            f"/users/{reviewer.pk}/?role=reviewer&page=1",
+            {"email": "", "roles": ["reviewer"], "is_active": "on"},
+        )
+        assert saved.status_code == 302 and saved.url == "/users/?role=reviewer&page=1"
+
     def test_it_rejects_a_username_with_invalid_characters(self):
         response = self.client.post("/users/", {"username": "bad name!", "roles": ["reviewer"]})
         assert response.status_code == 200 and "username" in response.context["form"].errors
@@ -196,7 +231,7 @@ class UserEditTests(TestCase):
         assert Assignment.objects.get(pk=claim.assignment.pk).state == Assignment.State.RELEASED
         item.refresh_from_db()
         assert item.live_count == 0
-        assert "1 open review lease(s) returned" in self.client.get(response.url).content.decode()
+        assert "1 open review lease returned" in self.client.get(response.url).content.decode()
 
     def test_taking_the_reviewer_role_returns_leases_and_the_arbiter_role_disputes(self):
         campaign = campaign_ready(items=2, overlap=2)
@@ -365,6 +400,15 @@ class OwnPasswordTests(TestCase):
         html = response.content.decode()
         assert "old password was entered incorrectly" in html
         assert logs_in("reviewer_a", PASSWORD)
+
+    def test_the_new_password_must_differ_from_the_current_one(self):
+        self.client.force_login(self.users["reviewer_a"])
+        response = self.client.post(
+            "/account/password/",
+            {"old_password": PASSWORD, "new_password1": PASSWORD, "new_password2": PASSWORD},
+        )
+        assert response.status_code == 200
+        assert "different from the current one" in response.content.decode()
 
     def test_it_asks_anonymous_visitors_to_log_in(self):
         response = self.client.get("/account/password/")

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from evalsite.models import ApiToken
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, personas
 
@@ -54,11 +55,29 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
     page.select_option("select[name=role]", "arbiter")
     page.wait_for_url("**/users/?*role=arbiter*")
     page.locator('tr[data-user="fatima"]').wait_for(state="detached")
-    page.go_back()
+    # A user created while the list is filtered: the list keeps its filter.
+    page.fill("input[name=username]", "omar")
+    page.get_by_label("arbiter: settles disputed items").check()
+    page.get_by_role("button", name="Create user").click()
+    page.locator('tr[data-user="omar"]').wait_for()
+    assert page.locator('tr[data-user="reviewer_a"]').count() == 0
+    assert page.evaluate("document.activeElement.matches('[data-created]')")
+    # Saving an edit returns to the same filtered list.
+    page.get_by_role("link", name="Edit omar").first.click()
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url("**/users/?role=arbiter")
+    page.get_by_text("omar saved.").wait_for()
+    # Back after another filter restores the previous filter's list, as a whole page.
+    page.select_option("select[name=role]", "reviewer")
     page.locator('tr[data-user="fatima"]').wait_for()
+    page.go_back()
+    page.wait_for_url("**/users/?role=arbiter")
+    page.locator('tr[data-user="fatima"]').wait_for(state="detached")
+    page.locator('tr[data-user="omar"]').wait_for()
     assert page.get_by_role("heading", name="Users").count() == 1
     assert page.locator("section", has_text="New user").count() == 1
 
+    page.get_by_role("link", name="Clear").click()
     page.get_by_role("link", name="Edit fatima").first.click()
     page.get_by_role("heading", name="fatima").wait_for()
     page.screenshot(path=str(ARTIFACTS / "user-edit.png"), full_page=True)
@@ -74,4 +93,9 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
     token = page.locator("[data-secret-kind=token] [data-secret]").inner_text().strip()
     assert token.startswith("es_")
     page.screenshot(path=str(ARTIFACTS / "account.png"), full_page=True)
+    # Reloading the page does not issue another token, nor show this one again.
+    page.reload()
+    page.get_by_role("heading", name="My account").wait_for()
+    assert page.locator("[data-secret]").count() == 0
+    assert ApiToken.objects.filter(user__username="fatima").count() == 1
     assert page.js_errors == [], "\n".join(page.js_errors)

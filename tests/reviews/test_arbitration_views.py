@@ -541,7 +541,9 @@ class ArbitrationBlindingCanaryTests(TestCase):
 @pytest.mark.django_db(transaction=True)
 def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page):
     users = personas()
-    campaign = CampaignFactory(slug="browser-camp", name="Browser campaign")
+    campaign = CampaignFactory(
+        slug="browser-camp", name="Browser campaign", instructions="Prefer *safe* answers."
+    )
     item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
     second = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
     ARTIFACTS.mkdir(exist_ok=True)
@@ -561,6 +563,13 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     assert "a note explaining the decision is required" in page.inner_text(".arb-errors")
     # Focus starts on the first disputed field; "4" scores it and moves on to the preference.
     assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
+    # `i` shows the campaign's instructions and hides them again; the focus stays put.
+    instructions = page.locator("#workspace details.instructions em", has_text="safe")
+    page.keyboard.press("i")
+    assert instructions.is_visible()
+    page.keyboard.press("i")
+    assert not instructions.is_visible()
+    assert page.evaluate("() => document.activeElement?.type") == "radio"
     page.keyboard.press("4")
     assert page.locator(f"input[name=score-{label}-accuracy][value='4']").is_checked()
     page.keyboard.press("t")

@@ -32,7 +32,10 @@ class MarkdownTests(TestCase):
         assert "<img" not in html and "onerror=alert(2)&gt;" in html
         assert "javascript:" not in html.replace("[x](javascript:alert(3))", "")
         assert 'href="javascript' not in html
-        assert 'href="https://example.com" rel="noopener noreferrer nofollow"' in html
+        # A followed link opens a new tab: the item and its unsent scores stay in this one.
+        assert (
+            'href="https://example.com" target="_blank" rel="noopener noreferrer nofollow"' in html
+        )
 
     def test_it_keeps_code_blocks_tables_and_lists(self):
         html = blinding.render_markdown(
@@ -94,6 +97,11 @@ class MaskingTests(TestCase):
         # Markup without a hidden name keeps its formatting.
         text = "Use *bold*, `code` and snake_case_names; R&D is fine."
         assert blinding.mask_identity(text, terms) == blinding.Masked(text=text, hits=0)
+
+    def test_it_names_the_words_it_would_mask_for_the_author(self):
+        text = "Judge like _Claude_ would; compare with Cl&#97;ude and GPT-4o. Ignore zz-model."
+        assert blinding.identity_words(text, ("zz-model",)) == ["Claude", "GPT-4o", "zz-model"]
+        assert blinding.identity_words("Judge the answers on their merits.", ()) == []
 
     def test_it_leaves_plain_text_alone(self):
         text = "Restart the router, then call support at 555-0100."
