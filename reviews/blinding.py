@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import nh3
 import pyromark
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 
 from .models import FLAGS
 
@@ -231,6 +232,19 @@ _md = (
     .enable("strikethrough")
 )
 
+
+def _image_as_link(renderer, tokens, idx, options, env) -> str:
+    # An image in an answer is shown as a link saying so, never loaded: the page would fetch it
+    # from wherever the model pointed (telling that server who reviews, and when), and a
+    # silently dropped image would hide that the answer had one.
+    token = tokens[idx]
+    alt = renderer.renderInlineAsText(token.children or [], options, env).strip()
+    src = escapeHtml(token.attrGet("src") or "")
+    return f'<a href="{src}">[image: {escapeHtml(alt) or "no description"}]</a>'
+
+
+_md.add_render_rule("image", _image_as_link)
+
 ALLOWED_TAGS = {
     "p",
     "br",
@@ -296,11 +310,11 @@ _PLAIN_TEXT = re.compile(rf"{_PLAIN_LINE}(?:\n{_PLAIN_LINE})*")
 # href) where markdown-it-py leaves the Markdown as written, and it strikes through text
 # between single tildes, which markdown-it-py leaves alone. A text where any of these could
 # occur (a "<" that may open a tag, comment, declaration or autolink; such a scheme; a single
-# tilde) goes to markdown-it-py.
+# tilde) goes to markdown-it-py, and so does an image ("![", shown as a link: _image_as_link).
 # (Each alternative starts with its character, the scheme's looked up behind the colon: 10x
 # faster than trying every scheme at every position.)
 _FAST_MAY_DIFFER = re.compile(
-    r"<[A-Za-z/!?]|:(?:(?<=javascript:)|(?<=vbscript:)|(?<=file:)|(?<=data:))|~(?<!~~)(?!~)",
+    r"<[A-Za-z/!?]|:(?:(?<=javascript:)|(?<=vbscript:)|(?<=file:)|(?<=data:))|~(?<!~~)(?!~)|!\[",
     re.IGNORECASE,
 )
 _FAST_OPTIONS = pyromark.Options.ENABLE_TABLES | pyromark.Options.ENABLE_STRIKETHROUGH

@@ -30,6 +30,15 @@ class MarkdownTests(TestCase):
         )
         assert "<script" not in html and "&lt;script&gt;" in html
         assert "<img" not in html and "onerror=alert(2)&gt;" in html
+        # An image is never loaded, but the reviewer sees that the answer had one.
+        assert (
+            '<a href="https://tracker.example/p.png" target="_blank" '
+            'rel="noopener noreferrer nofollow">[image: pixel]</a>' in html
+        )
+        assert "[image: no description]" in blinding.render_markdown(
+            "See ![](https://x.example/a.png)"
+        )
+        assert 'href="javascript' not in blinding.render_markdown("![x](javascript:alert(1))")
         assert "javascript:" not in html.replace("[x](javascript:alert(3))", "")
         assert 'href="javascript' not in html
         # A followed link opens a new tab: the item and its unsent scores stay in this one.
