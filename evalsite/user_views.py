@@ -140,6 +140,8 @@ def user_edit(request: HttpRequest, user_id: int) -> HttpResponse:
             done = [f"{user.get_username()} saved."]
             if was_active and not user.is_active:
                 done.append("Their sessions and API tokens have ended.")
+            if user.is_active and not data["roles"] and not user.is_superuser:
+                done.append("They have no role now: they can log in but see nothing to do.")
             if not was_active and user.is_active:
                 done.append("To log in again they need a new password: generate one below.")
             if released["leases"]:

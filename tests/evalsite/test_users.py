@@ -183,6 +183,12 @@ class UserEditTests(TestCase):
         self.edit("lead", roles=[])
         assert roles("lead") == set()
 
+    def test_taking_every_role_says_what_that_leaves(self):
+        response = self.edit("reviewer_b", roles=[])
+        assert response.status_code == 302 and roles("reviewer_b") == set()
+        followed = self.client.get(response.url).content.decode()
+        assert "reviewer_b saved. They have no role now" in followed
+
     def test_it_keeps_groups_that_are_not_roles(self):
         from django.contrib.auth.models import Group
 
