@@ -225,8 +225,8 @@ class InstructionsForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 6}),
         required=False,
         max_length=INSTRUCTIONS_MAX_CHARS,
-        label="Instructions for reviewers and arbiters",
-        help_text="Markdown. Leave empty for none.",
+        label="Text",
+        help_text="Markdown. Model and vendor names are masked for reviewers. Leave empty for none.",
     )
 
 
