@@ -113,7 +113,9 @@ def user_create(*, username: str, roles: list[str], password: str | None, email:
             user = User.objects.create_user(username=username, email=email, password=password)
             user.groups.add(*(Group.objects.get_or_create(name=r)[0] for r in roles))
     except IntegrityError:
-        raise UserExists(username) from None
+        # Someone created the name, or a case twin (a unique index on lower(username)), since
+        # the check above.
+        raise UserExists(existing.first() or username) from None
     audit.info("%s created user %s with roles %s", by, username, ",".join(sorted(roles)))
     return user
 

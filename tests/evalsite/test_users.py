@@ -1,12 +1,16 @@
 """The users page: an admin creates accounts, sets roles and access, passwords and API tokens;
 everybody changes their own password."""
 
+import threading
+
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client, TestCase
+from django.core.management import call_command
+from django.db import IntegrityError, connection, transaction
+from django.test import Client, TestCase, TransactionTestCase
 
 from evalsite.models import ApiToken
-from evalsite.services import UserChangeRefused, user_update
+from evalsite.services import UserChangeRefused, UserExists, user_create, user_update
 from reviews.arbitration import arbitration_claim_next
 from reviews.models import Arbitration, Assignment
 from reviews.services import assignment_claim_next
@@ -480,3 +484,60 @@ class UsersApiTests(TestCase):
         response = self.client.post("/api/v1/users", body, "application/json", headers=self.auth)
         assert response.status_code == 409
         assert roles("reviewer_a") == {"reviewer"} and logs_in("reviewer_a", PASSWORD)
+
+
+class CaseTwinTests(TestCase):
+    def test_the_database_itself_refuses_a_name_that_differs_only_in_case(self):
+        User.objects.create_user("Sam")
+        with pytest.raises(IntegrityError), transaction.atomic():
+            User.objects.create_user("sAM")
+        assert list(User.objects.values_list("username", flat=True)) == ["Sam"]
+
+
+class CaseTwinMigrationTests(TransactionTestCase):
+    def test_upgrading_with_case_twins_stops_and_names_them(self):
+        call_command("migrate", "evalsite", "0002", verbosity=0)
+        try:
+            User.objects.create_user("Sam")
+            User.objects.create_user("sam")
+            with pytest.raises(RuntimeError, match=r"differ only in the case .*: Sam / sam\."):
+                call_command("migrate", "evalsite", verbosity=0)
+            User.objects.filter(username="sam").update(username="sam2")
+        finally:
+            call_command("migrate", "evalsite", verbosity=0)
+        with pytest.raises(IntegrityError), transaction.atomic():
+            User.objects.create_user("SAM")
+
+
+@pytest.mark.postgres
+class CaseTwinRaceTests(TransactionTestCase):
+    """Real PostgreSQL, real threads, each with its own connection."""
+
+    def test_admins_creating_case_twins_at_once_get_one_account_and_refusals(self):
+        names = ["Sam", "sam", "SAM", "sAm", "saM", "SAm", "sAM", "SaM"]
+        barrier = threading.Barrier(len(names))
+        created, refused, errors = [], [], []
+
+        def work(name):
+            try:
+                barrier.wait()
+                created.append(
+                    user_create(username=name, roles=["reviewer"], password=None, email="", by="t")
+                )
+            except UserExists as exists:
+                refused.append(str(exists))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        assert len(created) == 1 and len(refused) == 7
+        assert User.objects.filter(username__iexact="sam").count() == 1
+        # Every refusal names the account that won (or, racing its commit, the name asked for).
+        assert all(r.lower() == "sam" for r in refused)
