@@ -23,6 +23,7 @@ from collections import defaultdict
 
 from django.db.models import Count
 
+from evalsite.templatetags.words import counted
 from tasks.models import Campaign
 
 from .arbitration import arbitration_claim_next, arbitration_resolve
@@ -306,7 +307,7 @@ def load(context: dict, stdout) -> dict:
     )
     stdout.write(
         f"Demo reviews on {campaign.slug}: {done['submitted']} reviews by reviewer1/reviewer2, "
-        f"{resolved} dispute(s) resolved by the arbiter; items: "
+        f"{counted(resolved, 'dispute')} resolved by the arbiter; items: "
         + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
     )
     return {"demo_reviews": done["submitted"], "demo_arbitrations": resolved}

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
+from evalsite.templatetags.words import counted
 from tasks.models import Campaign
 
 from . import selectors, services
@@ -405,6 +406,6 @@ def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpRespon
         )
         messages.success(
             request,
-            f"{reviewer.get_username()} was removed from this campaign; {n} open lease(s) returned to the pool.",
+            f"{reviewer.get_username()} was removed from this campaign; {counted(n, 'open lease')} returned to the pool.",
         )
     return _back_to_assignments(request, slug)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
+from evalsite.templatetags.words import counted
 from reviews.blinding import render_markdown
 from reviews.selectors import instructions_shown
 from reviews.services import campaign_identity_terms
@@ -178,7 +179,7 @@ def _campaign_action(request: HttpRequest, slug: str, action) -> HttpResponse:
 
 def _generate(campaign: Campaign) -> str:
     if queued := generation_enqueue(campaign=campaign):
-        return f"Queued {queued} generation(s)."
+        return f"Queued {counted(queued, 'generation')}."
     if not campaign.contenders.exclude(provider=Provider.IMPORTED).exists():
         return (
             "Nothing to generate: every contender of this campaign is imported. "
@@ -189,13 +190,13 @@ def _generate(campaign: Campaign) -> str:
 
 def _cancel(campaign: Campaign) -> str:
     if cancelled := generation_cancel(campaign=campaign):
-        return f"Cancelled {cancelled} generation(s); Generate queues them again."
+        return f"Cancelled {counted(cancelled, 'generation')}; Generate queues them again."
     return "Nothing was queued or running, so nothing was cancelled."
 
 
 def _retry_failed(campaign: Campaign) -> str:
     if queued := generation_retry_failed(campaign=campaign):
-        return f"Queued {queued} failed generation(s) again, each with a fresh set of attempts."
+        return f"Queued {counted(queued, 'failed generation')} again, each with a fresh set of attempts."
     return "No generation has failed: nothing to retry."
 
 
@@ -297,8 +298,9 @@ def campaign_import_outputs(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"Imported {result['stored']} output(s) ({result['unchanged']} unchanged, {result['missing']} still "
-                f"missing); {result['items_ready']} review item(s) became ready.",
+                f"Imported {counted(result['stored'], 'output')} ({result['unchanged']} unchanged, "
+                f"{result['missing']} still missing); "
+                f"{counted(result['items_ready'], 'review item')} became ready.",
             )
             return _redirect(request, reverse("campaign_detail", args=[campaign.slug]))
     context["upload_form"] = form

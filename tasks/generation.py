@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from evalsite.templatetags.words import counted
 from reviews import blinding
 from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
 from reviews.services import campaign_identity_terms
@@ -603,8 +604,8 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
         elif gen is None:
             if row.sample >= campaign.samples_per_task:
                 errors.append(
-                    f"line {row.line}, field sample: the campaign has {campaign.samples_per_task} "
-                    f"sample(s) per task"
+                    f"line {row.line}, field sample: the campaign has "
+                    f"{counted(campaign.samples_per_task, 'sample')} per task"
                 )
             else:
                 errors.append(

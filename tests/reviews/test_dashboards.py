@@ -317,7 +317,7 @@ class ImportPageTests(TestCase):
         assert response.status_code == 302 and response.url == "/campaigns/camp/dashboard/"
         assert Review.objects.count() == 8
         followed = self.client.get(response.url).content.decode()
-        assert "Imported 8 review(s) and 0 arbitration(s) from records.jsonl" in followed
+        assert "Imported 8 reviews and 0 arbitrations from records.jsonl" in followed
         # htmx: a client-side redirect instead of a 302.
         response = self.upload(jsonl(*sample_records()), HTTP_HX_REQUEST="true")
         assert (

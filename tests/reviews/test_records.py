@@ -685,7 +685,7 @@ class CommandTests(TestCase):
         path.write_bytes(jsonl(*sample_records()))
         out = io.StringIO()
         call_command("import_reviews", str(path), "--campaign", "camp", stdout=out)
-        assert "Imported 8 review(s) on 4 item(s)" in out.getvalue()
+        assert "Imported 8 reviews on 4 items" in out.getvalue()
         target = self.tmp / "out.csv"
         call_command(
             "export_reviews", "--campaign", "camp", "--format", "csv", "--output", str(target)

@@ -262,7 +262,7 @@ class CommandTests(TestCase):
                     stdout=out,
                 )
                 if name == "a":
-                    assert "Imported 2 output(s)" in out.getvalue()
+                    assert "Imported 2 outputs" in out.getvalue()
                     # Only one side exists: nothing is offered to reviewers yet.
                     assert ReviewItem.objects.filter(campaign=campaign).count() == 2
                     assert not ReviewItem.objects.filter(campaign=campaign, ready=True).exists()
@@ -274,7 +274,7 @@ class CommandTests(TestCase):
             call_command(
                 "import_outputs", str(good), "--campaign", "imp", "--contender", "b", stdout=out
             )
-            assert "Imported 0 output(s) for b (2 unchanged" in out.getvalue()
+            assert "Imported 0 outputs for b (2 unchanged" in out.getvalue()
         assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
 
 

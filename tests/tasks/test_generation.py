@@ -818,7 +818,7 @@ def test_generate_wait_shows_progress_and_a_summary(workers, fake):
     out = StringIO()
     call_command("generate", "cli", "--wait", "--interval", "0.2", "--timeout", "60", stdout=out)
     text = out.getvalue()
-    assert "Queued 4 generation(s) for cli." in text
+    assert "Queued 4 generations for cli." in text
     assert "] 4/4  done 4  failed 0" in text  # the last progress line
     assert "Status: reviewing." in text
     summary = {

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.templatetags.words import counted
 from reviews.records import FORMATS, RecordImportError, reviews_import
 from tasks.models import Campaign
 
@@ -32,11 +33,13 @@ class Command(BaseCommand):
             for message in exc.messages():
                 self.stderr.write(message)
             raise CommandError(
-                f"nothing imported: {len(exc.errors)} problem(s) in {path.name}"
+                f"nothing imported: {counted(len(exc.errors), 'problem')} in {path.name}"
             ) from None
         self.stdout.write(
-            f"Imported {summary.reviews_created} review(s) on {summary.items_settled} item(s) "
-            f"({summary.items_created} new item(s), {summary.reviews_unchanged} already present, "
-            f"{len(summary.judges_created)} new judge account(s)); "
-            f"{summary.arbitrations_created} arbitration(s) replayed, {summary.arbitrations_unchanged} already present."
+            f"Imported {counted(summary.reviews_created, 'review')} on "
+            f"{counted(summary.items_settled, 'item')} ({summary.items_created} new, "
+            f"{summary.reviews_unchanged} reviews already present, "
+            f"{counted(len(summary.judges_created), 'new judge account')}); "
+            f"{counted(summary.arbitrations_created, 'arbitration')} replayed, "
+            f"{summary.arbitrations_unchanged} already present."
         )

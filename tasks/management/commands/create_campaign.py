@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.templatetags.words import counted
 from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
 
 
@@ -22,7 +23,8 @@ class Command(BaseCommand):
             campaign, warnings = campaign_create(definition=definition)
         except DefinitionError as exc:
             raise CommandError(
-                f"{path}: {len(exc.errors)} problem(s):\n" + "\n".join(f"  {e}" for e in exc.errors)
+                f"{path}: {counted(len(exc.errors), 'problem')}:\n"
+                + "\n".join(f"  {e}" for e in exc.errors)
             ) from None
         for warning in warnings:
             self.stderr.write(f"warning: {warning}")

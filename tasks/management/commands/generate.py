@@ -2,6 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.templatetags.words import counted
 from tasks.campaign_selectors import campaign_progress, format_eta
 from tasks.generation import GenerationError, campaign_status_refresh, generation_enqueue
 from tasks.models import Campaign
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             queued = generation_enqueue(campaign=campaign)
         except GenerationError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"Queued {queued} generation(s) for {campaign.slug}.")
+        self.stdout.write(f"Queued {counted(queued, 'generation')} for {campaign.slug}.")
         if not options["wait"]:
             return
         tty = self.stdout.isatty()
@@ -87,7 +88,7 @@ class Command(BaseCommand):
         if progress["totals"]["failed"]:
             self.stdout.write(
                 self.style.WARNING(
-                    f"{progress['totals']['failed']} generation(s) failed: see the campaign page; "
+                    f"{counted(progress['totals']['failed'], 'generation')} failed: see the campaign page; "
                     "'retry failed' queues them again."
                 )
             )

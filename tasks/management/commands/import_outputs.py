@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.templatetags.words import counted
 from tasks.generation import outputs_import
 from tasks.models import Campaign
 from tasks.providers.imported import ImportErrors
@@ -30,10 +31,11 @@ class Command(BaseCommand):
             result = outputs_import(campaign=campaign, contender_name=options["contender"], raw=raw)
         except ImportErrors as exc:
             raise CommandError(
-                f"{path}: nothing imported, {len(exc.errors)} problem(s):\n"
+                f"{path}: nothing imported, {counted(len(exc.errors), 'problem')}:\n"
                 + "\n".join(f"  {e}" for e in exc.errors)
             ) from None
         self.stdout.write(
-            f"Imported {result['stored']} output(s) for {options['contender']} ({result['unchanged']} unchanged, "
-            f"{result['missing']} still missing); {result['items_ready']} review item(s) became ready."
+            f"Imported {counted(result['stored'], 'output')} for {options['contender']} "
+            f"({result['unchanged']} unchanged, {result['missing']} still missing); "
+            f"{counted(result['items_ready'], 'review item')} became ready."
         )

@@ -1,0 +1,8 @@
+from evalsite.templatetags.words import counted, words
+
+
+def test_counts_read_as_words():
+    assert counted(1, "review") == "1 review"
+    assert [counted(n, "open lease") for n in (0, 2)] == ["0 open leases", "2 open leases"]
+    assert counted(3, "query", "queries") == "3 queries"
+    assert words("long_context_summary") == "long context summary"
