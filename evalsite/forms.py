@@ -66,10 +66,16 @@ class UserForm(forms.Form):
                 if field == "roles":
                     message = "Choose at least one role."
                 self.add_error(field if field in self.fields else None, message)
-            if get_user_model().objects.filter(username=username).exists():
-                # Checked again, atomically, when the account is made (services.user_create).
-                self.add_error("username", "A user with this name exists: edit them instead.")
+            # Checked again, atomically, when the account is made (services.user_create).
+            users = get_user_model().objects.filter(username__iexact=username)
+            if existing := users.values_list("username", flat=True).first():
+                self.add_error("username", user_exists_message(existing, username))
         return data
+
+
+def user_exists_message(existing: str, asked: str) -> str:
+    same = "" if existing == asked else " (names that differ only in case are the same name)"
+    return f"{existing} already exists{same}: edit them instead."
 
 
 class NewPasswordForm(PasswordChangeForm):

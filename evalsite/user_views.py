@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import selectors
-from .forms import UserForm
+from .forms import UserForm, user_exists_message
 from .htmx import wants_fragment
 from .roles import ADMIN, ROLES, login_required, role_required, roles_of
 from .services import (
@@ -59,11 +59,7 @@ def user_list(request: HttpRequest) -> HttpResponse:
                 by=request.user,
             )
         except UserExists as exists:
-            form.add_error(
-                "username",
-                f"A user with this name exists ({exists}; names differ by more than case): "
-                "edit them instead.",
-            )
+            form.add_error("username", user_exists_message(str(exists), data["username"]))
         else:
             created = {"user": user, "password": password, "generated": not data["password"]}
             form = UserForm()
