@@ -105,7 +105,9 @@ def campaign_report_cached(campaign: Campaign) -> dict:
 @dataclass
 class Column:
     label: str
-    kind: str = "text"  # text | int | num | pct | ci | ms | s | money | heat
+    kind: str = (
+        "text"  # text | name (kept on one line) | int | num | pct | ci | ms | s | money | heat
+    )
 
 
 @dataclass
@@ -122,7 +124,8 @@ class Table:
             [
                 {
                     "text": display(v, c.kind),
-                    "num": c.kind != "text",
+                    "num": c.kind not in ("text", "name"),
+                    "name": c.kind == "name",
                     "heat": heat_class(v) if c.kind == "heat" else "",
                 }
                 for v, c in zip(row, self.columns, strict=True)
@@ -404,7 +407,7 @@ def _agreement(report: dict) -> dict:
 
 def _reviewers(report: dict) -> dict:
     columns = [
-        Column("reviewer"),
+        Column("reviewer", "name"),
         Column("reviews", "int"),
         Column("median time per item", "s"),
         Column("mean offset from final", "num"),
@@ -440,10 +443,15 @@ def _reviewers(report: dict) -> dict:
 
 
 def _leaderboard(report: dict) -> dict:
-    lb = report["leaderboard"]
+    # Contenders whose intervals overlap share a rank, so a higher rating can carry a lower
+    # rank; reading down the table should never go 1, 2, 1: by rank, then rating.
+    lb = sorted(
+        report["leaderboard"],
+        key=lambda r: (r["rank"] is None, r["rank"] or 0, -(r["rating"] or 0)),
+    )
     columns = [
         Column("rank", "int"),
-        Column("contender"),
+        Column("contender", "name"),
         Column("rating", "num"),
         Column("rating", "ci"),
         Column("wins", "int"),
@@ -485,12 +493,13 @@ def _leaderboard(report: dict) -> dict:
             columns,
             rows,
             note="Bradley-Terry on final (adjudicated) outcomes, Elo scale centred on 1000; 95% item-bootstrap "
-            "intervals. Rank = 1 + contenders whose interval lies entirely above.",
+            "intervals. Rank = 1 + the number of contenders whose interval lies entirely above; "
+            "contenders with overlapping intervals share a rank. Ordered by rank, then rating.",
         ),
         Table(
             "dimension-means",
             "Mean final score per dimension",
-            [Column("contender")] + [Column(d, "num") for d in dims],
+            [Column("contender", "name")] + [Column(d, "num") for d in dims],
             score_rows,
         ),
     ]
@@ -542,7 +551,7 @@ def _capability(report: dict) -> dict:
                 [
                     Column("by"),
                     Column("group"),
-                    Column("contender"),
+                    Column("contender", "name"),
                     Column("quality", "num"),
                     Column("quality", "ci"),
                     Column("tasks", "int"),
@@ -564,7 +573,7 @@ STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
 
 def _stability(report: dict) -> dict:
     columns = [
-        Column("contender"),
+        Column("contender", "name"),
         Column("stability", "num"),
         Column("measured on"),
         Column("tasks with 2+ samples measured", "int"),
@@ -604,7 +613,7 @@ def _stability(report: dict) -> dict:
 def _cost(report: dict) -> dict:
     lb = report["leaderboard"]
     cost_columns = [
-        Column("contender"),
+        Column("contender", "name"),
         Column("cost per task (one answer)", "money"),
         Column("normalized cost", "num"),
         Column("latency p50", "ms"),
@@ -644,7 +653,7 @@ def _cost(report: dict) -> dict:
                 "decision",
                 "Decision score",
                 [
-                    Column("contender"),
+                    Column("contender", "name"),
                     Column("quality", "num"),
                     Column("stability", "num"),
                     Column("normalized cost", "num"),
@@ -792,6 +801,23 @@ def dashboard_page(report: dict, page: str, *, a: str | None = None, b: str | No
         "cost": _cost,
         "bias": _bias,
     }
-    if page == "head-to-head":
-        return _head_to_head(report, a, b)
-    return builders[page](report)
+    data = _head_to_head(report, a, b) if page == "head-to-head" else builders[page](report)
+    return {**data, "warnings": page_warnings(report["warnings"], page)}
+
+
+# Which pages a report warning concerns, by its topic (the text before the first colon). The
+# overview shows every warning; a warning of another topic shows on every page.
+WARNING_PAGES = {
+    "stability": {"stability", "leaderboard", "cost"},
+    "ratings": {"leaderboard", "head-to-head"},
+    "cost": {"cost", "leaderboard"},
+    "decision score": {"cost", "leaderboard"},
+}
+
+
+def page_warnings(warnings: list[str], page: str) -> list[str]:
+    return [
+        w
+        for w in warnings
+        if page == "overview" or page in WARNING_PAGES.get(w.split(":", 1)[0], {page})
+    ]

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.test import TestCase
 
-from reviews.dashboards import PAGES
+from reviews.dashboards import PAGES, dashboard_page
 from reviews.records import reviews_import
 from reviews.report import campaign_report
 from tests.factories import personas
@@ -94,6 +94,21 @@ class DashboardTests(TestCase):
         assert f"{top['rating']:,.1f}" in body
         assert "<svg" in body and 'class="interval"' in body and "<circle" in body
         assert " style=" not in body and "<script>" not in body
+
+    def test_a_warning_shows_on_the_overview_and_the_pages_it_concerns_only(self):
+        self.login("lead")
+        stability = [w for w in self.report["warnings"] if w.startswith("stability:")]
+        assert stability, self.report["warnings"]
+        shown = {}
+        for url in page_urls("camp"):
+            body = self.client.get(url).content.decode()
+            shown[url.split("/dashboard/")[1].strip("/") or "overview"] = stability[0][:40] in body
+        assert {page for page, yes in shown.items() if yes} == {
+            "overview",
+            "leaderboard",
+            "stability",
+            "cost",
+        }
 
     def test_it_counts_fully_reviewed_items_apart_from_those_with_a_final_outcome(self):
         self.login("lead")
@@ -343,3 +358,25 @@ class ImportPageTests(TestCase):
         for who in ("reviewer_a", "arbiter", "outsider"):
             self.client.force_login(self.users[who])
             assert self.upload(jsonl(rec())).status_code == 403
+
+
+def test_the_leaderboard_reads_down_by_rank_then_rating():
+    """Overlapping intervals share a rank, so a higher rating can rank lower: rows go 1, 1, 2."""
+    row = {"wins": 0, "losses": 0, "ties": 0, "quality": None, "stability": None}
+    row |= {"pass_at_1": None, "cost_per_task": None, "decision_score": None, "scores": {}}
+    report = {
+        "leaderboard": [
+            {**row, "contender": "wide-high", "rating": 1100.0, "ci95": [900, 1300], "rank": 1},
+            {**row, "contender": "narrow-mid", "rating": 1050.0, "ci95": [1040, 1060], "rank": 2},
+            {**row, "contender": "wide-low", "rating": 850.0, "ci95": [500, 1200], "rank": 1},
+        ],
+        "rating": {},
+        "warnings": [],
+    }
+    table = dashboard_page(report, "leaderboard")["tables"][0]
+    assert [(r[0], r[1]) for r in table.rows] == [
+        (1, "wide-high"),
+        (1, "wide-low"),
+        (2, "narrow-mid"),
+    ]
+    assert "share a rank" in table.note
