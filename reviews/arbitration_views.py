@@ -7,6 +7,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -149,6 +150,7 @@ def _same(option: str, selected: str) -> bool:
         return False
 
 
+@never_cache  # live counts: Back must not show them from before the last resolve
 @role_required(ARBITER)
 @require_GET
 def arbiter_home(request: HttpRequest) -> HttpResponse:

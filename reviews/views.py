@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
@@ -181,6 +182,7 @@ def _next_response(
     return replace_url(response, target)
 
 
+@never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
 def reviewer_home(request: HttpRequest) -> HttpResponse:
@@ -188,6 +190,7 @@ def reviewer_home(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/reviewer_home.html", {"campaigns": campaigns})
 
 
+@never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
 def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:

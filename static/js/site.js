@@ -110,3 +110,10 @@ document.addEventListener(
   },
   true,
 );
+
+// Pages with live counts (a reviewer's or arbiter's progress) mark themselves data-live; when
+// the browser's Back button brings one back from its back-forward cache, it would show the
+// counts from before the work just done, so it is fetched again.
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted && document.querySelector("[data-live]")) window.location.reload();
+});

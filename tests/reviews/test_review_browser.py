@@ -183,3 +183,28 @@ def test_the_home_action_fits_a_phone_and_an_output_scrolls_with_the_arrows(
     assert wait_until(page, lambda: pane.evaluate("el => el.scrollTop") > 0)
     # the keys scrolled the pane and did not move between questions
     assert page.evaluate("document.activeElement.classList.contains('output-body')")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_back_to_the_campaign_page_shows_counts_after_the_review_just_done(
+    browser_page, live_server
+):
+    """Back from the review page lands on the campaign's entry page. Restored from the
+    browser's cache it would still say nothing was reviewed; it is fetched again, and, with
+    the next item open, it resumes that item with the count that includes the one just done."""
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="kb-back", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.get_by_text("You have reviewed 0 items here.").wait_for()
+    page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
+    review_with_keyboard(page, ["4", "5", "3", "4", "2"])
+    page.wait_for_selector("[data-notice=ok]")
+    assert Assignment.objects.filter(reviewer=reviewer, state="submitted").count() == 1
+    open_item = Assignment.objects.get(reviewer=reviewer, state="active")
+    page.go_back()
+    page.wait_for_url(f"**/review/{campaign.slug}/{open_item.token}/")
+    page.get_by_text("Done by you: 1").wait_for()
+    assert page.get_by_text("You have reviewed 0 items here.").count() == 0
