@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, Q
@@ -45,6 +46,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite import rawrows
+from evalsite.roles import REVIEWER, has_role
 from tasks.models import Campaign, Generation, Mode, Task
 
 from . import blinding, pagerows
@@ -192,13 +194,27 @@ def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 50
 
 
 def assignment_sweep_expired() -> int:
-    """Beat entry: expire every stale lease in every campaign, in batches."""
+    """Beat entry: expire every stale lease in every campaign, in batches, then return the
+    leases of accounts that can no longer finish them."""
     total = 0
     while True:
         n = assignment_expire_stale(limit=1000)
         total += n
         if n < 1000:
-            return total
+            return total + assignment_release_unfinishable()
+
+
+def assignment_release_unfinishable() -> int:
+    """Open leases held by accounts that can no longer finish them (deactivated, or no longer
+    reviewers) back to the pool. Changing the account releases them at once (user_update);
+    this catches a claim that was in flight at that moment, whose lease would otherwise hold
+    its slot until it ran out."""
+    holders = get_user_model().objects.filter(assignments__state=Assignment.State.ACTIVE)
+    return sum(
+        reviewer_leases_release(reviewer=user)
+        for user in holders.distinct()
+        if not user.is_active or not has_role(user, REVIEWER)
+    )
 
 
 _RETRY = object()

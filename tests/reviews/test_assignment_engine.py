@@ -523,3 +523,22 @@ class SweeperTests(TestCase):
         assert ReviewItem.objects.filter(campaign=campaign).aggregate(n=Sum("live_count"))["n"] == 1
         assert invariant_violations(campaign) == []
         assert not ReviewItem.objects.filter(live_count__gt=F("overlap")).exists()
+
+    def test_it_returns_the_leases_of_accounts_that_can_no_longer_finish_them(self):
+        """A claim in flight while an admin deactivates the account (or takes its reviewer
+        role) commits after the account change released the leases: the sweep returns it."""
+        campaign = campaign_ready(items=3, overlap=2)
+        gone, demoted, working = (UserFactory(roles=["reviewer"]) for _ in range(3))
+        held = {
+            u.pk: services.assignment_claim_next(campaign=campaign, reviewer=u).assignment
+            for u in (gone, demoted, working)
+        }
+        type(gone).objects.filter(pk=gone.pk).update(is_active=False)
+        demoted.groups.clear()
+        assert services.assignment_sweep_expired() == 2
+        states = dict(Assignment.objects.values_list("reviewer_id", "state"))
+        assert states == {gone.pk: "released", demoted.pk: "released", working.pk: "active"}
+        assert Assignment.objects.get(pk=held[working.pk].pk).state == "active"
+        assert ReviewItem.objects.filter(campaign=campaign).aggregate(n=Sum("live_count"))["n"] == 1
+        assert invariant_violations(campaign) == []
+        assert services.assignment_sweep_expired() == 0
