@@ -27,6 +27,7 @@ from .campaign_forms import (
 from .campaign_selectors import (
     OUTPUT_FILTERS,
     campaign_check_failures,
+    campaign_failure_summary,
     campaign_failures,
     campaign_get,
     campaign_items_summary,
@@ -144,6 +145,7 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "items": campaign_items_summary(campaign=campaign),
         # Provider error text: admins only. Check results: admins and leads.
         "failures": campaign_failures(campaign=campaign) if is_admin else [],
+        "failure_summary": campaign_failure_summary(campaign=campaign) if is_admin else [],
         "check_failures": campaign_check_failures(campaign=campaign),
         "imported_contenders": imported,
         "upload_form": OutputsUploadForm(contenders=imported) if is_admin and imported else None,
