@@ -567,6 +567,25 @@ class PageTests(TestCase):
         self.login("admin")
         assert ">Done /min</th>" in self.client.get("/campaigns/pages/").content.decode()
 
+    def test_the_poll_refreshes_the_header_status_badge_and_item_counts(self):
+        self.login("admin")
+        headers = {"HX-Request": "true", "HX-Target": "generation-progress"}
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert page.count('id="campaign-status"') == 1 and "hx-swap-oob" not in page
+        # The last row is done but the worker has not flipped the status yet: poll once more.
+        Campaign.objects.filter(pk=self.campaign.pk).update(status="generating")
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert "<html" not in partial and 'hx-trigger="load delay:2s"' in partial
+        assert (
+            '<span id="campaign-status" class="badge status-generating" hx-swap-oob="true">'
+            "Generating</span>" in partial
+        )
+        assert '<div id="review-items" hx-swap-oob="true"><dt>Review items</dt>' in partial
+        Campaign.objects.filter(pk=self.campaign.pk).update(status="reviewing")
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert "hx-trigger" not in partial
+        assert 'class="badge status-reviewing" hx-swap-oob="true">Reviewing</span>' in partial
+
     def test_admin_uploads_outputs_with_inline_errors(self):
         from django.core.files.uploadedfile import SimpleUploadedFile
 
