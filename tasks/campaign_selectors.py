@@ -43,7 +43,11 @@ def contender_list() -> list[Contender]:
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
-    """Per-contender counts (waiting / queued / running / done / failed), rate and ETA."""
+    """Per-contender counts (waiting / queued / running / done / failed), rate and ETA.
+
+    The rate counts outputs done, not failures: a contender failing fast is not making progress,
+    and an ETA built on its failures would promise outputs that never come.
+    """
     now = timezone.now()
     since = now - timedelta(seconds=RATE_WINDOW)
     rows = (
@@ -57,7 +61,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             done=Count("pk", filter=Q(status=S.DONE)),
             failed=Count("pk", filter=Q(status=S.FAILED)),
             cancelled=Count("pk", filter=Q(status=S.CANCELLED)),
-            recent=Count("pk", filter=Q(status__in=[S.DONE, S.FAILED], finished_at__gte=since)),
+            recent_done=Count("pk", filter=Q(status=S.DONE, finished_at__gte=since)),
             retries=Sum("retries"),
             discarded=Sum("discarded_calls"),
             latency=Avg("latency_ms", filter=Q(status=S.DONE)),
@@ -72,11 +76,20 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     contenders = []
     totals = {
         k: 0
-        for k in ("total", "waiting", "queued", "running", "done", "failed", "cancelled", "recent")
+        for k in (
+            "total",
+            "waiting",
+            "queued",
+            "running",
+            "done",
+            "failed",
+            "cancelled",
+            "recent_done",
+        )
     }
     for row in rows:
         remaining = row["queued"] + row["running"]
-        rate = row["recent"] / RATE_WINDOW
+        rate = row["recent_done"] / RATE_WINDOW
         eta = remaining / rate if rate and remaining else None
         contenders.append(
             {
@@ -100,7 +113,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         for k in totals:
             totals[k] += row[k]
     remaining = totals["queued"] + totals["running"]
-    rate = totals["recent"] / RATE_WINDOW
+    rate = totals["recent_done"] / RATE_WINDOW
     return {
         "contenders": contenders,
         "totals": {
@@ -122,6 +135,25 @@ def campaign_failures(*, campaign: Campaign, limit: int = 50) -> list[dict]:
         .order_by("-finished_at")
         .values("task__external_id", "contender__name", "sample_index", "attempts", "error")[:limit]
     )
+
+
+def campaign_failure_summary(*, campaign: Campaign) -> list[dict]:
+    """Per contender with failures: how many, and the provider's commonest message with its
+    count (admins only, like every provider message)."""
+    rows = (
+        Generation.objects.filter(campaign=campaign, status=S.FAILED)
+        .values("contender__name", "error")
+        .annotate(n=Count("pk"))
+        .order_by("contender__name", "-n", "error")
+    )
+    summary: dict[str, dict] = {}
+    for row in rows:
+        name = row["contender__name"]
+        entry = summary.setdefault(
+            name, {"contender": name, "failed": 0, "error": row["error"], "error_count": row["n"]}
+        )
+        entry["failed"] += row["n"]
+    return list(summary.values())
 
 
 def campaign_check_failures(*, campaign: Campaign, limit: int = 50) -> list[dict]:

@@ -27,6 +27,7 @@ from .campaign_forms import (
 from .campaign_selectors import (
     OUTPUT_FILTERS,
     campaign_check_failures,
+    campaign_failure_summary,
     campaign_failures,
     campaign_get,
     campaign_items_summary,
@@ -141,9 +142,14 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "progress": progress,
         "is_admin": is_admin,
         "poll_target": PROGRESS_TARGET,
+        # The last worker flips generating -> reviewing just after its row is done: poll once
+        # more while the status read above says generating, so the header badge that the poll
+        # refreshes never stays at "Generating".
+        "polling": progress["active"] or campaign.status == Campaign.Status.GENERATING,
         "items": campaign_items_summary(campaign=campaign),
         # Provider error text: admins only. Check results: admins and leads.
         "failures": campaign_failures(campaign=campaign) if is_admin else [],
+        "failure_summary": campaign_failure_summary(campaign=campaign) if is_admin else [],
         "check_failures": campaign_check_failures(campaign=campaign),
         "imported_contenders": imported,
         "upload_form": OutputsUploadForm(contenders=imported) if is_admin and imported else None,
@@ -158,10 +164,12 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
 def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """The campaign page; an htmx poll of the progress region gets only that partial."""
+    """The campaign page; an htmx poll of the progress region gets only that partial, with the
+    header's status badge and review-item counts swapped out of band."""
     campaign = campaign_get(slug=slug)
     context = _detail_context(request, campaign)
     if request.htmx and request.htmx.target == PROGRESS_TARGET:
+        context["oob"] = True
         return render(request, "tasks/campaign_detail.html#progress", context)
     return render(request, "tasks/campaign_detail.html", context)
 

@@ -52,3 +52,46 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     assert "local-llama" in page.inner_text("#generation-progress")
     assert Campaign.objects.get(slug="support-q1").generations.count() == 4
     assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_poll_updates_the_status_badge_and_shows_failures_apart(browser_page):
+    from django.utils import timezone
+
+    from tasks.campaigns import campaign_create
+    from tasks.models import Generation
+
+    personas()
+    ts = TestSetFactory(name="support", frozen=True, task_count=2)
+    for i in range(2):
+        TaskFactory(testset=ts, position=i, external_id=f"T-{i}")
+    campaign, _ = campaign_create(
+        definition={
+            "slug": "live",
+            "testset": "support",
+            "rubric": [{"key": "accuracy"}],
+            "contenders": [{"name": "local-llama", "provider": "openai", "model": "m"}],
+        }
+    )
+    Generation.objects.filter(campaign=campaign).update(queued_at=timezone.now())
+    Campaign.objects.filter(pk=campaign.pk).update(status="generating")
+    page = browser_page
+
+    browser_login(page, "admin", PASSWORD)
+    page.goto("/campaigns/live/")
+    assert page.inner_text("#campaign-status") == "Generating"
+    # The workers finish while the page is open: one output done, one failed for good.
+    first, second = Generation.objects.filter(campaign=campaign).order_by("pk")
+    now = timezone.now()
+    Generation.objects.filter(pk=first.pk).update(status="done", output="ok", finished_at=now)
+    Generation.objects.filter(pk=second.pk).update(
+        status="failed", error="HTTP 401: invalid api key", finished_at=now
+    )
+    Campaign.objects.filter(pk=campaign.pk).update(status="reviewing")
+    assert wait_until(page, lambda: page.inner_text("#campaign-status") == "Reviewing", 8)
+    progress = page.inner_text("#generation-progress")
+    assert "local-llama: 1 failed; most often (1 of 1): HTTP 401: invalid api key" in progress
+    assert page.locator("#generation-progress progress").first.get_attribute("value") == "1"
+    assert page.locator("[id=campaign-status]").count() == 1
+    assert page.js_errors == []

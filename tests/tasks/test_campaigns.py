@@ -6,9 +6,11 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import TestCase
+from django.utils import timezone
 
 from evalsite.models import ApiToken
 from reviews.models import ReviewItem
+from tasks.campaign_selectors import campaign_failure_summary, campaign_progress
 from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
 from tasks.models import Campaign, Contender, Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
@@ -512,6 +514,77 @@ class PageTests(TestCase):
         )
         partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
         assert 'hx-trigger="load delay:2s"' in partial
+
+    def test_it_shows_failed_generations_apart_from_done_ones_and_says_why(self):
+        self.login("admin")
+        page = self.client.get("/campaigns/pages/").content.decode()
+        # alpha-model: 0 done, 1 failed of 2; the bar counts only what is done
+        assert '<progress max="2" value="0"' in page
+        failed_url = "/campaigns/pages/generations/?only=failed"
+        assert f'href="{failed_url}&amp;contender=alpha-model">1 failed</a>' in page
+        assert f'href="{failed_url}">those whose generation failed</a>' in page
+        assert (
+            "Review items that include a failed generation cannot open for review until "
+            "<em>Retry failed</em> succeeds for it." in page
+        )
+        assert (
+            "alpha-model: 1 failed; most often (1 of 1): "
+            "<code>HTTP 400: secret provider detail</code>" in page
+        )
+        self.login("lead")
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert f'href="{failed_url}&amp;contender=alpha-model">1 failed</a>' in page
+        assert "cannot open for review until an admin retries it and it succeeds." in page
+        assert "most often" not in page and "secret provider detail" not in page
+
+    def test_it_summarises_each_contenders_commonest_provider_error(self):
+        rows = Generation.objects.filter(campaign=self.campaign, contender__name="beta-model")
+        rows.update(status="failed", error="HTTP 401: bad key")
+        rows.filter(task__external_id="T-2").update(error="timeout")
+        summary = campaign_failure_summary(campaign=self.campaign)
+        assert [(f["contender"], f["failed"], f["error_count"]) for f in summary] == [
+            ("alpha-model", 1, 1),
+            ("beta-model", 2, 1),
+        ]
+        assert summary[0]["error"] == "HTTP 400: secret provider detail"
+
+    def test_it_measures_rate_and_eta_on_outputs_done_not_on_failures(self):
+        Generation.objects.filter(campaign=self.campaign, status__in=["done", "failed"]).update(
+            finished_at=timezone.now()
+        )
+        Generation.objects.filter(campaign=self.campaign, status="pending").update(
+            queued_at=timezone.now()
+        )
+        progress = campaign_progress(campaign=self.campaign)
+        alpha, beta = progress["contenders"]
+        assert (alpha["name"], alpha["rate_per_min"], alpha["eta_seconds"]) == (
+            "alpha-model",
+            0.0,
+            None,
+        )
+        assert (beta["rate_per_min"], beta["eta_seconds"]) == (1.0, 60)
+        assert progress["totals"]["rate_per_min"] == 1.0
+        self.login("admin")
+        assert ">Done /min</th>" in self.client.get("/campaigns/pages/").content.decode()
+
+    def test_the_poll_refreshes_the_header_status_badge_and_item_counts(self):
+        self.login("admin")
+        headers = {"HX-Request": "true", "HX-Target": "generation-progress"}
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert page.count('id="campaign-status"') == 1 and "hx-swap-oob" not in page
+        # The last row is done but the worker has not flipped the status yet: poll once more.
+        Campaign.objects.filter(pk=self.campaign.pk).update(status="generating")
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert "<html" not in partial and 'hx-trigger="load delay:2s"' in partial
+        assert (
+            '<span id="campaign-status" class="badge status-generating" hx-swap-oob="true">'
+            "Generating</span>" in partial
+        )
+        assert '<div id="review-items" hx-swap-oob="true"><dt>Review items</dt>' in partial
+        Campaign.objects.filter(pk=self.campaign.pk).update(status="reviewing")
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert "hx-trigger" not in partial
+        assert 'class="badge status-reviewing" hx-swap-oob="true">Reviewing</span>' in partial
 
     def test_admin_uploads_outputs_with_inline_errors(self):
         from django.core.files.uploadedfile import SimpleUploadedFile

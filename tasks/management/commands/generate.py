@@ -70,7 +70,7 @@ class Command(BaseCommand):
         return (
             f"[{'#' * filled}{'.' * (BAR - filled)}] {t['finished_count']}/{t['total']}  "
             f"done {t['done']}  failed {t['failed']}  running {t['running']}  queued {t['queued']}  "
-            f"{t['rate_per_min']}/min  ETA {format_eta(t['eta_seconds'])}"
+            f"{t['rate_per_min']} done/min  ETA {format_eta(t['eta_seconds'])}"
         )
 
     def _summary(self, progress: dict, elapsed: float) -> None:
