@@ -1,5 +1,7 @@
 """Admin forms for contenders and campaigns: parse input, then defer to the same validation as
-the definition files (tasks.campaigns), mapping its "field: message" errors onto the fields."""
+the definition files (tasks.campaigns), mapping its "field: message" errors onto the fields.
+The definition speaks in its keys (`samples_per_task`), which file authors know; the campaign
+form restates its errors in the form's own labels."""
 
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ from django import forms
 
 from evalsite.uploads import strict_yaml, yaml_problem
 
-from .campaigns import INSTRUCTIONS_MAX_CHARS, contender_validate
+from .campaigns import (
+    INSTRUCTIONS_MAX_CHARS,
+    DefinitionError,
+    campaign_definition_validate,
+    contender_validate,
+)
 from .models import Contender, Mode, Provider, TestSet
 
 PROVIDER_CHOICES = Provider.choices
@@ -198,26 +205,70 @@ class CampaignForm(forms.Form):
             raise forms.ValidationError("weights must be an object")
         return value or {}
 
+    def clean(self):
+        data = super().clean()
+        # The definition's checks run even when some fields failed, so one submit reports
+        # every problem. A failed field is passed as None, which the definition skips (and
+        # cross-checks need both values), and its definition errors would only repeat it.
+        try:
+            campaign_definition_validate(self.definition())
+        except DefinitionError as exc:
+            self.add_definition_errors(exc.errors, skip=set(self.errors))
+        return data
+
     def definition(self) -> dict:
         d = self.cleaned_data
+        testset, contenders = d.get("testset"), d.get("contenders")
         return {
-            "slug": d["slug"],
-            "name": d["name"] or d["slug"],
-            "testset": {"name": d["testset"].name, "version": d["testset"].version},
-            "contenders": [c.name for c in d["contenders"]],
-            "mode": d["mode"],
-            "samples_per_task": d["samples_per_task"],
-            "reviewed_samples": d["reviewed_samples"],
-            "overlap": d["overlap"],
-            "rubric": d["rubric"],
-            "weights": d["weights"],
-            "redact": [w.strip() for w in d["redact"].split(",") if w.strip()],
-            "lease_minutes": d["lease_minutes"],
-            "pass_threshold": d["pass_threshold"],
-            "show_reference": d["show_reference"],
-            "flags_dispute": d["flags_dispute"],
-            "instructions": d["instructions"],
+            "slug": d.get("slug"),
+            "name": d.get("name") or d.get("slug"),
+            "testset": {"name": testset.name, "version": testset.version} if testset else None,
+            "contenders": [c.name for c in contenders] if contenders else None,
+            "mode": d.get("mode"),
+            "samples_per_task": d.get("samples_per_task"),
+            "reviewed_samples": d.get("reviewed_samples"),
+            "overlap": d.get("overlap"),
+            "rubric": d.get("rubric"),
+            "weights": d.get("weights"),
+            "redact": [w.strip() for w in d.get("redact", "").split(",") if w.strip()],
+            "lease_minutes": d.get("lease_minutes"),
+            "pass_threshold": d.get("pass_threshold"),
+            "show_reference": d.get("show_reference", False),
+            "flags_dispute": d.get("flags_dispute", False),
+            "instructions": d.get("instructions"),
         }
+
+    def add_definition_errors(self, errors: list[str], *, skip: set[str] = frozenset()) -> None:
+        for error in errors:
+            field = _field_of(error, self.fields)
+            if field in skip:
+                continue
+            self.add_error(field, self._in_labels(error, field) if field else error)
+
+    def _in_labels(self, error: str, field: str) -> str:
+        """A definition error in the form's labels: `rubric[0].max: must be greater than min`
+        -> "Rubric: accuracy: max must be greater than min"."""
+        path, message = error.split(": ", 1) if ": " in error else (field, error)
+        where = [str(self[field].label)]
+        rest = path[len(field) :]
+        index = re.match(r"\[(\d+)\]\.?", rest)
+        if field == "rubric" and index:
+            where.append(self._dimension_name(int(index[1])))
+            rest = rest[index.end() :]
+        if rest := rest.lstrip("."):
+            where.append(rest)
+        for name in self.fields:
+            if "_" in name:  # one-word keys (mode, slug) read as English already
+                message = re.sub(rf"\b{name}\b", str(self[name].label), message)
+        # "X: must be ..." reads as the sentence "X must be ..."; other messages keep the colon.
+        joiner = " " if re.match(r"(must|cannot|is|are)\b", message) else ": "
+        return ": ".join(where) + joiner + message
+
+    def _dimension_name(self, index: int) -> str:
+        rubric = self.cleaned_data.get("rubric") or []
+        dimension = rubric[index] if index < len(rubric) else None
+        key = dimension.get("key") if isinstance(dimension, dict) else None
+        return key.strip() if isinstance(key, str) and key.strip() else f"dimension {index + 1}"
 
 
 class InstructionsForm(forms.Form):

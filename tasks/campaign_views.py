@@ -22,7 +22,6 @@ from .campaign_forms import (
     ContenderForm,
     InstructionsForm,
     OutputsUploadForm,
-    add_definition_errors,
 )
 from .campaign_selectors import (
     OUTPUT_FILTERS,
@@ -116,8 +115,8 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             campaign, warnings = campaign_create(definition=form.definition(), user=request.user)
-        except DefinitionError as exc:
-            add_definition_errors(form, exc.errors)
+        except DefinitionError as exc:  # e.g. the slug was taken since the form checked it
+            form.add_definition_errors(exc.errors)
         else:
             for warning in warnings:
                 messages.warning(request, warning)

@@ -370,7 +370,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     samples = r.integer(data, "samples_per_task", "", default=1, lo=1, hi=100)
     reviewed = r.integer(data, "reviewed_samples", "", default=1, lo=1)
     if isinstance(samples, int) and isinstance(reviewed, int) and reviewed > samples:
-        errors.append("reviewed_samples: cannot exceed samples_per_task")
+        errors.append(f"reviewed_samples: cannot exceed samples_per_task ({samples})")
     overlap = r.integer(data, "overlap", "", default=2, lo=1, hi=20)
     mode = data.get("mode", Mode.RUBRIC)
     if mode not in Mode.values:

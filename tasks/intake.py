@@ -55,6 +55,46 @@ JSON_COLUMNS = ("messages", "checks", "metadata")
 SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
+# What the upload page says about each field, from the limits above so it cannot drift from
+# the parser (README "Test sets" says the same in prose).
+FIELD_RULES = {
+    "external_id": f"unique in the file, up to {MAX_ID_CHARS} characters",
+    "category": f"free text up to {MAX_CATEGORY_CHARS} characters, e.g. billing",
+    "tier": " or ".join(TIERS),
+    "case_type": " or ".join(CASE_TYPES),
+    "prompt": f"the question, up to {MAX_TEXT_CHARS:,} characters",
+    "messages": f"a conversation instead of a prompt: up to {MAX_MESSAGES} {{role, content}} "
+    f"objects, role {', '.join(ROLES)} (system first only), at least one user",
+    "reference": f"a reference answer, up to {MAX_TEXT_CHARS:,} characters",
+    "checks": f"an object with any of json_schema (an object), regex (up to {MAX_REGEX_CHARS:,} "
+    f"characters), max_chars (a positive integer), must_include (up to {MAX_MUST_INCLUDE} strings)",
+    "metadata": f"any JSON object, up to {MAX_METADATA_CHARS:,} characters as JSON",
+}
+EXAMPLE_TASKS = (
+    {
+        "external_id": "T-1",
+        "category": "billing",
+        "tier": "base",
+        "case_type": "typical",
+        "prompt": "Can I return unworn shoes?",
+        "reference": "Yes, within 30 days.",
+        "checks": {"must_include": ["30 days"]},
+    },
+    {
+        "external_id": "T-2",
+        "category": "account_access",
+        "tier": "advanced",
+        "case_type": "edge",
+        "messages": [
+            {"role": "system", "content": "Be concise."},
+            {"role": "user", "content": "My account is locked."},
+            {"role": "assistant", "content": "Did you see a security message?"},
+            {"role": "user", "content": "Yes, I'm abroad."},
+        ],
+        "metadata": {"source": "ZD-88121"},
+    },
+)
+
 
 def testset_name_problem(name: str) -> str | None:
     """Why `name` is not a usable test-set name (it appears in URLs and campaign files), or None."""
@@ -521,6 +561,29 @@ def oversize_request(request) -> ParsedTestSet | None:
         1, "(file)", f"the upload is {_size(length)}; the limit for a file is {_size(limit)}"
     )
     return result
+
+
+def format_help() -> dict:
+    """The file format as the upload page explains it."""
+    one_of = ("prompt", "messages")
+    return {
+        "max_size": _size(settings.TESTSET_MAX_BYTES),
+        "max_tasks": MAX_TASKS,
+        "fields": [
+            {
+                "name": name,
+                "required": "yes"
+                if name in REQUIRED
+                else "prompt or messages, not both"
+                if name in one_of
+                else "no",
+                "rules": FIELD_RULES[name],
+            }
+            for name in FIELDS
+        ],
+        "example_jsonl": json.dumps(EXAMPLE_TASKS[0], ensure_ascii=False),
+        "csv_header": ",".join(FIELDS),
+    }
 
 
 def _size(n: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.core.paginator import Page, Paginator
 from django.db.models import CharField, Count, Q, QuerySet
@@ -11,7 +11,7 @@ from django.db.models.functions import Cast
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from .intake import FIELDS
+from .intake import FIELDS, JSON_COLUMNS
 from .models import CaseType, Task, TestSet, Tier
 
 TASKS_PER_PAGE = 50
@@ -108,15 +108,25 @@ def testset_export_rows(*, testset: TestSet) -> Iterator[dict]:
 
 
 def testset_export_jsonl(*, testset: TestSet) -> Iterator[str]:
-    for row in testset_export_rows(testset=testset):
-        yield json.dumps(row, ensure_ascii=False) + "\n"
+    return rows_as_jsonl(testset_export_rows(testset=testset))
 
 
 def testset_export_csv_rows(*, testset: TestSet) -> Iterator[list]:
-    for row in testset_export_rows(testset=testset):
+    return rows_as_csv_cells(testset_export_rows(testset=testset))
+
+
+def rows_as_jsonl(rows: Iterable[dict]) -> Iterator[str]:
+    """Intake-format dicts as JSONL lines."""
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def rows_as_csv_cells(rows: Iterable[dict]) -> Iterator[list]:
+    """Intake-format dicts as CSV cells in EXPORT_FIELDS order (JSON columns as JSON text)."""
+    for row in rows:
         yield [
             json.dumps(row[f], ensure_ascii=False)
-            if f in ("messages", "checks", "metadata") and f in row
+            if f in JSON_COLUMNS and f in row
             else row.get(f, "")
             for f in EXPORT_FIELDS
         ]

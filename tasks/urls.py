@@ -12,6 +12,11 @@ urlpatterns += [
     path("testsets/", testset_views.testset_list, name="testset_list"),
     path("testsets/upload/", testset_views.testset_upload, name="testset_upload"),
     path(
+        "testsets/upload/example.<str:fmt>",
+        testset_views.testset_example,
+        name="testset_example",
+    ),
+    path(
         "testsets/<str:name>/v<int:version>/", testset_views.testset_detail, name="testset_detail"
     ),
     path(

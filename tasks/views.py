@@ -1,4 +1,5 @@
 import json
+from collections.abc import Iterable
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -16,7 +17,14 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
 from . import selectors
 from .forms import TaskFilterForm, TestSetUploadForm
-from .intake import CASE_TYPES, TIERS, oversize_request, oversize_result
+from .intake import (
+    CASE_TYPES,
+    EXAMPLE_TASKS,
+    TIERS,
+    format_help,
+    oversize_request,
+    oversize_result,
+)
 from .models import TestSet
 from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
 from .services import (
@@ -89,16 +97,24 @@ def testset_download(
     request: HttpRequest, name: str, version: int, fmt: str
 ) -> StreamingHttpResponse:
     testset = selectors.testset_get(name=name, version=version)
-    filename = f"{testset.name}-v{testset.version}.{fmt}"
+    rows = selectors.testset_export_rows(testset=testset)
+    return _tasks_file(f"{testset.name}-v{testset.version}.{fmt}", fmt, rows)
+
+
+@require_GET
+@role_required(ADMIN)
+def testset_example(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
+    """The upload page's example file: the same tasks it shows, written as a download is."""
+    return _tasks_file(f"example.{fmt}", fmt, EXAMPLE_TASKS)
+
+
+def _tasks_file(filename: str, fmt: str, rows: Iterable[dict]) -> StreamingHttpResponse:
     if fmt == "csv":
         # Formula-escaped: prompts and references are user-supplied text opened in spreadsheets.
-        return csv_response(
-            filename, selectors.EXPORT_FIELDS, selectors.testset_export_csv_rows(testset=testset)
-        )
+        return csv_response(filename, selectors.EXPORT_FIELDS, selectors.rows_as_csv_cells(rows))
     if fmt == "jsonl":
         response = StreamingHttpResponse(
-            selectors.testset_export_jsonl(testset=testset),
-            content_type="application/x-ndjson; charset=utf-8",
+            selectors.rows_as_jsonl(rows), content_type="application/x-ndjson; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
@@ -132,7 +148,12 @@ def testset_upload(request: HtmxHttpRequest) -> HttpResponse:
     if too_big is not None:
         # Answered from the Content-Length alone: the body is never parsed or spooled to disk.
         # No state changes here, so answering before the CSRF check is safe.
-        context = {"form": TestSetUploadForm(), "parsed": too_big, "filename": "the upload"}
+        context = {
+            "form": TestSetUploadForm(),
+            "parsed": too_big,
+            "filename": "the upload",
+            "format": format_help(),
+        }
         template = (
             "tasks/testset_upload.html#upload" if request.htmx else "tasks/testset_upload.html"
         )
@@ -142,7 +163,7 @@ def testset_upload(request: HtmxHttpRequest) -> HttpResponse:
 
 @csrf_protect
 def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
-    context: dict = {"form": TestSetUploadForm()}
+    context: dict = {"form": TestSetUploadForm(), "format": format_help()}
     if request.method == "POST":
         if request.POST.get("action") == "confirm":
             response = _upload_confirm(request, context)

@@ -719,7 +719,10 @@ class PageTests(TestCase):
         }
         response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
         body = response.content.decode()
-        assert response.status_code == 200 and "cannot exceed samples_per_task" in body
+        assert (
+            response.status_code == 200
+            and "Reviewed samples cannot exceed Samples per task" in body
+        )
         assert "mode &#x27;rubric&#x27; needs at least one dimension" in body
         data.update(
             reviewed_samples=1,
@@ -732,6 +735,57 @@ class PageTests(TestCase):
         assert campaign.rubric[0]["anchors"] == {"1": "wrong", "5": "right"}
         assert campaign.show_reference and not campaign.flags_dispute
         assert campaign.generations.count() == 2 * 2
+
+    def test_it_reports_field_and_definition_errors_at_once_in_the_forms_labels(self):
+        self.login("admin")
+        rubric = '[{"key":"accuracy","min":5,"max":1},{"key":"accuracy"}]'
+        data = {
+            "slug": "all-at-once",
+            "testset": self.ts.pk,
+            "contenders": list(Contender.objects.values_list("pk", flat=True)),
+            "mode": "rubric",
+            "samples_per_task": 1,
+            "reviewed_samples": 3,
+            "overlap": 0,
+            "rubric": rubric,
+            "redact": "acme, zeta",
+            "lease_minutes": 20,
+            "pass_threshold": 0.6,
+        }
+        response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
+        errors = response.context["form"].errors
+        assert errors["overlap"] == ["Ensure this value is greater than or equal to 1."]
+        assert errors["reviewed_samples"] == ["Reviewed samples cannot exceed Samples per task (1)"]
+        assert sorted(errors["rubric"]) == [
+            "Rubric: accuracy: max must be greater than min",
+            "Rubric: dimension 'accuracy' appears twice",
+        ]
+        assert set(errors) == {"overlap", "reviewed_samples", "rubric"}
+        # nothing typed is lost
+        body = response.content.decode()
+        assert 'name="overlap" value="0"' in body and 'value="acme, zeta"' in body
+        assert "&quot;min&quot;:5,&quot;max&quot;:1}" in body
+        assert body.count(" checked") == Contender.objects.count()
+        assert not Campaign.objects.filter(slug="all-at-once").exists()
+
+    def test_it_does_not_compare_with_a_field_that_is_itself_invalid(self):
+        self.login("admin")
+        data = {
+            "slug": "Bad Slug",
+            "testset": self.ts.pk,
+            "contenders": list(Contender.objects.values_list("pk", flat=True)),
+            "mode": "pairwise",
+            "samples_per_task": 0,
+            "reviewed_samples": 3,
+            "overlap": 2,
+            "rubric": "[{key: tone, max: 9, anchors: {12: x}}]",
+            "lease_minutes": 20,
+            "pass_threshold": 0.6,
+        }
+        errors = self.client.post("/campaigns/new/", data).context["form"].errors
+        assert set(errors) == {"slug", "samples_per_task", "rubric"}  # no reviewed_samples
+        assert len(errors["slug"]) == 1  # Django's message, not repeated by the definition
+        assert errors["rubric"] == ["Rubric: tone: anchors.12: outside 1..9"]
 
 
 class DemoTests(TestCase):

@@ -5,7 +5,7 @@ import json
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import TestCase, override_settings
 
-from tasks import services
+from tasks import intake, services
 from tasks.models import Campaign, Task, TestSet
 from tasks.pending_uploads import SESSION_KEY
 from tests.factories import personas
@@ -76,6 +76,14 @@ class ViewPermissionTests(TestCase):
             )
         assert not TestSet.objects.filter(name="x").exists()
 
+    def test_it_serves_the_example_files_to_admins_only(self):
+        for fmt in ("jsonl", "csv"):
+            url = f"/testsets/upload/example.{fmt}"
+            assert self.get_as("admin", url).status_code == 200
+            for persona in ("lead", "reviewer_a", "arbiter", "outsider"):
+                assert self.get_as(persona, url).status_code == 403, (persona, url)
+        assert self.get_as("admin", "/testsets/upload/example.xlsx").status_code == 404
+
     def test_it_lets_only_admins_delete(self):
         for persona in ("lead", "reviewer_a", "arbiter", "outsider"):
             self.get_as(persona, "/")
@@ -142,6 +150,35 @@ class UploadFlowTests(TestCase):
         assert self.client.session[SESSION_KEY] == {}
         page = self.client.get(response.url).content.decode()
         assert "Imported support v1: 14 tasks." in page
+
+    def test_it_explains_the_format_on_the_page(self):
+        html = self.client.get("/testsets/upload/").content.decode()
+        assert "README" not in html
+        help_block = html[html.index('<details class="card format-help">') :]
+        help_block = help_block[: help_block.index("</details>")]
+        assert "JSONL or CSV" in help_block and "up to 50.0 MiB" in help_block
+        for field in intake.FIELDS:
+            assert f"<td><code>{field}</code></td>" in help_block, field
+        assert (
+            "<td><code>tier</code></td><td>yes</td><td>base or advanced or boundary" in help_block
+        )
+        assert "<td><code>messages</code></td><td>prompt or messages, not both</td>" in help_block
+        assert "<td><code>reference</code></td><td>no</td>" in help_block
+        assert "<pre>external_id,category,tier,case_type,prompt,messages," in help_block
+        assert "<pre>{&quot;external_id&quot;: &quot;T-1&quot;" in help_block
+        assert 'href="/testsets/upload/example.jsonl"' in help_block
+        partial = self.validate(jsonl([task_row(1)]), htmx=True).content.decode()
+        assert "format-help" not in partial  # stays put (and open) while the form is swapped
+
+    def test_it_offers_example_files_the_upload_accepts(self):
+        line = intake.format_help()["example_jsonl"]
+        for fmt in ("jsonl", "csv"):
+            response = self.client.get(f"/testsets/upload/example.{fmt}")
+            assert response["Content-Disposition"] == f'attachment; filename="example.{fmt}"'
+            data = body_of(response).encode()
+            parsed = intake.parse_testset(data, filename=f"example.{fmt}")
+            assert parsed.ok and len(parsed.tasks) == 2, parsed.errors
+            assert parsed.tasks[1]["messages"] and json.loads(line)["prompt"] in data.decode()
 
     def test_it_serves_the_htmx_partial_and_redirects_the_client_on_confirm(self):
         response = self.validate(jsonl([task_row(1)]), htmx=True)
