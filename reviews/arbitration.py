@@ -35,6 +35,10 @@ from .services import LeaseGone, lease_extended
 
 NOTE_MAX_CHARS = 5000
 NA_WORDS = {"na", "n/a"}
+# Errors in the API's words (field keys and the values it takes); the page rewords these.
+VALUE_REQUIRED = "disputed: a value is required"
+CHOOSE_PREFERENCE = "disputed: choose an output, tie or both_bad"
+BAD_PREFERENCE = "must be an output label, tie or both_bad"
 
 
 class ArbitrationGone(Exception):
@@ -306,16 +310,15 @@ def resolution_build(
                 corrections.append({"part": key, "output": output, "from": current, "to": value})
                 arbitrated.add(key)
             final["scores"][output][key] = value
-    for part, output in sorted(cells, key=lambda c: (c[0], c[1] or "")):
+    # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
+    for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
         if part in rubric and part not in given_scores.get(output, {}):
-            errors.setdefault(
-                f"scores.{by_output.get(output, '?')}.{part}", "disputed: a value is required"
-            )
+            errors.setdefault(f"scores.{by_output.get(output, '?')}.{part}", VALUE_REQUIRED)
 
     choice = (preference or "").strip() if isinstance(preference, str | type(None)) else None
     mapped_preference: str | None = None
     if choice is None:
-        errors["preference"] = "must be an output label, tie or both_bad"
+        errors["preference"] = BAD_PREFERENCE
     elif choice:
         if campaign.mode == Mode.RUBRIC:
             errors["preference"] = "this campaign collects no preference"
@@ -324,10 +327,10 @@ def resolution_build(
         elif choice in ("tie", "both_bad"):
             mapped_preference = choice
         else:
-            errors["preference"] = "must be an output label, tie or both_bad"
+            errors["preference"] = BAD_PREFERENCE
     if ("preference", None) in cells:
         if mapped_preference is None and "preference" not in errors:
-            errors["preference"] = "disputed: choose an output, tie or both_bad"
+            errors["preference"] = CHOOSE_PREFERENCE
         elif mapped_preference is not None:
             arbitrated.add("preference")
             final["preference"] = mapped_preference
@@ -373,7 +376,7 @@ def resolution_build(
             )
             arbitrated.add("flag")
         final["flags"][output] = sorted(after)
-    for part, output in sorted(cells, key=lambda c: (c[0], c[1] or "")):
+    for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
         if part.startswith("flag:") and output not in given_flags:
             errors[f"flags.{by_output.get(output, '?')}"] = (
                 f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"

@@ -169,13 +169,18 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         flag_rows.append({"label": label, "flags": entries})
 
     disputed = []
+    part_texts = {row["key"]: row["label"] for row in grid} | {"preference": "Preference"}
     for reason in item.dispute_reasons or []:
         out = reason.get("output")
+        flag_text = reason.get("flag", "").replace("_", " ")
         disputed.append(
             {
                 "part": reason["part"],
+                # Named as the form below names it (the rubric's label, not its key).
+                "part_text": f"flag {flag_text}"
+                if reason["part"] == "flag"
+                else part_texts.get(reason["part"], reason["part"]),
                 "flag": reason.get("flag", ""),
-                "flag_text": reason.get("flag", "").replace("_", " "),
                 "label": label_of.get(out, "") if out else "",
                 "detail": reason["detail"],
                 "disputes": bool(reason.get("disputes")),

@@ -16,8 +16,11 @@ from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
 from tasks.models import Campaign
 
 from .arbitration import (
+    BAD_PREFERENCE,
+    CHOOSE_PREFERENCE,
     FLAGS,
     LEASE_LAPSED,
+    VALUE_REQUIRED,
     ArbitrationGone,
     LeaseGone,
     ResolveInvalid,
@@ -87,11 +90,47 @@ def _apply_submitted(ws: dict, values: dict) -> None:
             entry["checked"] = entry["flag"] in chosen
 
 
+def _page_error(message: str, both_bad: str) -> str:
+    """A service error in the page's words: its buttons' names, not the API's values."""
+    if message in (CHOOSE_PREFERENCE, BAD_PREFERENCE):
+        return f"choose an output, Tie or {both_bad}"
+    if message == VALUE_REQUIRED:
+        return "a value is required (disputed)"
+    return message
+
+
+def _field_key(reason: dict) -> str:
+    """The error key of the field that settles a reason of the disagreement box."""
+    if reason["part"] == "preference":
+        return "preference"
+    if reason["part"] == "flag":
+        return f"flags.{reason['label']}"
+    return f"scores.{reason['label']}.{reason['part']}"
+
+
+def _error_list(ws: dict, errors: dict[str, str]) -> list[str]:
+    """The errors, each under the name the form gives its field, in the order of the
+    disagreement box (what the arbiter reads first), then in the form's order."""
+    names = {
+        f"scores.{cell['label']}.{row['key']}": f"Output {cell['label']}, {row['label']}"
+        for row in ws["grid"]
+        for cell in row["cells"]
+    }
+    names["preference"] = "Preference"
+    names |= {f"flags.{row['label']}": f"Output {row['label']}, flags" for row in ws["flag_rows"]}
+    names["note"] = "Note"
+    box = [_field_key(d) for d in ws["disputed"]]
+    order = dict.fromkeys([*box, *names, *errors])
+    return [f"{names.get(key, key)}: {errors[key]}" for key in order if key in errors]
+
+
 def _workspace_context(
     arbitration: Arbitration, campaign: Campaign, *, errors=None, values=None
 ) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
-    errors = errors or {}
+    # Worded as on the review page: "All bad" when more than two outputs are shown.
+    names = {"tie": "Tie", "both_bad": "Both bad" if len(arbitration.order) == 2 else "All bad"}
+    errors = {k: _page_error(v, names["both_bad"]) for k, v in (errors or {}).items()}
     anchors = {d["key"]: {a["value"]: a["text"] for a in d["anchors"]} for d in ws["rubric"]}
     for row in ws["grid"]:
         for cell in row["cells"]:
@@ -118,22 +157,20 @@ def _workspace_context(
             for o in options:
                 o["checked"] = _same(o["value"], cell["selected"])
             cell["options"] = options
-    # Worded as on the review page: "All bad" when more than two outputs are shown.
-    names = {"tie": "Tie", "both_bad": "Both bad" if len(arbitration.order) == 2 else "All bad"}
-    keys = {"tie": "t", "both_bad": "x"}
+    # The review page's keys: a digit picks the n-th choice.
     pref["options"] = [
         {
             "value": c,
             "text": names.get(c, f"Output {c}"),
-            "key": keys.get(c, c.lower()),
+            "key": n,
             "checked": c == pref["selected"],
         }
-        for c in pref["choices"]
+        for n, c in enumerate(pref["choices"], start=1)
     ]
     return {
         "ws": ws,
         "errors": errors,
-        "error_list": [f"{k}: {v}" for k, v in errors.items()],
+        "error_list": _error_list(ws, errors),
         "note": (values or {}).get("note", ""),
         "note_error": errors.get("note", ""),
         # Heartbeat three times per lease, at most once a minute (as the review page does).
@@ -230,7 +267,9 @@ def arbitration_release_view(request: HttpRequest, token: str) -> HttpResponse:
         arbitration_release(token=token, arbiter=request.user)
     except ArbitrationGone:
         return _gone(request)
-    messages.info(request, "Returned to the queue.")
+    # Says what the service did: the dispute is open to every arbiter again, this one included
+    # (it keeps its place, oldest first), and the values on the page were never sent.
+    messages.success(request, HANDED_BACK)
     if request.htmx:
         return HttpResponseClientRedirect(reverse("arbiter_home"))
     return redirect("arbiter_home")
@@ -254,6 +293,10 @@ def arbitration_heartbeat_view(request: HttpRequest, token: str) -> JsonResponse
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
 
 
+HANDED_BACK = (
+    "Handed back: the dispute is in the arbitration queue again, for any arbiter (you too); "
+    "nothing you chose on it was saved."
+)
 RESOLVED = "You resolved this dispute: your decision is saved. Nothing more to do here."
 
 

@@ -1,9 +1,10 @@
 // Arbitration page keyboard support. No inline scripts (CSP); the form opts in with
-// data-arbitration-form. Native radios already work with Tab/arrows; these keys add speed:
-//   1-9  set the current score field (focused one, else the first unset disputed one), then
-//        move focus to the next unset disputed field
-//   n    N/A for the current score field, where offered
-//   a, b, ... / t / x   preference: output, tie, both bad
+// data-arbitration-form. Native radios already work with Tab/arrows; these keys add speed,
+// and mean what they mean on the review page (people who review also arbitrate):
+//   1-9  set the current field (the focused one, else the first unset disputed one): a score,
+//        or in the preference the n-th choice; then focus the next unset disputed field
+//   x    N/A for the current score field, where offered
+//   ?    show or hide the list of keys
 //   Ctrl+Enter (or Cmd+Enter)  resolve, also from the note
 // It also keeps the lease alive while the form is open (a heartbeat, as on the review page).
 (() => {
@@ -11,46 +12,63 @@
   let heartbeatTimer = null;
   let beatingFor = ""; // the heartbeat URL the timer runs for (the token of the open dispute)
 
-  const groups = (f) => Array.from(f.querySelectorAll('[data-arb-group="score"]'));
+  // The score fields, then the preference: the form's order.
+  const groups = (f) => Array.from(f.querySelectorAll("[data-arb-group]"));
   const isSet = (g) => !!g.querySelector("input[type=radio]:checked");
+  const waiting = (g) => g.hasAttribute("data-disputed") && !isSet(g);
   const typing = (el) => el && (el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && el.type === "text"));
 
   function currentGroup(f) {
     const active = document.activeElement;
-    const own = active && active.closest && active.closest('[data-arb-group="score"]');
+    const own = active && active.closest && active.closest("[data-arb-group]");
     if (own && f.contains(own)) return own;
-    return groups(f).find((g) => g.hasAttribute("data-disputed") && !isSet(g)) || null;
+    return groups(f).find(waiting) || null;
   }
 
   function focusNext(f, after) {
     const all = groups(f);
     const start = after ? all.indexOf(after) + 1 : 0;
-    const next = all.slice(start).concat(all.slice(0, start))
-      .find((g) => g.hasAttribute("data-disputed") && !isSet(g));
+    const next = all.slice(start).concat(all.slice(0, start)).find(waiting);
     if (next) {
       next.querySelector("input[type=radio]").focus();
-      return;
-    }
-    const pref = f.querySelector('[data-arb-group="preference"][data-disputed]');
-    if (pref && !isSet(pref)) {
-      pref.querySelector("input[type=radio]").focus();
       return;
     }
     const note = f.querySelector("textarea[name=note]");
     if (note) note.focus();
   }
 
-  function choose(group, value) {
-    const input = group.querySelector(`input[type=radio][value="${value}"]`);
+  // A digit is a score's value, or the n-th choice of the preference (as on the review page).
+  function choose(group, key) {
+    let input;
+    if (key === "x") input = group.querySelector("input[type=radio][value=na]");
+    else if (group.dataset.arbGroup === "preference") input = group.querySelectorAll("input[type=radio]")[Number(key) - 1];
+    else input = group.querySelector(`input[type=radio][value="${key}"]`);
     if (!input) return false;
     input.checked = true;
     input.dispatchEvent(new Event("change", { bubbles: true }));
     return true;
   }
 
+  function toggleShortcuts() {
+    const dialog = document.getElementById("shortcuts");
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+  document.addEventListener("click", (event) => {
+    if (event.target.closest?.("[data-shortcuts-open]")) toggleShortcuts();
+  });
+
   document.addEventListener("keydown", (event) => {
     const f = form();
     if (!f) return;
+    if (document.getElementById("shortcuts")?.open) {
+      if (event.key === "?") {
+        event.preventDefault();
+        toggleShortcuts();
+      }
+      return;
+    }
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       f.requestSubmit();
@@ -58,6 +76,11 @@
     }
     if (event.ctrlKey || event.metaKey || event.altKey || typing(document.activeElement)) return;
     const key = event.key.toLowerCase();
+    if (event.key === "?") {
+      event.preventDefault();
+      toggleShortcuts();
+      return;
+    }
     if (key === "i") {
       // The instructions open and close without taking the focus from the current choice.
       const instructions = document.querySelector("#workspace details.instructions");
@@ -68,20 +91,12 @@
       }
       return;
     }
-    if (/^[1-9]$/.test(key) || key === "n") {
+    if (/^[0-9]$/.test(key) || key === "x") {
       const group = currentGroup(f);
-      if (group && choose(group, key === "n" ? "na" : key)) {
+      if (group && choose(group, key)) {
         event.preventDefault();
         focusNext(f, group);
       }
-      return;
-    }
-    const pref = f.querySelector('[data-arb-group="preference"]');
-    if (!pref) return;
-    const value = key === "t" ? "tie" : key === "x" ? "both_bad" : /^[a-h]$/.test(key) ? key.toUpperCase() : null;
-    if (value && choose(pref, value)) {
-      event.preventDefault();
-      focusNext(f, null);
     }
   });
 

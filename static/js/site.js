@@ -96,6 +96,12 @@ document.addEventListener("htmx:afterSwap", (event) => {
   }
 });
 
+// What the last action did (a Django message after a redirect): a live region filled before the
+// page loaded is not read out, so take the focus there, unless the page names its own first
+// focus (its script or an autofocus field takes it, and the region stays visible).
+const messagesRegion = document.querySelector("[data-messages]");
+if (messagesRegion && !document.querySelector("[autofocus]")) messagesRegion.focus();
+
 // A page showing a one-time secret (a new password or API token) answers a form's POST. Made
 // the current history entry's own, its reload is a plain GET: no "resubmit the form?" that
 // would issue yet another secret, and the secret is not shown again.

@@ -22,10 +22,10 @@ from tests.factories import CampaignFactory, ReviewItemFactory, UserFactory, per
 
 
 def disputed_item(
-    campaign, first, second, *, acc=(5, 2), comp=(4, 4), prefs=("A", "B"), flags=None
+    campaign, first, second, *, acc=(5, 2), comp=(4, 4), prefs=("A", "B"), flags=None, task=None
 ):
     """An item whose two reviews differ on accuracy of output 1 (5 vs 2) and on preference."""
-    item = ReviewItemFactory(campaign=campaign)
+    item = ReviewItemFactory(campaign=campaign, **({"task": task} if task else {}))
     o1, o2 = item.outputs.order_by("pk")
     pick = {"A": o1, "B": o2, "tie": "tie", "both_bad": "both_bad", "": ""}
     review_create(

@@ -116,7 +116,7 @@ class ArbitrationPageTests(TestCase):
         response = self.client.post(url, {f"score-{label}-accuracy": "4"}, **htmx())
         assert response.status_code == 200
         body = response.content.decode()
-        assert "disputed: choose an output, tie or both_bad" in body
+        assert "choose an output, Tie or Both bad" in body
         assert "a note explaining the decision is required" in body
         assert f'name="score-{label}-accuracy" value="4" checked' in body  # kept what was entered
         assert ReviewItem.objects.get(pk=self.item.pk).state == "disputed"
@@ -143,11 +143,69 @@ class ArbitrationPageTests(TestCase):
         other = self.client.get(f"/arbitration/t/{arbitration.token}/")
         assert other.status_code == 404 and b"You resolved" not in other.content
 
+    def test_it_lists_what_is_missing_in_the_pages_words_and_the_boxs_order(self):
+        arbitration = self.claim()
+        label = o1_label(arbitration)
+        response = self.client.post(f"/arbitration/t/{arbitration.token}/resolve", {}, **htmx())
+        body = response.content.decode()
+        box = body.split('id="arb-reasons-h"')[1].split("</section>")[0]
+        assert re.findall(r"<strong>(.*?)</strong>", box) == ["Preference", "Accuracy"]
+        summary = body.split('class="error arb-errors"')[1].split("</ul>")[0]
+        # The box's order, the form's names ("Tie", "Both bad"), none of the API's keys.
+        assert re.findall(r"<li>(.*?)</li>", summary) == [
+            "Preference: choose an output, Tie or Both bad",
+            f"Output {label}, Accuracy: a value is required (disputed)",
+            "Note: a note explaining the decision is required",
+        ]
+        assert "scores." not in body and "tie or both_bad" not in body
+
+    def test_it_shows_role_labels_only_for_a_conversation(self):
+        arbitration = self.claim()
+        body = self.client.get(f"/arbitration/t/{arbitration.token}/").content.decode()
+        task = body.split('id="arb-task-h"')[1].split("</section>")[0]
+        assert task.count('<div class="md prompt">') == 1
+        assert ">user<" not in task and 'class="role"' not in task
+        chat = CampaignFactory(slug="chat", name="Chat")
+        messages = [
+            {"role": "user", "content": "My order **#7** is late."},
+            {"role": "assistant", "content": "Sorry! Which address?"},
+            {"role": "user", "content": "Berlin office."},
+        ]
+        turns = TaskFactory(testset=chat.testset, prompt="", messages=messages)
+        disputed_item(chat, self.users["reviewer_a"], self.users["reviewer_b"], task=turns)
+        page = self.client.get(self.client.post("/arbitration/chat/next").url).content.decode()
+        task = page.split('id="arb-task-h"')[1].split("</section>")[0]
+        assert re.findall(r'<span class="role">(\w+)</span>', task) == ["user", "assistant", "user"]
+        assert '<li class="turn turn-assistant">' in task and "<strong>#7</strong>" in task
+
+    def test_it_offers_the_review_pages_keys(self):
+        arbitration = self.claim()
+        body = self.client.get(f"/arbitration/t/{arbitration.token}/").content.decode()
+        preference = body.split('data-arb-group="preference"')[1].split("</fieldset>")[0]
+        # A digit picks the n-th choice, as in the review page's "Which output is better?".
+        assert re.findall(r'value="(\w+)"[^>]*> ([^<]+) <kbd>(\d)</kbd>', preference) == [
+            ("A", "Output A", "1"),
+            ("B", "Output B", "2"),
+            ("tie", "Tie", "3"),
+            ("both_bad", "Both bad", "4"),
+        ]
+        shortcuts = body.split('<dialog id="shortcuts"')[1].split("</dialog>")[0]
+        assert "<th><kbd>x</kbd></th><td>N/A, where a score allows it" in shortcuts
+        assert "<kbd>n</kbd>" not in shortcuts and "<kbd>t</kbd>" not in body
+        assert 'data-shortcuts-open aria-keyshortcuts="?"' in body
+
     def test_it_hands_an_item_back_to_the_queue(self):
         arbitration = self.claim()
         response = self.client.post(f"/arbitration/t/{arbitration.token}/release")
         assert response.status_code == 302
-        assert b"Returned to the queue" in self.client.get(response.url).content
+        home = self.client.get(response.url).content.decode()
+        # Said in the status region (announced), and as the service has it: open to anyone.
+        assert re.search(
+            r'<div class="messages" role="status"[^>]*><ul><li class="msg-success">Handed back: '
+            r"the dispute is in the arbitration queue again, for any arbiter \(you too\); "
+            r"nothing you chose on it was saved\.</li>",
+            home,
+        )
         assert Arbitration.objects.get(pk=arbitration.pk).state == "open"
         again = self.client.get(f"/arbitration/t/{arbitration.token}/")
         assert again.status_code == 404 and b"handed back" in again.content
@@ -294,6 +352,25 @@ class ArbitrationApiTests(TestCase):
         assert again.status_code == 200 and again.json()["already_resolved"] is True
         assert again.json()["final"]["preference"] == label
         assert self.post("/api/v1/arbitrations/not-a-token/resolve", body).status_code == 404
+
+    def test_it_lists_errors_in_label_order_not_the_contenders(self):
+        campaign = CampaignFactory(slug="two-disputes")
+        item = ReviewItemFactory(campaign=campaign)
+        o1, o2 = item.outputs.order_by("pk")  # in contender order
+        for reviewer, (one, two) in (("reviewer_a", (5, 1)), ("reviewer_b", (1, 5))):
+            review_create(
+                item,
+                self.users[reviewer],
+                scores={o1: {"accuracy": one, "completeness": 3}, o2: {"accuracy": two}},
+                preference="tie",
+            )
+        item_settle(item)
+        data = self.post("/api/v1/campaigns/two-disputes/arbitration/next").json()
+        # The arbiter's A is the second contender's output: the key order must not say so.
+        Arbitration.objects.filter(token=data["token"]).update(order=[o2.pk, o1.pk])
+        bad = self.post(f"/api/v1/arbitrations/{data['token']}/resolve", {"note": "x"})
+        assert bad.status_code == 400
+        assert list(bad.json()["errors"]) == ["scores.A.accuracy", "scores.B.accuracy"]
 
     def test_a_heartbeat_keeps_the_lease_and_says_when_it_is_gone(self):
         data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
@@ -556,11 +633,21 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.wait_for_url(re.compile(r"/arbitration/t/"))
     arbitration = Arbitration.objects.get(item=item)
     label = o1_label(arbitration)
-    # Resolving with nothing chosen lists, in the page, what the dispute still needs.
+    # A single prompt, as on the review page: no role label above it.
+    assert page.locator("#workspace .arb-task .prompt").count() == 1
+    assert "user" not in page.inner_text("#workspace .arb-task").lower()
+    # Resolving with nothing chosen lists, in the page, what the dispute still needs: in the
+    # order of the disagreement box, in the page's words.
     assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
     page.keyboard.press("Control+Enter")
     page.locator(".arb-errors").wait_for()
-    assert "a note explaining the decision is required" in page.inner_text(".arb-errors")
+    box = page.locator("#workspace .arb-reasons li").all_inner_texts()
+    assert [reason.split(":")[0] for reason in box] == ["Preference", f"Accuracy · output {label}"]
+    assert page.locator(".arb-errors li").all_inner_texts() == [
+        "Preference: choose an output, Tie or Both bad",
+        f"Output {label}, Accuracy: a value is required (disputed)",
+        "Note: a note explaining the decision is required",
+    ]
     # Focus starts on the first disputed field; "4" scores it and moves on to the preference.
     assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
     # `i` shows the campaign's instructions and hides them again; the focus stays put.
@@ -570,10 +657,20 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.keyboard.press("i")
     assert not instructions.is_visible()
     assert page.evaluate("() => document.activeElement?.type") == "radio"
+    # The review page's keys: `x` = N/A (accuracy offers none), a digit scores...
+    page.keyboard.press("x")
+    assert page.locator(f"input[name=score-{label}-accuracy]:checked").count() == 0
     page.keyboard.press("4")
     assert page.locator(f"input[name=score-{label}-accuracy][value='4']").is_checked()
-    page.keyboard.press("t")
+    # ...and in the preference picks the n-th choice: 1 A, 2 B, 3 tie, 4 both bad.
+    assert page.evaluate("document.activeElement.name") == "preference"
+    page.keyboard.press("3")
     assert page.locator("input[name=preference][value=tie]").is_checked()
+    assert page.evaluate("document.activeElement.name") == "note"
+    # `x` on a field that allows N/A (an agreed one, changed: recorded as a correction).
+    page.focus(f"input[name=score-{label}-completeness][value='']")
+    page.keyboard.press("x")
+    assert page.locator(f"input[name=score-{label}-completeness][value=na]").is_checked()
     assert page.evaluate("document.activeElement.name") == "note"
     page.keyboard.type("Both answers are acceptable.")
     page.screenshot(path=str(ARTIFACTS / "arbitration-filled.png"), full_page=True)
@@ -582,7 +679,9 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.screenshot(path=str(ARTIFACTS / "arbitration-resolved.png"), full_page=True)
     item.refresh_from_db()
     assert item.state == "resolved"
-    assert item.final["scores"][str(labels_for(arbitration.order)[label])]["accuracy"] == 4.0
+    final = item.final["scores"][str(labels_for(arbitration.order)[label])]
+    assert final["accuracy"] == 4.0 and final["completeness"] is None
+    assert item.final["preference"] == "tie"
     # Enter on the focused "Next dispute" loads the next one in place (no full page load).
     page.evaluate("window.__same_document = true")
     page.keyboard.press("Enter")
@@ -616,6 +715,47 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     assert resolved.count() == 1 and "resolved" in resolved.first.inner_text()
     page.screenshot(path=str(ARTIFACTS / "disputes-lead.png"), full_page=True)
     assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_an_arbiter_reads_a_conversation_and_hears_a_hand_back(browser_page):
+    users = personas()
+    campaign = CampaignFactory(slug="chat-camp", name="Chat campaign")
+    messages = [
+        {"role": "user", "content": "My order is late."},
+        {"role": "assistant", "content": "Sorry! Which address?"},
+        {"role": "user", "content": "Berlin office."},
+    ]
+    task = TaskFactory(testset=campaign.testset, prompt="", messages=messages)
+    item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"], task=task)
+    page = browser_page
+
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    page.wait_for_url(re.compile(r"/arbitration/t/"))
+    roles = page.locator("#workspace .arb-task .turn .role").all_inner_texts()
+    assert [r.lower() for r in roles] == ["user", "assistant", "user"]
+    # `?` shows the keys and hides them again; the focus goes back to the field.
+    assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
+    page.keyboard.press("?")
+    dialog = page.locator("dialog#shortcuts")
+    assert dialog.is_visible() and "N/A, where a score allows it" in dialog.inner_text()
+    page.keyboard.press("?")
+    assert not dialog.is_visible()
+    assert page.evaluate("() => document.activeElement?.type") == "radio"
+    page.keyboard.press("5")  # the dialog took no key: scoring goes on
+    assert page.locator("input[type=radio][value='5']:checked").count() == 1
+
+    page.get_by_role("button", name="Hand back to the queue").click()
+    page.wait_for_url(re.compile(r"/arbitration/$"))
+    status = page.get_by_role("status")
+    assert "Handed back: the dispute is in the arbitration queue again" in status.inner_text()
+    # Focused, so a screen reader reads it out (a region filled before load is not announced).
+    assert page.evaluate("() => document.activeElement?.hasAttribute('data-messages')")
+    assert Arbitration.objects.get(item=item).state == "open"
+    assert page.js_errors == []
 
 
 class ArbitrationPersonaTests(TestCase):
