@@ -1,16 +1,20 @@
 """Bearer-token JSON API plumbing shared by the apps' api.py modules.
 
 `api_endpoint` authenticates `Authorization: Bearer <token>`, checks the method and role
-(deny by default), turns `ApiError` into a JSON error and records the docs the OpenAPI
-schema is built from.
+(deny by default), turns `ApiError` and a refused request body into a JSON error and records
+the docs the OpenAPI schema is built from.
 """
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
 
+from django.conf import settings
+from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
@@ -76,13 +80,40 @@ def json_body(request: HttpRequest) -> dict:
     return data
 
 
+def body_too_big(how_to_send_more: str = "") -> JsonResponse:
+    """413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE, which Django refuses on reading it."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    size = f"{limit / (1024 * 1024):.1f} MiB" if limit >= 1024 * 1024 else f"{limit:,} bytes"
+    message = f"request body too large: the limit is {size} ({limit:,} bytes)"
+    if how_to_send_more:
+        message += f"; {how_to_send_more}"
+    return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
+
+
+def bad_request(request: HttpRequest, exc: Exception) -> JsonResponse:
+    """What Django's handler400 would answer in HTML (a malformed multipart body, too many
+    fields), as JSON. Logged where Django logs it: security monitoring keeps seeing it."""
+    name = "django.security." + type(exc).__name__
+    if not isinstance(exc, SuspiciousOperation):
+        name = "django.request"
+    logging.getLogger(name).warning("Bad request %s: %s", request.path, exc)
+    return JsonResponse({"error": f"bad request: {exc}"}, status=400)
+
+
 def api_endpoint(
     *roles: str,
     methods: tuple[str, ...] = ("GET",),
     summary: str = "",
     body: dict | None = None,
     responses: dict | None = None,
+    query: dict | None = None,
+    too_big: str = "",
 ) -> Callable:
+    """`query`: the query (or header) parameters the view reads, name -> description, or a dict
+    with "description" and any of "enum", "required", "type", "in" ("header") and "methods"
+    (the methods that read it, when not all). `too_big`: how to send data over the body limit,
+    where there is a way; it ends the 413's message."""
+
     def decorator(view):
         @csrf_exempt
         @wraps(view)
@@ -106,6 +137,12 @@ def api_endpoint(
             except Http404:
                 # get_object_or_404 in a view: the API answers in JSON, not the HTML page.
                 return JsonResponse({"error": "not found"}, status=404)
+            except RequestDataTooBig:
+                # Caught here, not in a handler400: that one is skipped with DEBUG on (the
+                # embedded mode) and would also catch DisallowedHost, which is not ours.
+                return body_too_big(too_big)
+            except (SuspiciousOperation, MultiPartParserError, BadRequest) as exc:
+                return bad_request(request, exc)
 
         wrapped.api_doc = {
             "roles": roles,
@@ -113,6 +150,7 @@ def api_endpoint(
             "summary": summary or (view.__doc__ or "").strip(),
             "body": body,
             "responses": responses or {},
+            "query": query or {},
         }
         return wrapped
 

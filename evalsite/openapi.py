@@ -22,6 +22,26 @@ GUARDED = {
     "401": "no bearer token, or an unknown one",
     "403": "your role does not allow this",
 }
+# What it answers on every operation that reads a request body.
+BODY_REFUSED = {
+    "400": "the body is not valid (malformed JSON or multipart)",
+    "413": "the body is over the server's limit (DATA_UPLOAD_MAX_MEMORY_SIZE); the message "
+    "says how to send more where there is a way",
+}
+
+
+def _parameter(name: str, spec) -> dict:
+    spec = {"description": spec} if isinstance(spec, str) else spec
+    schema = {"type": spec.get("type", "string")}
+    if "enum" in spec:
+        schema["enum"] = spec["enum"]
+    return {
+        "name": name,
+        "in": spec.get("in", "query"),
+        "required": spec.get("required", False),
+        "description": spec["description"],
+        "schema": schema,
+    }
 
 
 def build_schema() -> dict:
@@ -31,22 +51,28 @@ def build_schema() -> dict:
         if doc is None:
             continue
         path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
-        params = [
+        in_path = [
             {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
             for n in re.findall(r"{(\w+)}", path)
         ]
         for method in doc["methods"]:
+            reads_body = bool(doc["body"]) and method in ("POST", "PUT", "PATCH")
+            responses = {**(doc["responses"] or {"200": "OK"}), **GUARDED}
+            if reads_body:
+                responses = {**BODY_REFUSED, **responses}
             op = {
                 "summary": doc["summary"].splitlines()[0] if doc["summary"] else "",
                 "description": doc["summary"] + f"\n\nRoles: {', '.join(doc['roles'])}.",
-                "parameters": params,
+                "parameters": in_path
+                + [
+                    _parameter(name, spec)
+                    for name, spec in doc["query"].items()
+                    if isinstance(spec, str) or method in spec.get("methods", (method,))
+                ],
                 "security": [{"bearer": []}],
-                "responses": {
-                    str(k): {"description": v}
-                    for k, v in ({**(doc["responses"] or {"200": "OK"}), **GUARDED}).items()
-                },
+                "responses": {str(k): {"description": v} for k, v in sorted(responses.items())},
             }
-            if doc["body"] and method in ("POST", "PUT", "PATCH"):
+            if reads_body:
                 op["requestBody"] = {"required": True, "content": doc["body"]}
             paths.setdefault(path, {})[method.lower()] = op
     return {

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch
 
 from .api import ApiError, api_endpoint, json_body
@@ -158,7 +158,9 @@ your own admin role or account, or the last admin's, is 409.""",
     responses={"200": "user", "400": "invalid", "404": "no such user", "409": "refused"},
 )
 def user_api(request: HttpRequest, username: str) -> JsonResponse:
-    user = get_object_or_404(get_user_model(), username=username)
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise ApiError(f"no such user {username!r}", status=404)
     if request.method == "GET":
         return JsonResponse(user_json(user))
     data = json_body(request)

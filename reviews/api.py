@@ -134,6 +134,7 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
     'returns it: until then a submit is "saved"; after it, if nobody took the slot, it is '
     'saved all the same ("saved_late").',
     body=SUBMIT_BODY,
+    query={"Idempotency-Key": {"description": "the body's `key`, as a header", "in": "header"}},
     responses={
         "201": 'saved: {"status": "saved"|"saved_late", "message": ...}',
         "200": 'already saved with this key: {"status": "duplicate"}',

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, json_body, no_content
@@ -51,7 +50,9 @@ RESOLVE_BODY = {
     responses={"200": "an arbitration", "204": "nothing left for you", "404": "no such campaign"},
 )
 def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
+    campaign = Campaign.objects.filter(slug=slug).first()
+    if campaign is None:
+        raise ApiError("no such campaign", status=404)
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
     if arbitration is None:
         return no_content()

@@ -49,7 +49,27 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
     body={
         "application/x-ndjson": {"schema": {"type": "string"}},
         "text/csv": {"schema": {"type": "string"}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            }
+        },
     },
+    query={
+        "format": {
+            "description": "jsonl or csv: GET, the download's (jsonl when left out); POST, the "
+            "file's (else from the Content-Type or the file name)",
+            "enum": list(FORMATS),
+        },
+        "unblind": {
+            "description": "1 (or true, yes) adds the model identities; leads only",
+            "methods": ("GET",),
+        },
+    },
+    too_big="send the file as the multipart field `file` (up to REVIEWS_IMPORT_MAX_BYTES, "
+    "100 MiB by default), or use `manage.py import_reviews`",
     responses={
         "200": "records (GET) or the import summary (POST)",
         "400": "invalid records, listed per line",

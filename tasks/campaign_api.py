@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.http import HttpRequest, JsonResponse
-from django.shortcuts import get_object_or_404
 
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
@@ -75,7 +74,10 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
 
 
 def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
-    return get_object_or_404(Campaign.objects.select_related("testset"), slug=slug)
+    campaign = Campaign.objects.select_related("testset").filter(slug=slug).first()
+    if campaign is None:
+        raise ApiError("no such campaign", status=404)
+    return campaign
 
 
 @api_endpoint(
@@ -164,7 +166,11 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
     ADMIN,
     methods=("POST",),
     summary="Queue generation for every row not yet queued.",
-    responses={"202": "queued", "400": "e.g. a missing API key variable"},
+    responses={
+        "202": "queued",
+        "400": "e.g. a missing API key variable",
+        "404": "no such campaign",
+    },
 )
 def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
@@ -209,7 +215,14 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     methods=("POST",),
     summary="Import outputs for an imported contender: the JSONL file as the request body, ?contender=NAME.",
     body={"application/x-ndjson": {"schema": {"type": "string"}}},
-    responses={"200": "imported", "400": "problems (all listed, nothing imported)"},
+    query={"contender": {"description": "the imported contender's name", "required": True}},
+    responses={
+        "200": "imported",
+        "400": "no contender given, or problems (all listed, nothing imported)",
+        "404": "no such campaign",
+    },
+    too_big="import a bigger file on the server with "
+    "`manage.py import_outputs FILE --campaign SLUG --contender NAME`",
 )
 def campaign_outputs(request: HttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)

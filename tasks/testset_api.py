@@ -53,6 +53,7 @@ version; content identical to an existing version of that name writes nothing (2
         "201": "imported",
         "400": "row errors",
         "403": "not an admin",
+        "413": "the file is over TESTSET_MAX_BYTES (refused before the body is read)",
     },
 )
 def testsets(request: HttpRequest) -> JsonResponse:
@@ -102,22 +103,39 @@ def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
     return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}"
 
 
+VERSION = {"description": "a version number; the latest when left out", "type": "integer"}
+NOT_FOUND = "no such test set, or no such version of it (the message lists the versions)"
+
+
+def _testset(request: HttpRequest, name: str):
+    """The version ?version=N asks for (the latest without it), or a 404 saying what exists."""
+    version = request.GET.get("version")
+    if version is not None and not version.isdigit():
+        raise ApiError("version must be a whole number")
+    try:
+        return selectors.testset_get(name=name, version=int(version) if version else None)
+    except Http404:
+        versions = list(selectors.testset_versions(name=name).values_list("version", flat=True))
+        if not versions:
+            raise ApiError(f"no test set {name!r}", status=404) from None
+        raise ApiError(
+            f"test set {name!r} has no version {version}; its versions are "
+            + ", ".join(map(str, versions)),
+            status=404,
+            versions=versions,
+        ) from None
+
+
 @api_endpoint(
     ADMIN,
     LEAD,
     summary="One test set: the latest version, or ?version=N; with counts by "
     "category, tier and case type.",
+    query={"version": VERSION},
+    responses={"200": "the test set", "400": "version is not a number", "404": NOT_FOUND},
 )
 def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
-    version = request.GET.get("version")
-    if version is not None and not version.isdigit():
-        raise ApiError("version must be a whole number")
-    try:
-        testset = selectors.testset_get(name=name, version=int(version) if version else None)
-    except Http404:
-        raise ApiError(
-            f"no test set {name!r}" + (f" version {version}" if version else ""), status=404
-        ) from None
+    testset = _testset(request, name)
     data = selectors.testset_as_dict(testset, counts=True)
     data["versions"] = list(selectors.testset_versions(name=name).values_list("version", flat=True))
     return JsonResponse(data)
@@ -128,19 +146,21 @@ def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
     LEAD,
     summary="Download a test set's tasks: ?format=jsonl (default, re-importable) or csv "
     "(formula-escaped); the latest version, or ?version=N.",
-    responses={"200": "the tasks, streamed", "404": "no such test set"},
+    query={
+        "format": {"description": "jsonl (the default) or csv", "enum": ["jsonl", "csv"]},
+        "version": VERSION,
+    },
+    responses={
+        "200": "the tasks, streamed",
+        "400": "unknown format, or version is not a number",
+        "404": NOT_FOUND,
+    },
 )
 def testset_tasks(request: HttpRequest, name: str):
     fmt = request.GET.get("format", "jsonl")
     if fmt not in ("jsonl", "csv"):
         raise ApiError("format must be jsonl or csv")
-    version = request.GET.get("version")
-    if version is not None and not version.isdigit():
-        raise ApiError("version must be a whole number")
-    try:
-        testset = selectors.testset_get(name=name, version=int(version) if version else None)
-    except Http404:
-        raise ApiError(f"no test set {name!r}", status=404) from None
+    testset = _testset(request, name)
     filename = f"{testset.name}-v{testset.version}.{fmt}"
     if fmt == "csv":
         return csv_response(

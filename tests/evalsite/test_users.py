@@ -447,7 +447,7 @@ class UsersApiTests(TestCase):
         one = self.client.get("/api/v1/users/reviewer_a", headers=self.auth).json()
         assert one["roles"] == ["reviewer"] and one["tokens"] == 0
         missing = self.client.get("/api/v1/users/nobody", headers=self.auth)
-        assert missing.status_code == 404 and missing.json() == {"error": "not found"}
+        assert missing.status_code == 404 and missing.json() == {"error": "no such user 'nobody'"}
 
     def test_patch_changes_only_what_it_names_and_returns_released_work(self):
         campaign = campaign_ready(items=2, overlap=2)

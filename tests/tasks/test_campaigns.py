@@ -314,10 +314,15 @@ class ApiTests(TestCase):
             "/api/v1/campaigns", json.dumps(again), "application/json", headers=self.auth("admin")
         )
         assert reuse.status_code == 201, reuse.content
+        # An unknown slug is named as on the other campaign endpoints, not a bare "not found".
         missing = self.client.get("/api/v1/campaigns/nope", headers=self.auth("lead"))
-        assert missing.status_code == 404 and missing.json() == {"error": "not found"}
-        missing = self.client.post("/api/v1/campaigns/nope/generate", headers=self.auth("admin"))
-        assert missing.status_code == 404 and missing.json() == {"error": "not found"}
+        assert missing.status_code == 404 and missing.json() == {"error": "no such campaign"}
+        for action in ("generate", "cancel", "retry-failed", "outputs?contender=x"):
+            missing = self.client.post(
+                f"/api/v1/campaigns/nope/{action}", headers=self.auth("admin")
+            )
+            assert missing.status_code == 404, action
+            assert missing.json() == {"error": "no such campaign"}, action
 
     def test_it_parses_a_body_as_strictly_as_a_file(self):
         make_testset()

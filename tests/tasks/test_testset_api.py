@@ -143,6 +143,20 @@ class TestSetApiTests(TestCase):
         missing = self.client.get("/api/v1/testsets/nope", headers=self.auth("lead"))
         assert missing.status_code == 404 and missing.json()["error"] == "no test set 'nope'"
 
+    def test_it_names_the_versions_there_are_when_the_asked_one_is_not(self):
+        self.post_json("admin", {"name": "support", "format": "jsonl", "content": JSONL})
+        changed = JSONL.replace("twice", "thrice")
+        self.post_json("admin", {"name": "support", "format": "jsonl", "content": changed})
+        for path in ("/api/v1/testsets/support", "/api/v1/testsets/support/tasks"):
+            missing = self.client.get(f"{path}?version=99", headers=self.auth("lead"))
+            assert missing.status_code == 404, path
+            assert missing.json() == {
+                "error": "test set 'support' has no version 99; its versions are 2, 1",
+                "versions": [2, 1],
+            }
+            missing = self.client.get(path.replace("support", "nope"), headers=self.auth("lead"))
+            assert missing.json() == {"error": "no test set 'nope'"}, path
+
     def test_it_downloads_the_tasks_as_jsonl_or_escaped_csv(self):
         evil = JSONL.replace("Charged twice?", "=1+1")
         self.post_json("admin", {"name": "support", "format": "jsonl", "content": evil})
