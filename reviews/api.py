@@ -15,11 +15,12 @@ SUBMIT_BODY = {
     "application/json": {
         "schema": {
             "type": "object",
+            "additionalProperties": False,
             "properties": {
                 "scores": {
                     "type": "object",
                     "description": 'per label, per rubric dimension: {"A": {"accuracy": 4}}; "na" or null '
-                    "where the dimension allows N/A",
+                    "where the dimension allows N/A; whole numbers on nominal and ordinal dimensions",
                     "additionalProperties": {"type": "object"},
                 },
                 "preference": {
@@ -138,7 +139,8 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
     responses={
         "201": 'saved: {"status": "saved"|"saved_late", "message": ...}',
         "200": 'already saved with this key: {"status": "duplicate"}',
-        "400": 'invalid: {"error": ..., "errors": {"scores.A.accuracy": "required", ...}}',
+        "400": 'invalid: {"error": ..., "errors": {"scores.A.accuracy": "required", ...}}; '
+        "an unknown or wrongly typed field is an error too",
         "404": "no such assignment of yours",
         "409": "already submitted with another key, skipped, released, or reassigned",
         "503": "the item kept changing while saving; retry with the same key",
@@ -146,7 +148,9 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
 )
 def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
     data = json_body(request)
-    key = str(data.pop("key", "") or request.headers.get("Idempotency-Key", ""))
+    # The key stays in `data`: the service refuses one that is not a string with the rest.
+    key = data.get("key")
+    key = (key if isinstance(key, str) else "") or request.headers.get("Idempotency-Key", "")
     try:
         result = services.assignment_submit(token=token, reviewer=request.user, key=key, data=data)
     except Assignment.DoesNotExist:

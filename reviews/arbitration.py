@@ -29,7 +29,7 @@ from django.db.models.functions import Now
 
 from tasks.models import Campaign, Mode
 
-from .disputes import disputed_cells
+from .disputes import disputed_cells, not_whole_error
 from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
 from .services import LeaseGone, lease_extended
 
@@ -39,6 +39,11 @@ NA_WORDS = {"na", "n/a"}
 VALUE_REQUIRED = "disputed: a value is required"
 CHOOSE_PREFERENCE = "disputed: choose an output, tie or both_bad"
 BAD_PREFERENCE = "must be an output label, tie or both_bad"
+RESOLVE_FIELDS = ("scores", "preference", "flags", "note")
+ALREADY_RESOLVED = (
+    "You already resolved this dispute with other values; these were not saved and your "
+    "decision stands."
+)
 
 
 class ArbitrationGone(Exception):
@@ -48,6 +53,12 @@ class ArbitrationGone(Exception):
         "This dispute is not in your hands: it was handed back, or went to another arbiter "
         "after its lease ran out, or the link is not one of yours."
     )
+
+
+class AlreadyResolved(Exception):
+    """A resolve of a resolved dispute with values other than the stored ones."""
+
+    message = ALREADY_RESOLVED
 
 
 class ResolveInvalid(ValueError):
@@ -255,10 +266,12 @@ def resolution_build(
     preference: str | None,
     flags: dict | None,
     note: str | None,
+    unknown_fields: tuple[str, ...] = (),
 ) -> tuple[dict, dict]:
     """Validate label-keyed values against the dispute; return (item final, final_values).
 
-    Pure apart from reading the item's reviews for N/A permission. Raises ResolveInvalid.
+    Pure apart from reading the item's reviews for N/A permission. Raises ResolveInvalid with
+    every problem at once (`unknown_fields`: fields of the request a resolution does not have).
     """
     item = arbitration.item
     campaign = item.campaign
@@ -269,14 +282,19 @@ def resolution_build(
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})
     final.setdefault("flags", {})
-    errors: dict[str, str] = {}
+    errors: dict[str, str] = {
+        str(name): f"unknown field; accepted: {', '.join(RESOLVE_FIELDS)}"
+        for name in unknown_fields
+    }
     arbitrated: set[str] = set()
     corrections: list[dict] = []
     given_scores: dict[str, dict[str, float | None]] = {}
 
-    scores = scores or {}
-    if not isinstance(scores, dict):
-        raise ResolveInvalid({"scores": "must be an object keyed by output label"})
+    if scores is None:
+        scores = {}
+    elif not isinstance(scores, dict):
+        errors["scores"] = "must be an object keyed by output label"
+        scores = {}
     # A reviewer's N/A makes N/A a legitimate final value for that cell.
     na_cells = {
         (dim, str(out))
@@ -299,11 +317,15 @@ def resolution_build(
                 continue
             na_ok = bool(dim.get("allow_na")) or (key, output) in na_cells
             value, error = _number(raw, dim, na_ok)
+            current = final["scores"].setdefault(output, {}).get(key)
+            if not error and value is not None and ((key, output) in cells or value != current):
+                # A new value must be a point of the scale; keeping an agreed one (the mean
+                # of the reviews, so maybe 3.5) is not a new value.
+                error = not_whole_error(dim, value)
             if error:
                 errors[f"scores.{label}.{key}"] = error
                 continue
             given_scores.setdefault(output, {})[key] = value
-            current = final["scores"].setdefault(output, {}).get(key)
             if (key, output) in cells:
                 arbitrated.add(key)
             elif value != current:
@@ -382,8 +404,11 @@ def resolution_build(
                 f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
             )
 
-    text = (note or "").strip() if isinstance(note, str | type(None)) else ""
-    if not text:
+    text = (note or "").strip() if isinstance(note, str | type(None)) else None
+    if text is None:
+        errors["note"] = "must be a string: a note explaining the decision"
+        text = ""
+    elif not text:
         errors["note"] = "a note explaining the decision is required"
     elif len(text) > NOTE_MAX_CHARS:
         errors["note"] = f"at most {NOTE_MAX_CHARS} characters"
@@ -410,20 +435,30 @@ def arbitration_resolve(
     preference: str | None = None,
     flags: dict | None = None,
     note: str | None = None,
+    unknown_fields: tuple[str, ...] = (),
 ) -> tuple[Arbitration, bool]:
     """Record the arbiter's final values. Returns (arbitration, newly_resolved).
 
-    A repeated submit of a resolved arbitration returns it unchanged with newly_resolved False.
+    A repeat of the resolve that settled it (a retry) returns it unchanged with newly_resolved
+    False; a resolve with other values raises AlreadyResolved, so they are never dropped
+    without a word.
     """
+    request = {
+        "scores": scores,
+        "preference": preference,
+        "flags": flags,
+        "note": note,
+        "unknown_fields": unknown_fields,
+    }
     with transaction.atomic():
         arbitration = _locked_for(token, arbiter)
         if arbitration.state == Arbitration.State.RESOLVED:
+            if not _same_resolution(arbitration, request):
+                raise AlreadyResolved
             return arbitration, False
         if arbitration.state != Arbitration.State.ACTIVE:
             raise ArbitrationGone
-        final, values = resolution_build(
-            arbitration=arbitration, scores=scores, preference=preference, flags=flags, note=note
-        )
+        final, values = resolution_build(arbitration=arbitration, **request)
         note_text = values.pop("note")
         done = Arbitration.objects.filter(
             pk=arbitration.pk, token=token, state=Arbitration.State.ACTIVE, arbiter=arbiter
@@ -439,3 +474,19 @@ def arbitration_resolve(
             raise ArbitrationGone
         arbitration.refresh_from_db()
         return arbitration, True
+
+
+def _same_resolution(arbitration: Arbitration, request: dict) -> bool:
+    """Whether a resolve request carries the values its resolved arbitration stored: the same
+    label -> output mapping (the token, hence the order, is unchanged) and the same rules."""
+    try:
+        _final, values = resolution_build(arbitration=arbitration, **request)
+    except ResolveInvalid:
+        return False
+    stored = arbitration.final_values or {}
+    return (
+        values["scores"] == (stored.get("scores") or {})
+        and values["preference"] == stored.get("preference")
+        and values["flags"] == (stored.get("flags") or {})
+        and values["note"] == arbitration.note
+    )

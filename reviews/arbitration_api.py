@@ -11,6 +11,8 @@ from tasks.models import Campaign
 
 from .arbitration import (
     LEASE_LAPSED,
+    RESOLVE_FIELDS,
+    AlreadyResolved,
     ArbitrationGone,
     LeaseGone,
     ResolveInvalid,
@@ -25,10 +27,13 @@ RESOLVE_BODY = {
         "schema": {
             "type": "object",
             "required": ["note"],
+            "additionalProperties": False,
             "properties": {
                 "scores": {
                     "type": "object",
-                    "description": '{"A": {"accuracy": 4}}; null or "na" = N/A',
+                    "description": '{"A": {"accuracy": 4}}; null or "na" = N/A; a new value on a '
+                    "nominal or ordinal dimension is a whole number (an agreed value may be kept "
+                    "as it is)",
                 },
                 "preference": {"type": "string", "description": "an output label, tie or both_bad"},
                 "flags": {
@@ -89,35 +94,33 @@ def arbitration_heartbeat_api(request: HttpRequest, token: str) -> JsonResponse:
     ARBITER,
     methods=("POST",),
     summary="Resolve a claimed arbitration: values for at least every disputed part, and a note. "
-    "Other values correct agreed parts (recorded as corrections). Repeating it returns the stored result.",
+    "Other values correct agreed parts (recorded as corrections). Repeating it (a retry) returns "
+    "the stored result; other values after it was resolved are refused (409).",
     body=RESOLVE_BODY,
     responses={
-        "200": "resolved",
-        "400": "invalid: see errors",
+        "200": 'resolved; "already_resolved": true for a repeat of the resolve that settled it',
+        "400": "invalid: every problem in errors, keyed by field",
         "404": "unknown token, or reassigned after the lease",
+        "409": "you already resolved it with other values: these were not saved",
     },
 )
 def arbitration_resolve_api(request: HttpRequest, token: str) -> JsonResponse:
     data = json_body(request)
-    unknown = set(data) - {"scores", "preference", "flags", "note"}
-    if unknown:
-        raise ApiError(f"unknown fields: {', '.join(sorted(unknown))}")
-    preference = data.get("preference")
-    if preference is not None and not isinstance(preference, str):
-        raise ApiError(
-            "invalid resolution", errors={"preference": "must be an output label, tie or both_bad"}
-        )
     try:
+        # Values are passed as sent: the service reports every wrong type with the rest.
         arbitration, created = arbitration_resolve(
             token=token,
             arbiter=request.user,
             scores=data.get("scores"),
-            preference=preference,
+            preference=data.get("preference"),
             flags=data.get("flags"),
-            note=data.get("note") if isinstance(data.get("note"), str) else None,
+            note=data.get("note"),
+            unknown_fields=tuple(k for k in data if k not in RESOLVE_FIELDS),
         )
     except ArbitrationGone:
         raise ApiError(ArbitrationGone.message, status=404) from None
+    except AlreadyResolved:
+        raise ApiError(AlreadyResolved.message, status=409, already_resolved=True) from None
     except ResolveInvalid as exc:
         raise ApiError("invalid resolution", errors=exc.errors) from None
     return JsonResponse(

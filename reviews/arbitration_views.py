@@ -21,6 +21,7 @@ from .arbitration import (
     FLAGS,
     LEASE_LAPSED,
     VALUE_REQUIRED,
+    AlreadyResolved,
     ArbitrationGone,
     LeaseGone,
     ResolveInvalid,
@@ -249,6 +250,9 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
         arbitration, _ = arbitration_resolve(token=token, arbiter=request.user, **values)
     except ArbitrationGone:
         return _gone(request)
+    except AlreadyResolved:
+        # Another tab resolved it first: say the values on this one were not saved.
+        return _gone(request, AlreadyResolved.message, resolved=True)
     except ResolveInvalid as exc:
         context = _workspace_context(arbitration, campaign, errors=exc.errors, values=values)
         template = f"{PAGE}#workspace" if request.htmx else PAGE

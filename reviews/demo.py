@@ -155,7 +155,8 @@ def _second_review(
             lo, hi = float(dim.get("min", 1)), float(dim.get("max", 5))
             gap = float(dim.get("max_gap", 1) if dim.get("max_gap") is not None else 1)
             value = given[output].get(dim["key"])
-            value = (lo + hi) / 2 if value is None else value
+            # The middle point of the scale: a whole number, as ordinal scores must be.
+            value = float((lo + hi) // 2) if value is None else value
             if output == target and dim is target_dim:
                 opposite = lo if value - lo >= hi - value else hi
                 if abs(opposite - value) > gap:

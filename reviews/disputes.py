@@ -67,6 +67,19 @@ def dimension_gap(dimension: dict) -> float:
     return 1.0 if gap is None else float(gap)
 
 
+# Levels whose points are categories or ranks: 4.5 is no point of such a scale, and ordinal
+# alpha would count it as a category of its own. Interval and ratio scales take fractions.
+WHOLE_LEVELS = ("nominal", "ordinal")
+
+
+def not_whole_error(dimension: dict, value: float) -> str | None:
+    """The error for a fractional score on a nominal or ordinal dimension, else None."""
+    level = dimension.get("level") or "ordinal"
+    if level in WHOLE_LEVELS and not float(value).is_integer():
+        return f"must be a whole number on this {level} scale"
+    return None
+
+
 def _fmt(value: float | None) -> str:
     if value is None:
         return "N/A"

@@ -44,6 +44,7 @@ from evalsite.csvsafe import FORMULA_START, csv_lines
 from evalsite.uploads import decode_utf8, strict_json
 from tasks.models import Campaign, Generation
 
+from .disputes import not_whole_error
 from .models import FLAGS, Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
 from .readiness import item_rotations
 from .readiness import pair_key as readiness_pair_key
@@ -710,6 +711,12 @@ def _check_record(
             low, high = spec.get("min", 1), spec.get("max", 5)
             if not low <= value <= high:
                 err(where, f"{value} is outside the rubric range {low}..{high}")
+                continue
+            # The reviewer's rule. An arbitration record may keep an agreed mean (3.5): the
+            # arbitration rules judge its values when it is replayed.
+            fraction = None if raw.get("arbitration") is True else not_whole_error(spec, value)
+            if fraction:
+                err(where, f"{value:g}: {fraction}")
                 continue
             clean_scores[label][dim] = float(value)
     preference = raw.get("preference")

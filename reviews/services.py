@@ -50,7 +50,7 @@ from evalsite.roles import REVIEWER, has_role
 from tasks.models import Campaign, Generation, Mode, Task
 
 from . import blinding, pagerows
-from .disputes import item_settle
+from .disputes import item_settle, not_whole_error
 from .models import (
     Assignment,
     ItemOutput,
@@ -669,14 +669,19 @@ def _number(value: Any) -> float | None:
     raise ValueError
 
 
+SUBMIT_FIELDS = ("scores", "preference", "flags", "comment", "seconds_spent", "key")
+
+
 def review_payload_parse(
     *, campaign: Campaign, order: list[int], data: dict
 ) -> tuple[dict, dict[str, str]]:
     """Check a submit against the rubric and map labels to ItemOutput ids.
 
     `data` = {"scores": {"A": {"accuracy": 4}}, "preference": "A"|"tie"|"both_bad",
-    "flags": {"A": ["hallucination"]}, "comment": "..."}. "na" or null is N/A where a dimension
-    allows it. Returns (parsed, errors); errors map "scores.A.accuracy"-style paths to messages.
+    "flags": {"A": ["hallucination"]}, "comment": "...", "seconds_spent": 42, "key": "..."}.
+    "na" or null is N/A where a dimension allows it. Returns (parsed, errors); errors map
+    "scores.A.accuracy"-style paths to messages. Any other field is an error: a misspelt one
+    would otherwise be dropped without a word.
     """
     labels = labels_for(len(order))
     by_label = dict(zip(labels, order, strict=True))
@@ -684,8 +689,16 @@ def review_payload_parse(
     errors: dict[str, str] = {}
     scores: dict[int, dict[str, float | None]] = {}
 
-    raw_scores = data.get("scores") or {}
-    if not isinstance(raw_scores, dict):
+    for name in data:
+        if name not in SUBMIT_FIELDS:
+            errors[str(name)] = f"unknown field; accepted: {', '.join(SUBMIT_FIELDS)}"
+    if not isinstance(data.get("key"), str | None):
+        errors["key"] = "must be a string"
+
+    raw_scores = data.get("scores")
+    if raw_scores is None:
+        raw_scores = {}
+    elif not isinstance(raw_scores, dict):
         errors["scores"] = "must be an object keyed by label"
         raw_scores = {}
     for label in raw_scores:
@@ -723,14 +736,20 @@ def review_payload_parse(
                 if not (lo <= number <= hi):
                     errors[path] = f"must be from {lo} to {hi}"
                     continue
+                if fraction := not_whole_error(dim, number):
+                    errors[path] = fraction
+                    continue
                 scores.setdefault(by_label[label], {})[key] = number
     elif raw_scores:
         errors["scores"] = "this campaign does not collect rubric scores"
 
     preference, preferred = "", None
     raw_pref = data.get("preference")
-    raw_pref = "" if raw_pref is None else str(raw_pref).strip()
-    if wants_preference:
+    choices = ", ".join([*labels, "tie", "both_bad"])
+    if raw_pref is not None and not isinstance(raw_pref, str):
+        errors["preference"] = f"must be a string: one of {choices}"
+    elif wants_preference:
+        raw_pref = (raw_pref or "").strip()
         if raw_pref in by_label:
             preference, preferred = Preference.OUTPUT, by_label[raw_pref]
         elif raw_pref in (Preference.TIE, Preference.BOTH_BAD):
@@ -739,13 +758,15 @@ def review_payload_parse(
             bad = "both bad" if len(labels) == 2 else "all bad"
             errors["preference"] = f"required: choose an output, tie or {bad}"
         else:
-            errors["preference"] = f"must be one of {', '.join([*labels, 'tie', 'both_bad'])}"
-    elif raw_pref:
+            errors["preference"] = f"must be one of {choices}"
+    elif raw_pref and raw_pref.strip():
         errors["preference"] = "this campaign does not ask for a preference"
 
     flags: dict[str, list[str]] = {}
-    raw_flags = data.get("flags") or {}
-    if not isinstance(raw_flags, dict):
+    raw_flags = data.get("flags")
+    if raw_flags is None:
+        raw_flags = {}
+    elif not isinstance(raw_flags, dict):
         errors["flags"] = "must be an object keyed by label"
         raw_flags = {}
     for label, names in raw_flags.items():
@@ -760,17 +781,25 @@ def review_payload_parse(
         if names:
             flags[str(by_label[label])] = sorted(set(names))
 
-    comment = data.get("comment") or ""
-    if not isinstance(comment, str):
+    comment = data.get("comment")
+    if comment is None:
+        comment = ""
+    elif not isinstance(comment, str):
         errors["comment"] = "must be text"
         comment = ""
     elif len(comment) > 5000:
         errors["comment"] = "at most 5000 characters"
 
+    # An integer from the API, digits from the review page's hidden field.
     seconds = data.get("seconds_spent")
-    try:
-        seconds = None if seconds in (None, "") else max(0, min(int(seconds), 86400))
-    except (TypeError, ValueError):
+    if seconds is None or seconds == "":
+        seconds = None
+    elif isinstance(seconds, str) and seconds.strip().isdecimal():
+        seconds = min(int(seconds), 86400)
+    elif isinstance(seconds, int) and not isinstance(seconds, bool):
+        seconds = max(0, min(seconds, 86400))
+    else:
+        errors["seconds_spent"] = "must be a whole number of seconds"
         seconds = None
 
     parsed = {

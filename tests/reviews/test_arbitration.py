@@ -9,6 +9,7 @@ from django.test import TestCase, TransactionTestCase
 from django.utils import timezone
 
 from reviews.arbitration import (
+    AlreadyResolved,
     ArbitrationGone,
     ResolveInvalid,
     arbitration_claim_next,
@@ -325,12 +326,95 @@ class ArbitrationServiceTests(TestCase):
             "note": "ok",
         }
         first, created = arbitration_resolve(**kwargs)
-        again, created_again = arbitration_resolve(**{**kwargs, "preference": o1_label})
+        again, created_again = arbitration_resolve(**{**kwargs, "note": " ok "})
         assert created and not created_again
         assert again.resolved_at == first.resolved_at
+        # Other values once it is resolved are refused, never dropped as if saved.
+        with pytest.raises(AlreadyResolved):
+            arbitration_resolve(**{**kwargs, "preference": o1_label})
+        with pytest.raises(AlreadyResolved):
+            arbitration_resolve(**{**kwargs, "scores": {o1_label: {"accuracy": 2}}})
         assert ReviewItem.objects.get(pk=self.item.pk).final["preference"] == "tie"
         with pytest.raises(ArbitrationGone):  # someone else's token
             arbitration_resolve(**{**kwargs, "arbiter": self.other_arbiter})
+
+    def test_it_rejects_a_new_fractional_value_on_an_ordinal_scale_but_keeps_an_agreed_mean(self):
+        arbitration = self.claim()
+        labels = self.outputs(arbitration)
+        o1_label = next(k for k, v in labels.items() if v == min(labels.values()))
+        o2_label = next(k for k in labels if k != o1_label)
+        kwargs = {"token": arbitration.token, "arbiter": self.users["arbiter"], "note": "n"}
+        with pytest.raises(ResolveInvalid) as exc:
+            arbitration_resolve(
+                **kwargs,
+                # disputed (5 vs 2); a correction of the agreed 3.5
+                scores={o1_label: {"accuracy": 3.5}, o2_label: {"accuracy": 2.5}},
+                preference="tie",
+            )
+        whole = "must be a whole number on this ordinal scale"
+        assert exc.value.errors == {
+            f"scores.{o1_label}.accuracy": whole,
+            f"scores.{o2_label}.accuracy": whole,
+        }
+        # Sending the agreed mean back as it is keeps it: no correction, nothing refused.
+        arbitration_resolve(
+            **kwargs,
+            scores={o1_label: {"accuracy": 3}, o2_label: {"accuracy": 3.5}},
+            preference="tie",
+        )
+        final = ReviewItem.objects.get(pk=self.item.pk).final
+        assert final["scores"][str(labels[o2_label])]["accuracy"] == 3.5
+        assert final["corrections"] == [] and final["arbitrated"] == ["accuracy", "preference"]
+        # The same request again is a retry.
+        _, created = arbitration_resolve(
+            **kwargs,
+            scores={o1_label: {"accuracy": 3}, o2_label: {"accuracy": 3.5}},
+            preference="tie",
+        )
+        assert not created
+
+    def test_it_takes_a_fractional_value_on_an_interval_scale(self):
+        campaign = CampaignFactory(
+            rubric=[
+                {"key": "accuracy", "label": "Accuracy", "min": 1, "max": 5, "level": "interval"}
+            ]
+        )
+        item = disputed_item(campaign, self.users["reviewer_a"], self.users["reviewer_b"])
+        arbitration = arbitration_claim_next(campaign=campaign, arbiter=self.users["arbiter"])
+        labels = self.outputs(arbitration)
+        o1_label = next(k for k, v in labels.items() if v == min(labels.values()))
+        arbitration_resolve(
+            token=arbitration.token,
+            arbiter=self.users["arbiter"],
+            scores={o1_label: {"accuracy": 3.5}},
+            preference="tie",
+            note="n",
+        )
+        final = ReviewItem.objects.get(pk=item.pk).final
+        assert final["scores"][str(labels[o1_label])]["accuracy"] == 3.5
+
+    def test_it_lists_every_problem_of_a_malformed_resolution_at_once(self):
+        arbitration = self.claim()
+        labels = self.outputs(arbitration)
+        o1_label = next(k for k, v in labels.items() if v == min(labels.values()))
+        with pytest.raises(ResolveInvalid) as exc:
+            arbitration_resolve(
+                token=arbitration.token,
+                arbiter=self.users["arbiter"],
+                scores="x",
+                preference=5,
+                flags="y",
+                note=5,
+                unknown_fields=("colour",),
+            )
+        assert exc.value.errors == {
+            "colour": "unknown field; accepted: scores, preference, flags, note",
+            "scores": "must be an object keyed by output label",
+            f"scores.{o1_label}.accuracy": "disputed: a value is required",
+            "preference": "must be an output label, tie or both_bad",
+            "flags": "must be an object keyed by output label",
+            "note": "must be a string: a note explaining the decision",
+        }
 
     def test_it_requires_a_decision_on_disputed_flags(self):
         campaign = CampaignFactory(flags_dispute=True, mode="rubric")

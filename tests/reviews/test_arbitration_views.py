@@ -132,9 +132,17 @@ class ArbitrationPageTests(TestCase):
         assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
         # A double submit (a retried request) changes nothing and still answers.
         again = self.client.post(
-            url, {f"score-{label}-accuracy": "2", "preference": "tie", "note": "x"}, **htmx()
+            url,
+            {f"score-{label}-accuracy": "4", "preference": "tie", "note": "Both fine."},
+            **htmx(),
         )
         assert again.status_code == 200 and b"Dispute resolved" in again.content
+        # Other values (another tab still open) are not taken for saved.
+        other = self.client.post(
+            url, {f"score-{label}-accuracy": "2", "preference": "tie", "note": "x"}, **htmx()
+        )
+        assert other.status_code == 200 and b"Dispute resolved" not in other.content
+        assert b"Already resolved" in other.content and b"were not saved" in other.content
         assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
         # Back to the page later (Back, a bookmark): it says the dispute was resolved.
         page = self.client.get(f"/arbitration/t/{arbitration.token}/")
@@ -336,7 +344,11 @@ class ArbitrationApiTests(TestCase):
             f"scores.{label}.accuracy": "disputed: a value is required",
             "note": "a note explaining the decision is required",
         }
-        assert self.post(url, {"note": "x", "colour": 1}).status_code == 400
+        unknown = self.post(url, {"note": "x", "colour": 1})
+        assert unknown.status_code == 400
+        assert unknown.json()["errors"]["colour"] == (
+            "unknown field; accepted: scores, preference, flags, note"
+        )
         body = {"scores": {label: {"accuracy": 3}}, "preference": label, "note": "A is closer."}
         ok = self.post(url, body)
         assert ok.status_code == 200
@@ -348,10 +360,50 @@ class ArbitrationApiTests(TestCase):
         # keys in the arbiter's label order, never the contenders' (key order is identity too)
         assert list(result["final"]["scores"]) == ["A", "B"]
         assert list(result["final"]["flags"]) in (["A", "B"], ["A"], ["B"], [])
-        again = self.post(url, {**body, "preference": "tie"})
+        # A retry of the same resolve answers as before; other values are refused, not dropped.
+        again = self.post(url, body)
         assert again.status_code == 200 and again.json()["already_resolved"] is True
-        assert again.json()["final"]["preference"] == label
+        assert again.json()["final"] == result["final"]
+        changed = self.post(url, {**body, "preference": "tie"})
+        assert changed.status_code == 409 and changed.json()["already_resolved"] is True
+        assert "already resolved" in changed.json()["error"]
+        assert "not saved" in changed.json()["error"]
+        assert ReviewItem.objects.get(pk=self.item.pk).final["preference"] == str(
+            labels_for(arbitration.order)[label]
+        )
         assert self.post("/api/v1/arbitrations/not-a-token/resolve", body).status_code == 404
+
+    def test_it_lists_every_problem_of_a_malformed_resolve(self):
+        data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
+        label = o1_label(Arbitration.objects.get(token=data["token"]))
+        bad = self.post(data["resolve_url"], {"scores": "x", "note": 5, "flags": "y"})
+        assert bad.status_code == 400
+        assert bad.json()["errors"] == {
+            "scores": "must be an object keyed by output label",
+            f"scores.{label}.accuracy": "disputed: a value is required",
+            "preference": "disputed: choose an output, tie or both_bad",
+            "flags": "must be an object keyed by output label",
+            "note": "must be a string: a note explaining the decision",
+        }
+        typed = self.post(data["resolve_url"], {"preference": ["A"], "note": "n", "x": 1})
+        assert typed.status_code == 400
+        assert set(typed.json()["errors"]) == {f"scores.{label}.accuracy", "preference", "x"}
+
+    def test_it_refuses_a_new_fractional_value_on_an_ordinal_scale(self):
+        data = self.post("/api/v1/campaigns/api-camp/arbitration/next").json()
+        label = o1_label(Arbitration.objects.get(token=data["token"]))
+        other = "B" if label == "A" else "A"
+        body = {"scores": {label: {"accuracy": 3.5}}, "preference": "tie", "note": "n"}
+        bad = self.post(data["resolve_url"], body)
+        assert bad.status_code == 400
+        assert bad.json()["errors"] == {
+            f"scores.{label}.accuracy": "must be a whole number on this ordinal scale"
+        }
+        # The agreed 3.5 (the mean of 3 and 4) may be sent back as it is.
+        body["scores"] = {label: {"accuracy": 3}, other: {"accuracy": 3.5}}
+        ok = self.post(data["resolve_url"], body)
+        assert ok.status_code == 200 and ok.json()["final"]["scores"][other]["accuracy"] == 3.5
+        assert ok.json()["final"]["corrections"] == []
 
     def test_it_lists_errors_in_label_order_not_the_contenders(self):
         campaign = CampaignFactory(slug="two-disputes")

@@ -440,6 +440,19 @@ class BadInputTests(TestCase):
             "jsonl",
         )
 
+    def test_it_rejects_a_fractional_score_on_an_ordinal_scale_once_per_score(self):
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(
+                campaign=self.campaign,
+                data=jsonl(rec(scores={"A": {"accuracy": 4.5, "completeness": 3.5}})),
+                fmt="jsonl",
+            )
+        assert exc.value.messages() == [
+            "line 1, field scores.A.accuracy: 4.5: must be a whole number on this ordinal scale",
+            "line 1, field scores.A.completeness: 3.5: must be a whole number on this ordinal scale",
+        ]
+        assert Review.objects.count() == 0
+
     def test_it_rejects_an_unknown_dimension(self):
         self.assert_rejected(
             jsonl(rec(scores={"A": {"style": 3}})),
@@ -890,6 +903,23 @@ class ArbitrationRecordTests(TestCase):
             [*sample_records(), arbitration_record(scores={})],
             "line 9, field scores.B.accuracy: disputed: a value is required",
         )
+
+    def test_it_holds_an_arbiter_to_whole_numbers_but_lets_an_agreed_mean_stand(self):
+        self.assert_rejected(
+            [*sample_records(), arbitration_record(scores={"B": {"accuracy": 3.5}})],
+            "line 9, field scores.B.accuracy: must be a whole number on this ordinal scale",
+        )
+        records = sample_records()
+        records[7]["scores"]["A"]["completeness"] = 4  # zeta's completeness on T-4: 3 and 4
+        decision = arbitration_record(scores={"A": {"completeness": 3.5}, "B": {"accuracy": 4}})
+        summary = reviews_import(
+            campaign=self.campaign, data=jsonl(*records, decision), fmt="jsonl"
+        )
+        assert summary.arbitrations_created == 1
+        item = ReviewItem.objects.get(task__external_id="T-4")
+        zeta = ItemOutput.objects.get(item=item, generation__contender__name=SECRET_NAMES[0])
+        assert item.final["scores"][str(zeta.pk)]["completeness"] == 3.5
+        assert item.final["corrections"] == []
 
     def test_it_rejects_an_arbiter_who_reviewed_the_item(self):
         self.assert_rejected(

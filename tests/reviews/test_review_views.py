@@ -91,6 +91,20 @@ class ReviewerPageTests(TestCase):
         assert 'name="score-A-accuracy" value="4" checked' in html
         assert Review.objects.count() == 0
 
+    def test_it_rejects_a_fractional_score_on_an_ordinal_scale_in_place(self):
+        assignment, _ = self.start()
+        data = form_data(assignment)
+        data["score-B-accuracy"] = "4.5"  # not one of the page's choices: a crafted post
+        response = self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+            data,
+            headers=HTMX,
+        )
+        html = response.content.decode()
+        assert response.status_code == 200 and "Not saved yet" in html
+        assert "data-error>must be a whole number on this ordinal scale<" in html
+        assert Review.objects.count() == 0
+
     def test_it_saves_and_swaps_in_the_next_item_without_a_reload(self):
         first, _ = self.start()
         response = self.client.post(
@@ -377,6 +391,63 @@ class ReviewApiTests(TestCase):
         assert empty.status_code == 204 and not empty.content
         assert "Content-Type" not in empty.headers  # no body, so not "text/html"
         assert Review.objects.count() == 1
+
+    def test_it_rejects_a_fractional_score_on_an_ordinal_scale(self):
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        review = {
+            "scores": {"A": {"accuracy": 4.5, "completeness": 3}, "B": {"accuracy": 2.0}},
+            "preference": "A",
+        }
+        invalid = self.post(body["submit_url"], review)
+        assert invalid.status_code == 400 and invalid.json()["status"] == "invalid"
+        errors = invalid.json()["errors"]
+        assert errors["scores.A.accuracy"] == "must be a whole number on this ordinal scale"
+        assert "scores.B.accuracy" not in errors  # 2.0 is the point 2
+        assert Review.objects.count() == 0
+
+    def test_it_takes_a_fractional_score_on_an_interval_scale(self):
+        campaign = campaign_ready(
+            items=1,
+            overlap=1,
+            slug="interval-camp",
+            rubric=[{"key": "accuracy", "min": 1, "max": 5, "level": "interval"}],
+        )
+        body = self.post(f"/api/v1/campaigns/{campaign.slug}/next").json()
+        review = {"scores": {"A": {"accuracy": 4.5}, "B": {"accuracy": 2}}, "preference": "A"}
+        saved = self.post(body["submit_url"], review)
+        assert saved.status_code == 201, saved.json()
+        assert sorted(Review.objects.get().scores.values_list("value", flat=True)) == [2.0, 4.5]
+
+    def test_it_rejects_unknown_and_wrongly_typed_fields_all_at_once(self):
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        review = {
+            "scores": {
+                "A": {"accuracy": 4, "completeness": 3},
+                "B": {"accuracy": 2, "completeness": None},
+            },
+            "preference": "A",
+        }
+        accepted = "unknown field; accepted: scores, preference, flags, comment, seconds_spent, key"
+        for extra, errors in (
+            ({"bogus": 1}, {"bogus": accepted}),
+            ({"seconds": "abc"}, {"seconds": accepted}),
+            ({"seconds_spent": "abc"}, {"seconds_spent": "must be a whole number of seconds"}),
+            ({"key": {"a": 1}}, {"key": "must be a string"}),
+            (
+                {"comment": 5, "flags": []},
+                {"comment": "must be text", "flags": "must be an object keyed by label"},
+            ),
+            ({"preference": 1}, {"preference": "must be a string: one of A, B, tie, both_bad"}),
+        ):
+            invalid = self.post(body["submit_url"], {**review, **extra})
+            assert invalid.status_code == 400, extra
+            assert invalid.json()["status"] == "invalid"
+            assert invalid.json()["errors"] == errors, extra
+        both = self.post(body["submit_url"], {"bogus": 1, "scores": "x", "preference": "A"})
+        assert set(both.json()["errors"]) >= {"bogus", "scores", "scores.A.accuracy"}
+        assert Review.objects.count() == 0
+        saved = self.post(body["submit_url"], {**review, "seconds_spent": 61, "key": "k-1"})
+        assert saved.status_code == 201 and Review.objects.get().seconds_spent == 61
 
     def test_the_claim_reads_its_answer_under_the_item_lock(self):
         # A new claim answers from the rows it read while holding the item (no query of its
