@@ -1,6 +1,7 @@
 """Campaign definitions, contenders, the create/import commands, the API and the admin pages."""
 
 import json
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -549,8 +550,10 @@ class PageTests(TestCase):
         assert summary[0]["error"] == "HTTP 400: secret provider detail"
 
     def test_it_measures_rate_and_eta_on_outputs_done_not_on_failures(self):
+        now = timezone.now()
+        # Started before the rate window: the rate is over the whole window (60 s).
         Generation.objects.filter(campaign=self.campaign, status__in=["done", "failed"]).update(
-            finished_at=timezone.now()
+            started_at=now - timedelta(minutes=2), finished_at=now
         )
         Generation.objects.filter(campaign=self.campaign, status="pending").update(
             queued_at=timezone.now()
@@ -566,6 +569,37 @@ class PageTests(TestCase):
         assert progress["totals"]["rate_per_min"] == 1.0
         self.login("admin")
         assert ">Done /min</th>" in self.client.get("/campaigns/pages/").content.decode()
+
+    def test_it_measures_the_rate_over_the_seconds_work_has_run_not_the_whole_window(self):
+        # 12 outputs in the 6 s since the first one started: 120 a minute, not 12.
+        now = timezone.now()
+        beta = Generation.objects.filter(campaign=self.campaign, contender__name="beta-model")
+        beta.filter(status="done").update(started_at=now - timedelta(seconds=5), finished_at=now)
+        beta.filter(status="pending").update(queued_at=now)
+        first = beta.first()
+        Generation.objects.bulk_create(
+            Generation(
+                campaign=self.campaign,
+                task=first.task,
+                contender=first.contender,
+                sample_index=10 + i,
+                status="done",
+                started_at=now - timedelta(seconds=6),
+                finished_at=now - timedelta(seconds=6 - i * 0.5),
+            )
+            for i in range(11)
+        )
+        progress = campaign_progress(campaign=self.campaign)
+        rate = progress["contenders"][1]["rate_per_min"]
+        assert 110 < rate <= 120 and 110 < progress["totals"]["rate_per_min"] <= 120
+        assert progress["contenders"][1]["eta_seconds"] is not None
+
+    def test_it_takes_a_rate_over_at_least_five_seconds(self):
+        now = timezone.now()
+        Generation.objects.filter(campaign=self.campaign, status="done").update(
+            started_at=now - timedelta(seconds=1), finished_at=now
+        )
+        assert campaign_progress(campaign=self.campaign)["totals"]["rate_per_min"] == 12.0
 
     def test_the_poll_refreshes_the_header_status_badge_and_item_counts(self):
         self.login("admin")
