@@ -3,6 +3,9 @@
 import csv
 import io
 import json
+import os
+import re
+from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -703,6 +706,50 @@ class CommandTests(TestCase):
             call_command("import_reviews", str(path), "--campaign", "camp", stderr=err)
         assert "line 1, field task_id: 'T-404' is not in test set" in err.getvalue()
         assert Review.objects.count() == 0
+
+    def test_it_refuses_an_unwritable_output_with_one_line_and_leaves_no_file(self):
+        cases = {
+            self.tmp / "missing" / "x.jsonl": "No such file or directory",
+            self.tmp: "Is a directory",
+        }
+        for target, reason in cases.items():
+            with pytest.raises(CommandError) as info:
+                call_command("export_reviews", "--campaign", "camp", "--output", str(target))
+            assert str(info.value) == f"cannot write {target}: {reason}"
+        assert list(self.tmp.iterdir()) == []  # no temporary file left behind
+
+    def test_a_failed_export_leaves_no_half_file_and_keeps_the_old_one(self):
+        import errno
+
+        from reviews.management.commands import export_reviews
+
+        def disk_fills(**kwargs):
+            yield '{"task_id": "T-1"}\n'
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        target = self.tmp / "out.jsonl"
+        target.write_text("the previous export\n")
+        with mock.patch.object(export_reviews, "records_export", disk_fills):
+            with pytest.raises(CommandError, match="^cannot write .*: No space left on device$"):
+                call_command("export_reviews", "--campaign", "camp", "--output", str(target))
+        assert target.read_text() == "the previous export\n"
+        assert [p.name for p in self.tmp.iterdir()] == ["out.jsonl"]
+
+    def test_it_writes_an_export_others_may_read_like_any_new_file(self):
+        target = self.tmp / "out.jsonl"
+        old = os.umask(0o022)
+        try:
+            call_command("export_reviews", "--campaign", "camp", "--output", str(target))
+        finally:
+            os.umask(old)
+        assert target.stat().st_mode & 0o777 == 0o644
+
+    def test_it_refuses_an_unreadable_input_with_one_line(self):
+        for path, reason in ((self.tmp, "Is a directory"), (self.tmp / "no.jsonl", "No such file")):
+            with pytest.raises(
+                CommandError, match=f"^cannot read {re.escape(str(path))}: {reason}"
+            ):
+                call_command("import_reviews", str(path), "--campaign", "camp")
 
     @pytest.fixture(autouse=True)
     def _tmp(self, tmp_path):

@@ -208,6 +208,23 @@ class CommandTests(TestCase):
                 call_command("create_campaign", str(bad))
             assert "already exists" in str(info.value) and "contenders: required" in str(info.value)
 
+    def test_file_commands_refuse_a_directory_or_a_missing_file_with_one_line(self):
+        import tempfile
+
+        make_testset()
+        campaign_create(definition=imported_pairwise("files", ("a", "b")))
+        with tempfile.TemporaryDirectory() as tmp:
+            for path, reason in ((tmp, "Is a directory"), (f"{tmp}/no", "No such file")):
+                commands = [
+                    ("create_campaign", path),
+                    ("import_outputs", path, "--campaign", "files", "--contender", "a"),
+                ]
+                for args in commands:
+                    with pytest.raises(CommandError) as info:
+                        call_command(*args)
+                    assert str(info.value).startswith(f"cannot read {path}: {reason}")
+                    assert "\n" not in str(info.value) and "Errno" not in str(info.value)
+
     def test_generate_refuses_a_missing_key_variable_before_queueing(self):
         make_testset()
         campaign, _ = campaign_create(definition=json.loads(SPEC_EXAMPLE))

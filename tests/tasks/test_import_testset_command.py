@@ -1,4 +1,5 @@
 import json
+import os
 from io import StringIO
 from pathlib import Path
 
@@ -101,6 +102,18 @@ class ImportTestsetCommandTests(TestCase):
     def test_it_reports_a_missing_file(self):
         code, _, err = self.run_cli("import_testset", str(self.dir / "nope.jsonl"), "--name", "s")
         assert code == 1 and "cannot read" in err and "No such file" in err
+
+    def test_it_rejects_a_directory_with_one_line(self):
+        code, out, err = self.run_cli("import_testset", str(self.dir), "--name", "s")
+        assert (code, out) == (1, "")
+        assert err == f"CommandError: cannot read {self.dir}: Is a directory\n"
+
+    @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+    def test_it_rejects_an_unreadable_file_with_one_line(self):
+        path = self.write("secret.jsonl", "".join(json.dumps(r) + "\n" for r in GOOD))
+        os.chmod(path, 0)
+        code, _, err = self.run_cli("import_testset", path, "--name", "s")
+        assert code == 1 and err == f"CommandError: cannot read {path}: Permission denied\n"
 
 
 def test_the_real_command_exits_0_on_success_and_1_with_row_errors_on_stderr(tmp_path):

@@ -30,9 +30,11 @@ class Command(BaseCommand):
         if too_big is not None:
             self._fail(path, too_big.error_report(), too_big.error_count)
         try:
-            result = testset_import(
-                name=name, data=path.read_bytes(), filename=path.name, format=format
-            )
+            data = path.read_bytes()
+        except OSError as exc:  # a directory, no permission, ...
+            raise CommandError(f"cannot read {file}: {exc.strerror}") from None
+        try:
+            result = testset_import(name=name, data=data, filename=path.name, format=format)
         except TestSetImportError as exc:
             self._fail(path, exc.errors, exc.parsed.error_count)
         ts = result.testset
