@@ -202,6 +202,11 @@ class CommandTests(TestCase):
                 in out.getvalue()
             )
             assert "at least 2 contenders" in err.getvalue()
+            assert (
+                "warning: weights.categories: long_context_summary is not a category of "
+                "support-v3 v1, so its weight changes nothing; its categories are billing\n"
+                in err.getvalue()
+            )
             bad = Path(tmp) / "bad.yaml"
             bad.write_text("slug: support-q4\ntestset: support-v3\ncontenders: []\n")
             with pytest.raises(CommandError) as info:
@@ -224,6 +229,20 @@ class CommandTests(TestCase):
                         call_command(*args)
                     assert str(info.value).startswith(f"cannot read {path}: {reason}")
                     assert "\n" not in str(info.value) and "Errno" not in str(info.value)
+
+    def test_it_warns_only_about_weighted_categories_the_testset_lacks(self):
+        ts = make_testset()
+        TaskFactory(testset=ts, position=9, external_id="T-9", category="shipping")
+        definition = imported_pairwise("weights", ("a", "b"))
+        definition["weights"] = {"categories": {"billing": 2, "shiping": 1, "returns": 1}}
+        _, warnings = campaign_create(definition=definition)
+        assert warnings == [
+            "weights.categories: shiping, returns are not categories of support-v3 v1, so their "
+            "weights change nothing; its categories are billing, shipping"
+        ]
+        definition = imported_pairwise("weights-ok", ("a", "b"))
+        definition["weights"] = {"categories": {"billing": 2, "shipping": 1}}
+        assert campaign_create(definition=definition)[1] == []
 
     def test_generate_refuses_a_missing_key_variable_before_queueing(self):
         make_testset()

@@ -65,6 +65,12 @@ class ImportTestsetCommandTests(TestCase):
         assert "category:  billing 2, shipping 1" in out
         assert TestSet.objects.get(name="support-v3").task_count == 3
 
+    def test_it_counts_one_task_and_one_category_in_the_singular(self):
+        path = self.write("one.jsonl", json.dumps(GOOD[0]) + "\n")
+        code, out, err = self.run_cli("import_testset", path, "--name", "one")
+        assert code == 0, err
+        assert "Imported one v1: 1 task, 1 category, checksum" in out
+
     def test_it_says_when_the_content_is_identical_and_exits_0(self):
         path = self.write("support.jsonl", "".join(json.dumps(r) + "\n" for r in GOOD))
         call_command("import_testset", path, "--name", "s", stdout=StringIO())

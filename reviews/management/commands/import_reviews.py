@@ -34,8 +34,11 @@ class Command(BaseCommand):
         except RecordImportError as exc:
             for message in exc.messages():
                 self.stderr.write(message)
+            shown = (
+                f" (the first {len(exc.errors)} are listed)" if exc.count > len(exc.errors) else ""
+            )
             raise CommandError(
-                f"nothing imported: {counted(len(exc.errors), 'problem')} in {path.name}"
+                f"nothing imported: {counted(exc.count, 'problem')} in {path.name}{shown}"
             ) from None
         self.stdout.write(
             f"Imported {counted(summary.reviews_created, 'review')} on "
