@@ -278,7 +278,9 @@ if REDIS_URL:
 else:
     (CELERY_BROKER_DIR / "out").mkdir(parents=True, exist_ok=True)
     (CELERY_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # The host is ignored by this transport, but without one kombu warns "No hostname was
+    # supplied" on every connection it clones (each enqueue, e.g. `generate`).
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "out"),
         "data_folder_out": str(CELERY_BROKER_DIR / "out"),

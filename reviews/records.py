@@ -419,15 +419,19 @@ class RecordError:
 
 
 class RecordImportError(Exception):
+    """The first MAX_ERRORS problems in line order in `errors`; how many there are in `count`."""
+
     def __init__(self, errors: list[RecordError]):
+        self.count = len(errors)
         self.errors = sorted(errors, key=lambda e: (e.line, e.field))[:MAX_ERRORS]
-        self.truncated = len(errors) > MAX_ERRORS
         super().__init__("\n".join(str(e) for e in self.errors))
 
     def messages(self) -> list[str]:
+        """Every listed problem, plus a closing line saying how many were left out (as the
+        test-set import says it)."""
         out = [str(e) for e in self.errors]
-        if self.truncated:
-            out.append(f"... more errors not shown (the first {MAX_ERRORS} are listed)")
+        if self.count > len(self.errors):
+            out.append(f"... and {self.count - len(self.errors)} more problems")
         return out
 
 
@@ -835,7 +839,10 @@ def reviews_import(
         r for r in (_check_record(line, raw, campaign, rubric, errors) for line, raw in parsed) if r
     ]
     if not parsed and not errors:
-        errors.append(RecordError(0, "(file)", "no records in the file"))
+        empty = not text.strip()
+        errors.append(
+            RecordError(1, "(file)", "the file is empty" if empty else "no records in the file")
+        )
     tasks = {t.external_id: t for t in campaign.testset.tasks.all()}
     contenders = {c.name: c for c in campaign.contenders.all()}
     seen: dict[tuple, int] = {}
@@ -885,12 +892,17 @@ def reviews_import(
                     f"{category!r} does not match the task's category {task.category!r}",
                 )
             )
-    if errors:
-        raise RecordImportError(errors)
-
     try:
         with transaction.atomic():
-            summary = _write(campaign=campaign, records=records, tasks=tasks, contenders=contenders)
+            # _write checks the records against what is stored too and raises every problem,
+            # these above and its own, before it writes anything.
+            summary = _write(
+                campaign=campaign,
+                records=records,
+                tasks=tasks,
+                contenders=contenders,
+                errors=errors,
+            )
     except IntegrityError:
         # Another import (or the review engine) wrote the same rows meanwhile; nothing of
         # this one was kept, and running it again is safe (the import is idempotent).
@@ -907,12 +919,19 @@ def reviews_import(
 
 
 def _write(
-    *, campaign: Campaign, records: list[_Record], tasks: dict, contenders: dict
+    *,
+    campaign: Campaign,
+    records: list[_Record],
+    tasks: dict,
+    contenders: dict,
+    errors: list[RecordError],
 ) -> ImportSummary:
+    """Check the records against the stored reviews, then (when no line has a problem,
+    `errors` included) store them. Records whose task or models are unknown are in `errors`
+    already; they match no stored item and are checked like new ones."""
     from .disputes import item_settle
 
     summary = ImportSummary(records=len(records))
-    errors: list[RecordError] = []
     arbitration_records = [r for r in records if r.arbitration]
     review_records = [r for r in records if not r.arbitration]
     contender_name = {c.pk: c.name for c in contenders.values()}
@@ -930,17 +949,9 @@ def _write(
         key = (item.task.external_id, item.sample_index, frozenset(outputs_by_item[item.pk]))
         existing[key] = item
 
-    # Judges: existing users by name, unknown ones become inactive users without a password.
     User = get_user_model()
     judge_names = sorted({r.judge for r in records})
     users = {u.username: u for u in User.objects.filter(username__in=judge_names)}
-    for name in judge_names:
-        if name not in users:
-            user = User(username=name, is_active=False)
-            user.set_unusable_password()
-            user.save()
-            users[name] = user
-            summary.judges_created.append(name)
 
     # Reviews already stored, for idempotency: (item id, user id) -> signature.
     stored: dict[tuple[int, int], tuple] = {}
@@ -961,8 +972,8 @@ def _write(
             order=[by_label[label] for label in rec.labels],
         )
         if item is not None:
-            user = users[rec.judge]
-            if (item.pk, user.pk) in stored:
+            user = users.get(rec.judge)  # a new judge has no stored review
+            if user is not None and (item.pk, user.pk) in stored:
                 if stored[(item.pk, user.pk)] == signature:
                     summary.reviews_unchanged += 1
                     continue
@@ -995,6 +1006,15 @@ def _write(
         to_create.append((rec, rec.item_key))
     if errors:
         raise RecordImportError(errors)
+
+    # Judges: unknown ones become inactive users without a password.
+    for name in judge_names:
+        if name not in users:
+            user = User(username=name, is_active=False)
+            user.set_unusable_password()
+            user.save()
+            users[name] = user
+            summary.judges_created.append(name)
 
     # Items and their outputs (with imported-style generations where none exist yet).
     generations = {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Avg, Count, Exists, OuterRef, Q, Sum
+from django.db.models import Avg, Count, Exists, Min, OuterRef, Q, Sum
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -12,6 +13,7 @@ from .models import Campaign, Contender, Generation
 
 S = Generation.Status
 RATE_WINDOW = 60  # seconds of finished rows the rate is measured over
+RATE_MIN_SECONDS = 5  # shortest span a rate is taken over (one quick output is no trend)
 
 
 def campaign_get(*, slug: str) -> Campaign:
@@ -46,10 +48,22 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     """Per-contender counts (waiting / queued / running / done / failed), rate and ETA.
 
     The rate counts outputs done, not failures: a contender failing fast is not making progress,
-    and an ETA built on its failures would promise outputs that never come.
+    and an ETA built on its failures would promise outputs that never come. It is taken over
+    the part of the window that had work in it: from the start of the first output done in
+    the window (at most RATE_WINDOW ago), so a run that began seconds ago is not averaged
+    over a minute of nothing.
     """
     now = timezone.now()
     since = now - timedelta(seconds=RATE_WINDOW)
+    recent = Q(status=S.DONE, finished_at__gte=since)
+
+    def rate_of(done: int, first) -> float:
+        """Outputs done per second since `first` (the earliest start among them)."""
+        if not done or first is None:
+            return 0.0
+        elapsed = (now - max(first, since)).total_seconds()
+        return done / max(elapsed, RATE_MIN_SECONDS)
+
     rows = (
         Generation.objects.filter(campaign=campaign)
         .values("contender_id", "contender__name", "contender__provider")
@@ -61,7 +75,8 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             done=Count("pk", filter=Q(status=S.DONE)),
             failed=Count("pk", filter=Q(status=S.FAILED)),
             cancelled=Count("pk", filter=Q(status=S.CANCELLED)),
-            recent_done=Count("pk", filter=Q(status=S.DONE, finished_at__gte=since)),
+            recent_done=Count("pk", filter=recent),
+            recent_first=Min(Coalesce("started_at", "finished_at"), filter=recent),
             retries=Sum("retries"),
             discarded=Sum("discarded_calls"),
             latency=Avg("latency_ms", filter=Q(status=S.DONE)),
@@ -87,9 +102,12 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             "recent_done",
         )
     }
+    firsts = []
     for row in rows:
         remaining = row["queued"] + row["running"]
-        rate = row["recent_done"] / RATE_WINDOW
+        rate = rate_of(row["recent_done"], row["recent_first"])
+        if row["recent_first"] is not None:
+            firsts.append(row["recent_first"])
         eta = remaining / rate if rate and remaining else None
         contenders.append(
             {
@@ -113,7 +131,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         for k in totals:
             totals[k] += row[k]
     remaining = totals["queued"] + totals["running"]
-    rate = totals["recent_done"] / RATE_WINDOW
+    rate = rate_of(totals["recent_done"], min(firsts, default=None))
     return {
         "contenders": contenders,
         "totals": {

@@ -403,6 +403,8 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         else:
             for cat in categories:
                 r.number(categories, cat, "weights.categories.", lo=0)
+            if testset is not None:
+                warnings += _weight_category_warnings(categories, testset)
         r.number(weights, "quality", "weights.", lo=0)
         r.number(weights, "stability", "weights.", lo=0)
     redact = data.get("redact") or []
@@ -449,6 +451,20 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     return ValidDefinition(
         campaign=campaign, testset=testset, contenders=contenders, warnings=warnings
     )
+
+
+def _weight_category_warnings(categories: dict, testset: TestSet) -> list[str]:
+    """A weight on a category the test set lacks changes nothing: most likely a typo."""
+    known = sorted(set(testset.tasks.values_list("category", flat=True)))
+    unknown = [c for c in categories if c not in known]
+    if not unknown:
+        return []
+    return [
+        f"weights.categories: {', '.join(unknown)} "
+        f"{'is not a category' if len(unknown) == 1 else 'are not categories'} of {testset}, "
+        f"so {'its weight changes' if len(unknown) == 1 else 'their weights change'} nothing; "
+        f"its categories are {', '.join(known)}"
+    ]
 
 
 def blinding_warnings(texts: dict[str, str], *, redact, contenders) -> list[str]:

@@ -2,7 +2,10 @@
 
 import os
 import re
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 from celery import Celery
@@ -27,7 +30,7 @@ def test_it_runs_a_job_through_a_worker_on_the_serverless_filesystem_broker():
     )
     try:
         # A client configured exactly like the embedded mode's settings, on the same folder.
-        client = Celery(broker="filesystem://")
+        client = Celery(broker="filesystem://localhost/")
         folder = f"{data_dir}/broker/out"
         client.conf.broker_transport_options = {
             "data_folder_in": folder,
@@ -42,6 +45,23 @@ def test_it_runs_a_job_through_a_worker_on_the_serverless_filesystem_broker():
         )
     finally:
         worker.stop()
+
+
+def test_it_enqueues_on_the_filesystem_broker_without_a_hostname_warning():
+    data_dir = tempfile.mkdtemp(prefix="evalsite-fsbroker-")
+    env = {**os.environ, "REDIS_URL": "", "EVALSITE_DATA_DIR": data_dir, "DATABASE_URL": ""}
+    code = "from evalsite.celery import health; health.delay(1); print('sent')"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.splitlines()[-1] == "sent", done.stderr
+    assert "No hostname" not in done.stderr + done.stdout
+    assert os.listdir(f"{data_dir}/broker/out")  # the message was written
 
 
 @pytest.mark.redis

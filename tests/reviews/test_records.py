@@ -3,6 +3,9 @@
 import csv
 import io
 import json
+import os
+import re
+from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -229,6 +232,21 @@ class ImportTests(TestCase):
             "line 1, field judge: judge_1 already has a different review of this item"
             in exc.value.messages()
         )
+
+    def test_it_lists_a_changed_review_beside_problems_on_other_lines(self):
+        reviews_import(campaign=self.campaign, data=jsonl(*sample_records()), fmt="jsonl")
+        changed = sample_records()[0]
+        changed["comment"] = "second thoughts"
+        users = get_user_model().objects.count()
+        with pytest.raises(RecordImportError) as exc:
+            data = jsonl(rec(task="T-404", judge="someone_new"), changed)
+            reviews_import(campaign=self.campaign, data=data, fmt="jsonl")
+        messages = exc.value.messages()
+        assert messages == [
+            "line 1, field task_id: 'T-404' is not in test set set-camp v1",
+            "line 2, field judge: judge_1 already has a different review of this item",
+        ]
+        assert get_user_model().objects.count() == users  # the new judge was not created
 
     def test_it_accepts_any_number_of_judges_and_missing_scores(self):
         records = [
@@ -522,7 +540,18 @@ class BadInputTests(TestCase):
         )
 
     def test_it_rejects_an_empty_file(self):
-        self.assert_rejected(b"\n\n", "no records in the file", "jsonl")
+        self.assert_rejected(b"\n\n", "line 1, field (file): the file is empty", "jsonl")
+        self.assert_rejected(b"", "line 1, field (file): the file is empty", "csv")
+        header = b"task_id,judge,candidates,models.A,models.B\n"
+        self.assert_rejected(header, "line 1, field (file): no records in the file", "csv")
+
+    def test_it_counts_every_problem_and_lists_the_first_200(self):
+        with pytest.raises(RecordImportError) as exc:
+            data = jsonl(*(rec(task=f"T-{i}", modles={}, arbitration="yes") for i in range(300)))
+            reviews_import(campaign=self.campaign, data=data, fmt="jsonl")
+        messages = exc.value.messages()
+        assert exc.value.count == 600 and len(messages) == 201
+        assert messages[-1] == "... and 400 more problems"
 
     def test_it_rejects_an_unterminated_csv_quote(self):
         data = b'task_id,judge,candidates,models.A,models.B\nT-1,ann,A;B,"zeta-secret-model,omega-hidden-model\n'
@@ -716,6 +745,63 @@ class CommandTests(TestCase):
             call_command("import_reviews", str(path), "--campaign", "camp", stderr=err)
         assert "line 1, field task_id: 'T-404' is not in test set" in err.getvalue()
         assert Review.objects.count() == 0
+
+    def test_it_says_how_many_problems_there_are_beyond_those_listed(self):
+        path = self.tmp / "huge.jsonl"
+        path.write_bytes(
+            jsonl(*(rec(task=f"T-{i}", modles={}, arbitration="yes") for i in range(300)))
+        )
+        err = io.StringIO()
+        with pytest.raises(CommandError) as info:
+            call_command("import_reviews", str(path), "--campaign", "camp", stderr=err)
+        assert str(info.value) == (
+            "nothing imported: 600 problems in huge.jsonl (the first 200 are listed)"
+        )
+        assert err.getvalue().splitlines()[-1] == "... and 400 more problems"
+
+    def test_it_refuses_an_unwritable_output_with_one_line_and_leaves_no_file(self):
+        cases = {
+            self.tmp / "missing" / "x.jsonl": "No such file or directory",
+            self.tmp: "Is a directory",
+        }
+        for target, reason in cases.items():
+            with pytest.raises(CommandError) as info:
+                call_command("export_reviews", "--campaign", "camp", "--output", str(target))
+            assert str(info.value) == f"cannot write {target}: {reason}"
+        assert list(self.tmp.iterdir()) == []  # no temporary file left behind
+
+    def test_a_failed_export_leaves_no_half_file_and_keeps_the_old_one(self):
+        import errno
+
+        from reviews.management.commands import export_reviews
+
+        def disk_fills(**kwargs):
+            yield '{"task_id": "T-1"}\n'
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        target = self.tmp / "out.jsonl"
+        target.write_text("the previous export\n")
+        with mock.patch.object(export_reviews, "records_export", disk_fills):
+            with pytest.raises(CommandError, match="^cannot write .*: No space left on device$"):
+                call_command("export_reviews", "--campaign", "camp", "--output", str(target))
+        assert target.read_text() == "the previous export\n"
+        assert [p.name for p in self.tmp.iterdir()] == ["out.jsonl"]
+
+    def test_it_writes_an_export_others_may_read_like_any_new_file(self):
+        target = self.tmp / "out.jsonl"
+        old = os.umask(0o022)
+        try:
+            call_command("export_reviews", "--campaign", "camp", "--output", str(target))
+        finally:
+            os.umask(old)
+        assert target.stat().st_mode & 0o777 == 0o644
+
+    def test_it_refuses_an_unreadable_input_with_one_line(self):
+        for path, reason in ((self.tmp, "Is a directory"), (self.tmp / "no.jsonl", "No such file")):
+            with pytest.raises(
+                CommandError, match=f"^cannot read {re.escape(str(path))}: {reason}"
+            ):
+                call_command("import_reviews", str(path), "--campaign", "camp")
 
     @pytest.fixture(autouse=True)
     def _tmp(self, tmp_path):

@@ -1,6 +1,7 @@
 """Campaign definitions, contenders, the create/import commands, the API and the admin pages."""
 
 import json
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -201,11 +202,47 @@ class CommandTests(TestCase):
                 in out.getvalue()
             )
             assert "at least 2 contenders" in err.getvalue()
+            assert (
+                "warning: weights.categories: long_context_summary is not a category of "
+                "support-v3 v1, so its weight changes nothing; its categories are billing\n"
+                in err.getvalue()
+            )
             bad = Path(tmp) / "bad.yaml"
             bad.write_text("slug: support-q4\ntestset: support-v3\ncontenders: []\n")
             with pytest.raises(CommandError) as info:
                 call_command("create_campaign", str(bad))
             assert "already exists" in str(info.value) and "contenders: required" in str(info.value)
+
+    def test_file_commands_refuse_a_directory_or_a_missing_file_with_one_line(self):
+        import tempfile
+
+        make_testset()
+        campaign_create(definition=imported_pairwise("files", ("a", "b")))
+        with tempfile.TemporaryDirectory() as tmp:
+            for path, reason in ((tmp, "Is a directory"), (f"{tmp}/no", "No such file")):
+                commands = [
+                    ("create_campaign", path),
+                    ("import_outputs", path, "--campaign", "files", "--contender", "a"),
+                ]
+                for args in commands:
+                    with pytest.raises(CommandError) as info:
+                        call_command(*args)
+                    assert str(info.value).startswith(f"cannot read {path}: {reason}")
+                    assert "\n" not in str(info.value) and "Errno" not in str(info.value)
+
+    def test_it_warns_only_about_weighted_categories_the_testset_lacks(self):
+        ts = make_testset()
+        TaskFactory(testset=ts, position=9, external_id="T-9", category="shipping")
+        definition = imported_pairwise("weights", ("a", "b"))
+        definition["weights"] = {"categories": {"billing": 2, "shiping": 1, "returns": 1}}
+        _, warnings = campaign_create(definition=definition)
+        assert warnings == [
+            "weights.categories: shiping, returns are not categories of support-v3 v1, so their "
+            "weights change nothing; its categories are billing, shipping"
+        ]
+        definition = imported_pairwise("weights-ok", ("a", "b"))
+        definition["weights"] = {"categories": {"billing": 2, "shipping": 1}}
+        assert campaign_create(definition=definition)[1] == []
 
     def test_generate_refuses_a_missing_key_variable_before_queueing(self):
         make_testset()
@@ -554,8 +591,10 @@ class PageTests(TestCase):
         assert summary[0]["error"] == "HTTP 400: secret provider detail"
 
     def test_it_measures_rate_and_eta_on_outputs_done_not_on_failures(self):
+        now = timezone.now()
+        # Started before the rate window: the rate is over the whole window (60 s).
         Generation.objects.filter(campaign=self.campaign, status__in=["done", "failed"]).update(
-            finished_at=timezone.now()
+            started_at=now - timedelta(minutes=2), finished_at=now
         )
         Generation.objects.filter(campaign=self.campaign, status="pending").update(
             queued_at=timezone.now()
@@ -571,6 +610,37 @@ class PageTests(TestCase):
         assert progress["totals"]["rate_per_min"] == 1.0
         self.login("admin")
         assert ">Done /min</th>" in self.client.get("/campaigns/pages/").content.decode()
+
+    def test_it_measures_the_rate_over_the_seconds_work_has_run_not_the_whole_window(self):
+        # 12 outputs in the 6 s since the first one started: 120 a minute, not 12.
+        now = timezone.now()
+        beta = Generation.objects.filter(campaign=self.campaign, contender__name="beta-model")
+        beta.filter(status="done").update(started_at=now - timedelta(seconds=5), finished_at=now)
+        beta.filter(status="pending").update(queued_at=now)
+        first = beta.first()
+        Generation.objects.bulk_create(
+            Generation(
+                campaign=self.campaign,
+                task=first.task,
+                contender=first.contender,
+                sample_index=10 + i,
+                status="done",
+                started_at=now - timedelta(seconds=6),
+                finished_at=now - timedelta(seconds=6 - i * 0.5),
+            )
+            for i in range(11)
+        )
+        progress = campaign_progress(campaign=self.campaign)
+        rate = progress["contenders"][1]["rate_per_min"]
+        assert 110 < rate <= 120 and 110 < progress["totals"]["rate_per_min"] <= 120
+        assert progress["contenders"][1]["eta_seconds"] is not None
+
+    def test_it_takes_a_rate_over_at_least_five_seconds(self):
+        now = timezone.now()
+        Generation.objects.filter(campaign=self.campaign, status="done").update(
+            started_at=now - timedelta(seconds=1), finished_at=now
+        )
+        assert campaign_progress(campaign=self.campaign)["totals"]["rate_per_min"] == 12.0
 
     def test_the_poll_refreshes_the_header_status_badge_and_item_counts(self):
         self.login("admin")

@@ -828,6 +828,34 @@ def test_generate_wait_shows_progress_and_a_summary(workers, fake):
     assert int(summary["cli-a"][3]) >= 1  # the scripted 503 was retried
 
 
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_generate_wait_exits_non_zero_after_the_summary_when_a_generation_failed(workers, fake):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    make_campaign(
+        fake,
+        tasks=2,
+        slug="cli-fail",
+        contenders=[
+            {"name": "ok-a", "provider": "openai", "model": "ok-a"},
+            {"name": "bad-b", "provider": "openai", "model": "bad-b"},
+        ],
+    )
+    fake.set_always("bad-b", "400")  # permanent: fails at once, no retries
+    workers(concurrency=2)
+    out = StringIO()
+    with pytest.raises(CommandError, match=r"^cli-fail: 2 generations failed$"):
+        call_command(
+            "generate", "cli-fail", "--wait", "--interval", "0.2", "--timeout", "60", stdout=out
+        )
+    text = out.getvalue()
+    assert "] 4/4  done 2  failed 2" in text
+    assert "2 generations failed: see the campaign page" in text  # the summary came first
+
+
 def test_the_reconciler_runs_every_minute_on_beat():
     import tasks.tasks  # noqa: F401 - what the worker's autodiscovery imports
     from evalsite.celery import app

@@ -1,4 +1,5 @@
 import json
+import os
 from io import StringIO
 from pathlib import Path
 
@@ -64,6 +65,12 @@ class ImportTestsetCommandTests(TestCase):
         assert "category:  billing 2, shipping 1" in out
         assert TestSet.objects.get(name="support-v3").task_count == 3
 
+    def test_it_counts_one_task_and_one_category_in_the_singular(self):
+        path = self.write("one.jsonl", json.dumps(GOOD[0]) + "\n")
+        code, out, err = self.run_cli("import_testset", path, "--name", "one")
+        assert code == 0, err
+        assert "Imported one v1: 1 task, 1 category, checksum" in out
+
     def test_it_says_when_the_content_is_identical_and_exits_0(self):
         path = self.write("support.jsonl", "".join(json.dumps(r) + "\n" for r in GOOD))
         call_command("import_testset", path, "--name", "s", stdout=StringIO())
@@ -102,10 +109,14 @@ class ImportTestsetCommandTests(TestCase):
         code, _, err = self.run_cli("import_testset", str(self.dir / "nope.jsonl"), "--name", "s")
         assert code == 1 and "cannot read" in err and "No such file" in err
 
+    def test_it_rejects_a_directory_with_one_line(self):
+        code, out, err = self.run_cli("import_testset", str(self.dir), "--name", "s")
+        assert (code, out) == (1, "")
+        assert err == f"CommandError: cannot read {self.dir}: Is a directory\n"
+
 
 def test_the_real_command_exits_0_on_success_and_1_with_row_errors_on_stderr(tmp_path):
     """The whole `python manage.py import_testset` process, on a fresh SQLite database."""
-    import os
     import subprocess
     import sys
 

@@ -23,17 +23,22 @@ class Command(BaseCommand):
         except Campaign.DoesNotExist:
             raise CommandError(f"no campaign {campaign!r}") from None
         path = Path(file)
-        if not path.is_file():
-            raise CommandError(f"no such file: {file}")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:  # missing, a directory, no permission, ...
+            raise CommandError(f"cannot read {file}: {exc.strerror}") from None
         try:
             summary = reviews_import(
-                campaign=campaign_obj, data=path.read_bytes(), fmt=format, filename=path.name
+                campaign=campaign_obj, data=data, fmt=format, filename=path.name
             )
         except RecordImportError as exc:
             for message in exc.messages():
                 self.stderr.write(message)
+            shown = (
+                f" (the first {len(exc.errors)} are listed)" if exc.count > len(exc.errors) else ""
+            )
             raise CommandError(
-                f"nothing imported: {counted(len(exc.errors), 'problem')} in {path.name}"
+                f"nothing imported: {counted(exc.count, 'problem')} in {path.name}{shown}"
             ) from None
         self.stdout.write(
             f"Imported {counted(summary.reviews_created, 'review')} on "

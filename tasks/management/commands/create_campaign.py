@@ -16,8 +16,12 @@ class Command(BaseCommand):
         path = Path(options["file"])
         try:
             text = path.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"cannot read {path}: {exc}") from None
+        except OSError as exc:  # missing, a directory, no permission, ...
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(
+                f"cannot read {path}: not UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
         try:
             definition = campaign_definition_load(text, filename=path.name)
             campaign, warnings = campaign_create(definition=definition)

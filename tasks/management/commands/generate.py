@@ -63,6 +63,14 @@ class Command(BaseCommand):
         campaign_status_refresh(campaign_id=campaign.pk)
         progress = campaign_progress(campaign=campaign)
         self._summary(progress, time.monotonic() - started)
+        # A script waits to use the outputs: it must be able to tell that some are missing.
+        unfinished = [
+            counted(progress["totals"][state], "generation") + f" {state}"
+            for state in ("failed", "cancelled")
+            if progress["totals"][state]
+        ]
+        if unfinished:
+            raise CommandError(f"{campaign.slug}: {' and '.join(unfinished)}")
 
     def _bar(self, t: dict) -> str:
         total = max(t["total"], 1)

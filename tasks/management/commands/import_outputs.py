@@ -25,8 +25,8 @@ class Command(BaseCommand):
         path = Path(options["file"])
         try:
             raw = path.read_bytes()
-        except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc}") from None
+        except OSError as exc:  # missing, a directory, no permission, ...
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         try:
             result = outputs_import(campaign=campaign, contender_name=options["contender"], raw=raw)
         except ImportErrors as exc:

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.templatetags.words import counted
 from tasks.intake import oversize_result
 from tasks.services import TestSetImportError, testset_import
 
@@ -30,9 +31,11 @@ class Command(BaseCommand):
         if too_big is not None:
             self._fail(path, too_big.error_report(), too_big.error_count)
         try:
-            result = testset_import(
-                name=name, data=path.read_bytes(), filename=path.name, format=format
-            )
+            data = path.read_bytes()
+        except OSError as exc:  # a directory, no permission, ...
+            raise CommandError(f"cannot read {file}: {exc.strerror}") from None
+        try:
+            result = testset_import(name=name, data=data, filename=path.name, format=format)
         except TestSetImportError as exc:
             self._fail(path, exc.errors, exc.parsed.error_count)
         ts = result.testset
@@ -44,8 +47,9 @@ class Command(BaseCommand):
         counts = result.parsed.counts()
         self.stdout.write(
             self.style.SUCCESS(
-                f"Imported {ts.name} v{ts.version}: {ts.task_count} tasks, "
-                f"{len(counts['category'])} categories, checksum {ts.checksum[:12]}"
+                f"Imported {ts.name} v{ts.version}: {counted(ts.task_count, 'task')}, "
+                f"{counted(len(counts['category']), 'category', 'categories')}, "
+                f"checksum {ts.checksum[:12]}"
             )
         )
         for key in ("tier", "case_type", "category"):
@@ -55,6 +59,4 @@ class Command(BaseCommand):
     def _fail(self, path: Path, errors: list[str], count: int) -> None:
         for line in errors:
             self.stderr.write(line)
-        raise CommandError(
-            f"{path.name}: {count} problem{'s' if count != 1 else ''}; nothing was imported."
-        )
+        raise CommandError(f"{path.name}: {counted(count, 'problem')}; nothing was imported.")
