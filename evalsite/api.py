@@ -11,7 +11,13 @@ from datetime import timedelta
 from functools import wraps
 
 from django.conf import settings
-from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import (
+    BadRequest,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
@@ -97,7 +103,15 @@ def bad_request(request: HttpRequest, exc: Exception) -> JsonResponse:
     if not isinstance(exc, SuspiciousOperation):
         name = "django.request"
     logging.getLogger(name).warning("Bad request %s: %s", request.path, exc)
-    return JsonResponse({"error": f"bad request: {exc}"}, status=400)
+    # Django's own wording for the body problems a client can fix; nothing else of the
+    # exception's text (which may name server paths) reaches the client.
+    if isinstance(exc, TooManyFieldsSent | TooManyFilesSent):
+        message = f"bad request: {exc}"
+    elif isinstance(exc, MultiPartParserError):
+        message = "bad request: a malformed multipart body"
+    else:
+        message = "bad request"
+    return JsonResponse({"error": message}, status=400)
 
 
 def api_endpoint(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
 import random
 import secrets
 import time
@@ -46,7 +47,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite import rawrows
-from evalsite.roles import REVIEWER, has_role
+from evalsite.roles import REVIEWER
 from tasks.models import Campaign, Generation, Mode, Task
 
 from . import blinding, pagerows
@@ -210,11 +211,9 @@ def assignment_release_unfinishable() -> int:
     this catches a claim that was in flight at that moment, whose lease would otherwise hold
     its slot until it ran out."""
     holders = get_user_model().objects.filter(assignments__state=Assignment.State.ACTIVE)
-    return sum(
-        reviewer_leases_release(reviewer=user)
-        for user in holders.distinct()
-        if not user.is_active or not has_role(user, REVIEWER)
-    )
+    reviewers = get_user_model().objects.filter(is_active=True, groups__name=REVIEWER)
+    unfinishable = holders.exclude(pk__in=reviewers.values("pk")).distinct()
+    return sum(reviewer_leases_release(reviewer=user) for user in unfinishable)
 
 
 _RETRY = object()
@@ -790,17 +789,22 @@ def review_payload_parse(
     elif len(comment) > 5000:
         errors["comment"] = "at most 5000 characters"
 
-    # An integer from the API, digits from the review page's hidden field.
+    # A number from the API, text from the review page's hidden field (which the browser's
+    # clock fills: negative if the clock was set back, so clamped, never refused: the reviewer
+    # could not correct a hidden field).
     seconds = data.get("seconds_spent")
     if seconds is None or seconds == "":
         seconds = None
-    elif isinstance(seconds, str) and seconds.strip().isdecimal():
-        seconds = min(int(seconds), 86400)
-    elif isinstance(seconds, int) and not isinstance(seconds, bool):
-        seconds = max(0, min(seconds, 86400))
     else:
-        errors["seconds_spent"] = "must be a whole number of seconds"
-        seconds = None
+        try:
+            value = float(seconds) if not isinstance(seconds, bool) else math.nan
+        except (TypeError, ValueError):
+            value = math.nan
+        if math.isfinite(value):
+            seconds = round(max(0.0, min(value, 86400.0)))
+        else:
+            errors["seconds_spent"] = "must be a number of seconds"
+            seconds = None
 
     parsed = {
         "scores": scores,

@@ -141,10 +141,14 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "progress": progress,
         "is_admin": is_admin,
         "poll_target": PROGRESS_TARGET,
-        # The last worker flips generating -> reviewing just after its row is done: poll once
-        # more while the status read above says generating, so the header badge that the poll
-        # refreshes never stays at "Generating".
-        "polling": progress["active"] or campaign.status == Campaign.Status.GENERATING,
+        # The last worker flips generating -> reviewing just after its row is done: keep
+        # polling for a minute after the last output while the status read above says
+        # generating, so the header badge the poll refreshes never stays at "Generating" (and
+        # a campaign left generating by failures is not polled for ever).
+        "polling": progress["active"]
+        or (
+            campaign.status == Campaign.Status.GENERATING and progress["totals"]["recent_done"] > 0
+        ),
         "items": campaign_items_summary(campaign=campaign),
         # Provider error text: admins only. Check results: admins and leads.
         "failures": campaign_failures(campaign=campaign) if is_admin else [],

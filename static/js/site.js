@@ -100,7 +100,7 @@ document.addEventListener("htmx:afterSwap", (event) => {
 // page loaded is not read out, so take the focus there, unless the page names its own first
 // focus (its script or an autofocus field takes it, and the region stays visible).
 const messagesRegion = document.querySelector("[data-messages]");
-if (messagesRegion && !document.querySelector("[autofocus]")) messagesRegion.focus();
+if (messagesRegion && !document.querySelector("[autofocus]:not(dialog [autofocus])")) messagesRegion.focus();
 
 // A page showing a one-time secret (a new password or API token) answers a form's POST. Made
 // the current history entry's own, its reload is a plain GET: no "resubmit the form?" that

@@ -647,8 +647,17 @@ class PageTests(TestCase):
         headers = {"HX-Request": "true", "HX-Target": "generation-progress"}
         page = self.client.get("/campaigns/pages/").content.decode()
         assert page.count('id="campaign-status"') == 1 and "hx-swap-oob" not in page
-        # The last row is done but the worker has not flipped the status yet: poll once more.
+        # Left generating with nothing finished lately (failures wait for a retry): no poll.
         Campaign.objects.filter(pk=self.campaign.pk).update(status="generating")
+        Generation.objects.filter(campaign=self.campaign).update(
+            finished_at=timezone.now() - timedelta(minutes=5)
+        )
+        partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
+        assert "hx-trigger" not in partial
+        # The last row was done just now but the worker has not flipped the status yet: poll on.
+        Generation.objects.filter(campaign=self.campaign, status="done").update(
+            finished_at=timezone.now()
+        )
         partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
         assert "<html" not in partial and 'hx-trigger="load delay:2s"' in partial
         assert (
