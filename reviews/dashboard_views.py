@@ -13,7 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from evalsite.csvsafe import csv_response
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.models import Campaign
 
 from .dashboards import PAGE_TITLES, PAGES, campaign_report_cached, dashboard_page
@@ -99,7 +99,8 @@ def campaign_reviews_upload(request: HttpRequest, slug: str) -> HttpResponse:
                 request,
                 f"Imported {counted(summary.reviews_created, 'review')} and "
                 f"{counted(summary.arbitrations_created, 'arbitration')} "
-                f"from {upload.name}; {summary.reviews_unchanged + summary.arbitrations_unchanged} were already here.",
+                f"from {upload.name}; already here: "
+                f"{counted(summary.reviews_unchanged + summary.arbitrations_unchanged, 'record')}.",
             )
             url = reverse("campaign_dashboard", args=[campaign.slug])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

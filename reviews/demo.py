@@ -23,7 +23,7 @@ from collections import defaultdict
 
 from django.db.models import Count
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.models import Campaign
 
 from .arbitration import arbitration_claim_next, arbitration_resolve

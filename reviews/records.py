@@ -41,6 +41,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from evalsite.csvsafe import FORMULA_START, csv_lines
+from evalsite.text import more_problems
 from evalsite.uploads import decode_utf8, strict_json
 from tasks.models import Campaign, Generation
 
@@ -431,7 +432,7 @@ class RecordImportError(Exception):
         test-set import says it)."""
         out = [str(e) for e in self.errors]
         if self.count > len(self.errors):
-            out.append(f"... and {self.count - len(self.errors)} more problems")
+            out.append(more_problems(self.count - len(self.errors)))
         return out
 
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.models import Campaign
 
 from . import selectors, services

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from reviews.blinding import render_markdown
 from reviews.selectors import instructions_shown
 from reviews.services import campaign_identity_terms

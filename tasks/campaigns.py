@@ -455,7 +455,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
 
 def _weight_category_warnings(categories: dict, testset: TestSet) -> list[str]:
     """A weight on a category the test set lacks changes nothing: most likely a typo."""
-    known = sorted(set(testset.tasks.values_list("category", flat=True)))
+    known = list(testset.tasks.order_by("category").values_list("category", flat=True).distinct())
     unknown = [c for c in categories if c not in known]
     if not unknown:
         return []

@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from reviews import blinding
 from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
 from reviews.services import campaign_identity_terms

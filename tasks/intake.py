@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
+from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, decode_utf8, strict_json
 
 # Limits (documented in README "Test sets").
@@ -136,7 +137,7 @@ class ParsedTestSet:
     def error_report(self) -> list[str]:
         """Every listed problem, plus a closing line saying how many were left out."""
         if self.more_errors:
-            return [*self.errors, f"... and {self.more_errors} more problems"]
+            return [*self.errors, more_problems(self.more_errors)]
         return list(self.errors)
 
     @property

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from reviews.records import FORMATS, RecordImportError, reviews_import
 from tasks.models import Campaign
 
@@ -43,7 +43,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Imported {counted(summary.reviews_created, 'review')} on "
             f"{counted(summary.items_settled, 'item')} ({summary.items_created} new, "
-            f"{summary.reviews_unchanged} reviews already present, "
+            f"{counted(summary.reviews_unchanged, 'review')} already present, "
             f"{counted(len(summary.judges_created), 'new judge account')}); "
             f"{counted(summary.arbitrations_created, 'arbitration')} replayed, "
             f"{summary.arbitrations_unchanged} already present."

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
 
 

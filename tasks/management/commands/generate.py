@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.campaign_selectors import campaign_progress, format_eta
 from tasks.generation import GenerationError, campaign_status_refresh, generation_enqueue
 from tasks.models import Campaign

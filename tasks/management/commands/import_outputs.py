@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.generation import outputs_import
 from tasks.models import Campaign
 from tasks.providers.imported import ImportErrors

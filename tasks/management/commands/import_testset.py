@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.templatetags.words import counted
+from evalsite.text import counted
 from tasks.intake import oversize_result
 from tasks.services import TestSetImportError, testset_import
 
