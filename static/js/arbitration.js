@@ -49,15 +49,6 @@
     return true;
   }
 
-  function toggleShortcuts() {
-    const dialog = document.getElementById("shortcuts");
-    if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
-  }
-  document.addEventListener("click", (event) => {
-    if (event.target.closest?.("[data-shortcuts-open]")) toggleShortcuts();
-  });
 
   document.addEventListener("keydown", (event) => {
     const f = form();
@@ -65,7 +56,7 @@
     if (document.getElementById("shortcuts")?.open) {
       if (event.key === "?") {
         event.preventDefault();
-        toggleShortcuts();
+        window.evalsite.toggleShortcuts();
       }
       return;
     }
@@ -78,7 +69,7 @@
     const key = event.key.toLowerCase();
     if (event.key === "?") {
       event.preventDefault();
-      toggleShortcuts();
+      window.evalsite.toggleShortcuts();
       return;
     }
     if (key === "i") {

@@ -74,13 +74,6 @@
     }
   }
 
-  function toggleShortcuts() {
-    const dialog = document.getElementById("shortcuts");
-    if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
-  }
-
   function submit() {
     const f = form();
     if (f) f.requestSubmit();
@@ -111,7 +104,7 @@
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "?") {
       event.preventDefault();
-      toggleShortcuts();
+      window.evalsite.toggleShortcuts();
       return;
     }
     if (!form()) return;
@@ -234,7 +227,6 @@
 
   document.addEventListener("keydown", onKey);
   document.addEventListener("click", (event) => {
-    if (event.target.closest?.("[data-shortcuts-open]")) toggleShortcuts();
     const cell = event.target.closest?.("#review [data-cell]");
     if (cell) {
       const fieldset = cell.closest("fieldset[data-row]");

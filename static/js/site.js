@@ -123,3 +123,15 @@ document.addEventListener(
 window.addEventListener("pageshow", (event) => {
   if (event.persisted && document.querySelector("[data-live]")) window.location.reload();
 });
+
+// The keyboard shortcuts dialog of the review and arbitration pages: `?` (their scripts) or
+// the "Keyboard shortcuts" button opens it, and closes it again.
+evalsite.toggleShortcuts = () => {
+  const dialog = document.getElementById("shortcuts");
+  if (!dialog) return;
+  if (dialog.open) dialog.close();
+  else dialog.showModal();
+};
+document.addEventListener("click", (event) => {
+  if (event.target.closest?.("[data-shortcuts-open]")) evalsite.toggleShortcuts();
+});
