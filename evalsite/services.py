@@ -45,8 +45,10 @@ def user_problems(*, username, roles, password=None, email="") -> list[str]:
             User._meta.get_field("username").run_validators(username)
         except ValidationError as exc:
             problems += [f"username: {m}" for m in exc.messages]
-    if not isinstance(roles, list | tuple) or not roles or not all(r in ROLES for r in roles):
+    if not isinstance(roles, list | tuple) or not roles:
         problems.append(f"roles: required, one or more of {', '.join(ROLES)}")
+    elif unknown := [str(r) for r in roles if r not in ROLES]:
+        problems.append(f"roles: unknown {', '.join(unknown)}; choose from {', '.join(ROLES)}")
     if password is not None:
         if not isinstance(password, str):
             problems.append("password: a string")

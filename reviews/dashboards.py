@@ -743,6 +743,8 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
         problem = "This campaign has fewer than two contenders: there is nothing to compare."
     elif a is None and b is None:
         a, b = contenders[:2]
+    elif not a or not b:
+        problem = "Pick both contenders: a baseline and the one compared with it."
     elif a not in contenders or b not in contenders:
         unknown = ", ".join(repr(x) for x in (a, b) if x not in contenders)
         problem = f"No contender named {unknown} in this campaign: pick two from the lists."

@@ -390,6 +390,11 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         errors.append(f"rubric: dimension {key!r} appears twice")
     if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric:
         errors.append(f"rubric: mode '{mode}' needs at least one dimension")
+    if mode == Mode.PAIRWISE and rubric:
+        warnings.append(
+            "rubric: mode 'pairwise' only asks which output is better, so these dimensions are "
+            "not scored; choose mode 'both' to score them as well"
+        )
 
     weights = data.get("weights") or {}
     if not isinstance(weights, dict):

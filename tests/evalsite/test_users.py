@@ -488,6 +488,15 @@ class UsersApiTests(TestCase):
         assert response.status_code == 409
         assert roles("reviewer_a") == {"reviewer"} and logs_in("reviewer_a", PASSWORD)
 
+    def test_creating_with_an_unknown_role_names_it(self):
+        body = {"username": "kim", "roles": ["reviewer", "king"]}
+        response = self.client.post("/api/v1/users", body, "application/json", headers=self.auth)
+        assert response.status_code == 400
+        assert "roles: unknown king; choose from admin, lead, reviewer, arbiter" in str(
+            response.json()
+        )
+        assert not User.objects.filter(username="kim").exists()
+
 
 class CaseTwinTests(TestCase):
     def test_the_database_itself_refuses_a_name_that_differs_only_in_case(self):

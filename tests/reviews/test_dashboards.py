@@ -175,6 +175,10 @@ class DashboardTests(TestCase):
         assert "regressed" not in same
         unknown = self.client.get(f"{url}?a={zeta}&b=nobody").content.decode()
         assert "No contender named &#x27;nobody&#x27;" in unknown and "regressed" not in unknown
+        for half in (f"?a={zeta}", "?a=&b="):  # one or both left empty
+            body = self.client.get(url + half).content.decode()
+            assert "Pick both contenders: a baseline and the one compared with it." in body
+            assert "None" not in body and "regressed" not in body
         # the first visit, with nothing chosen, compares the first two
         assert "regressed" in self.client.get(url).content.decode()
 

@@ -14,7 +14,7 @@ from reviews.models import ReviewItem
 from tasks.campaign_selectors import campaign_failure_summary, campaign_progress
 from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
 from tasks.models import Campaign, Contender, Generation
-from tests.factories import TaskFactory, TestSetFactory, personas
+from tests.factories import TaskFactory, TestSetFactory, UserFactory, personas
 
 SPEC_EXAMPLE = """{"slug": "support-q4", "name": "Support bot Q4", "testset": "support-v3",
  "contenders": [{"name": "model-x", "provider": "openai", "base_url": "http://127.0.0.1:8001/v1",
@@ -83,6 +83,22 @@ class DefinitionTests(TestCase):
         assert Generation.objects.filter(campaign=campaign).count() == 3 * 1 * 3
         ts.refresh_from_db()
         assert ts.frozen
+
+    def test_it_warns_that_pairwise_mode_leaves_a_rubric_unscored(self):
+        make_testset()
+        rubric = [{"key": "accuracy", "min": 1, "max": 5}]
+        definition = {**imported_pairwise("pw-rubric", ("p-a", "p-b")), "rubric": rubric}
+        campaign, warnings = campaign_create(definition=definition)
+        assert warnings == [
+            "rubric: mode 'pairwise' only asks which output is better, so these dimensions are "
+            "not scored; choose mode 'both' to score them as well"
+        ]
+        admin = UserFactory(username="pw-admin", roles=["admin"])
+        self.client.force_login(admin)
+        page = self.client.get(f"/campaigns/{campaign.slug}/").content.decode()
+        assert "(not scored: pairwise mode asks only which output is better)" in page
+        _, none = campaign_create(definition=imported_pairwise("pw-plain", ("p-a", "p-b")))
+        assert none == []
 
     def test_it_loads_yaml_with_an_imported_contender_and_a_versioned_testset(self):
         make_testset(version=1)
