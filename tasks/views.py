@@ -178,9 +178,13 @@ def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
 
 def _upload_validate(request: HtmxHttpRequest) -> dict:
     form = TestSetUploadForm(request.POST, request.FILES)
-    if not form.is_valid():
+    valid = form.is_valid()
+    upload = form.cleaned_data.get("file")
+    if not valid and (upload is None or set(form.errors) - {"name"}):
         return {"form": form}
-    name, upload = form.cleaned_data["name"], form.cleaned_data["file"]
+    # A bad name alone does not stop the file's check: one submit lists every problem (the
+    # name's among them, as the API and the command list it), and nothing can be confirmed.
+    name = form.cleaned_data.get("name") or request.POST.get("name", "").strip()
     # Size first: Django has already spooled the upload to disk, but we never parse it.
     parsed = oversize_result(upload.size, filename=upload.name)
     data = b""

@@ -208,6 +208,15 @@ class UploadFlowTests(TestCase):
         assert 'value="confirm"' not in html
         assert SESSION_KEY not in self.client.session and not TestSet.objects.exists()
 
+    def test_a_bad_name_does_not_stop_the_file_being_checked(self):
+        rows = [task_row(1), task_row(2, tier="expert")]
+        html = self.validate(jsonl(rows), name="qa bad name!", htmx=True).content.decode()
+        assert "line 2, field tier: unknown value" in html  # the file was read too
+        assert "name: " in html and 'value="confirm"' not in html
+        assert SESSION_KEY not in self.client.session and not TestSet.objects.exists()
+        good = self.validate(jsonl([task_row(1)]), name="qa bad name!", htmx=True)
+        assert 'value="confirm"' not in good.content.decode()  # a good file, a bad name
+
     @override_settings(TESTSET_MAX_BYTES=50)
     def test_it_refuses_an_oversize_upload(self):
         html = self.validate(jsonl([task_row(1)])).content.decode()
