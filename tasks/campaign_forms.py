@@ -29,11 +29,16 @@ def _field_of(error: str, fields) -> str | None:
     return head if head in fields else None
 
 
-def add_definition_errors(form: forms.Form, errors: list[str], *, prefix: str = "") -> None:
+def add_definition_errors(
+    form: forms.Form, errors: list[str], *, prefix: str = "", skip: frozenset | set = frozenset()
+) -> None:
+    """Definition errors on the form's fields; those of a field in `skip` (one that failed
+    the form's own checks, passed on as None) would only repeat its error."""
     for error in errors:
         text = error[len(prefix) :] if prefix and error.startswith(prefix) else error
         field = _field_of(text, form.fields)
-        form.add_error(field, text.split(": ", 1)[-1] if field else text)
+        if field not in skip:
+            form.add_error(field, text.split(": ", 1)[-1] if field else text)
 
 
 def _structured(text: str, what: str):
@@ -114,10 +119,11 @@ class ContenderForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if self.errors:
-            return data
+        # The contender's own checks run even when some fields failed, so one submit reports
+        # every problem (a failed field goes in as None; its errors are not repeated).
+        failed = set(self.errors)
         raw = {
-            k: data[k]
+            k: data.get(k)
             for k in (
                 "name",
                 "provider",
@@ -130,16 +136,17 @@ class ContenderForm(forms.Form):
                 "max_concurrency",
             )
         }
-        raw["price_in_per_mtok"] = float(data["price_in_per_mtok"])
-        raw["price_out_per_mtok"] = float(data["price_out_per_mtok"])
+        for price in ("price_in_per_mtok", "price_out_per_mtok"):
+            raw[price] = float(data[price]) if data.get(price) is not None else None
         errors: list[str] = []
         spec = contender_validate(raw, "contender", errors)
-        add_definition_errors(self, errors, prefix="contender.")
-        existing = Contender.objects.filter(name=data["name"])
-        if self.instance is not None:
-            existing = existing.exclude(pk=self.instance.pk)
-        if existing.exists():
-            self.add_error("name", "a contender with this name exists")
+        add_definition_errors(self, errors, prefix="contender.", skip=failed)
+        if "name" not in failed:
+            existing = Contender.objects.filter(name=data["name"])
+            if self.instance is not None:
+                existing = existing.exclude(pk=self.instance.pk)
+            if existing.exists():
+                self.add_error("name", "a contender with this name exists")
         self.spec = spec
         return data
 

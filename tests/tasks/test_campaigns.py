@@ -745,6 +745,30 @@ class PageTests(TestCase):
         assert response.status_code == 200 and "nothing was saved" in response.content.decode()
         assert Contender.objects.filter(pk=beta.pk).values().get() == before
 
+    def test_contender_form_lists_every_problem_in_one_submit(self):
+        self.login("admin")
+        bad = {
+            "name": "",
+            "provider": "openai",
+            "model": "m",
+            "base_url": "not a url",
+            "params": "{bad",
+            "price_in_per_mtok": "-1",
+            "price_out_per_mtok": "0",
+            "max_concurrency": "0",
+        }
+        response = self.client.post("/contenders/", bad, headers={"HX-Request": "true"})
+        errors = response.context["form"].errors
+        assert set(errors) == {
+            "name",
+            "base_url",
+            "params",
+            "price_in_per_mtok",
+            "max_concurrency",
+        }
+        assert errors["base_url"] == ["must be an http(s) URL"]
+        assert not Contender.objects.filter(model="m").exists()
+
     def test_contender_form_shows_errors_inline_and_creates(self):
         self.login("admin")
         headers = {"HX-Request": "true"}
