@@ -5,8 +5,9 @@ rows exist ("waiting") and becomes ready ("open") only once every one of its out
 offering an item with a missing side would tell the reviewer which model failed or was slow.
 
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
-robin from a shuffled list of all pairs (seeded by the campaign), so every pair - and so every
-contender - appears equally often (+-1) across the items.
+robin from a shuffled list of all pairs over the tasks grouped by category and tier (see
+`pair_deal`), so every pair - and so every contender - appears equally often (+-1) within each
+category and tier, not only across the campaign.
 """
 
 from __future__ import annotations
@@ -59,36 +60,53 @@ def pair_key(campaign_id: int, pair: tuple[int, ...]) -> str:
 
 
 def item_plan(campaign: Campaign, *, task_id: int | None = None, sample_index: int | None = None):
-    """[(task_id, sample_index, pair_key, contender_ids)] for the reviewed samples."""
+    """[(task_id, sample_index, pair_key, contender_ids)] for the reviewed samples, in test-set
+    order. A pure function of the campaign, its contenders and its (frozen) tasks, so running
+    it again never moves an item to another pair."""
     contenders = sorted(campaign.contenders.values_list("pk", flat=True))
     if len(contenders) < 2:
         return []
-    split = campaign.mode == Mode.PAIRWISE and len(contenders) > 2
+    samples = range(campaign.reviewed_samples)
+    if sample_index is not None:
+        samples = [s for s in samples if s == sample_index]
+    tasks = campaign.testset.tasks.order_by("position")
+    if task_id is not None:
+        tasks = tasks.filter(pk=task_id)
+    if not (campaign.mode == Mode.PAIRWISE and len(contenders) > 2):
+        return [(t, s, "", contenders) for t in tasks.values_list("pk", flat=True) for s in samples]
+    pairs = pair_deal(campaign=campaign, contenders=contenders)
+    return [
+        (t, s, pair_key(campaign.pk, pairs[t, s]), list(pairs[t, s]))
+        for t in tasks.values_list("pk", flat=True)
+        for s in samples
+    ]
+
+
+def pair_deal(*, campaign: Campaign, contenders: list[int]) -> dict[tuple[int, int], tuple]:
+    """{(task_id, sample_index): pair} for every reviewed sample of the campaign.
+
+    Dealing pairs in file order confounded pairs with categories (a file cycling through 3
+    categories with 3 pairs gave each pair one category). So the tasks are grouped by
+    (category, tier), shuffled within each group (seeded by the campaign and the group, never
+    by file order), and the pairs are dealt round robin over the groups one after another: each
+    group - and each category, whose groups are adjacent - sees every pair equally often (+-1),
+    and so does the whole campaign.
+    """
     pairs = list(combinations(contenders, 2))
     random.Random(f"pairs:{campaign.pk}").shuffle(pairs)
-    tasks = campaign.testset.tasks
-    if task_id is not None and not split:
-        indexed = [(0, task_id)]
-    elif task_id is not None:
-        # Scoped (one finishing generation): only this task's index among all is needed, and
-        # only for dealing pairs; no need to read the whole test set.
-        position = tasks.filter(pk=task_id).values_list("position", flat=True).first()
-        if position is None:
-            return []
-        indexed = [(tasks.filter(position__lt=position).count() if split else 0, task_id)]
-    else:
-        indexed = list(enumerate(tasks.order_by("position").values_list("pk", flat=True)))
-    plan = []
-    for i, tid in indexed:
-        for s in range(campaign.reviewed_samples):
-            if sample_index is not None and s != sample_index:
-                continue
-            if split:
-                pair = pairs[(i * campaign.reviewed_samples + s) % len(pairs)]
-                plan.append((tid, s, pair_key(campaign.pk, pair), list(pair)))
-            else:
-                plan.append((tid, s, "", contenders))
-    return plan
+    strata: dict[tuple[str, str], list[int]] = {}
+    for pk, category, tier in campaign.testset.tasks.order_by("pk").values_list(
+        "pk", "category", "tier"
+    ):
+        strata.setdefault((category, tier), []).append(pk)
+    dealt, slot = {}, 0
+    for (category, tier), ids in sorted(strata.items()):
+        random.Random(f"tasks:{campaign.pk}:{category}:{tier}").shuffle(ids)
+        for t in ids:
+            for s in range(campaign.reviewed_samples):
+                dealt[t, s] = pairs[slot % len(pairs)]
+                slot += 1
+    return dealt
 
 
 def review_items_sync(
@@ -116,11 +134,17 @@ def review_items_sync(
         (t, c, s): pk
         for pk, t, c, s in gens.values_list("pk", "task_id", "contender_id", "sample_index")
     }
-    existing = set(items.values_list("task_id", "sample_index", "pair_key"))
+    rows = list(items.values_list("task_id", "sample_index", "pair_key", "imported"))
+    existing = {(t, s, key) for t, s, key, _ in rows}
+    # A sample whose pair item exists keeps that pair, even one dealt by the older file-order
+    # rule: never a second, differently paired twin. (Imported items are the records' choice.)
+    paired = {(t, s) for t, s, key, imported in rows if key and not imported}
     wanted = [
         (t, s, key, cs)
         for t, s, key, cs in plan
-        if (t, s, key) not in existing and all((t, c, s) in gen_ids for c in cs)
+        if (t, s, key) not in existing
+        and not (key and (t, s) in paired)
+        and all((t, c, s) in gen_ids for c in cs)
     ]
     created = 0
     if wanted:

@@ -12,7 +12,7 @@ from django.test import TestCase, override_settings
 from django.utils import timezone
 
 from reviews.models import ItemOutput, ReviewItem
-from reviews.readiness import review_items_open_for, review_items_sync
+from reviews.readiness import item_plan, pair_key, review_items_open_for, review_items_sync
 from tasks import generation as gen_services
 from tasks import providers
 from tasks.campaigns import campaign_create
@@ -47,6 +47,7 @@ def make_campaign(
     mode="both",
     reviewed=1,
     checks=None,
+    categories=("support",),
 ):
     ts = TestSetFactory(name=f"ts-{slug}", frozen=False, task_count=tasks)
     for i in range(tasks):
@@ -54,6 +55,7 @@ def make_campaign(
             testset=ts,
             position=i,
             external_id=f"T-{i + 1}",
+            category=categories[i % len(categories)],
             prompt=f"Question number {i + 1}?",
             checks=checks or {},
         )
@@ -365,6 +367,52 @@ class ReadinessTests(TestCase):
             .annotate(n=Count("pk"))
         )
         assert {r["n"] for r in per_contender} == {8}
+
+    def test_it_deals_every_pair_in_every_category_not_by_file_order(self):
+        # The file cycles its categories as often as there are pairs: dealt in file order,
+        # each pair would meet only one category.
+        categories = ("billing", "account_access", "shipping")
+        campaign = make_campaign(
+            tasks=12,
+            mode="pairwise",
+            categories=categories,
+            contenders=[{"name": n, "provider": "imported"} for n in ("a", "b", "c")],
+        )
+        seen = Counter()
+        for item in ReviewItem.objects.filter(campaign=campaign).select_related("task"):
+            names = tuple(
+                sorted(item.outputs.values_list("generation__contender__name", flat=True))
+            )
+            seen[item.task.category, names] += 1
+        # 4 tasks of each category over 3 pairs: every pair once or twice in every category
+        for category in categories:
+            for pair in [("a", "b"), ("a", "c"), ("b", "c")]:
+                assert seen[category, pair] in (1, 2), (category, pair, seen)
+        assert sorted(Counter(pair for _, pair in seen.elements()).values()) == [4, 4, 4]
+
+    def test_it_keeps_every_items_pair_when_synced_again(self):
+        campaign = make_campaign(
+            tasks=12,
+            mode="pairwise",
+            categories=("billing", "account_access", "shipping"),
+            contenders=[{"name": n, "provider": "imported"} for n in ("a", "b", "c")],
+        )
+        items = ReviewItem.objects.filter(campaign=campaign)
+        made = set(items.values_list("task_id", "sample_index", "pair_key"))
+        plan = item_plan(campaign)
+        assert {(t, s, key) for t, s, key, _ in plan} == made
+        # the same plan when recomputed, for one task alone, and whatever outputs are done
+        Generation.objects.filter(campaign=campaign, contender__name="a").update(status="done")
+        assert item_plan(campaign) == plan
+        task_id, _, key, pair = plan[5]
+        assert item_plan(campaign, task_id=task_id) == [(task_id, 0, key, pair)]
+        Generation.objects.filter(campaign=campaign).update(status="done")
+        assert review_items_sync(campaign=campaign) == {"created": 0, "ready": 12}
+        # an item dealt by an older rule keeps its pair: no second item for its sample
+        other = next(p for *_, p in plan if p != pair)
+        items.filter(task_id=task_id).update(pair_key=pair_key(campaign.pk, tuple(other)))
+        assert review_items_sync(campaign=campaign) == {"created": 0, "ready": 0}
+        assert items.filter(task_id=task_id).count() == 1
 
 
 class CheckTests(TestCase):
