@@ -492,6 +492,15 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     bt = bradley_terry.bradley_terry(battles, names, n_boot=n_boot, seed=seed)
     if bt["reason"]:
         warnings.append(f"ratings: {bt['reason']}")
+    if bt["unrated"]:
+        left_out = [u["contender"] for u in bt["unrated"]]
+        one = len(left_out) == 1
+        warnings.append(
+            f"ratings: {', '.join(left_out)} {'has' if one else 'have'} no comparisons (none of "
+            f"{'its' if one else 'their'} outputs was compared in an item with a final outcome), "
+            f"so {'it is' if one else 'they are'} left out of the ratings; the others are rated "
+            "among themselves"
+        )
     if bt["ridge"]:
         parts = [f"{', '.join(bt['undefeated'])} never lost"] if bt["undefeated"] else []
         parts += [f"{', '.join(bt['winless'])} never won"] if bt["winless"] else []
@@ -636,6 +645,7 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
             "undefeated": bt["undefeated"],
             "winless": bt["winless"],
             "components": bt["components"],
+            "unrated": bt["unrated"],
             "reason": bt["reason"],
             "bootstrap": bt["bootstrap"],
         },

@@ -11,6 +11,11 @@ sum(theta ** 2)`` (theta in natural-log odds units, i.e. a very wide Gaussian pr
 reported. A comparison graph in several pieces cannot be put on one scale: no ratings, and the
 pieces are reported.
 
+A contender with no comparisons at all (say every one of its generations failed, so it was
+never in an item) is no piece of the graph: it is left out of the fit, listed in ``unrated``
+with a reason, and the others are rated among themselves. Only contenders that were compared
+count when deciding whether the graph is disconnected.
+
 Bootstrap: items (not votes) are resampled, because the k reviews of one item are correlated.
 Each item's win matrix is computed once; items with the same matrix are grouped, and a resample
 is a multinomial draw over those groups. The B resampled problems are then solved together by a
@@ -29,6 +34,7 @@ from .agreement import unique_rows
 ELO = 400 / math.log(10)
 CENTER = 1000.0
 RIDGE = 0.01
+NO_COMPARISONS = "no comparisons: none of its outputs was compared in an item with a final outcome"
 
 
 def win_matrix(battles: pd.DataFrame, contenders: list) -> np.ndarray:
@@ -178,7 +184,9 @@ def bradley_terry(
     Returns ``{"ratings": {c: float|None}, "ci95": {c: [lo, hi]|None}, "rank": {c: int|None},
     "record": {c: {"wins", "losses", "ties"}}, "n_battles", "n_items", "ridge": float|None,
     "undefeated": [...], "winless": [...], "components": [[...], ...]|None, "reason": str|None,
-    "bootstrap": {"rounds", "ridge_rounds", "seed"}}``, keyed in the order of ``contenders``.
+    "unrated": [{"contender", "reason"}, ...], "bootstrap": {"rounds", "ridge_rounds", "seed"}}``,
+    keyed in the order of ``contenders``. ``unrated`` lists the contenders left out of the fit
+    because they have no comparisons while others do (``reason`` covers the case of none).
     The figures do not depend on that order, on item ids or on row order: the work is done
     with contenders sorted by name, and the bootstrap groups items by content.
     """
@@ -188,6 +196,8 @@ def bradley_terry(
         out[key] = {c: out[key][c] for c in given}
     for key in ("undefeated", "winless"):
         out[key] = [c for c in given if c in out[key]]
+    unrated = {u["contender"]: u for u in out["unrated"]}
+    out["unrated"] = [unrated[c] for c in given if c in unrated]
     return out
 
 
@@ -210,6 +220,7 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
         "winless": [],
         "components": None,
         "reason": None,
+        "unrated": [],
         "bootstrap": None,
     }
     if k < 2:
@@ -218,6 +229,13 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
     if battles.empty:
         out["reason"] = "no pairwise outcomes yet (no item has a final outcome)"
         return out
+    # A contender nobody compared is no piece of the graph, and would make any graph look
+    # disconnected: leave it out, say so, and rate the others among themselves.
+    compared = set(battles["a"]) | set(battles["b"])
+    out["unrated"] = [
+        {"contender": c, "reason": NO_COMPARISONS} for c in contenders if c not in compared
+    ]
+    contenders = [c for c in contenders if c in compared]
     w = win_matrix(battles, contenders)
     pieces = components(w)
     if len(pieces) > 1:
@@ -234,7 +252,7 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
     out["ridge"] = ridge or None
     theta = fit(w, ridge=ridge)
     elo = to_elo(theta)
-    out["ratings"] = {c: float(r) for c, r in zip(contenders, elo, strict=True)}
+    out["ratings"].update((c, float(r)) for c, r in zip(contenders, elo, strict=True))
 
     lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
     if lo is None:
@@ -244,8 +262,10 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
             "no confidence intervals (fewer than two items, or no bootstrap rounds): no ranks"
         )
         return out
-    out["ci95"] = {c: [float(a), float(b)] for c, a, b in zip(contenders, lo, hi, strict=True)}
-    out["rank"] = dict(zip(contenders, ranks(lo, hi), strict=True))
+    out["ci95"].update(
+        (c, [float(a), float(b)]) for c, a, b in zip(contenders, lo, hi, strict=True)
+    )
+    out["rank"].update(zip(contenders, ranks(lo, hi), strict=True))
     out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
     return out
 

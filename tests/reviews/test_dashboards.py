@@ -11,7 +11,14 @@ from reviews.dashboards import PAGES, dashboard_page
 from reviews.records import reviews_import
 from reviews.report import campaign_report
 from tests.factories import personas
-from tests.reviews.test_records import SECRET_NAMES, jsonl, make_campaign, rec, sample_records
+from tests.reviews.test_records import (
+    SECRET_NAMES,
+    jsonl,
+    make_campaign,
+    pairwise_campaign,
+    rec,
+    sample_records,
+)
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -311,6 +318,50 @@ class EmptyAndPairwiseDashboardTests(TestCase):
             ).streaming_content
         )
         assert len(exported.splitlines()) == 6
+
+
+class RatingNoteTests(TestCase):
+    """The sentence under the leaderboard chart: groups that never met, unrated contenders,
+    and no empty bootstrap count."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def page(self, slug: str) -> str:
+        self.client.force_login(self.users["lead"])
+        return self.client.get(f"/campaigns/{slug}/dashboard/leaderboard/").content.decode()
+
+    def test_a_contender_never_compared_is_named_and_the_others_are_rated(self):
+        alpha, beta, broken = "acme-alpha", "acme-beta", "acme-broken"
+        pairwise_campaign(
+            "acme", [alpha, beta, broken], [(alpha, beta), (alpha, beta), (beta, alpha)]
+        )
+        body = self.page("acme")
+        assert (
+            "3 pairwise outcomes from 3 items with a final outcome (3 from preferences, "
+            "0 from final scores); 1000 bootstrap rounds over items." in body
+        )
+        assert f"Not rated: {broken} (no comparisons: none of its outputs was compared" in body
+        assert "never met" not in body
+        rows = {
+            r[1]: r
+            for r in self.client.get("/campaigns/acme/dashboard/leaderboard/")
+            .context["tables"][0]
+            .rows
+        }
+        assert rows[alpha][0] == 1 and rows[beta][0] == 1 and rows[broken][0] is None
+
+    def test_groups_that_never_met_are_named_and_the_sentence_keeps_its_sense(self):
+        pairwise_campaign(
+            "split", ["g-a", "g-b", "g-c", "g-d", "g-none"], [("g-a", "g-b"), ("g-c", "g-d")]
+        )
+        body = self.page("split")
+        assert "(2 from preferences, 0 from final scores)." in body
+        assert "bootstrap rounds" not in body
+        assert "these groups never met" in body
+        assert "Groups that never met: [g-a, g-b] and [g-c, g-d]." in body
+        assert "Not rated: g-none (" in body
 
 
 class ImportPageTests(TestCase):

@@ -59,6 +59,44 @@ def make_campaign(slug="camp", testset=None, contenders=None, n_tasks=4, samples
     return campaign
 
 
+def pairwise_campaign(slug: str, names: list[str], winners: list[tuple[str, str]]) -> Campaign:
+    """A pairwise campaign over `names`; task i has one item in which two judges both prefer
+    the first of the i-th (winner, loser) pair. A contender in no pair was never compared: all
+    its generations failed, as when its endpoint was down."""
+    contenders = [
+        Contender.objects.get_or_create(name=n, defaults={"provider": "imported"})[0] for n in names
+    ]
+    campaign = make_campaign(slug=slug, contenders=contenders, n_tasks=len(winners))
+    campaign.mode, campaign.rubric = "pairwise", []
+    campaign.save()
+    records = [
+        {
+            "task_id": f"T-{i}",
+            "candidates": ["A", "B"],
+            "judge": judge,
+            "models": {"A": winner, "B": loser},
+            "scores": {},
+            "preference": "A",
+        }
+        for i, (winner, loser) in enumerate(winners, start=1)
+        for judge in ("j1", "j2")
+    ]
+    reviews_import(campaign=campaign, data=jsonl(*records), fmt="jsonl")
+    compared = {n for pair in winners for n in pair}
+    for contender in contenders:
+        if contender.name not in compared:
+            for task in campaign.testset.tasks.all():
+                Generation.objects.create(
+                    campaign=campaign,
+                    task=task,
+                    contender=contender,
+                    sample_index=0,
+                    status=Generation.Status.FAILED,
+                    error="connection refused",
+                )
+    return campaign
+
+
 def rec(task="T-1", judge="judge_1", models=None, scores=None, **extra) -> dict:
     models = models or {"A": SECRET_NAMES[0], "B": SECRET_NAMES[1]}
     out = {

@@ -21,6 +21,7 @@ from tests.factories import (
     personas,
     review_create,
 )
+from tests.reviews.test_records import pairwise_campaign
 
 LEADERBOARD_KEYS = {
     "contender",
@@ -503,3 +504,49 @@ class OddFinalTests(TestCase):
         assert strong["scores"]["accuracy"]["mean"] == pytest.approx(4.5)
         assert before["scores"]["accuracy"]["mean"] == pytest.approx(14 / 3)
         assert report["rating"]["n_items"] == 3
+
+
+class UncomparedContenderTests(TestCase):
+    """A contender with no comparisons at all (every generation failed) is left out of the
+    ratings; it does not make the others' comparison graph 'disconnected'."""
+
+    def test_the_compared_contenders_are_rated_and_the_other_is_listed_unrated(self):
+        alpha, beta, broken = "acme-alpha", "acme-beta", "acme-broken"
+        campaign = pairwise_campaign(
+            "acme", [alpha, beta, broken], [(alpha, beta), (alpha, beta), (beta, alpha)]
+        )
+        report = campaign_report(campaign=campaign, n_boot=200)
+        rating = report["rating"]
+        assert rating["n_battles"] == 3
+        assert rating["sources"] == {"preference": 3, "scores": 0}
+        assert rating["components"] is None and rating["reason"] is None
+        assert rating["bootstrap"]["rounds"] == 200
+        assert rating["unrated"] == [
+            {
+                "contender": broken,
+                "reason": "no comparisons: none of its outputs was compared in an item with a "
+                "final outcome",
+            }
+        ]
+        board = {row["contender"]: row for row in report["leaderboard"]}
+        # alpha 2:1 beta, the two-contender fit of STATS.md's shape: 400 log10(2) apart
+        assert board[alpha]["rating"] - board[beta]["rating"] == pytest.approx(120.41, abs=0.01)
+        for name in (alpha, beta):
+            assert board[name]["rank"] == 1 and board[name]["ci95"] is not None
+        assert board[broken]["rating"] is None and board[broken]["rank"] is None
+        assert board[broken]["ci95"] is None
+        assert [row["contender"] for row in report["leaderboard"]][-1] == broken
+        assert any(
+            w.startswith(f"ratings: {broken} has no comparisons") for w in report["warnings"]
+        )
+        assert not any("disconnected" in w for w in report["warnings"])
+        json.loads(report_json(report))
+
+    def test_groups_that_never_met_are_still_reported_beside_an_unrated_contender(self):
+        campaign = pairwise_campaign(
+            "split", ["g-a", "g-b", "g-c", "g-d", "g-none"], [("g-a", "g-b"), ("g-c", "g-d")]
+        )
+        rating = campaign_report(campaign=campaign, n_boot=50)["rating"]
+        assert rating["components"] == [["g-a", "g-b"], ["g-c", "g-d"]]
+        assert "disconnected" in rating["reason"]
+        assert [u["contender"] for u in rating["unrated"]] == ["g-none"]

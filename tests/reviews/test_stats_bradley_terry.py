@@ -155,3 +155,43 @@ def test_ratings_do_not_depend_on_names_order_or_ids(rows):
     rated = [r for r in first["ratings"].values() if r is not None]
     if rated:
         assert sum(rated) / len(rated) == pytest.approx(1000.0)
+
+
+def test_a_contender_without_comparisons_is_left_out_and_the_others_are_rated():
+    # C failed every generation: it was never in an item, so it has no battles at all
+    data = battles([("A", "B", 3, 1, 0)])
+    result = bradley_terry(data, ["A", "C", "B"], n_boot=100)
+    assert result["ratings"]["A"] == pytest.approx(1095.42, abs=0.005)
+    assert result["ratings"]["B"] == pytest.approx(904.58, abs=0.005)
+    assert result["ratings"]["C"] is None and result["ci95"]["C"] is None
+    assert result["rank"]["C"] is None
+    assert result["unrated"] == [
+        {
+            "contender": "C",
+            "reason": "no comparisons: none of its outputs was compared "
+            "in an item with a final outcome",
+        }
+    ]
+    assert result["components"] is None and result["reason"] is None
+    assert result["bootstrap"]["rounds"] == 100
+    assert result["rank"]["A"] is not None and result["rank"]["B"] is not None
+    for name in ("A", "B"):
+        lo, hi = result["ci95"][name]
+        assert lo <= result["ratings"][name] <= hi
+    assert result["record"]["C"] == {"wins": 0, "losses": 0, "ties": 0}
+    assert list(result["ratings"]) == ["A", "C", "B"]
+
+
+def test_a_disconnected_graph_beside_an_unrated_contender_is_still_reported():
+    data = battles([("A", "B", 2, 1, 0), ("C", "D", 1, 1, 0)])
+    result = bradley_terry(data, ["E", "A", "B", "C", "D"], n_boot=50)
+    assert result["components"] == [["A", "B"], ["C", "D"]]
+    assert "disconnected" in result["reason"]
+    assert [u["contender"] for u in result["unrated"]] == ["E"]
+    assert all(v is None for v in result["ratings"].values())
+
+
+def test_nobody_is_listed_unrated_when_there_are_no_battles_at_all():
+    empty = pd.DataFrame(columns=["item", "a", "b", "score"])
+    result = bradley_terry(empty, ["A", "B"])
+    assert result["unrated"] == [] and result["reason"]
