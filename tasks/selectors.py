@@ -107,14 +107,6 @@ def testset_export_rows(*, testset: TestSet) -> Iterator[dict]:
         yield row
 
 
-def testset_export_jsonl(*, testset: TestSet) -> Iterator[str]:
-    return rows_as_jsonl(testset_export_rows(testset=testset))
-
-
-def testset_export_csv_rows(*, testset: TestSet) -> Iterator[list]:
-    return rows_as_csv_cells(testset_export_rows(testset=testset))
-
-
 def rows_as_jsonl(rows: Iterable[dict]) -> Iterator[str]:
     """Intake-format dicts as JSONL lines."""
     for row in rows:

@@ -1,14 +1,14 @@
 """JSON API for test sets: import (multipart or JSON), list, detail."""
 
-from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
-from evalsite.csvsafe import csv_response
 from evalsite.roles import ADMIN, LEAD, has_role
 
 from . import selectors
 from .intake import oversize_request, oversize_result
 from .services import TestSetImportError, testset_import
+from .views import tasks_file_response
 
 IMPORT_BODY = {
     "multipart/form-data": {
@@ -161,14 +161,8 @@ def testset_tasks(request: HttpRequest, name: str):
     if fmt not in ("jsonl", "csv"):
         raise ApiError("format must be jsonl or csv")
     testset = _testset(request, name)
-    filename = f"{testset.name}-v{testset.version}.{fmt}"
-    if fmt == "csv":
-        return csv_response(
-            filename, selectors.EXPORT_FIELDS, selectors.testset_export_csv_rows(testset=testset)
-        )
-    response = StreamingHttpResponse(
-        selectors.testset_export_jsonl(testset=testset),
-        content_type="application/x-ndjson; charset=utf-8",
+    return tasks_file_response(
+        f"{testset.name}-v{testset.version}.{fmt}",
+        fmt,
+        selectors.testset_export_rows(testset=testset),
     )
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response

@@ -98,17 +98,18 @@ def testset_download(
 ) -> StreamingHttpResponse:
     testset = selectors.testset_get(name=name, version=version)
     rows = selectors.testset_export_rows(testset=testset)
-    return _tasks_file(f"{testset.name}-v{testset.version}.{fmt}", fmt, rows)
+    return tasks_file_response(f"{testset.name}-v{testset.version}.{fmt}", fmt, rows)
 
 
 @require_GET
 @role_required(ADMIN)
 def testset_example(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
     """The upload page's example file: the same tasks it shows, written as a download is."""
-    return _tasks_file(f"example.{fmt}", fmt, EXAMPLE_TASKS)
+    return tasks_file_response(f"example.{fmt}", fmt, EXAMPLE_TASKS)
 
 
-def _tasks_file(filename: str, fmt: str, rows: Iterable[dict]) -> StreamingHttpResponse:
+def tasks_file_response(filename: str, fmt: str, rows: Iterable[dict]) -> StreamingHttpResponse:
+    """Tasks in the intake format as a download (the page, the API and the example files)."""
     if fmt == "csv":
         # Formula-escaped: prompts and references are user-supplied text opened in spreadsheets.
         return csv_response(filename, selectors.EXPORT_FIELDS, selectors.rows_as_csv_cells(rows))
