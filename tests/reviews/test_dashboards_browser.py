@@ -33,6 +33,14 @@ def test_a_lead_opens_the_leaderboard_and_the_dashboards(browser_page):
     box = chart.bounding_box()
     assert box["width"] > 300 and box["height"] > 60
     page.screenshot(path=str(ARTIFACTS / "dashboard-leaderboard.png"), full_page=True)
+    hint = page.get_by_text("scroll sideways for all of it").first
+    assert not hint.is_visible()
+    # On a phone the chart keeps legible text and scrolls, and says so.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert hint.is_visible()
+    figure = page.locator("figure.dash-chart").first
+    assert figure.evaluate("el => el.scrollWidth > el.clientWidth")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     page.get_by_role("link", name="Capability profile").click()
     page.get_by_role("heading", name="Category x contender").wait_for()
