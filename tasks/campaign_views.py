@@ -154,6 +154,7 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "failures": campaign_failures(campaign=campaign) if is_admin else [],
         "failure_summary": campaign_failure_summary(campaign=campaign) if is_admin else [],
         "check_failures": campaign_check_failures(campaign=campaign),
+        "check_failures_total": sum(c["checks_fail"] for c in progress["contenders"]),
         "imported_contenders": imported,
         "upload_form": OutputsUploadForm(contenders=imported) if is_admin and imported else None,
         "max_attempts": settings.GENERATION_MAX_ATTEMPTS,

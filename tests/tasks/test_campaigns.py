@@ -561,6 +561,27 @@ class PageTests(TestCase):
         self.login("reviewer_a")
         assert self.client.get("/campaigns/pages/generations/").status_code == 403
 
+    def test_a_capped_list_of_check_failures_says_so_and_links_them_all(self):
+        from functools import partial
+        from unittest import mock
+
+        from tasks import campaign_views
+        from tasks.campaign_selectors import campaign_check_failures
+
+        self.login("admin")
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert "900 of 500 characters" in page and "The first" not in page
+        Generation.objects.filter(campaign=self.campaign, status="pending").update(
+            status="done", checks_passed=False, check_results={"regex": {"passed": False}}
+        )
+        capped = partial(campaign_check_failures, limit=1)
+        with mock.patch.object(campaign_views, "campaign_check_failures", capped):
+            page = self.client.get("/campaigns/pages/").content.decode()
+        total = Generation.objects.filter(campaign=self.campaign, checks_passed=False).count()
+        assert total > 1
+        assert f"The first 1 of {total}: " in page
+        assert 'href="/campaigns/pages/generations/?only=checks">read them all</a>' in page
+
     def test_progress_partial_polls_only_while_work_is_queued(self):
         self.login("admin")
         headers = {"HX-Request": "true", "HX-Target": "generation-progress"}
