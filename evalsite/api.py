@@ -86,6 +86,14 @@ def json_body(request: HttpRequest) -> dict:
     return data
 
 
+def found_or_404(queryset, what: str, **lookup):
+    """The row `lookup` names, or the API's 404 saying what is missing ("no such campaign")."""
+    found = queryset.filter(**lookup).first()
+    if found is None:
+        raise ApiError(f"no such {what}", status=404)
+    return found
+
+
 def body_too_big(how_to_send_more: str = "") -> JsonResponse:
     """413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE, which Django refuses on reading it."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
-from evalsite.api import ApiError, api_endpoint, json_body, no_content
+from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
 from evalsite.roles import ARBITER
 from tasks.models import Campaign
 
@@ -55,9 +55,7 @@ RESOLVE_BODY = {
     responses={"200": "an arbitration", "204": "nothing left for you", "404": "no such campaign"},
 )
 def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = Campaign.objects.filter(slug=slug).first()
-    if campaign is None:
-        raise ApiError("no such campaign", status=404)
+    campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
     if arbitration is None:
         return no_content()

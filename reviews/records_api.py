@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
-from evalsite.api import ApiError, api_endpoint
+from evalsite.api import ApiError, api_endpoint, found_or_404
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.models import Campaign
 
@@ -78,9 +78,7 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
     },
 )
 def campaign_reviews(request: HttpRequest, slug: str):
-    campaign = Campaign.objects.filter(slug=slug).first()
-    if campaign is None:
-        raise ApiError("no such campaign", status=404)
+    campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
     if request.method == "GET":
         fmt = request.GET.get("format", "jsonl")
         if fmt not in FORMATS:

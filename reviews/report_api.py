@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from evalsite.api import ApiError, api_endpoint
+from evalsite.api import api_endpoint, found_or_404
 from evalsite.roles import ADMIN, LEAD
 from tasks.models import Campaign
 
@@ -24,9 +24,7 @@ def campaign_report_api(request: HttpRequest, slug: str) -> HttpResponse:
     # (manage.py commands included), and only this view needs them.
     from .report import campaign_report, report_json
 
-    campaign = Campaign.objects.filter(slug=slug).first()
-    if campaign is None:
-        raise ApiError("no such campaign", status=404)
+    campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
     response = HttpResponse(
         report_json(campaign_report(campaign=campaign)), content_type="application/json"
     )

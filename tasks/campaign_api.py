@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.http import HttpRequest, JsonResponse
 
-from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
 from .campaign_selectors import campaign_list, campaign_progress
@@ -74,10 +74,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
 
 
 def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
-    campaign = Campaign.objects.select_related("testset").filter(slug=slug).first()
-    if campaign is None:
-        raise ApiError("no such campaign", status=404)
-    return campaign
+    return found_or_404(Campaign.objects.select_related("testset"), "campaign", slug=slug)
 
 
 @api_endpoint(
