@@ -29,7 +29,7 @@ from django.db.models.functions import Now
 
 from tasks.models import Campaign, Mode
 
-from .disputes import disputed_cells, not_whole_error
+from .disputes import disputed_cells, not_whole_error, unknown_field_errors
 from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
 from .services import LeaseGone, lease_extended
 
@@ -282,10 +282,7 @@ def resolution_build(
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})
     final.setdefault("flags", {})
-    errors: dict[str, str] = {
-        str(name): f"unknown field; accepted: {', '.join(RESOLVE_FIELDS)}"
-        for name in unknown_fields
-    }
+    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS)
     arbitrated: set[str] = set()
     corrections: list[dict] = []
     given_scores: dict[str, dict[str, float | None]] = {}

@@ -80,6 +80,15 @@ def not_whole_error(dimension: dict, value: float) -> str | None:
     return None
 
 
+def unknown_field_errors(names, accepted: tuple[str, ...]) -> dict[str, str]:
+    """{field: error} for the fields of a submit or resolve request that it does not have."""
+    return {
+        str(n): f"unknown field; accepted: {', '.join(accepted)}"
+        for n in names
+        if n not in accepted
+    }
+
+
 def _fmt(value: float | None) -> str:
     if value is None:
         return "N/A"

@@ -51,7 +51,7 @@ from evalsite.roles import REVIEWER
 from tasks.models import Campaign, Generation, Mode, Task
 
 from . import blinding, pagerows
-from .disputes import item_settle, not_whole_error
+from .disputes import item_settle, not_whole_error, unknown_field_errors
 from .models import (
     Assignment,
     ItemOutput,
@@ -685,12 +685,9 @@ def review_payload_parse(
     labels = labels_for(len(order))
     by_label = dict(zip(labels, order, strict=True))
     wants_scores, wants_preference = campaign_wants(campaign)
-    errors: dict[str, str] = {}
+    errors = unknown_field_errors(data, SUBMIT_FIELDS)
     scores: dict[int, dict[str, float | None]] = {}
 
-    for name in data:
-        if name not in SUBMIT_FIELDS:
-            errors[str(name)] = f"unknown field; accepted: {', '.join(SUBMIT_FIELDS)}"
     if not isinstance(data.get("key"), str | None):
         errors["key"] = "must be a string"
 
