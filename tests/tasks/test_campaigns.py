@@ -702,6 +702,9 @@ class PageTests(TestCase):
             "Generating</span>" in partial
         )
         assert '<div id="review-items" hx-swap-oob="true"><dt>Review items</dt>' in partial
+        # ...and the automatic checks, which fail while outputs come in.
+        checks = partial.split('<section class="card" id="automatic-checks" hx-swap-oob="true">')
+        assert len(checks) == 2 and "900 of 500 characters" in checks[1]
         Campaign.objects.filter(pk=self.campaign.pk).update(status="reviewing")
         partial = self.client.get("/campaigns/pages/", headers=headers).content.decode()
         assert "hx-trigger" not in partial
