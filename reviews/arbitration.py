@@ -487,10 +487,9 @@ def _same_resolution(arbitration: Arbitration, request: dict) -> bool:
         _final, values = resolution_build(arbitration=arbitration, **request)
     except ResolveInvalid:
         return False
-    stored = arbitration.final_values or {}
-    return (
-        values["scores"] == (stored.get("scores") or {})
-        and values["preference"] == stored.get("preference")
-        and values["flags"] == (stored.get("flags") or {})
-        and values["note"] == arbitration.note
+    return arbitration.has_values(
+        scores=values["scores"],
+        preference=values["preference"],
+        flags=values["flags"],
+        note=values["note"],
     )

@@ -1153,17 +1153,6 @@ def _unsettled_tasks(bad_lines: set[int], raw_lines: dict[int, dict]) -> set[str
     return tasks
 
 
-def _arbitration_signature(
-    *, arbiter_id, scores: dict, preference, flags: dict, note: str
-) -> tuple:
-    """An arbiter's decision keyed by ItemOutput id, for recognising a re-imported one."""
-    flat_scores = tuple(
-        sorted((str(o), d, v) for o, dims in scores.items() for d, v in dims.items())
-    )
-    flat_flags = tuple(sorted((str(o), tuple(sorted(f))) for o, f in flags.items()))
-    return (arbiter_id, flat_scores, preference or None, flat_flags, note.strip())
-
-
 def _write_arbitrations(
     records: list[_Record],
     items_by_key: dict,
@@ -1194,23 +1183,15 @@ def _write_arbitrations(
         arbiter = users[rec.judge]
         out_of = {label: outputs_by_item[item.pk][rec.models[label]] for label in rec.labels}
         arbitration = Arbitration.objects.filter(item=item).first()
-        signature = _arbitration_signature(
-            arbiter_id=arbiter.pk,
-            scores={out_of[label]: dims for label, dims in rec.scores.items()},
-            preference=str(out_of.get(rec.preference, rec.preference)) if rec.preference else None,
-            flags={out_of[label]: f for label, f in rec.flags.items()},
-            note=rec.comment,
-        )
         if item.state == ReviewItem.State.RESOLVED and arbitration is not None:
-            values = arbitration.final_values or {}
-            stored = _arbitration_signature(
-                arbiter_id=arbitration.arbiter_id,
-                scores=values.get("scores") or {},
-                preference=values.get("preference"),
-                flags=values.get("flags") or {},
-                note=arbitration.note,
-            )
-            if stored == signature:
+            if arbitration.arbiter_id == arbiter.pk and arbitration.has_values(
+                scores={out_of[label]: dims for label, dims in rec.scores.items()},
+                preference=str(out_of.get(rec.preference, rec.preference))
+                if rec.preference
+                else None,
+                flags={out_of[label]: f for label, f in rec.flags.items()},
+                note=rec.comment,
+            ):
                 summary.arbitrations_unchanged += 1
             else:
                 errors.append(

@@ -1100,3 +1100,29 @@ class ArbitrationRecordTests(TestCase):
             "line 9, field comment",
         ]
         assert self.counts() == (0, 0, 0, 0, 0)
+
+    def test_it_recognises_a_reimported_decision_and_rejects_a_changed_one(self):
+        records = sample_records()
+        decision = arbitration_record(flags={"A": ["hallucination", "refusal"], "B": []})
+        reviews_import(campaign=self.campaign, data=jsonl(*records, decision), fmt="jsonl")
+        same = {**decision, "flags": {"A": ["refusal", "hallucination"], "B": []}}
+        same["comment"] = f"  {decision['comment']} "
+        again = reviews_import(campaign=self.campaign, data=jsonl(*records, same), fmt="jsonl")
+        assert (again.arbitrations_created, again.arbitrations_unchanged) == (0, 1)
+        for changed in (
+            {"scores": {"B": {"accuracy": 3}}},
+            {"scores": {"B": {"accuracy": 4}, "A": {"accuracy": None}}},
+            {"preference": "B"},
+            {"flags": {"A": ["hallucination"], "B": []}},
+            {"comment": "Another note."},
+            {"judge": "arb2"},
+        ):
+            with pytest.raises(RecordImportError) as exc:
+                reviews_import(
+                    campaign=self.campaign,
+                    data=jsonl(*records, {**decision, **changed}),
+                    fmt="jsonl",
+                )
+            assert exc.value.messages() == [
+                "line 9, field arbitration: this item was already arbitrated differently"
+            ], changed
