@@ -259,6 +259,18 @@ def _number(raw, dim: dict, na_allowed: bool) -> tuple[float | None, str | None]
     return float(raw), None
 
 
+def note_checked(note) -> tuple[str, str | None]:
+    """The arbiter's note, stripped, and what is wrong with it (every resolution needs one)."""
+    if not isinstance(note, str | type(None)):
+        return "", "must be a string: a note explaining the decision"
+    text = (note or "").strip()
+    if not text:
+        return text, "a note explaining the decision is required"
+    if len(text) > NOTE_MAX_CHARS:
+        return text, f"at most {NOTE_MAX_CHARS} characters"
+    return text, None
+
+
 def resolution_build(
     *,
     arbitration: Arbitration,
@@ -401,14 +413,9 @@ def resolution_build(
                 f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
             )
 
-    text = (note or "").strip() if isinstance(note, str | type(None)) else None
-    if text is None:
-        errors["note"] = "must be a string: a note explaining the decision"
-        text = ""
-    elif not text:
-        errors["note"] = "a note explaining the decision is required"
-    elif len(text) > NOTE_MAX_CHARS:
-        errors["note"] = f"at most {NOTE_MAX_CHARS} characters"
+    text, error = note_checked(note)
+    if error:
+        errors["note"] = error
 
     if errors:
         raise ResolveInvalid(errors)
@@ -480,10 +487,9 @@ def _same_resolution(arbitration: Arbitration, request: dict) -> bool:
         _final, values = resolution_build(arbitration=arbitration, **request)
     except ResolveInvalid:
         return False
-    stored = arbitration.final_values or {}
-    return (
-        values["scores"] == (stored.get("scores") or {})
-        and values["preference"] == stored.get("preference")
-        and values["flags"] == (stored.get("flags") or {})
-        and values["note"] == arbitration.note
+    return arbitration.has_values(
+        scores=values["scores"],
+        preference=values["preference"],
+        flags=values["flags"],
+        note=values["note"],
     )

@@ -262,6 +262,18 @@ class Arbitration(models.Model):
     def __str__(self) -> str:
         return f"arbitration of item {self.item_id} ({self.state})"
 
+    def has_values(self, *, scores: dict, preference: str | None, flags: dict, note: str) -> bool:
+        """Whether a decision keyed by ItemOutput id is the stored one (`final_values`, written
+        by the arbitration rules, and the note): how a repeated resolve and a re-imported
+        arbitration record are recognised. A null score is a value, not a missing one."""
+        stored = self.final_values or {}
+        return (
+            {str(o): dims for o, dims in scores.items()} == (stored.get("scores") or {})
+            and (preference or None) == stored.get("preference")
+            and {str(o): sorted(set(f)) for o, f in flags.items()} == (stored.get("flags") or {})
+            and (note or "").strip() == self.note
+        )
+
 
 class ReviewerRemoval(models.Model):
     """A reviewer taken off one campaign by an admin or lead: no more claims there."""

@@ -8,10 +8,11 @@ outputs per chunk, so memory does not depend on the campaign's size. Exports are
 (no `models` key / columns) unless `unblind=True`, which only leads may ask for.
 
 Import is all-or-nothing: every record is parsed and checked (against the campaign's test
-set, contenders and rubric, and against reviews already stored) before anything is written;
-problems come back as "line L, field F: message". Importing the same file twice changes
-nothing: a judge's review of an item that is already stored and identical is skipped, a
-different one is an error. Each item that received reviews is settled by the dispute rules.
+set, contenders and rubric, and against reviews already stored) and nothing is kept if any
+has a problem; all problems come back in one run as "line L, field F: message". Importing
+the same file twice changes nothing: a judge's review of an item that is already stored and
+identical is skipped, a different one is an error. Each item that received reviews is
+settled by the dispute rules.
 
 Resolved arbitrations are exported after the reviews as records with `"arbitration": true`
 (judge = the arbiter, comment = the note) and replayed on import through the arbitration
@@ -903,6 +904,7 @@ def reviews_import(
                 tasks=tasks,
                 contenders=contenders,
                 errors=errors,
+                raw_lines=dict(parsed),
             )
     except IntegrityError:
         # Another import (or the review engine) wrote the same rows meanwhile; nothing of
@@ -926,10 +928,12 @@ def _write(
     tasks: dict,
     contenders: dict,
     errors: list[RecordError],
+    raw_lines: dict[int, dict],
 ) -> ImportSummary:
-    """Check the records against the stored reviews, then (when no line has a problem,
-    `errors` included) store them. Records whose task or models are unknown are in `errors`
-    already; they match no stored item and are checked like new ones."""
+    """Check the records against the stored reviews, store them, check the arbitration
+    records against the disputes they make, and raise every problem (`errors` included), so
+    that nothing is kept unless no line has one. Records whose task or models are unknown are
+    in `errors` already; they match no stored item and are checked like new ones."""
     from .disputes import item_settle
 
     summary = ImportSummary(records=len(records))
@@ -1005,8 +1009,15 @@ def _write(
                 )
                 continue
         to_create.append((rec, rec.item_key))
-    if errors:
+    bad_lines = {e.line for e in errors}
+    arbitration_records = [r for r in arbitration_records if r.line not in bad_lines]
+    if errors and not arbitration_records:
         raise RecordImportError(errors)
+    # The arbitration rules need the items settled by the file's reviews, so the clean review
+    # lines are written even when some line has a problem (all of it is rolled back then):
+    # one run lists the arbitration records' problems with the review lines'.
+    unsettled = _unsettled_tasks(bad_lines, raw_lines)
+    to_create = [(rec, key) for rec, key in to_create if rec.line not in bad_lines]
 
     # Judges: unknown ones become inactive users without a password.
     for name in judge_names:
@@ -1112,19 +1123,34 @@ def _write(
         summary.items_settled += 1
     if arbitration_records:
         items_by_key = {**existing, **new_items}
-        _write_arbitrations(arbitration_records, items_by_key, outputs_by_item, users, now, summary)
+        _write_arbitrations(
+            arbitration_records,
+            items_by_key,
+            outputs_by_item,
+            users,
+            now,
+            summary,
+            errors,
+            unsettled,
+        )
+    if errors:
+        raise RecordImportError(errors)
     return summary
 
 
-def _arbitration_signature(
-    *, arbiter_id, scores: dict, preference, flags: dict, note: str
-) -> tuple:
-    """An arbiter's decision keyed by ItemOutput id, for recognising a re-imported one."""
-    flat_scores = tuple(
-        sorted((str(o), d, v) for o, dims in scores.items() for d, v in dims.items())
-    )
-    flat_flags = tuple(sorted((str(o), tuple(sorted(f))) for o, f in flags.items()))
-    return (arbiter_id, flat_scores, preference or None, flat_flags, note.strip())
+def _unsettled_tasks(bad_lines: set[int], raw_lines: dict[int, dict]) -> set[str] | None:
+    """The tasks with a review line that has a problem: their items' disputes are unknown
+    until it is fixed. None when such a line names no task (bad JSON, say): any may be."""
+    tasks = set()
+    for line in bad_lines:
+        raw = raw_lines.get(line)
+        if raw is not None and raw.get("arbitration") is True:
+            continue  # an arbitration record settles no item
+        task_id = raw.get("task_id") if raw is not None else None
+        if not isinstance(task_id, str):
+            return None
+        tasks.add(task_id)
+    return tasks
 
 
 def _write_arbitrations(
@@ -1134,13 +1160,21 @@ def _write_arbitrations(
     users: dict,
     now,
     summary: ImportSummary,
+    errors: list[RecordError],
+    unsettled: set[str] | None,
 ) -> None:
     """Replay arbiters' decisions through the arbitration rules (`resolution_build`): the same
-    validation as the arbitration page, and the same final outcome as the original."""
-    from .arbitration import ResolveInvalid, resolution_build
+    validation as the arbitration page, and the same final outcome as the original. Problems
+    go to `errors`; a record of an `unsettled` task (None: every task) is checked only where
+    its item's reviews do not matter, so their problems are not echoed as its own."""
+    from .arbitration import ResolveInvalid, note_checked, resolution_build
 
-    errors: list[RecordError] = []
     for rec in records:
+        if unsettled is None or rec.task_id in unsettled:
+            _text, problem = note_checked(rec.comment)
+            if problem:
+                errors.append(RecordError(rec.line, "comment", problem))
+            continue
         item = items_by_key.get(rec.item_key)
         if item is None:
             errors.append(RecordError(rec.line, "task_id", "no reviews of this item to arbitrate"))
@@ -1149,23 +1183,15 @@ def _write_arbitrations(
         arbiter = users[rec.judge]
         out_of = {label: outputs_by_item[item.pk][rec.models[label]] for label in rec.labels}
         arbitration = Arbitration.objects.filter(item=item).first()
-        signature = _arbitration_signature(
-            arbiter_id=arbiter.pk,
-            scores={out_of[label]: dims for label, dims in rec.scores.items()},
-            preference=str(out_of.get(rec.preference, rec.preference)) if rec.preference else None,
-            flags={out_of[label]: f for label, f in rec.flags.items()},
-            note=rec.comment,
-        )
         if item.state == ReviewItem.State.RESOLVED and arbitration is not None:
-            values = arbitration.final_values or {}
-            stored = _arbitration_signature(
-                arbiter_id=arbitration.arbiter_id,
-                scores=values.get("scores") or {},
-                preference=values.get("preference"),
-                flags=values.get("flags") or {},
-                note=arbitration.note,
-            )
-            if stored == signature:
+            if arbitration.arbiter_id == arbiter.pk and arbitration.has_values(
+                scores={out_of[label]: dims for label, dims in rec.scores.items()},
+                preference=str(out_of.get(rec.preference, rec.preference))
+                if rec.preference
+                else None,
+                flags={out_of[label]: f for label, f in rec.flags.items()},
+                note=rec.comment,
+            ):
                 summary.arbitrations_unchanged += 1
             else:
                 errors.append(
@@ -1215,8 +1241,6 @@ def _write_arbitrations(
         )
         ReviewItem.objects.filter(pk=item.pk).update(final=final, state=ReviewItem.State.RESOLVED)
         summary.arbitrations_created += 1
-    if errors:
-        raise RecordImportError(errors)
 
 
 def _stored_signatures(

@@ -217,8 +217,10 @@ class CampaignForm(forms.Form):
         # The definition's checks run even when some fields failed, so one submit reports
         # every problem. A failed field is passed as None, which the definition skips (and
         # cross-checks need both values), and its definition errors would only repeat it.
+        # The checked definition is kept for campaign_create, which need not check it again.
+        self.valid = None
         try:
-            campaign_definition_validate(self.definition())
+            self.valid = campaign_definition_validate(self.definition())
         except DefinitionError as exc:
             self.add_definition_errors(exc.errors, skip=set(self.errors))
         return data

@@ -114,7 +114,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     form = CampaignForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            campaign, warnings = campaign_create(definition=form.definition(), user=request.user)
+            campaign, warnings = campaign_create(definition=form.valid, user=request.user)
         except DefinitionError as exc:  # e.g. the slug was taken since the form checked it
             form.add_definition_errors(exc.errors)
         else:

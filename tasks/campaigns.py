@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 import yaml
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.template.defaultfilters import pluralize
 
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
@@ -307,7 +307,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     elif slug in RESERVED_SLUGS:
         errors.append(f"slug: {slug!r} is reserved, choose another")
     elif slug and Campaign.objects.filter(slug=slug).exists():
-        errors.append(f"slug: a campaign {slug!r} already exists")
+        errors.append(_slug_taken(slug))
     name = r.string(data, "name", "", max_len=200) or slug
 
     testset = None
@@ -458,6 +458,10 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     )
 
 
+def _slug_taken(slug: str) -> str:
+    return f"slug: a campaign {slug!r} already exists"
+
+
 def _weight_category_warnings(categories: dict, testset: TestSet) -> list[str]:
     """A weight on a category the test set lacks changes nothing: most likely a typo."""
     known = list(testset.tasks.order_by("category").values_list("category", flat=True).distinct())
@@ -510,8 +514,9 @@ def blinding_warnings(texts: dict[str, str], *, redact, contenders) -> list[str]
 
 
 @transaction.atomic
-def campaign_create(*, definition: dict, user=None) -> tuple[Campaign, list[str]]:
-    """Create a campaign from a definition dict; returns (campaign, warnings).
+def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[Campaign, list[str]]:
+    """Create a campaign from a definition dict, or from one `campaign_definition_validate`
+    has checked already (the admin form's); returns (campaign, warnings).
 
     Contenders are created or reused by name; the test set is frozen; one generation row per
     (task, contender, sample) is created (pending, not yet queued).
@@ -520,12 +525,24 @@ def campaign_create(*, definition: dict, user=None) -> tuple[Campaign, list[str]
 
     from .generation import generation_rows_create
 
-    valid = campaign_definition_validate(definition)
-    testset = TestSet.objects.select_for_update().get(pk=valid.testset.pk)
+    valid = (
+        definition
+        if isinstance(definition, ValidDefinition)
+        else campaign_definition_validate(definition)
+    )
+    # What may have changed since the check: the test set is locked (a deleted one is gone),
+    # a slug taken meanwhile fails its unique constraint.
+    testset = TestSet.objects.select_for_update().filter(pk=valid.testset.pk).first()
+    if testset is None:
+        raise DefinitionError([f"testset: {valid.testset} was deleted; choose another"])
     if not testset.frozen:
         testset.frozen = True
         testset.save(update_fields=["frozen"])
-    campaign = Campaign.objects.create(testset=testset, created_by=user, **valid.campaign)
+    try:
+        with transaction.atomic():
+            campaign = Campaign.objects.create(testset=testset, created_by=user, **valid.campaign)
+    except IntegrityError:
+        raise DefinitionError([_slug_taken(valid.campaign["slug"])]) from None
     contenders = []
     for spec in valid.contenders:
         contender = Contender.objects.filter(name=spec["name"]).first()

@@ -1056,3 +1056,73 @@ class ArbitrationRecordTests(TestCase):
             [*sample_records(), arbitration_record(), arbitration_record(judge="arb2")],
             "line 10, field arbitration: this item was already arbitrated on line 9",
         )
+
+    def test_it_lists_review_and_arbitration_problems_in_one_run(self):
+        records = sample_records()
+        records[0]["scores"]["A"]["accuracy"] = 9  # a bad review of T-1
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(
+                campaign=self.campaign,
+                data=jsonl(*records, arbitration_record(scores={})),
+                fmt="jsonl",
+            )
+        assert exc.value.messages() == [
+            "line 1, field scores.A.accuracy: 9 is outside the rubric range 1..5",
+            "line 9, field scores.B.accuracy: disputed: a value is required",
+        ]
+        assert self.counts() == (0, 0, 0, 0, 0)
+
+    def test_it_checks_only_the_note_of_a_decision_whose_reviews_have_problems(self):
+        # Without the bad review of T-4 its item would not be disputed: "nothing to arbitrate"
+        # would be noise, but the missing note is a problem whatever the reviews say.
+        records = sample_records()
+        records[7]["scores"]["B"]["accuracy"] = 0
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(
+                campaign=self.campaign,
+                data=jsonl(*records, arbitration_record(comment="")),
+                fmt="jsonl",
+            )
+        assert exc.value.messages() == [
+            "line 8, field scores.B.accuracy: 0 is outside the rubric range 1..5",
+            "line 9, field comment: a note explaining the decision is required",
+        ]
+        # A line that names no task could be any task's review.
+        body = jsonl(*sample_records()).replace(b'"T-2"', b"T-2", 1)
+        with pytest.raises(RecordImportError) as exc:
+            reviews_import(
+                campaign=self.campaign,
+                data=body + jsonl(arbitration_record(task_id="T-1", comment="")),
+                fmt="jsonl",
+            )
+        assert [m.split(":")[0] for m in exc.value.messages()] == [
+            "line 3, field (json)",
+            "line 9, field comment",
+        ]
+        assert self.counts() == (0, 0, 0, 0, 0)
+
+    def test_it_recognises_a_reimported_decision_and_rejects_a_changed_one(self):
+        records = sample_records()
+        decision = arbitration_record(flags={"A": ["hallucination", "refusal"], "B": []})
+        reviews_import(campaign=self.campaign, data=jsonl(*records, decision), fmt="jsonl")
+        same = {**decision, "flags": {"A": ["refusal", "hallucination"], "B": []}}
+        same["comment"] = f"  {decision['comment']} "
+        again = reviews_import(campaign=self.campaign, data=jsonl(*records, same), fmt="jsonl")
+        assert (again.arbitrations_created, again.arbitrations_unchanged) == (0, 1)
+        for changed in (
+            {"scores": {"B": {"accuracy": 3}}},
+            {"scores": {"B": {"accuracy": 4}, "A": {"accuracy": None}}},
+            {"preference": "B"},
+            {"flags": {"A": ["hallucination"], "B": []}},
+            {"comment": "Another note."},
+            {"judge": "arb2"},
+        ):
+            with pytest.raises(RecordImportError) as exc:
+                reviews_import(
+                    campaign=self.campaign,
+                    data=jsonl(*records, {**decision, **changed}),
+                    fmt="jsonl",
+                )
+            assert exc.value.messages() == [
+                "line 9, field arbitration: this item was already arbitrated differently"
+            ], changed

@@ -3,6 +3,7 @@
 import json
 from datetime import timedelta
 from io import StringIO
+from unittest import mock
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -11,9 +12,11 @@ from django.utils import timezone
 
 from evalsite.models import ApiToken
 from reviews.models import ReviewItem
+from tasks import campaign_forms, campaigns
 from tasks.campaign_selectors import campaign_failure_summary, campaign_progress
 from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
 from tasks.models import Campaign, Contender, Generation
+from tasks.services import testset_delete as delete_testset
 from tests.factories import TaskFactory, TestSetFactory, UserFactory, personas
 
 SPEC_EXAMPLE = """{"slug": "support-q4", "name": "Support bot Q4", "testset": "support-v3",
@@ -883,6 +886,50 @@ class PageTests(TestCase):
         assert campaign.rubric[0]["anchors"] == {"1": "wrong", "5": "right"}
         assert campaign.show_reference and not campaign.flags_dispute
         assert campaign.generations.count() == 2 * 2
+
+    def campaign_form_data(self, slug: str) -> dict:
+        return {
+            "slug": slug,
+            "testset": self.ts.pk,
+            "contenders": list(Contender.objects.values_list("pk", flat=True)),
+            "mode": "rubric",
+            "samples_per_task": 1,
+            "reviewed_samples": 1,
+            "overlap": 2,
+            "rubric": "- key: accuracy",
+            "lease_minutes": 20,
+            "pass_threshold": 0.6,
+        }
+
+    def test_campaign_form_checks_the_definition_once(self):
+        self.login("admin")
+        check = mock.Mock(wraps=campaigns.campaign_definition_validate)
+        with (
+            mock.patch.object(campaigns, "campaign_definition_validate", check),
+            mock.patch.object(campaign_forms, "campaign_definition_validate", check),
+        ):
+            response = self.client.post("/campaigns/new/", self.campaign_form_data("once"))
+        assert response.status_code == 302 and Campaign.objects.filter(slug="once").exists()
+        assert check.call_count == 1
+
+    def test_campaign_form_reports_a_slug_or_test_set_gone_since_it_was_checked(self):
+        form = campaign_forms.CampaignForm(self.campaign_form_data("raced"))
+        assert form.is_valid()
+        campaign_create(definition=form.definition())  # another admin, a moment earlier
+        with pytest.raises(DefinitionError) as exc:
+            campaign_create(definition=form.valid)
+        assert exc.value.errors == ["slug: a campaign 'raced' already exists"]
+        assert Campaign.objects.filter(slug="raced").count() == 1
+        unused = TestSetFactory(name="short-lived", frozen=False)
+        TaskFactory(testset=unused)
+        form = campaign_forms.CampaignForm(
+            {**self.campaign_form_data("late"), "testset": unused.pk}
+        )
+        assert form.is_valid()
+        delete_testset(testset=unused)  # another admin, a moment earlier
+        with pytest.raises(DefinitionError) as exc:
+            campaign_create(definition=form.valid)
+        assert exc.value.errors == ["testset: short-lived v1 was deleted; choose another"]
 
     def test_it_reports_field_and_definition_errors_at_once_in_the_forms_labels(self):
         self.login("admin")
