@@ -542,6 +542,8 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
         with transaction.atomic():
             campaign = Campaign.objects.create(testset=testset, created_by=user, **valid.campaign)
     except IntegrityError:
+        if not Campaign.objects.filter(slug=valid.campaign["slug"]).exists():
+            raise  # not the slug: a check the definition should have made
         raise DefinitionError([_slug_taken(valid.campaign["slug"])]) from None
     contenders = []
     for spec in valid.contenders:
