@@ -30,6 +30,16 @@ BODY_REFUSED = {
 }
 
 
+def _answers(responses: dict, method: str) -> dict:
+    """The statuses `method` answers: a status given as {"description", "methods"} is answered
+    by those methods only (a listing's GET never answers its POST's 201)."""
+    return {
+        code: spec if isinstance(spec, str) else spec["description"]
+        for code, spec in responses.items()
+        if isinstance(spec, str) or method in spec["methods"]
+    }
+
+
 def _parameter(name: str, spec) -> dict:
     spec = {"description": spec} if isinstance(spec, str) else spec
     schema = {"type": spec.get("type", "string")}
@@ -57,7 +67,7 @@ def build_schema() -> dict:
         ]
         for method in doc["methods"]:
             reads_body = bool(doc["body"]) and method in ("POST", "PUT", "PATCH")
-            responses = {**(doc["responses"] or {"200": "OK"}), **GUARDED}
+            responses = {**_answers(doc["responses"] or {"200": "OK"}, method), **GUARDED}
             if reads_body:
                 responses = {**BODY_REFUSED, **responses}
             op = {

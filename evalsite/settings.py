@@ -233,6 +233,9 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Uploads: the intake checks the size itself and reports it; keep Django's limits above ours.
 TESTSET_MAX_BYTES = env_int("TESTSET_MAX_BYTES", 50 * 1024 * 1024)
+# Review records: the largest file import_reviews, the dashboard form and the API's multipart
+# field take (read whole into memory).
+REVIEWS_IMPORT_MAX_BYTES = env_int("REVIEWS_IMPORT_MAX_BYTES", 100 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = TESTSET_MAX_BYTES + 1024 * 1024
 

@@ -102,7 +102,12 @@ def user_json(user) -> dict:
 GET: {"users": [{"username", "email", "roles", "is_active", "last_login", "tokens"}]}.
 POST: 201 with {"username", "roles", "token"}. An existing username is 409: change it with
 PATCH /api/v1/users/<username> (an admin's token cannot take over another account).""",
-    responses={"200": "users", "201": "created", "400": "invalid", "409": "exists"},
+    responses={
+        "200": "users",
+        "201": {"description": "created", "methods": ("POST",)},
+        "400": {"description": "invalid", "methods": ("POST",)},
+        "409": {"description": "exists", "methods": ("POST",)},
+    },
 )
 def users_api(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
@@ -155,7 +160,12 @@ PATCH answers the user and {"released": {"leases", "disputes"}}: the open review
 disputes returned to the queues because the user lost the reviewer or arbiter role or was
 deactivated (`is_active: false` also ends their sessions and tokens' access). Taking away
 your own admin role or account, or the last admin's, is 409.""",
-    responses={"200": "user", "400": "invalid", "404": "no such user", "409": "refused"},
+    responses={
+        "200": "user",
+        "400": {"description": "invalid", "methods": ("PATCH",)},
+        "404": "no such user",
+        "409": {"description": "refused", "methods": ("PATCH",)},
+    },
 )
 def user_api(request: HttpRequest, username: str) -> JsonResponse:
     user = get_user_model().objects.filter(username=username).first()

@@ -76,7 +76,7 @@ FORMATS = ("jsonl", "csv")
 
 
 def max_import_bytes() -> int:
-    return getattr(settings, "REVIEWS_IMPORT_MAX_BYTES", 100 * 1024 * 1024)
+    return settings.REVIEWS_IMPORT_MAX_BYTES
 
 
 def labels(n: int) -> list[str]:
@@ -826,7 +826,14 @@ def reviews_import(
     """Parse, check and store review records; all or nothing. Raises RecordImportError."""
     if len(data) > max_import_bytes():
         raise RecordImportError(
-            [RecordError(0, "(file)", f"the file is larger than {max_import_bytes()} bytes")]
+            [
+                RecordError(
+                    0,
+                    "(file)",
+                    f"the file is larger than {max_import_bytes():,} bytes "
+                    "(REVIEWS_IMPORT_MAX_BYTES)",
+                )
+            ]
         )
     fmt = fmt or detect_format(filename, data)
     if fmt not in FORMATS:

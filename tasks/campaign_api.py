@@ -89,8 +89,8 @@ def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
     },
     responses={
         "200": "campaign list",
-        "201": "created",
-        "400": "definition errors (all listed)",
+        "201": {"description": "created", "methods": ("POST",)},
+        "400": {"description": "definition errors (all listed)", "methods": ("POST",)},
         "403": "role",
     },
 )
@@ -138,7 +138,7 @@ for its reviewers and arbiters (PATCH, admins; the only thing that changes after
 PATCH answers the campaign and `warnings` (e.g. words reviewers will see masked).""",
     responses={
         "200": "campaign",
-        "400": "invalid",
+        "400": {"description": "invalid", "methods": ("PATCH",)},
         "403": "not an admin",
         "404": "no such campaign",
     },

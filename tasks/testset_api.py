@@ -50,10 +50,13 @@ version; content identical to an existing version of that name writes nothing (2
 "created": false).""",
     responses={
         "200": "list, or identical content",
-        "201": "imported",
-        "400": "row errors",
+        "201": {"description": "imported", "methods": ("POST",)},
+        "400": {"description": "row errors", "methods": ("POST",)},
         "403": "not an admin",
-        "413": "the file is over TESTSET_MAX_BYTES (refused before the body is read)",
+        "413": {
+            "description": "the file is over TESTSET_MAX_BYTES (refused before the body is read)",
+            "methods": ("POST",),
+        },
     },
 )
 def testsets(request: HttpRequest) -> JsonResponse:

@@ -171,6 +171,22 @@ class SchemaTests(TestCase):
             missing += [f"{path}: status {s}" for s in statuses - declared_statuses]
         assert missing == []
 
+    def test_a_read_declares_no_status_only_its_write_answers(self):
+        paths = self.client.get("/api/v1/schema").json()["paths"]
+
+        def statuses(path, method):
+            return set(paths[path][method]["responses"])
+
+        for path in ("/api/v1/users", "/api/v1/campaigns", "/api/v1/testsets"):
+            assert "201" in statuses(path, "post") and "400" in statuses(path, "post")
+            assert not {"201", "400", "409", "413"} & statuses(path, "get"), path
+        for path in ("/api/v1/users/{username}", "/api/v1/campaigns/{slug}"):
+            assert "400" in statuses(path, "patch")
+            assert not {"400", "409", "413"} & statuses(path, "get"), path
+        assert "409" in statuses("/api/v1/users/{username}", "patch")
+        # A GET can still answer 400 where it reads a parameter it can refuse.
+        assert "400" in statuses("/api/v1/campaigns/{slug}/reviews", "get")
+
     def test_it_declares_the_query_parameters_and_statuses_qa_found_missing(self):
         paths = self.client.get("/api/v1/schema").json()["paths"]
 

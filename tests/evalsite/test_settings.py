@@ -72,3 +72,22 @@ def test_it_passes_the_deployment_checks_with_production_variables(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_it_reads_the_review_import_limit_from_the_environment(tmp_path):
+    # The 413 and the import's error name REVIEWS_IMPORT_MAX_BYTES: it must be settable.
+    env = {
+        **os.environ,
+        "EVALSITE_DATA_DIR": str(tmp_path),
+        "REVIEWS_IMPORT_MAX_BYTES": "1234",
+    }
+    code = "import django; django.setup(); from reviews.records import max_import_bytes; print(max_import_bytes())"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "evalsite.settings"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1234"
