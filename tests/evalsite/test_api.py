@@ -99,6 +99,19 @@ class ApiErrorTests(TestCase):
         response = self.post("admin", "/api/v1/campaigns/camp/reviews", "x", "multipart/form-data")
         assert "multipart" in self.assert_json(response, 400)
 
+    def test_it_refuses_strings_no_database_can_store_in_a_json_body(self):
+        for body, expected in (
+            ('{"instructions": "a\\u0000b"}', "a string contains \\u0000 (a NUL character)"),
+            ('{"instructions": "a\\udc00b"}', "a string contains an unpaired surrogate (\\udc00)"),
+        ):
+            response = self.client.patch(
+                "/api/v1/campaigns/camp",
+                body,
+                content_type="application/json",
+                headers={"Authorization": f"Bearer {self.tokens['admin']}"},
+            )
+            assert expected in self.assert_json(response, 400)
+
     def test_it_names_what_is_missing_on_every_campaign_endpoint(self):
         for persona, path in (
             ("arbiter", "/api/v1/campaigns/nope/arbitration/next"),
