@@ -53,7 +53,26 @@ def error_403(request, exception=None):
 
 
 def error_500(request):
+    if request.path.startswith("/api/"):
+        # An API client reads JSON, errors included; never the HTML page (nor any detail).
+        return JsonResponse({"error": "internal server error; it has been logged"}, status=500)
     return render(request, "500.html", status=500)
+
+
+def refuse_nul_in_url(get_response):
+    """Middleware: a URL with a NUL character (`%00`) is a 400 before any view sees it.
+    PostgreSQL cannot compare text with NUL, so a lookup by it would be a 500."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        query = request.GET.lists()
+        if "\x00" in request.path or any("\x00" in k + "".join(v) for k, v in query):
+            message = "the URL contains a NUL character (%00)"
+            if request.path.startswith("/api/"):
+                return JsonResponse({"error": message}, status=400)
+            return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+        return get_response(request)
+
+    return middleware
 
 
 @api_endpoint(ADMIN, LEAD, REVIEWER, ARBITER, summary="The authenticated user and their roles.")
