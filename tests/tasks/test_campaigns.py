@@ -172,6 +172,35 @@ class DefinitionTests(TestCase):
         assert "rubric[1].anchors.9: outside 1..5" in text and "rubric[1].level" in text
         assert "api_key_env: the NAME of an environment variable" in text
 
+    def test_it_bounds_numbers_that_would_crash_storage_the_report_or_the_review_page(self):
+        # A price over DecimalField(12, 6) was a 500 on PostgreSQL and, on SQLite, a stored
+        # value that broke every later read of the contender; a weight of 10**400 cannot be a
+        # float; a 1..10**9 scale would draw a billion buttons.
+        make_testset()
+        data = json.loads(SPEC_EXAMPLE)
+        data["contenders"][0]["price_in_per_mtok"] = 10**7
+        data["contenders"][0]["price_out_per_mtok"] = 10**400
+        data["weights"] = {"quality": 10**400, "categories": {"billing": 1e300}}
+        data["rubric"] = [
+            {"key": "accuracy", "min": 1, "max": 10**9},
+            {"key": "tone", "min": 0, "max": 101, "max_gap": 10**400},
+        ]
+        with pytest.raises(DefinitionError) as info:
+            campaign_create(definition=data)
+        errors = info.value.errors
+        assert "contenders[0].price_in_per_mtok: must be between 0 and 999999" in errors
+        assert "contenders[0].price_out_per_mtok: must be between 0 and 999999" in errors
+        assert "weights.quality: must be between 0 and 1000" in errors
+        assert "weights.categories.billing: must be between 0 and 1000" in errors
+        assert "rubric[0].max: must be between -1000 and 1000" in errors
+        assert "rubric[1].max: a scale has at most 101 points" in errors
+        assert "rubric[1].max_gap: must be between 0 and 2000" in errors
+        assert not Contender.objects.exists()
+        data["rubric"] = [{"key": "percent", "min": 0, "max": 100}]
+        data["weights"], data["contenders"][0]["price_out_per_mtok"] = {}, 999_999
+        data["contenders"][0]["price_in_per_mtok"] = 999_999
+        campaign_create(definition=data)
+
     def test_it_rejects_duplicate_keys_and_nan_in_json(self):
         with pytest.raises(DefinitionError, match="duplicate key 'slug'"):
             campaign_definition_load('{"slug": "a", "slug": "b"}')
