@@ -7,6 +7,7 @@ JSON without NaN/Infinity or duplicate keys, and errors worded for the person wh
 import json
 import math
 import re
+import sys
 from collections.abc import Hashable
 from typing import Any
 
@@ -42,8 +43,19 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _float_range_int(text: str) -> int:
+    value = int(text)
+    # 10**400 is valid JSON, but every figure made from it (float(), math.isfinite) raises.
+    if abs(value) > sys.float_info.max:
+        raise ValueError(f"the number {text[:30]}... is out of range")
+    return value
+
+
 _decoder = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicate_keys
+    parse_constant=_reject_constant,
+    parse_float=_finite_float,
+    parse_int=_float_range_int,
+    object_pairs_hook=_no_duplicate_keys,
 )
 
 

@@ -414,6 +414,24 @@ class ReviewApiTests(TestCase):
         assert "scores.B.accuracy" not in errors  # 2.0 is the point 2
         assert Review.objects.count() == 0
 
+    def test_it_refuses_an_integer_beyond_float_range_instead_of_crashing(self):
+        # float(10**400) raised OverflowError: a 500 from the score and seconds checks.
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        huge = "1" + "0" * 400
+        raw = '{"scores": {"A": {"accuracy": ' + huge + '}}, "seconds_spent": ' + huge + "}"
+        response = self.client.post(
+            body["submit_url"],
+            raw,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        assert response.status_code == 400
+        assert (
+            response.json()["error"]
+            == "request body: the number 100000000000000000000000000000... is out of range"
+        )
+        assert Review.objects.count() == 0
+
     def test_it_takes_a_fractional_score_on_an_interval_scale(self):
         campaign = campaign_ready(
             items=1,
