@@ -318,11 +318,18 @@ class CommandTests(TestCase):
             bad.write_text(
                 '{"task_id": "T-1", "output": "fine"}\n{"task_id": "T-9", "output": "x"}\n'
                 '{"task_id": "T-2", "output": 3}\n'
+                '{"task_id": "T-1", "sample": 1, "output": "x", "latency_ms": 1000000000000000000}\n'
+                '{"task_id": "T-2", "sample": 1, "output": "x", "cost": 1e300}\n'
             )
             with pytest.raises(CommandError) as info:
                 call_command("import_outputs", str(bad), "--campaign", "imp", "--contender", "a")
             assert "line 2, field task_id: no task 'T-9'" in str(info.value)
             assert "line 3, field output" in str(info.value)
+            # Values the columns cannot hold: a 500 on PostgreSQL before.
+            assert "line 4, field latency_ms: must be an integer from 0 to 2147483647" in str(
+                info.value
+            )
+            assert "line 5, field cost: must be a number from 0 to 999999" in str(info.value)
             assert not Generation.objects.filter(campaign=campaign, status="done").exists()
             for name in ("a", "b"):
                 good = Path(tmp) / f"{name}.jsonl"
