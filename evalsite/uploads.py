@@ -98,7 +98,9 @@ def strict_json(text: str) -> Any:
             raise ValueError(
                 f"unexpected text after the JSON value at column {exc.colno}"
             ) from None
-        raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+        # "Invalid control character at" already ends in "at".
+        message = exc.msg.removesuffix(" at")
+        raise ValueError(f"not valid JSON: {message} at column {exc.colno}") from None
     except RecursionError:
         raise ValueError("JSON is nested too deeply") from None
     except ValueError as exc:

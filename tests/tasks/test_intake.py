@@ -151,6 +151,12 @@ class BadInputTests(TestCase):
             filename="s.csv",
         )
 
+    def test_it_words_a_raw_control_character_in_a_string_once(self):
+        data = jsonl(row()) + b'{"external_id": "T-2", "prompt": "a\rb"}\n'
+        self.assert_rejected(
+            data, "line 2, field (json): not valid JSON: Invalid control character at column 36"
+        )
+
     def test_it_names_utf16_instead_of_reporting_a_bad_utf8_byte(self):
         data = jsonl(row()).decode().encode("utf-16")
         self.assert_rejected(data, "line 1, field (encoding): the file is UTF-16; save it as UTF-8")
