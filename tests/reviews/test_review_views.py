@@ -2,6 +2,7 @@
 
 import json
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.db import connection
 from django.test import TestCase
@@ -15,6 +16,7 @@ from tasks.models import Generation
 from tests.factories import UserFactory, campaign_ready, personas
 
 HTMX = {"HX-Request": "true"}
+FORM = "application/x-www-form-urlencoded"  # as browsers and htmx send the review form
 
 
 def form_data(assignment, value="4", preference="A", key="key-1"):
@@ -123,6 +125,21 @@ class ReviewerPageTests(TestCase):
         )
         review = Review.objects.get(assignment=first)
         assert review.seconds_spent == 42 and review.comment == "ok"
+
+    def test_a_nul_character_pasted_into_the_form_is_dropped_not_a_500(self):
+        # PostgreSQL refuses NUL in text: the save (and a skip's detail) crashed there.
+        first, _ = self.start()
+        url = reverse("review_submit", args=[self.campaign.slug, first.token])
+        data = {**form_data(first), "comment": "pasted\x00 text"}
+        response = self.client.post(url, urlencode(data), FORM, headers=HTMX)
+        assert 'data-notice="ok"' in response.content.decode()
+        assert Review.objects.get(assignment=first).comment == "pasted text"
+        second = Assignment.objects.get(reviewer=self.reviewer, state="active")
+        url = reverse("review_skip", args=[self.campaign.slug, second.token])
+        data = urlencode({"reason": "expertise", "detail": "tax\x00 law"})
+        self.client.post(url, data, FORM, headers=HTMX)
+        second.refresh_from_db()
+        assert second.skip_reason == "I can't judge this topic: tax law"
 
     def test_a_browser_clock_set_back_never_blocks_the_save(self):
         """The page's hidden time field comes from the browser's clock; the reviewer cannot
