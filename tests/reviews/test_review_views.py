@@ -418,6 +418,42 @@ class ReviewApiTests(TestCase):
         assert "Content-Type" not in empty.headers  # no body, so not "text/html"
         assert Review.objects.count() == 1
 
+    def test_the_same_key_with_different_answers_is_refused_not_called_a_duplicate(self):
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        review = {
+            "scores": {
+                "A": {"accuracy": 4, "completeness": 3},
+                "B": {"accuracy": 2, "completeness": 1},
+            },
+            "preference": "A",
+            "flags": {"B": ["hallucination", "unsafe"]},
+            "comment": "B is wrong ",
+            "seconds_spent": 30,
+            "key": "k1",
+        }
+        assert self.post(body["submit_url"], review).status_code == 201
+        # A retry: same answers (flags in another order, the clock moved on): a duplicate.
+        retry = {**review, "flags": {"B": ["unsafe", "hallucination"]}, "seconds_spent": 95}
+        again = self.post(body["submit_url"], retry)
+        assert again.status_code == 200 and again.json()["status"] == "duplicate"
+        # Changed answers under the same key: said so, not "Already saved".
+        for change in (
+            {
+                "scores": {
+                    "A": {"accuracy": 5, "completeness": 3},
+                    "B": {"accuracy": 2, "completeness": 1},
+                }
+            },
+            {"preference": "B"},
+            {"comment": "changed my mind"},
+            {"flags": {}},
+        ):
+            reused = self.post(body["submit_url"], {**review, **change})
+            assert reused.status_code == 409, change
+            assert reused.json()["status"] == "key_reused"
+        stored = Review.objects.get()
+        assert stored.comment == "B is wrong" and stored.preference == "output"
+
     def test_it_rejects_a_fractional_score_on_an_ordinal_scale(self):
         body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
         review = {
