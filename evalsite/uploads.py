@@ -6,6 +6,8 @@ JSON without NaN/Infinity or duplicate keys, and errors worded for the person wh
 
 import json
 import math
+import re
+import sys
 from collections.abc import Hashable
 from typing import Any
 
@@ -41,35 +43,87 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _float_range_int(text: str) -> int:
+    value = int(text)
+    # 10**400 is valid JSON, but every figure made from it (float(), math.isfinite) raises.
+    if abs(value) > sys.float_info.max:
+        raise ValueError(f"the number {text[:30]}... is out of range")
+    return value
+
+
 _decoder = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicate_keys
+    parse_constant=_reject_constant,
+    parse_float=_finite_float,
+    parse_int=_float_range_int,
+    object_pairs_hook=_no_duplicate_keys,
 )
 
 
+# A "\u0000" or "\ud800" escape may decode to a character no database stores: PostgreSQL
+# refuses NUL in text, and a lone surrogate cannot be encoded as UTF-8 at all.
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _unstorable(found: str) -> str:
+    if found == "\x00":
+        return "a string contains \\u0000 (a NUL character), which cannot be stored"
+    return (
+        f"a string contains an unpaired surrogate (\\u{ord(found):04x}); a character beyond"
+        " U+FFFF is written as a pair, e.g. \\ud83d\\ude00"
+    )
+
+
+def _check_strings(value: Any) -> None:
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if found := _UNSTORABLE.search(value):
+                raise ValueError(_unstorable(found.group()))
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+
+
 def strict_json(text: str) -> Any:
-    """json.loads that rejects NaN/Infinity and duplicate keys; errors are ValueError."""
+    """json.loads that rejects NaN/Infinity, duplicate keys and strings no database can store
+    (NUL, unpaired surrogates); errors are ValueError."""
     try:
-        return _decoder.decode(text)
+        value = _decoder.decode(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             raise ValueError(
                 f"unexpected text after the JSON value at column {exc.colno}"
             ) from None
-        raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+        # "Invalid control character at" already ends in "at".
+        message = exc.msg.removesuffix(" at")
+        raise ValueError(f"not valid JSON: {message} at column {exc.colno}") from None
     except RecursionError:
         raise ValueError("JSON is nested too deeply") from None
     except ValueError as exc:
         if "integer string conversion" in str(exc):
             raise ValueError("a number has too many digits") from None
         raise  # NaN/Infinity and duplicate keys, already worded for the user
+    if _UNSTORABLE_ESCAPE.search(text):  # rare: walk the value only when an escape may be one
+        _check_strings(value)
+    return value
 
 
 def decode_utf8(data: bytes) -> tuple[str | None, list[tuple[int, str]]]:
-    """(text, []) for valid UTF-8 (a BOM is dropped), else (None, [(line, message), ...])."""
+    """(text, []) for valid UTF-8 (a BOM is dropped), else (None, [(line, message), ...]).
+    A NUL byte is refused too: PostgreSQL cannot store it, and in a text file it means UTF-16
+    or binary data."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None, [(1, "the file is UTF-16; save it as UTF-8 (with or without a BOM)")]
     try:
-        return data.decode("utf-8-sig"), []
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        pass
+        text = None
+    if text is not None and "\x00" not in text:
+        return text, []
     # Error path only: find the first bad byte on each line and report its absolute offset.
     errors, offset = [], 0
     for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -81,6 +135,15 @@ def decode_utf8(data: bytes) -> tuple[str | None, list[tuple[int, str]]]:
             position = offset + exc.start + bom
             bad = data[position : position + 1].hex()
             errors.append((number, f"invalid UTF-8 (byte 0x{bad} at byte offset {position})"))
+        else:
+            if (nul := raw.find(b"\x00")) >= 0:
+                errors.append(
+                    (
+                        number,
+                        f"a NUL byte (0x00 at byte offset {offset + nul}): not UTF-8 text"
+                        " (UTF-16? save it as UTF-8)",
+                    )
+                )
         offset += len(raw) + 1
     return None, errors
 
@@ -116,5 +179,11 @@ class _StrictYamlLoader(yaml.SafeLoader):
 
 
 def strict_yaml(text: str) -> Any:
-    """yaml.safe_load that refuses duplicate keys; errors are yaml.YAMLError."""
-    return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
+    """yaml.safe_load that refuses duplicate keys and strings no database can store; errors
+    are yaml.YAMLError."""
+    value = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
+    try:
+        _check_strings(value)  # "\0" and "\ud800" escapes exist in YAML too
+    except ValueError as exc:
+        raise yaml.YAMLError(str(exc)) from None
+    return value

@@ -53,7 +53,40 @@ def error_403(request, exception=None):
 
 
 def error_500(request):
+    if request.path.startswith("/api/"):
+        # An API client reads JSON, errors included; never the HTML page (nor any detail).
+        return JsonResponse({"error": "internal server error; it has been logged"}, status=500)
     return render(request, "500.html", status=500)
+
+
+def refuse_nul_characters(get_response):
+    """Middleware: PostgreSQL can neither store nor compare text with a NUL character, so a
+    lookup or a save with one was a 500. A URL with one (`%00`) is a 400 before any view sees
+    it. A browser form may carry one pasted into a comment, invisible to the person who would
+    have to remove it: the page's form fields lose it instead. (API bodies are JSON, whose
+    parser refuses it, see uploads.strict_json.)"""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        api = request.path.startswith("/api/")
+        query = request.GET.lists()
+        if "\x00" in request.path or any("\x00" in k + "".join(v) for k, v in query):
+            message = "the URL contains a NUL character (%00)"
+            if api:
+                return JsonResponse({"error": message}, status=400)
+            return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+        if (
+            not api
+            and request.method == "POST"
+            and request.content_type == "application/x-www-form-urlencoded"
+            and b"%00" in request.body  # a literal "%" is sent as %25
+        ):
+            form = request.POST.copy()
+            for key, values in form.lists():
+                form.setlist(key, [v.replace("\x00", "") for v in values])
+            request.POST = form
+        return get_response(request)
+
+    return middleware
 
 
 @api_endpoint(ADMIN, LEAD, REVIEWER, ARBITER, summary="The authenticated user and their roles.")

@@ -54,6 +54,7 @@ SUBMIT_STATUS = {
     "saved": 201,
     "saved_late": 201,
     "duplicate": 200,
+    "key_reused": 409,
     "invalid": 400,
     "already_submitted": 409,
     "reassigned": 409,
@@ -130,7 +131,8 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
     methods=("POST",),
     summary="Submit the review for an assignment.\n\n"
     "Idempotent with a client key: repeating a submit with the same key returns 200 and status "
-    '"duplicate" without saving twice. A submit after your lease was given to someone else returns 409 '
+    '"duplicate" without saving twice; the same key with different answers returns 409 '
+    '"key_reused" and the first answers stand. A submit after your lease was given to someone else returns 409 '
     '"reassigned". A lease that ran out stays yours until the minute sweep (or a claim) '
     'returns it: until then a submit is "saved"; after it, if nobody took the slot, it is '
     'saved all the same ("saved_late").',
@@ -142,7 +144,8 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
         "400": 'invalid: {"error": ..., "errors": {"scores.A.accuracy": "required", ...}}; '
         "an unknown or wrongly typed field is an error too",
         "404": "no such assignment of yours",
-        "409": "already submitted with another key, skipped, released, or reassigned",
+        "409": "already submitted with another key, this key with different answers, skipped, "
+        "released, or reassigned",
         "503": "the item kept changing while saving; retry with the same key",
     },
 )

@@ -25,10 +25,13 @@ def export_response(*, campaign: Campaign, fmt: str, unblind: bool) -> Streaming
 
 def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
     fmt = request.GET.get("format") or None
-    upload = request.FILES.get("file")
-    if upload is not None:
-        return upload.read(), fmt, upload.name
     content_type = request.content_type or ""
+    if content_type == "multipart/form-data":
+        # Parsing the form consumed the body: without a `file` part there is nothing else.
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ApiError("send the records as the multipart field 'file'")
+        return upload.read(), fmt, upload.name
     if fmt is None:
         if content_type == "text/csv":
             fmt = "csv"

@@ -104,7 +104,9 @@ class Claim:
 class SubmitResult:
     """What happened to a submit. `code` is stable (the API returns it as "status")."""
 
-    code: str  # saved | saved_late | duplicate | invalid | already_submitted | reassigned | skipped | released
+    # saved | saved_late | duplicate | key_reused | invalid | already_submitted | reassigned |
+    # skipped | released
+    code: str
     message: str
     assignment: Assignment
     errors: dict[str, str] = field(default_factory=dict)
@@ -814,6 +816,28 @@ def review_payload_parse(
     return parsed, errors
 
 
+def _same_answers(assignment: Assignment, data: dict) -> bool:
+    """Whether a retry carries the answers stored under its key (a retry after a network
+    error does; a script reusing one key for changed answers does not). The time spent is
+    left out: the review page's clock moves between a submit and its retry."""
+    parsed, errors = review_payload_parse(
+        campaign=assignment.item.campaign, order=assignment.order, data=data
+    )
+    review = Review.objects.filter(assignment=assignment).first()
+    if errors or review is None:
+        return not errors
+    stored: dict[int, dict] = {}
+    for output_id, dimension, value in review.scores.values_list("output_id", "dimension", "value"):
+        stored.setdefault(output_id, {})[dimension] = value
+    return (
+        stored == parsed["scores"]
+        and (review.preference, review.preferred_output_id)
+        == (parsed["preference"], parsed["preferred_output_id"])
+        and review.flags == parsed["flags"]
+        and review.comment == parsed["comment"]
+    )
+
+
 def _settled_result(assignment: Assignment, key: str) -> SubmitResult:
     if key and assignment.submit_key == key:
         return SubmitResult(
@@ -893,7 +917,15 @@ def assignment_submit(
     key = (key or "").strip()[:64]
     assignment = _submit_assignment(token=token, reviewer=reviewer)
     if assignment.state == Assignment.State.SUBMITTED:
-        return _settled_result(assignment, key)
+        result = _settled_result(assignment, key)
+        if result.code == "duplicate" and not _same_answers(assignment, data):
+            return SubmitResult(
+                "key_reused",
+                "Not saved: this key already saved different answers for this item, and those "
+                "stand. Use a new key for each review.",
+                assignment,
+            )
+        return result
     if assignment.state in (Assignment.State.SKIPPED, Assignment.State.RELEASED):
         return _closed_result(assignment)
     campaign = assignment.item.campaign

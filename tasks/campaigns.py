@@ -106,6 +106,14 @@ def campaign_definition_load(text: str, *, filename: str = "") -> dict:
     return data
 
 
+# Bounds that keep every number storable and every figure computable: prices fit
+# Contender's DecimalField(12, 6), and the statistics work in floats.
+SCALE_LIMIT = 1000
+MAX_SCALE_STEPS = 100
+MAX_PRICE = 999_999
+MAX_WEIGHT = 1000
+
+
 # -- small typed readers that record errors instead of raising --------------------------------
 
 
@@ -179,10 +187,13 @@ def _dimension(raw, index: int, r: _Reader) -> dict | None:
     key = r.string(raw, "key", where, required=True, max_len=63)
     if key and not KEY_RE.match(key):
         r.errors.append(f"{where}key: lowercase letters, digits and _ (starting with a letter)")
-    lo = r.integer(raw, "min", where, default=1)
-    hi = r.integer(raw, "max", where, default=5)
+    lo = r.integer(raw, "min", where, default=1, lo=-SCALE_LIMIT, hi=SCALE_LIMIT)
+    hi = r.integer(raw, "max", where, default=5, lo=-SCALE_LIMIT, hi=SCALE_LIMIT)
     if isinstance(lo, int) and isinstance(hi, int) and hi <= lo:
         r.errors.append(f"{where}max: must be greater than min")
+    elif isinstance(lo, int) and isinstance(hi, int) and hi - lo > MAX_SCALE_STEPS:
+        # The review page draws one button per point.
+        r.errors.append(f"{where}max: a scale has at most {MAX_SCALE_STEPS + 1} points")
     anchors_raw = raw.get("anchors") or {}
     anchors = {}
     if not isinstance(anchors_raw, dict):
@@ -215,7 +226,7 @@ def _dimension(raw, index: int, r: _Reader) -> dict | None:
         "anchors": dict(sorted(anchors.items(), key=lambda kv: int(kv[0]))),
         "level": level,
         "direction": direction,
-        "max_gap": r.number(raw, "max_gap", where, default=1, lo=0),
+        "max_gap": r.number(raw, "max_gap", where, default=1, lo=0, hi=2 * SCALE_LIMIT),
         "allow_na": r.boolean(raw, "allow_na", where, False),
     }
 
@@ -275,7 +286,7 @@ def contender_validate(raw, where: str, errors: list[str]) -> dict | None:
     out["system_prompt"] = r.string(raw, "system_prompt", w, max_len=20000)
     out["version_label"] = r.string(raw, "version_label", w, max_len=100)
     for price in ("price_in_per_mtok", "price_out_per_mtok"):
-        value = r.number(raw, price, w, default=0, lo=0)
+        value = r.number(raw, price, w, default=0, lo=0, hi=MAX_PRICE)
         out[price] = _decimal(value if value is not None else 0)
     out["max_concurrency"] = r.integer(raw, "max_concurrency", w, default=4, lo=1, hi=1000)
     return out
@@ -407,11 +418,11 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
             errors.append("weights.categories: must map a category to a weight")
         else:
             for cat in categories:
-                r.number(categories, cat, "weights.categories.", lo=0)
+                r.number(categories, cat, "weights.categories.", lo=0, hi=MAX_WEIGHT)
             if testset is not None:
                 warnings += _weight_category_warnings(categories, testset)
-        r.number(weights, "quality", "weights.", lo=0)
-        r.number(weights, "stability", "weights.", lo=0)
+        r.number(weights, "quality", "weights.", lo=0, hi=MAX_WEIGHT)
+        r.number(weights, "stability", "weights.", lo=0, hi=MAX_WEIGHT)
     redact = data.get("redact") or []
     if not isinstance(redact, list) or not all(isinstance(w, str) and w.strip() for w in redact):
         errors.append("redact: must be a list of words")

@@ -17,6 +17,9 @@ from .base import PermanentError
 
 MAX_ERRORS = 50
 INT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "ttft_ms")
+# What the Generation columns hold: PositiveIntegerField, DecimalField(14, 8).
+MAX_INT = 2**31 - 1
+MAX_COST = Decimal("999999")
 KNOWN_FIELDS = {
     "contender",
     "task_id",
@@ -108,9 +111,11 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
         for field in INT_FIELDS:
             value = data.get(field)
             if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
+                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT
             ):
-                row_errors.append(f"line {number}, field {field}: must be an integer >= 0")
+                row_errors.append(
+                    f"line {number}, field {field}: must be an integer from 0 to {MAX_INT}"
+                )
             values[field] = value
         cost = data.get("cost")
         if cost is not None:
@@ -118,10 +123,12 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
                 if isinstance(cost, bool):
                     raise InvalidOperation
                 cost = Decimal(str(cost))
-                if cost < 0:
+                if not 0 <= cost <= MAX_COST:
                     raise InvalidOperation
             except InvalidOperation:
-                row_errors.append(f"line {number}, field cost: must be a number >= 0")
+                row_errors.append(
+                    f"line {number}, field cost: must be a number from 0 to {MAX_COST}"
+                )
         contender = data.get("contender") or ""
         if not isinstance(contender, str):
             row_errors.append(f"line {number}, field contender: must be a string")

@@ -6,9 +6,10 @@ import inspect
 import json
 import sys
 import textwrap
+from unittest import mock
 
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import TestCase, override_settings
+from django.test import Client, TestCase, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from evalsite.models import ApiToken
@@ -23,6 +24,9 @@ class ApiErrorTests(TestCase):
         cls.users = personas()
         cls.tokens = {name: ApiToken.issue(user) for name, user in cls.users.items()}
         cls.campaign = CampaignFactory(slug="camp")
+
+    def auth(self, persona):
+        return {"Authorization": f"Bearer {self.tokens[persona]}"}
 
     def post(self, persona, path, data, content_type="application/json"):
         headers = {"Authorization": f"Bearer {self.tokens[persona]}"}
@@ -98,6 +102,46 @@ class ApiErrorTests(TestCase):
         assert "DATA_UPLOAD_MAX_NUMBER_FIELDS" in self.assert_json(response, 400)
         response = self.post("admin", "/api/v1/campaigns/camp/reviews", "x", "multipart/form-data")
         assert "multipart" in self.assert_json(response, 400)
+
+    def test_it_refuses_strings_no_database_can_store_in_a_json_body(self):
+        for body, expected in (
+            ('{"instructions": "a\\u0000b"}', "a string contains \\u0000 (a NUL character)"),
+            ('{"instructions": "a\\udc00b"}', "a string contains an unpaired surrogate (\\udc00)"),
+        ):
+            response = self.client.patch(
+                "/api/v1/campaigns/camp",
+                body,
+                content_type="application/json",
+                headers={"Authorization": f"Bearer {self.tokens['admin']}"},
+            )
+            assert expected in self.assert_json(response, 400)
+
+    def test_it_refuses_a_nul_character_in_the_url_before_any_lookup(self):
+        # On PostgreSQL a lookup with NUL raised in psycopg: an HTML 500 for an API client.
+        for path in (
+            "/api/v1/users/ab%00c",
+            "/api/v1/testsets/ab%00c/tasks",
+            "/api/v1/campaigns/camp/reviews?format=jsonl&x%00=1",
+        ):
+            response = self.client.get(path, headers=self.auth("admin"))
+            assert "NUL character" in self.assert_json(response, 400), path
+        response = self.client.post(
+            "/api/v1/campaigns/camp/outputs?contender=a%00b",
+            b"",
+            content_type="application/x-ndjson",
+            headers=self.auth("admin"),
+        )
+        assert "NUL character" in self.assert_json(response, 400)
+        self.client.force_login(self.users["admin"])
+        page = self.client.get("/testsets/ab%00c/v1/")
+        assert page.status_code == 400 and b"NUL character" in page.content
+
+    def test_an_unexpected_error_answers_api_clients_in_json_without_details(self):
+        client = Client(raise_request_exception=False)
+        with mock.patch("evalsite.views.roles_of", side_effect=RuntimeError("secret detail")):
+            response = client.get("/api/v1/whoami", headers=self.auth("admin"))
+        assert self.assert_json(response, 500) == "internal server error; it has been logged"
+        assert b"secret detail" not in response.content
 
     def test_it_names_what_is_missing_on_every_campaign_endpoint(self):
         for persona, path in (

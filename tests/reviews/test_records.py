@@ -929,6 +929,15 @@ class ApiTests(TestCase):
         )
         assert response.status_code == 400
         assert "line 1, field judge: required" in response.json()["errors"]
+        # A multipart upload under another field name (curl -F upload=@...): a 500 before.
+        upload.seek(0)
+        response = self.client.post(
+            f"/api/v1/campaigns/{target.slug}/reviews",
+            data={"upload": upload},
+            HTTP_AUTHORIZATION=f"Bearer {self.tokens['lead']}",
+        )
+        assert response.status_code == 400
+        assert response.json()["error"] == "send the records as the multipart field 'file'"
 
 
 def arbitration_record(**extra) -> dict:

@@ -236,6 +236,14 @@ class ReportTests(TestCase):
         assert report["leaderboard"][0]["contender"] == "model-strong"
         with self.assertRaises(CommandError):
             call_command("campaign_report", "nope", stdout=StringIO())
+        # A negative seed (numpy's ValueError) and a huge round count (a numpy MemoryError)
+        # were tracebacks.
+        for args, message in (
+            (("--seed", "-5"), "--seed must be >= 0"),
+            (("--bootstrap", "99999999999"), "--bootstrap must be from 0 to 10,000"),
+        ):
+            with self.assertRaisesMessage(CommandError, message):
+                call_command("campaign_report", "support-q4", *args, stdout=StringIO())
 
     def test_the_api_serves_leads_and_admins_only(self):
         tokens = {

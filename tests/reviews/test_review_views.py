@@ -2,6 +2,7 @@
 
 import json
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.db import connection
 from django.test import TestCase
@@ -15,6 +16,7 @@ from tasks.models import Generation
 from tests.factories import UserFactory, campaign_ready, personas
 
 HTMX = {"HX-Request": "true"}
+FORM = "application/x-www-form-urlencoded"  # as browsers and htmx send the review form
 
 
 def form_data(assignment, value="4", preference="A", key="key-1"):
@@ -123,6 +125,21 @@ class ReviewerPageTests(TestCase):
         )
         review = Review.objects.get(assignment=first)
         assert review.seconds_spent == 42 and review.comment == "ok"
+
+    def test_a_nul_character_pasted_into_the_form_is_dropped_not_a_500(self):
+        # PostgreSQL refuses NUL in text: the save (and a skip's detail) crashed there.
+        first, _ = self.start()
+        url = reverse("review_submit", args=[self.campaign.slug, first.token])
+        data = {**form_data(first), "comment": "pasted\x00 text"}
+        response = self.client.post(url, urlencode(data), FORM, headers=HTMX)
+        assert 'data-notice="ok"' in response.content.decode()
+        assert Review.objects.get(assignment=first).comment == "pasted text"
+        second = Assignment.objects.get(reviewer=self.reviewer, state="active")
+        url = reverse("review_skip", args=[self.campaign.slug, second.token])
+        data = urlencode({"reason": "expertise", "detail": "tax\x00 law"})
+        self.client.post(url, data, FORM, headers=HTMX)
+        second.refresh_from_db()
+        assert second.skip_reason == "I can't judge this topic: tax law"
 
     def test_a_browser_clock_set_back_never_blocks_the_save(self):
         """The page's hidden time field comes from the browser's clock; the reviewer cannot
@@ -401,6 +418,42 @@ class ReviewApiTests(TestCase):
         assert "Content-Type" not in empty.headers  # no body, so not "text/html"
         assert Review.objects.count() == 1
 
+    def test_the_same_key_with_different_answers_is_refused_not_called_a_duplicate(self):
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        review = {
+            "scores": {
+                "A": {"accuracy": 4, "completeness": 3},
+                "B": {"accuracy": 2, "completeness": 1},
+            },
+            "preference": "A",
+            "flags": {"B": ["hallucination", "unsafe"]},
+            "comment": "B is wrong ",
+            "seconds_spent": 30,
+            "key": "k1",
+        }
+        assert self.post(body["submit_url"], review).status_code == 201
+        # A retry: same answers (flags in another order, the clock moved on): a duplicate.
+        retry = {**review, "flags": {"B": ["unsafe", "hallucination"]}, "seconds_spent": 95}
+        again = self.post(body["submit_url"], retry)
+        assert again.status_code == 200 and again.json()["status"] == "duplicate"
+        # Changed answers under the same key: said so, not "Already saved".
+        for change in (
+            {
+                "scores": {
+                    "A": {"accuracy": 5, "completeness": 3},
+                    "B": {"accuracy": 2, "completeness": 1},
+                }
+            },
+            {"preference": "B"},
+            {"comment": "changed my mind"},
+            {"flags": {}},
+        ):
+            reused = self.post(body["submit_url"], {**review, **change})
+            assert reused.status_code == 409, change
+            assert reused.json()["status"] == "key_reused"
+        stored = Review.objects.get()
+        assert stored.comment == "B is wrong" and stored.preference == "output"
+
     def test_it_rejects_a_fractional_score_on_an_ordinal_scale(self):
         body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
         review = {
@@ -412,6 +465,24 @@ class ReviewApiTests(TestCase):
         errors = invalid.json()["errors"]
         assert errors["scores.A.accuracy"] == "must be a whole number on this ordinal scale"
         assert "scores.B.accuracy" not in errors  # 2.0 is the point 2
+        assert Review.objects.count() == 0
+
+    def test_it_refuses_an_integer_beyond_float_range_instead_of_crashing(self):
+        # float(10**400) raised OverflowError: a 500 from the score and seconds checks.
+        body = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next").json()
+        huge = "1" + "0" * 400
+        raw = '{"scores": {"A": {"accuracy": ' + huge + '}}, "seconds_spent": ' + huge + "}"
+        response = self.client.post(
+            body["submit_url"],
+            raw,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        assert response.status_code == 400
+        assert (
+            response.json()["error"]
+            == "request body: the number 100000000000000000000000000000... is out of range"
+        )
         assert Review.objects.count() == 0
 
     def test_it_takes_a_fractional_score_on_an_interval_scale(self):

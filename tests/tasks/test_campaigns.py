@@ -175,6 +175,35 @@ class DefinitionTests(TestCase):
         assert "rubric[1].anchors.9: outside 1..5" in text and "rubric[1].level" in text
         assert "api_key_env: the NAME of an environment variable" in text
 
+    def test_it_bounds_numbers_that_would_crash_storage_the_report_or_the_review_page(self):
+        # A price over DecimalField(12, 6) was a 500 on PostgreSQL and, on SQLite, a stored
+        # value that broke every later read of the contender; a weight of 10**400 cannot be a
+        # float; a 1..10**9 scale would draw a billion buttons.
+        make_testset()
+        data = json.loads(SPEC_EXAMPLE)
+        data["contenders"][0]["price_in_per_mtok"] = 10**7
+        data["contenders"][0]["price_out_per_mtok"] = 10**400
+        data["weights"] = {"quality": 10**400, "categories": {"billing": 1e300}}
+        data["rubric"] = [
+            {"key": "accuracy", "min": 1, "max": 10**9},
+            {"key": "tone", "min": 0, "max": 101, "max_gap": 10**400},
+        ]
+        with pytest.raises(DefinitionError) as info:
+            campaign_create(definition=data)
+        errors = info.value.errors
+        assert "contenders[0].price_in_per_mtok: must be between 0 and 999999" in errors
+        assert "contenders[0].price_out_per_mtok: must be between 0 and 999999" in errors
+        assert "weights.quality: must be between 0 and 1000" in errors
+        assert "weights.categories.billing: must be between 0 and 1000" in errors
+        assert "rubric[0].max: must be between -1000 and 1000" in errors
+        assert "rubric[1].max: a scale has at most 101 points" in errors
+        assert "rubric[1].max_gap: must be between 0 and 2000" in errors
+        assert not Contender.objects.exists()
+        data["rubric"] = [{"key": "percent", "min": 0, "max": 100}]
+        data["weights"], data["contenders"][0]["price_out_per_mtok"] = {}, 999_999
+        data["contenders"][0]["price_in_per_mtok"] = 999_999
+        campaign_create(definition=data)
+
     def test_it_rejects_duplicate_keys_and_nan_in_json(self):
         with pytest.raises(DefinitionError, match="duplicate key 'slug'"):
             campaign_definition_load('{"slug": "a", "slug": "b"}')
@@ -292,11 +321,18 @@ class CommandTests(TestCase):
             bad.write_text(
                 '{"task_id": "T-1", "output": "fine"}\n{"task_id": "T-9", "output": "x"}\n'
                 '{"task_id": "T-2", "output": 3}\n'
+                '{"task_id": "T-1", "sample": 1, "output": "x", "latency_ms": 1000000000000000000}\n'
+                '{"task_id": "T-2", "sample": 1, "output": "x", "cost": 1e300}\n'
             )
             with pytest.raises(CommandError) as info:
                 call_command("import_outputs", str(bad), "--campaign", "imp", "--contender", "a")
             assert "line 2, field task_id: no task 'T-9'" in str(info.value)
             assert "line 3, field output" in str(info.value)
+            # Values the columns cannot hold: a 500 on PostgreSQL before.
+            assert "line 4, field latency_ms: must be an integer from 0 to 2147483647" in str(
+                info.value
+            )
+            assert "line 5, field cost: must be a number from 0 to 999999" in str(info.value)
             assert not Generation.objects.filter(campaign=campaign, status="done").exists()
             for name in ("a", "b"):
                 good = Path(tmp) / f"{name}.jsonl"

@@ -128,6 +128,39 @@ class BadInputTests(TestCase):
         errors = self.assert_rejected(data, "line 2, field (json): a number has too many digits")
         assert "line 3, field (json): JSON is nested too deeply" in errors
 
+    def test_it_rejects_text_no_database_can_store_instead_of_crashing(self):
+        # PostgreSQL refuses NUL in text; a lone surrogate cannot even be encoded as UTF-8.
+        data = (
+            jsonl(row())
+            + b'{"external_id": "T-2", "prompt": "a\\u0000b"}\n'
+            + b'{"external_id": "T-3", "metadata": {"k": ["\\ud800"]}}\n'
+            + b'{"external_id": "T-4", "prompt": "\\ud83d\\ude00 and a \\\\u0000 in text"}\n'
+        )
+        errors = self.assert_rejected(
+            data, "line 2, field (json): a string contains \\u0000 (a NUL character)"
+        )
+        assert any(
+            e.startswith("line 3, field (json): a string contains an unpaired surrogate (\\ud800)")
+            for e in errors
+        ), errors
+        assert not any(e.startswith("line 4, field (json)") for e in errors), errors
+        csv_data = (HEADER + "T-1,billing,base,typical,a\x00b\n").encode()
+        self.assert_rejected(
+            csv_data,
+            "line 2, field (encoding): a NUL byte (0x00 at byte offset 69)",
+            filename="s.csv",
+        )
+
+    def test_it_words_a_raw_control_character_in_a_string_once(self):
+        data = jsonl(row()) + b'{"external_id": "T-2", "prompt": "a\rb"}\n'
+        self.assert_rejected(
+            data, "line 2, field (json): not valid JSON: Invalid control character at column 36"
+        )
+
+    def test_it_names_utf16_instead_of_reporting_a_bad_utf8_byte(self):
+        data = jsonl(row()).decode().encode("utf-16")
+        self.assert_rejected(data, "line 1, field (encoding): the file is UTF-16; save it as UTF-8")
+
     def test_it_rejects_a_missing_prompt(self):
         self.assert_rejected(
             jsonl(row(), row(external_id="T-2", prompt=None)),
