@@ -921,8 +921,8 @@ def assignment_submit(
         if result.code == "duplicate" and not _same_answers(assignment, data):
             return SubmitResult(
                 "key_reused",
-                "Not saved: this key already saved different answers for this item, and those "
-                "stand. Use a new key for each review.",
+                "Not saved: other answers to this item were already saved under the same "
+                "submit key, and those stand.",
                 assignment,
             )
         return result
