@@ -22,6 +22,35 @@ class DuplicateKey(ValueError):
     def __init__(self, key: str):
         super().__init__(f"duplicate key {key!r}")
         self.key = key
+        self.path = key  # where it is: "metadata.source" for a key inside "metadata" (strict_json)
+
+
+class _Pairs(list):
+    """An object's (key, value) pairs as decoded, duplicates kept."""
+
+
+def _duplicate_path(text: str) -> str | None:
+    """The path of the first repeated key in JSON `text` ("metadata.source", "turns[2].role"):
+    the decoder's hook sees one object at a time, innermost first, and cannot tell where it is."""
+
+    def walk(node, path: str) -> str | None:
+        children = []
+        if isinstance(node, _Pairs):
+            seen: set[str] = set()
+            for key, child in node:
+                here = f"{path}.{key}" if path else key
+                if key in seen:
+                    return here
+                seen.add(key)
+                children.append((child, here))
+        elif isinstance(node, list):
+            children = [(child, f"{path}[{i}]") for i, child in enumerate(node)]
+        for child, here in children:
+            if found := walk(child, here):
+                return found
+        return None
+
+    return walk(json.loads(text, object_pairs_hook=_Pairs), "")
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -103,6 +132,9 @@ def strict_json(text: str) -> Any:
         raise ValueError(f"not valid JSON: {message} at column {exc.colno}") from None
     except RecursionError:
         raise ValueError("JSON is nested too deeply") from None
+    except DuplicateKey as exc:
+        exc.path = _duplicate_path(text) or exc.key
+        raise
     except ValueError as exc:
         if "integer string conversion" in str(exc):
             raise ValueError("a number has too many digits") from None

@@ -411,7 +411,10 @@ def _parse_jsonl(text: str, result: ParsedTestSet) -> None:
         try:
             row = strict_json(line)
         except DuplicateKey as exc:
-            result.add(number, exc.key, "duplicate key (each field may appear once per line)")
+            rule = (
+                "field may appear once per line" if exc.path == exc.key else "key may appear once"
+            )
+            result.add(number, exc.path, f"duplicate key (each {rule})")
             continue
         except ValueError as exc:
             result.add(number, "(json)", str(exc))

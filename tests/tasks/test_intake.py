@@ -115,6 +115,17 @@ class BadInputTests(TestCase):
         )
         self.assert_rejected(data, "line 2, field tier: duplicate key")
 
+    def test_a_duplicate_key_inside_an_object_is_named_by_its_path(self):
+        data = (
+            jsonl(row())
+            + b'{"external_id": "T-2", "prompt": "p", "metadata": {"src": "a", "src": "b"}}\n'
+            + b'{"external_id": "T-3", "turns": [{"role": "user", "content": "x", "role": "a"}]}\n'
+        )
+        self.assert_rejected(
+            data, "line 2, field metadata.src: duplicate key (each key may appear once)"
+        )
+        self.assert_rejected(data, "line 3, field turns[0].role: duplicate key")
+
     def test_it_rejects_huge_integers_and_deep_nesting_per_line(self):
         data = (
             jsonl(row())
