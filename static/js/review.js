@@ -247,10 +247,27 @@
   // What went wrong and how to retry is shown by site.js (the form's data-retry-note).
   document.addEventListener("htmx:sendError", () => setStatus("Not saved yet."));
   document.addEventListener("htmx:responseError", () => setStatus("Not saved yet."));
+  // What a swap said (saved, skipped, the queue is finished) for screen readers: a status
+  // region that arrives together with its text is not read out, so the text goes to one that
+  // stays on the page. Emptied first, so a second "Saved." in a row is read out too.
+  function announce() {
+    const region = document.querySelector("[data-announce]");
+    const el = review();
+    if (!region || !el) return;
+    const said = ["[data-notice=ok]", "[data-finished] .ok"]
+      .map((sel) => el.querySelector(sel)?.textContent.trim())
+      .filter(Boolean)
+      .join(" ");
+    region.textContent = "";
+    if (said) setTimeout(() => (region.textContent = said), 100);
+  }
+
   // The next item was swapped in without a page load: start over on it at once, so the very
   // next key press already scores the new item's first question.
   document.addEventListener("htmx:afterSwap", () => {
-    if (review()) init();
+    if (!review()) return;
+    init();
+    announce();
   });
   document.addEventListener("htmx:afterSettle", startHeartbeat);
   function start() {

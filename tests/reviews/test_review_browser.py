@@ -208,3 +208,31 @@ def test_back_to_the_campaign_page_shows_counts_after_the_review_just_done(
     page.wait_for_url(f"**/review/{campaign.slug}/{open_item.token}/")
     page.get_by_text("Done by you: 1").wait_for()
     assert page.get_by_text("You have reviewed 0 items here.").count() == 0
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_server):
+    """The notice comes with the swapped-in item, and a live region that arrives together
+    with its text is not read out: the page keeps one region for it across the swaps."""
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="sr-reviewer", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.wait_for_selector("button[autofocus]:focus")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    page.evaluate("window.__region = document.querySelector('[role=status][data-announce]')")
+
+    def announced():
+        return page.evaluate("window.__region.isConnected && window.__region.textContent")
+
+    review_with_keyboard(page, ["4", "5", "3", "4", "2"])
+    page.wait_for_selector("[data-notice=ok]")
+    assert wait_until(page, lambda: announced() == "Saved.")
+    # Only the kept region speaks; the swapped-in notice would say it twice where it is heard.
+    assert page.get_attribute("[data-notice=ok]", "role") is None
+    review_with_keyboard(page, ["4", "4", "4", "4", "1"])
+    page.wait_for_selector("[data-finished]")
+    assert wait_until(page, lambda: "Your queue is finished" in (announced() or ""))
