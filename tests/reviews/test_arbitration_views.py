@@ -728,6 +728,9 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.screenshot(path=str(ARTIFACTS / "arbitration-filled.png"), full_page=True)
     page.keyboard.press("Control+Enter")
     page.get_by_text("Dispute resolved").wait_for()
+    # Read out from the status region the page keeps (the swapped-in card's would be silent).
+    announced = "document.querySelector('[role=status][data-announce]')?.textContent || ''"
+    assert wait_until(page, lambda: "Dispute resolved" in page.evaluate(announced))
     page.screenshot(path=str(ARTIFACTS / "arbitration-resolved.png"), full_page=True)
     item.refresh_from_db()
     assert item.state == "resolved"
