@@ -60,16 +60,23 @@
       return;
     }
     target.checked = true;
-    cell.classList.remove("has-error");
-    cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
+    answered(cell);
     advance();
+  }
+
+  function answered(cell) {
+    cell.classList.remove("has-error");
+    cell.removeAttribute("aria-invalid");
+    cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
   }
 
   function pickNA() {
     const fieldset = rows()[row];
-    const na = fieldset && cells(fieldset)[col]?.querySelector("input[value=na]");
+    const cell = fieldset && cells(fieldset)[col];
+    const na = cell?.querySelector("input[value=na]");
     if (na) {
       na.checked = true;
+      answered(cell);
       advance();
     }
   }

@@ -87,6 +87,11 @@ class ReviewerPageTests(TestCase):
         assert "Not saved yet" in html
         assert html.count("data-error>required<") == 1
         assert "required: choose an output, tie or both bad" in html
+        # A screen reader hears which questions are marked, and why.
+        assert html.count('aria-invalid="true"') == 2
+        assert 'aria-describedby="score-B-accuracy-error"' in html
+        assert 'id="score-B-accuracy-error" data-error>required<' in html
+        assert 'aria-describedby="preference-error"' in html
         # What was entered stays entered.
         assert 'name="score-A-accuracy" value="4" checked' in html
         assert Review.objects.count() == 0
