@@ -105,6 +105,11 @@
       } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.closest("#review-form")) {
         event.preventDefault();
         submit();
+      } else if (event.key === "Enter" && target.matches("[data-skip-reason]")) {
+        // `s`, an arrow to the reason, Enter: skips (a select does not submit its form on Enter;
+        // with no reason chosen the browser says it is required).
+        event.preventDefault();
+        target.form.requestSubmit();
       }
       return;
     }

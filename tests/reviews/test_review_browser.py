@@ -236,3 +236,29 @@ def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_s
     review_with_keyboard(page, ["4", "4", "4", "4", "1"])
     page.wait_for_selector("[data-finished]")
     assert wait_until(page, lambda: "Your queue is finished" in (announced() or ""))
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="kb-skipper", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.wait_for_selector("button[autofocus]:focus")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    first = Assignment.objects.get(reviewer=reviewer, state="active")
+    page.keyboard.press("s")
+    assert page.evaluate("document.activeElement.matches('[data-skip-reason]')")
+    page.keyboard.press("Enter")  # no reason yet: the browser asks for one, nothing is sent
+    page.wait_for_timeout(300)
+    first.refresh_from_db()
+    assert first.state == "active"
+    page.keyboard.press("ArrowDown")  # the first reason
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-notice=ok]")
+    assert "Skipped" in page.inner_text("[data-notice=ok]")
+    first.refresh_from_db()
+    assert first.state == "skipped" and first.skip_reason
