@@ -127,6 +127,7 @@ class ArbitrationPageTests(TestCase):
         )
         assert response.status_code == 200
         assert b"Dispute resolved" in response.content
+        assert b"No more disputed items are waiting for you in" in response.content  # not "0 more"
         item = ReviewItem.objects.get(pk=self.item.pk)
         assert item.state == "resolved" and item.final["preference"] == "tie"
         assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
