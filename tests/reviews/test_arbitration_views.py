@@ -814,6 +814,29 @@ def test_an_arbiter_reads_a_conversation_and_hears_a_hand_back(browser_page):
     assert page.js_errors == []
 
 
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_long_code_line_scrolls_in_its_block_not_the_page(browser_page):
+    users = personas()
+    item = disputed_item(CampaignFactory(), users["reviewer_a"], users["reviewer_b"])
+    code = "```python\nfor line in f:\n    print(line)  # " + "a long comment " * 20 + "\n```"
+    Generation.objects.filter(pk=item.outputs.order_by("pk").first().generation_id).update(
+        output=code
+    )
+    page = browser_page
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    block = page.locator("#workspace .arb-output pre").first
+    block.wait_for()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        assert block.evaluate("el => el.scrollWidth > el.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        card = page.locator("#workspace .arb-output").first.bounding_box()
+        assert card["x"] + card["width"] <= width, card  # the card stays in its column
+
+
 class ArbitrationPersonaTests(TestCase):
     """Every arbitration URL for every persona: deny by default, 404 for other people's work."""
 

@@ -262,3 +262,25 @@ def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
     assert "Skipped" in page.inner_text("[data-notice=ok]")
     first.refresh_from_db()
     assert first.state == "skipped" and first.skip_reason
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_code_in_an_output_keeps_its_lines(browser_page, live_server):
+    """A wrapped code line reads as a new, unindented line: the block scrolls instead."""
+    page = browser_page
+    code = "```python\nfor line in f:\n    print(line)  # " + "a long comment " * 12 + "\n```"
+    campaign = campaign_ready(items=1, overlap=1, outputs=[code, "No code."])
+    reviewer = UserFactory(username="kb-coder", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/review/{campaign.slug}/")
+    page.get_by_role("button", name="Start reviewing").click()
+    block = page.locator("#review .output-body pre").first
+    block.wait_for()
+    lines = block.evaluate(
+        "el => Math.round(el.getClientRects()[0].height / parseFloat(getComputedStyle(el).lineHeight))"
+    )
+    assert lines <= 3, lines  # two lines of code and the padding, not a wrapped comment
+    assert block.evaluate("el => el.scrollWidth > el.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page does not
