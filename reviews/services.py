@@ -128,9 +128,25 @@ def db_now() -> datetime:
 
 
 def reviewer_may_review(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+    return not reviewer_barred_message(campaign=campaign, reviewer=reviewer)
+
+
+def reviewer_barred_message(*, campaign: Campaign, reviewer: AbstractBaseUser) -> str:
+    """Why `reviewer` may not review `campaign` any more, for them to read ('' if they may)."""
     if campaign.status not in REVIEWABLE:
-        return False
-    return not ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists()
+        return barred_message(removed=False)
+    if ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists():
+        return barred_message(removed=True)
+    return ""
+
+
+def barred_message(*, removed: bool) -> str:
+    if removed:
+        return (
+            "An administrator removed you from this campaign: nothing more comes to you here. "
+            "The reviews you submitted are kept."
+        )
+    return "This campaign is not open for review any more."
 
 
 def shuffle_offset(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:

@@ -88,6 +88,15 @@ def _review_url(slug: str, token: str) -> str:
     return reverse("review_page", args=[slug, token])
 
 
+def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """The reviewer's own item, in a campaign they may no longer review (removed, or it
+    closed while they worked): not saved, and the item's page says why. A bare 404 here
+    read as a server fault, and "try again" could never succeed."""
+    messages.warning(request, "Not saved: this item can no longer be reviewed.")
+    url = _review_url(slug, token)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
 def _render_review(
     request: HttpRequest,
     *,
@@ -235,18 +244,12 @@ def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     assignment, campaign = page.assignment, page.campaign
     if not page.may_review:
         # The reviewer's own link, to a campaign they may no longer review: say why.
-        text = (
-            "An administrator removed you from this campaign: nothing more comes to you here. "
-            "The reviews you submitted are kept."
-            if page.removed
-            else "This campaign is not open for review any more."
-        )
         return render(
             request,
             "reviews/review_closed.html",
             {
                 "campaign": {"slug": campaign.slug, "name": campaign.name},
-                "text": text,
+                "text": services.barred_message(removed=page.removed),
                 "closed_for_good": True,
             },
             status=403,
@@ -289,8 +292,10 @@ def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) ->
 @role_required(REVIEWER)
 @require_POST
 def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    campaign = _campaign_for_reviewer(request, slug)
-    assignment = _assignment(request, slug, token)
+    campaign = get_object_or_404(Campaign, slug=slug)
+    assignment = _assignment(request, slug, token)  # someone else's token stays a 404
+    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+        return _barred(request, slug, token)
     labels = services.labels_for(len(assignment.order))
     data = _submitted_data(request, labels, campaign.dimension_keys)
     try:
@@ -323,8 +328,10 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 @role_required(REVIEWER)
 @require_POST
 def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    campaign = _campaign_for_reviewer(request, slug)
-    _assignment(request, slug, token)
+    campaign = get_object_or_404(Campaign, slug=slug)
+    _assignment(request, slug, token)  # someone else's token stays a 404
+    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+        return _barred(request, slug, token)
     code = request.POST.get("reason", "")
     detail = request.POST.get("detail", "").strip()
     reason = services.SKIP_REASONS.get(code, "")
@@ -348,8 +355,11 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 @role_required(REVIEWER)
 @require_POST
 def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
-    _campaign_for_reviewer(request, slug)
+    campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)
+    if barred := services.reviewer_barred_message(campaign=campaign, reviewer=request.user):
+        # The page's script shows the message (a 404 page here read as a lost connection).
+        return JsonResponse({"ok": False, "message": barred}, status=409)
     try:
         expires = services.assignment_heartbeat(token=token, reviewer=request.user)
     except services.LeaseGone as gone:

@@ -145,6 +145,18 @@
     if (f) focusNext(f, null);
     startHeartbeat();
   }
+  // What a swap said (resolved, nothing left) for screen readers: a status region that
+  // arrives together with its text is not read out, so the text goes to one that stays.
+  function announce() {
+    const region = document.querySelector("[data-announce]");
+    if (!region) return;
+    const said = document.querySelector("#workspace [data-said]");
+    const text = said ? Array.from(said.querySelectorAll("h2, p"), (el) => el.textContent.trim()).join(" ") : "";
+    region.textContent = "";
+    if (text) setTimeout(() => (region.textContent = text), 100);
+  }
+
   document.addEventListener("DOMContentLoaded", start);
   document.addEventListener("htmx:afterSettle", start);
+  document.addEventListener("htmx:afterSettle", announce);
 })();

@@ -60,16 +60,23 @@
       return;
     }
     target.checked = true;
-    cell.classList.remove("has-error");
-    cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
+    answered(cell);
     advance();
+  }
+
+  function answered(cell) {
+    cell.classList.remove("has-error");
+    cell.removeAttribute("aria-invalid");
+    cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
   }
 
   function pickNA() {
     const fieldset = rows()[row];
-    const na = fieldset && cells(fieldset)[col]?.querySelector("input[value=na]");
+    const cell = fieldset && cells(fieldset)[col];
+    const na = cell?.querySelector("input[value=na]");
     if (na) {
       na.checked = true;
+      answered(cell);
       advance();
     }
   }
@@ -98,6 +105,11 @@
       } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.closest("#review-form")) {
         event.preventDefault();
         submit();
+      } else if (event.key === "Enter" && target.matches("[data-skip-reason]")) {
+        // `s`, an arrow to the reason, Enter: skips (a select does not submit its form on Enter;
+        // with no reason chosen the browser says it is required).
+        event.preventDefault();
+        target.form.requestSubmit();
       }
       return;
     }
@@ -247,10 +259,27 @@
   // What went wrong and how to retry is shown by site.js (the form's data-retry-note).
   document.addEventListener("htmx:sendError", () => setStatus("Not saved yet."));
   document.addEventListener("htmx:responseError", () => setStatus("Not saved yet."));
+  // What a swap said (saved, skipped, the queue is finished) for screen readers: a status
+  // region that arrives together with its text is not read out, so the text goes to one that
+  // stays on the page. Emptied first, so a second "Saved." in a row is read out too.
+  function announce() {
+    const region = document.querySelector("[data-announce]");
+    const el = review();
+    if (!region || !el) return;
+    const said = ["[data-notice=ok]", "[data-finished] .ok"]
+      .map((sel) => el.querySelector(sel)?.textContent.trim())
+      .filter(Boolean)
+      .join(" ");
+    region.textContent = "";
+    if (said) setTimeout(() => (region.textContent = said), 100);
+  }
+
   // The next item was swapped in without a page load: start over on it at once, so the very
   // next key press already scores the new item's first question.
   document.addEventListener("htmx:afterSwap", () => {
-    if (review()) init();
+    if (!review()) return;
+    init();
+    announce();
   });
   document.addEventListener("htmx:afterSettle", startHeartbeat);
   function start() {

@@ -127,6 +127,7 @@ class ArbitrationPageTests(TestCase):
         )
         assert response.status_code == 200
         assert b"Dispute resolved" in response.content
+        assert b"No more disputed items are waiting for you in" in response.content  # not "0 more"
         item = ReviewItem.objects.get(pk=self.item.pk)
         assert item.state == "resolved" and item.final["preference"] == "tie"
         assert Arbitration.objects.get(pk=arbitration.pk).note == "Both fine."
@@ -728,6 +729,9 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.screenshot(path=str(ARTIFACTS / "arbitration-filled.png"), full_page=True)
     page.keyboard.press("Control+Enter")
     page.get_by_text("Dispute resolved").wait_for()
+    # Read out from the status region the page keeps (the swapped-in card's would be silent).
+    announced = "document.querySelector('[role=status][data-announce]')?.textContent || ''"
+    assert wait_until(page, lambda: "Dispute resolved" in page.evaluate(announced))
     page.screenshot(path=str(ARTIFACTS / "arbitration-resolved.png"), full_page=True)
     item.refresh_from_db()
     assert item.state == "resolved"
@@ -808,6 +812,29 @@ def test_an_arbiter_reads_a_conversation_and_hears_a_hand_back(browser_page):
     assert page.evaluate("() => document.activeElement?.hasAttribute('data-messages')")
     assert Arbitration.objects.get(item=item).state == "open"
     assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_long_code_line_scrolls_in_its_block_not_the_page(browser_page):
+    users = personas()
+    item = disputed_item(CampaignFactory(), users["reviewer_a"], users["reviewer_b"])
+    code = "```python\nfor line in f:\n    print(line)  # " + "a long comment " * 20 + "\n```"
+    Generation.objects.filter(pk=item.outputs.order_by("pk").first().generation_id).update(
+        output=code
+    )
+    page = browser_page
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    block = page.locator("#workspace .arb-output pre").first
+    block.wait_for()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        assert block.evaluate("el => el.scrollWidth > el.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        card = page.locator("#workspace .arb-output").first.bounding_box()
+        assert card["x"] + card["width"] <= width, card  # the card stays in its column
 
 
 class ArbitrationPersonaTests(TestCase):

@@ -208,3 +208,79 @@ def test_back_to_the_campaign_page_shows_counts_after_the_review_just_done(
     page.wait_for_url(f"**/review/{campaign.slug}/{open_item.token}/")
     page.get_by_text("Done by you: 1").wait_for()
     assert page.get_by_text("You have reviewed 0 items here.").count() == 0
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_server):
+    """The notice comes with the swapped-in item, and a live region that arrives together
+    with its text is not read out: the page keeps one region for it across the swaps."""
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="sr-reviewer", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.wait_for_selector("button[autofocus]:focus")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    page.evaluate("window.__region = document.querySelector('[role=status][data-announce]')")
+
+    def announced():
+        return page.evaluate("window.__region.isConnected && window.__region.textContent")
+
+    review_with_keyboard(page, ["4", "5", "3", "4", "2"])
+    page.wait_for_selector("[data-notice=ok]")
+    assert wait_until(page, lambda: announced() == "Saved.")
+    # Only the kept region speaks; the swapped-in notice would say it twice where it is heard.
+    assert page.get_attribute("[data-notice=ok]", "role") is None
+    review_with_keyboard(page, ["4", "4", "4", "4", "1"])
+    page.wait_for_selector("[data-finished]")
+    assert wait_until(page, lambda: "Your queue is finished" in (announced() or ""))
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="kb-skipper", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.wait_for_selector("button[autofocus]:focus")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    first = Assignment.objects.get(reviewer=reviewer, state="active")
+    page.keyboard.press("s")
+    assert page.evaluate("document.activeElement.matches('[data-skip-reason]')")
+    page.keyboard.press("Enter")  # no reason yet: the browser asks for one, nothing is sent
+    page.wait_for_timeout(300)
+    first.refresh_from_db()
+    assert first.state == "active"
+    page.keyboard.press("ArrowDown")  # the first reason
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-notice=ok]")
+    assert "Skipped" in page.inner_text("[data-notice=ok]")
+    first.refresh_from_db()
+    assert first.state == "skipped" and first.skip_reason
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_code_in_an_output_keeps_its_lines(browser_page, live_server):
+    """A wrapped code line reads as a new, unindented line: the block scrolls instead."""
+    page = browser_page
+    code = "```python\nfor line in f:\n    print(line)  # " + "a long comment " * 12 + "\n```"
+    campaign = campaign_ready(items=1, overlap=1, outputs=[code, "No code."])
+    reviewer = UserFactory(username="kb-coder", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/review/{campaign.slug}/")
+    page.get_by_role("button", name="Start reviewing").click()
+    block = page.locator("#review .output-body pre").first
+    block.wait_for()
+    lines = block.evaluate(
+        "el => Math.round(el.getClientRects()[0].height / parseFloat(getComputedStyle(el).lineHeight))"
+    )
+    assert lines <= 3, lines  # two lines of code and the padding, not a wrapped comment
+    assert block.evaluate("el => el.scrollWidth > el.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page does not

@@ -89,6 +89,11 @@ class ReviewerPageTests(TestCase):
         assert "Not saved yet" in html
         assert html.count("data-error>required<") == 1
         assert "required: choose an output, tie or both bad" in html
+        # A screen reader hears which questions are marked, and why.
+        assert html.count('aria-invalid="true"') == 2
+        assert 'aria-describedby="score-B-accuracy-error"' in html
+        assert 'id="score-B-accuracy-error" data-error>required<' in html
+        assert 'aria-describedby="preference-error"' in html
         # What was entered stays entered.
         assert 'name="score-A-accuracy" value="4" checked' in html
         assert Review.objects.count() == 0
@@ -259,6 +264,41 @@ class ReviewerPageTests(TestCase):
         )
         response = self.client.post(url)
         assert response.status_code == 409 and "ran out" in response.json()["message"]
+
+    def test_it_tells_a_reviewer_removed_mid_item_why_the_submit_failed(self):
+        from reviews import services
+
+        assignment, url = self.start()
+        services.reviewer_remove_from_campaign(
+            campaign=self.campaign, reviewer=self.reviewer, by=self.users["admin"]
+        )
+        heartbeat = self.client.post(
+            reverse("review_heartbeat", args=[self.campaign.slug, assignment.token])
+        )
+        assert heartbeat.status_code == 409
+        assert "removed you from this campaign" in heartbeat.json()["message"]
+        for name, data in (
+            ("review_submit", form_data(assignment)),
+            ("review_skip", {"reason": "expertise"}),
+        ):
+            # Not a 404 that the page reads as a server fault to retry: the item's own page.
+            response = self.client.post(
+                reverse(name, args=[self.campaign.slug, assignment.token]), data, headers=HTMX
+            )
+            assert response.status_code == 200 and response["HX-Redirect"] == url
+            page = self.client.get(url).content.decode()
+            assert "Not saved: this item can no longer be reviewed." in page
+            assert "An administrator removed you from this campaign" in page
+        plain = self.client.post(
+            reverse("review_submit", args=[self.campaign.slug, assignment.token]),
+            form_data(assignment),
+        )
+        assert plain.status_code == 302 and plain.url == url
+        assert not Review.objects.exists()
+        # Someone else's token says nothing more than before.
+        self.client.force_login(self.users["reviewer_b"])
+        submit = reverse("review_submit", args=[self.campaign.slug, assignment.token])
+        assert self.client.post(submit, form_data(assignment)).status_code == 404
 
     def test_it_shows_a_closed_item_for_what_it_is(self):
         assignment, url = self.start()
