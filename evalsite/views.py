@@ -155,6 +155,9 @@ def users_api(request: HttpRequest) -> JsonResponse:
     username, roles = data.get("username"), data.get("roles")
     password, email = data.get("password"), data.get("email", "")
     errors = user_problems(username=username, roles=roles, password=password, email=email)
+    # A misspelt key ("role", "mail") must not create a user without what it meant to say.
+    known = USER_BODY["application/json"]["schema"]["properties"]
+    errors += [f"{key}: not a field of a new user" for key in sorted(set(data) - set(known))]
     if errors:
         raise ApiError("invalid user", errors=errors)
     try:

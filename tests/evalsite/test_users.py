@@ -488,6 +488,13 @@ class UsersApiTests(TestCase):
         assert response.status_code == 409
         assert roles("reviewer_a") == {"reviewer"} and logs_in("reviewer_a", PASSWORD)
 
+    def test_creating_with_an_unknown_field_creates_nobody(self):
+        body = {"username": "kim", "roles": ["reviewer"], "mail": "kim@example.org"}
+        response = self.client.post("/api/v1/users", body, "application/json", headers=self.auth)
+        assert response.status_code == 400
+        assert response.json()["errors"] == ["mail: not a field of a new user"]
+        assert not User.objects.filter(username="kim").exists()
+
     def test_creating_with_an_unknown_role_names_it(self):
         body = {"username": "kim", "roles": ["reviewer", "king"]}
         response = self.client.post("/api/v1/users", body, "application/json", headers=self.auth)
