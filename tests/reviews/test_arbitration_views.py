@@ -219,6 +219,14 @@ class ArbitrationPageTests(TestCase):
         again = self.client.get(f"/arbitration/t/{arbitration.token}/")
         assert again.status_code == 404 and b"handed back" in again.content
 
+    def test_it_says_how_many_disputes_another_arbiter_holds(self):
+        self.claim()
+        self.login(self.arbiter_2)
+        home = self.client.get("/arbitration/").content.decode()
+        assert "1 being arbitrated by another arbiter now" in home and "nothing waiting" in home
+        empty = self.client.post("/arbitration/support-q4/next", **htmx())
+        assert b"1 is being arbitrated by another arbiter now." in empty.content
+
     def test_it_says_when_nothing_is_left(self):
         self.login("reviewer_a")  # an arbiter who reviewed the only disputed item
         self.users["reviewer_a"].groups.add(self.users["arbiter"].groups.get())
