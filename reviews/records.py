@@ -1125,7 +1125,11 @@ def _write(
 
     for item in touched.values():
         item.submitted_count = item.reviews.count()
-        item.save(update_fields=["submitted_count"])
+        # An item still waiting for the campaign's own generations is reviewed and settled
+        # now: it counts as ready, like an item the import creates (a generation finishing
+        # later opens waiting items only, so it leaves this one settled).
+        item.ready = True
+        item.save(update_fields=["submitted_count", "ready"])
         item_settle(item)
         summary.items_settled += 1
     if arbitration_records:

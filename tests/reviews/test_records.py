@@ -1,6 +1,7 @@
 """Review records: import, export, round trip, idempotency and every bad-input case."""
 
 import csv
+import importlib
 import io
 import json
 import os
@@ -8,14 +9,17 @@ import re
 from unittest import mock
 
 import pytest
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import TestCase
 
 from evalsite.models import ApiToken
 from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score
+from reviews.readiness import review_items_open_for, review_items_sync
 from reviews.records import RecordImportError, records_export, reviews_import
 from reviews.report import campaign_report
+from tasks.campaigns import campaign_create
 from tasks.models import Campaign, Contender, Generation, Task, TestSet
 from tests.factories import personas
 
@@ -735,6 +739,54 @@ class ExportTests(TestCase):
         assert (
             copy["progress"]["reviews_done"] == 8 and copy["leaderboard"][0]["rating"] is not None
         )
+
+    def test_it_round_trips_into_a_campaign_waiting_for_its_generations(self):
+        # A campaign made by campaign_create already has its items (waiting) and pending
+        # generation rows: the reviews settle those items, which then count as ready.
+        body = "".join(records_export(campaign=self.campaign, fmt="jsonl", unblind=True))
+        target, _ = campaign_create(
+            definition={
+                "slug": "fresh",
+                "name": "fresh",
+                "testset": {"name": self.campaign.testset.name, "version": 1},
+                "contenders": [{"name": n, "provider": "imported"} for n in SECRET_NAMES],
+                "samples_per_task": 1,
+                "overlap": 2,
+                "mode": "both",
+                "rubric": RUBRIC,
+            }
+        )
+        assert ReviewItem.objects.filter(campaign=target, state="waiting").count() == 4
+        summary = reviews_import(campaign=target, data=body.encode(), fmt="jsonl")
+        assert (summary.items_created, summary.items_settled) == (0, 4)
+        assert self.jsonl_of(target) == self.jsonl_of(self.campaign)
+        # The reviews are tied to the campaign's own (still pending) generation rows.
+        assert Generation.objects.filter(campaign=target).count() == 8
+        source, copy = campaign_report(campaign=self.campaign), campaign_report(campaign=target)
+        assert copy["progress"]["generations"] == {"pending": 8}
+        assert {k: v for k, v in copy["progress"].items() if k != "generations"} == {
+            k: v for k, v in source["progress"].items() if k != "generations"
+        }
+        assert copy["progress"]["ready"] == copy["progress"]["settled"] == 4
+        # The outputs arriving later leave the settled items alone; the report is the same.
+        for generation in Generation.objects.filter(campaign=target):
+            generation.status = Generation.Status.DONE
+            generation.save(update_fields=["status"])
+            review_items_open_for(generation_id=generation.pk)
+        review_items_sync(campaign=target)
+        copy = campaign_report(campaign=target)
+        for report in (source, copy):
+            report.pop("campaign"), report.pop("name")
+        assert copy == source
+
+    def test_a_migration_repairs_items_settled_while_waiting(self):
+        migration = importlib.import_module("reviews.migrations.0009_settled_items_ready")
+        ReviewItem.objects.filter(campaign=self.campaign).update(ready=False)
+        waiting = ReviewItem.objects.filter(campaign=self.campaign).first()
+        ReviewItem.objects.filter(pk=waiting.pk).update(state="waiting")
+        migration.repair(django_apps, None)
+        ready = dict(ReviewItem.objects.values_list("pk", "ready"))
+        assert ready.pop(waiting.pk) is False and set(ready.values()) == {True}
 
     def test_it_rejects_a_blind_export_on_import(self):
         body = "".join(records_export(campaign=self.campaign, fmt="jsonl"))
