@@ -219,6 +219,12 @@ class ArbitrationPageTests(TestCase):
         again = self.client.get(f"/arbitration/t/{arbitration.token}/")
         assert again.status_code == 404 and b"handed back" in again.content
 
+    def test_it_says_why_an_output_has_no_text(self):
+        Generation.objects.filter(item_outputs__item=self.item).update(output="")
+        arbitration = self.claim()
+        body = self.client.get(f"/arbitration/t/{arbitration.token}/").content.decode()
+        assert body.count("No text to show: this output is empty, or it has not been") == 2
+
     def test_it_says_how_many_disputes_another_arbiter_holds(self):
         self.claim()
         self.login(self.arbiter_2)
