@@ -65,6 +65,8 @@
   }
 
   function answered(cell) {
+    // As a click would: site.js keeps the answers as a draft.
+    cell.querySelector("input:checked")?.dispatchEvent(new Event("change", { bubbles: true }));
     cell.classList.remove("has-error");
     cell.removeAttribute("aria-invalid");
     cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
