@@ -6,6 +6,7 @@ import pytest
 
 from reviews import services
 from reviews.models import Assignment, ReviewItem
+from tasks.models import Task
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, UserFactory, campaign_ready
 
@@ -407,3 +408,26 @@ def test_a_stale_draft_or_no_storage_does_not_break_the_review_page(browser_page
     page.wait_for_selector("[data-notice=ok]")
     assert Assignment.objects.filter(reviewer=reviewer, state="submitted").count() == 1
     assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    long_prompt = "\n\n".join(f"Paragraph {n} of a long question." for n in range(80))
+    Task.objects.filter(review_items__campaign=campaign).update(prompt=long_prompt)
+    reviewer = UserFactory(username="kb-task-scroller", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    box = page.get_by_label("Task text")
+    assert box.get_attribute("tabindex") == "0"
+    assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
+    box.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowDown")
+    assert wait_until(page, lambda: box.evaluate("el => el.scrollTop") > 0)
+    # the keys scrolled the box and did not move between questions
+    assert page.evaluate("document.activeElement.matches('.task .prompt')")
