@@ -65,6 +65,8 @@
   }
 
   function answered(cell) {
+    // As a click would: site.js keeps the answers as a draft.
+    cell.querySelector("input:checked")?.dispatchEvent(new Event("change", { bubbles: true }));
     cell.classList.remove("has-error");
     cell.removeAttribute("aria-invalid");
     cell.querySelectorAll("[data-error]").forEach((el) => el.remove());
@@ -121,8 +123,8 @@
     }
     if (!form()) return;
     const key = event.key;
-    // A focused output pane scrolls with the arrow keys, as any scrollable box does.
-    if (target.matches?.(".output-body") && key.startsWith("Arrow")) return;
+    // A focused output pane or task box scrolls with the arrow keys, as any scrollable box does.
+    if (target.matches?.(".output-body, [data-scrollbox]") && key.startsWith("Arrow")) return;
     if (/^[0-9]$/.test(key)) {
       event.preventDefault();
       pick(Number(key));

@@ -135,3 +135,125 @@ evalsite.toggleShortcuts = () => {
 document.addEventListener("click", (event) => {
   if (event.target.closest?.("[data-shortcuts-open]")) evalsite.toggleShortcuts();
 });
+
+// Unsaved answers on the review and arbitration pages (a form marked data-draft="<key>", the
+// key being the item's random token, never anything about a model) are kept in this browser
+// while someone works, so a reload, a crash or a wrong link loses nothing. A draft goes once
+// its item leaves the page (submitted, skipped, resolved, gone) or is handed back
+// (data-draft-drop), after a few days, and at logout (a shared computer). Without storage
+// (private mode, full, refused) there are simply no drafts.
+const DRAFT = "evalsite-draft:";
+const DRAFT_MAX_AGE = 3 * 24 * 3600 * 1000;
+const DRAFT_MAX = 30;
+const draftStore = () => {
+  try {
+    return window.localStorage || null;
+  } catch (e) {
+    return null;
+  }
+};
+const isChoice = (el) => el.type === "radio" || el.type === "checkbox";
+
+evalsite.drafts = {
+  // The answers: checked radios and checkboxes, and text areas (no hidden fields: not the
+  // submit key, not the time spent).
+  save(form) {
+    const fields = {};
+    for (const el of form.elements) {
+      if (!el.name) continue;
+      if (isChoice(el)) {
+        fields[el.name] ||= [];
+        if (el.checked) fields[el.name].push(el.value);
+      } else if (el.tagName === "TEXTAREA") fields[el.name] = el.value;
+    }
+    try {
+      draftStore()?.setItem(DRAFT + form.dataset.draft, JSON.stringify({ at: Date.now(), fields }));
+    } catch (e) {} // full or refused: no draft
+  },
+  // Puts a draft back into its form; true if that changed anything. Only the choices the form
+  // offers can be set (a field or value a changed rubric no longer has is left out), and the
+  // server checks a restored answer as it checks a typed one.
+  restore(form) {
+    let draft = null;
+    try {
+      draft = JSON.parse(draftStore()?.getItem(DRAFT + form.dataset.draft) || "null");
+    } catch (e) {}
+    const fields = draft?.fields;
+    if (!fields || typeof fields !== "object" || !(Date.now() - draft.at < DRAFT_MAX_AGE)) return false;
+    let changed = false;
+    for (const el of form.elements) {
+      const saved = Object.hasOwn(fields, el.name) ? fields[el.name] : undefined;
+      let next;
+      if (isChoice(el) && Array.isArray(saved)) {
+        next = saved.includes(el.value);
+        // A radio is only ever switched on (which switches its group's others off).
+        if (el.type === "radio" && !next) continue;
+        if (el.checked === next) continue;
+        el.checked = next;
+      } else if (el.tagName === "TEXTAREA" && typeof saved === "string") {
+        next = el.maxLength > 0 ? saved.slice(0, el.maxLength) : saved;
+        if (el.value === next) continue;
+        el.value = next;
+      } else continue;
+      changed = true;
+    }
+    return changed;
+  },
+  drop(key) {
+    try {
+      draftStore()?.removeItem(DRAFT + key);
+    } catch (e) {}
+  },
+  // Keeps the `keep` newest drafts younger than the age limit.
+  prune(keep = DRAFT_MAX) {
+    try {
+      const store = draftStore();
+      if (!store) return;
+      const drafts = [];
+      for (let i = 0; i < store.length; i++) {
+        const name = store.key(i);
+        if (!name?.startsWith(DRAFT)) continue;
+        let at = 0;
+        try {
+          at = Number(JSON.parse(store.getItem(name)).at) || 0;
+        } catch (e) {}
+        drafts.push({ name, at });
+      }
+      drafts.sort((a, b) => b.at - a.at);
+      drafts.forEach((d, n) => {
+        if (n >= keep || !(Date.now() - d.at < DRAFT_MAX_AGE)) store.removeItem(d.name);
+      });
+    } catch (e) {}
+  },
+};
+
+let shownDraft = "";
+// On load and after each swap, before the page scripts pick where the focus starts.
+function showDraft() {
+  const form = document.querySelector("form[data-draft]");
+  const key = form?.dataset.draft || "";
+  // The same item again (a validation error): the server sent back what was entered.
+  if (key === shownDraft) return;
+  // Another item (or none) in place of the last one: that one was saved, skipped or is gone.
+  if (shownDraft) evalsite.drafts.drop(shownDraft);
+  shownDraft = key;
+  if (form && evalsite.drafts.restore(form)) {
+    const status = form.querySelector("[data-status]");
+    if (status) status.textContent = "Your unsaved answers to this item were restored.";
+  }
+}
+evalsite.drafts.prune();
+showDraft();
+document.addEventListener("htmx:afterSwap", showDraft);
+const keepDraft = (event) => {
+  const form = event.target.form;
+  if (form?.dataset.draft) evalsite.drafts.save(form);
+};
+document.addEventListener("input", keepDraft);
+document.addEventListener("change", keepDraft);
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (event.defaultPrevented) return; // not sent after all (a data-confirm declined)
+  if (form.dataset?.draftDrop) evalsite.drafts.drop(form.dataset.draftDrop);
+  if (form.matches?.("form.logout")) evalsite.drafts.prune(0);
+});

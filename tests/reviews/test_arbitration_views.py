@@ -830,6 +830,60 @@ def test_an_arbiter_reads_a_conversation_and_hears_a_hand_back(browser_page):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+def test_unsaved_choices_come_back_after_a_reload_and_go_once_resolved(browser_page):
+    users = personas()
+    campaign = CampaignFactory()
+    item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
+    second = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
+    page = browser_page
+    drafts = "Object.keys(localStorage).filter((k) => k.startsWith('evalsite-draft:'))"
+    chosen = "Array.from(document.querySelectorAll('#arb-form input:checked'), (i) => `${i.name}=${i.value}`).sort()"
+    note = "document.querySelector('#arb-form textarea[name=note]').value"
+    status = "#arb-form [data-status]"
+
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    page.wait_for_url(re.compile(r"/arbitration/t/"))
+    arbitration = Arbitration.objects.get(item=item)
+    label = o1_label(arbitration)
+    assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
+    page.keyboard.press("4")  # the disputed accuracy
+    page.keyboard.press("3")  # the preference: tie
+    page.keyboard.type("Both are fine.")
+    typed = page.evaluate(chosen)
+    assert f"score-{label}-accuracy=4" in typed and "preference=tie" in typed
+
+    page.reload()
+    page.locator("#arb-form").wait_for()
+    assert page.evaluate(chosen) == typed
+    assert page.evaluate(note) == "Both are fine."
+    assert page.inner_text(status) == "Your unsaved answers to this item were restored."
+    assert page.evaluate(drafts) == [f"evalsite-draft:arbitration:{arbitration.token}"]
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("Dispute resolved").wait_for()
+    item.refresh_from_db()
+    assert item.state == "resolved" and item.final["preference"] == "tie"
+    assert page.evaluate(drafts) == []
+
+    # The next dispute starts as the server shows it; one handed back leaves no draft either.
+    page.keyboard.press("Enter")  # "Next dispute"
+    page.locator("#arb-form").wait_for()
+    nxt = Arbitration.objects.get(item=second)
+    assert page.locator("#arb-form [data-disputed] input:checked").count() == 0
+    assert page.evaluate(note) == ""
+    assert page.inner_text(status) == ""
+    assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
+    page.keyboard.press("5")
+    assert page.evaluate(drafts) == [f"evalsite-draft:arbitration:{nxt.token}"]
+    page.get_by_role("button", name="Hand back to the queue").click()
+    page.wait_for_url(re.compile(r"/arbitration/$"))
+    assert page.evaluate(drafts) == []
+    assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
 def test_a_long_code_line_scrolls_in_its_block_not_the_page(browser_page):
     users = personas()
     item = disputed_item(CampaignFactory(), users["reviewer_a"], users["reviewer_b"])

@@ -6,10 +6,13 @@ import pytest
 
 from reviews import services
 from reviews.models import Assignment, ReviewItem
+from tasks.models import Task
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, UserFactory, campaign_ready
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# The unsaved answers this browser keeps (review and arbitration drafts).
+DRAFTS = "Object.keys(localStorage).filter((k) => k.startsWith('evalsite-draft:'))"
 
 
 def arrange_opposite_orders(campaign, first, second):
@@ -250,6 +253,8 @@ def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
     page.keyboard.press("Enter")  # "Start reviewing"
     page.wait_for_selector("#review [data-cell].focused")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
+    page.keyboard.press("4")  # an answer, kept as a draft until the item is skipped
+    assert page.evaluate(DRAFTS) == [f"evalsite-draft:review:{first.token}"]
     page.keyboard.press("s")
     assert page.evaluate("document.activeElement.matches('[data-skip-reason]')")
     page.keyboard.press("Enter")  # no reason yet: the browser asks for one, nothing is sent
@@ -262,6 +267,7 @@ def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
     assert "Skipped" in page.inner_text("[data-notice=ok]")
     first.refresh_from_db()
     assert first.state == "skipped" and first.skip_reason
+    assert page.evaluate(DRAFTS) == []
 
 
 @pytest.mark.browser
@@ -284,3 +290,144 @@ def test_code_in_an_output_keeps_its_lines(browser_page, live_server):
     assert lines <= 3, lines  # two lines of code and the padding, not a wrapped comment
     assert block.evaluate("el => el.scrollWidth > el.clientWidth")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page does not
+
+
+def review_form_state(page):
+    """The review form's answers: checked radios and checkboxes, and the comment."""
+    return page.evaluate(
+        """() => {
+          const f = document.getElementById('review-form');
+          const on = Array.from(f.querySelectorAll('input:checked'), (i) => `${i.name}=${i.value}`);
+          return {checked: on.sort(), comment: f.querySelector('[data-comment]').value};
+        }"""
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_unsaved_answers_come_back_after_a_reload_and_go_once_submitted(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="kb-drafter", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
+    page.wait_for_selector("#review [data-cell].focused")
+    first = Assignment.objects.get(reviewer=reviewer, state="active")
+    # Two scores with the keyboard, a flag with the mouse, a comment.
+    page.keyboard.press("4")
+    page.keyboard.press("5")
+    page.keyboard.press("f")
+    page.locator("details.flags input[type=checkbox]").first.check()
+    page.keyboard.press("Escape")
+    page.keyboard.press("c")
+    page.keyboard.type("A's tone is off.")
+    typed = review_form_state(page)
+    assert len(typed["checked"]) == 3 and typed["comment"] == "A's tone is off."
+
+    page.reload()
+    page.wait_for_selector("#review [data-cell].focused")
+    assert review_form_state(page) == typed
+    status = page.locator("#review-form [data-status]")
+    assert status.inner_text() == "Your unsaved answers to this item were restored."
+    assert status.get_attribute("role") == "status"
+    # Kept under the item's random token; no submit key, no time spent.
+    assert page.evaluate(DRAFTS) == [f"evalsite-draft:review:{first.token}"]
+    stored = page.evaluate(f"localStorage.getItem('evalsite-draft:review:{first.token}')")
+    assert "submit_key" not in stored and "seconds_spent" not in stored
+    # The keyboard goes on where the answers stop: the next questions, then submit.
+    for key in ["3", "4", "2"]:
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-notice=ok]")
+    first.refresh_from_db()
+    assert first.state == "submitted" and first.review.comment == "A's tone is off."
+    # The next item starts empty, says nothing about a restore, and the draft is gone.
+    assert review_form_state(page) == {"checked": [], "comment": ""}
+    assert page.locator("#review-form [data-status]").inner_text() == ""
+    assert page.evaluate(DRAFTS) == []
+    # Logging out leaves nothing typed behind on a shared computer.
+    page.keyboard.press("4")
+    assert len(page.evaluate(DRAFTS)) == 1
+    page.click("form.logout button")
+    page.wait_for_url("**/login/**")
+    assert page.evaluate(DRAFTS) == []
+    assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_stale_draft_or_no_storage_does_not_break_the_review_page(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=2, overlap=1)
+    reviewer = UserFactory(username="kb-stale", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    token = Assignment.objects.get(reviewer=reviewer, state="active").token
+    # A draft from before the rubric changed: a dimension that is gone, a value off the scale,
+    # a flag that no longer exists; and one answer that still fits.
+    stale = {
+        "score-A-tone": ["3"],
+        "score-A-accuracy": ["99"],
+        "score-B-accuracy": ["2"],
+        "flag-A": ["no_such_flag"],
+        "comment": "Still here.",
+    }
+    page.evaluate(
+        "([key, fields]) => localStorage.setItem(key, JSON.stringify({at: Date.now(), fields}))",
+        [f"evalsite-draft:review:{token}", stale],
+    )
+    # ...and one older than the age limit, which is dropped on the next page load.
+    page.evaluate(
+        "localStorage.setItem('evalsite-draft:review:old', JSON.stringify({at: 1, fields: {}}))"
+    )
+    page.reload()
+    page.wait_for_selector("#review [data-cell].focused")
+    assert review_form_state(page) == {
+        "checked": ["score-B-accuracy=2"],
+        "comment": "Still here.",
+    }
+    assert page.evaluate(DRAFTS) == [f"evalsite-draft:review:{token}"]
+    # The marked questions are the ones still open: the off-scale value is not an answer.
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-notice=error]")
+    assert page.locator("#review [data-error]").count() == 4  # of 5
+
+    # No storage at all (private mode, refused): the page works as before, silently.
+    page.add_init_script(
+        "Object.defineProperty(window, 'localStorage', {get() { throw new DOMException('no', 'SecurityError'); }})"
+    )
+    page.reload()
+    page.wait_for_selector("#review [data-cell].focused")
+    assert review_form_state(page) == {"checked": [], "comment": ""}
+    for key in ["4", "5", "3", "4", "2"]:
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-notice=ok]")
+    assert Assignment.objects.filter(reviewer=reviewer, state="submitted").count() == 1
+    assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page, live_server):
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    long_prompt = "\n\n".join(f"Paragraph {n} of a long question." for n in range(80))
+    Task.objects.filter(review_items__campaign=campaign).update(prompt=long_prompt)
+    reviewer = UserFactory(username="kb-task-scroller", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    page.keyboard.press("Enter")  # "Start reviewing"
+    page.wait_for_selector("#review [data-cell].focused")
+    box = page.get_by_label("Task text")
+    assert box.get_attribute("tabindex") == "0"
+    assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
+    box.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowDown")
+    assert wait_until(page, lambda: box.evaluate("el => el.scrollTop") > 0)
+    # the keys scrolled the box and did not move between questions
+    assert page.evaluate("document.activeElement.matches('.task .prompt')")
