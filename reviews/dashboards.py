@@ -814,6 +814,8 @@ WARNING_PAGES = {
     "ratings": {"leaderboard", "head-to-head"},
     "cost": {"cost", "leaderboard"},
     "decision score": {"cost", "leaderboard"},
+    # Agreement and position bias read the raw reviews: they need no final outcome.
+    "final outcomes": {"leaderboard", "capability", "head-to-head", "reviewers", "cost"},
 }
 
 

@@ -274,6 +274,23 @@ class EmptyAndPairwiseDashboardTests(TestCase):
                     == 200
                 )
 
+    def test_the_no_final_outcome_warning_stays_off_the_pages_that_do_not_need_one(self):
+        self.client.force_login(self.users["lead"])
+        shown = set()
+        for url in page_urls("empty"):
+            body = self.client.get(url).content.decode()
+            assert "are null" not in body, url  # the report's word, not the page's
+            if "no item has a final outcome yet" in body:
+                shown.add(url.split("/dashboard/")[1].strip("/") or "overview")
+        assert shown == {
+            "overview",
+            "leaderboard",
+            "capability",
+            "head-to-head",
+            "reviewers",
+            "cost",
+        }
+
     def test_it_handles_a_pairwise_campaign_with_three_contenders(self):
         from tasks.models import Contender
 
