@@ -850,6 +850,13 @@ class PageTests(TestCase):
         listing = self.client.get("/contenders/").content.decode()
         assert "0.5 / 1</td>" in listing  # prices as written, not 0.5000 / 1.0000
 
+    def test_campaign_form_explains_every_setting_that_is_not_self_evident(self):
+        self.login("admin")
+        form = self.client.get("/campaigns/new/").context["form"]
+        for name in ("mode", "samples_per_task", "reviewed_samples", "lease_minutes"):
+            assert form[name].help_text, name
+        assert "pass@" in form["pass_threshold"].help_text
+
     def test_campaign_form_shows_errors_inline_and_creates(self):
         self.login("admin")
         contenders = list(Contender.objects.values_list("pk", flat=True))
