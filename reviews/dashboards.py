@@ -701,7 +701,15 @@ def _bias(report: dict) -> dict:
     return {
         "tables": [
             Table(
-                "position-bias", "Position bias", [Column("figure"), Column("value", "num")], rows
+                "position-bias",
+                "Position bias",
+                [Column("figure"), Column("value", "num")],
+                rows,
+                note="How often the output shown first (A) won, against chance (1 / outputs "
+                "shown). Source: preferences (the reviewer's pick) or scores (the output they "
+                "scored strictly best, in rubric-only campaigns). A p-value below 0.05 says "
+                "reviewers favour or avoid position A; the order is counterbalanced, so this "
+                "adds noise rather than favouring a contender.",
             )
         ],
         "chart": chart,

@@ -135,6 +135,7 @@ class DashboardTests(TestCase):
         assert self.report["position_bias"].get("reason") is None
         bias = self.client.get("/campaigns/camp/dashboard/bias/").content.decode()
         assert ">note</td>" not in bias  # no empty note row
+        assert "against chance" in bias and "p-value below 0.05" in bias  # how to read it
 
     def test_it_draws_agreement_bands_and_counts(self):
         self.login("lead")
