@@ -292,6 +292,17 @@ class EmptyAndPairwiseDashboardTests(TestCase):
             "cost",
         }
 
+    def test_its_empty_tables_say_what_is_missing_not_just_no_data(self):
+        self.client.force_login(self.users["lead"])
+        base = "/campaigns/empty/dashboard"
+        assert "No disputed item so far." in self.client.get(f"{base}/").content.decode()
+        assert "No review yet." in self.client.get(f"{base}/reviewers/").content.decode()
+        capability = self.client.get(f"{base}/capability/").content.decode()
+        assert "No item has a final outcome yet" in capability
+        h2h = self.client.get(f"{base}/head-to-head/")
+        a, b = h2h.context["a"], h2h.context["b"]
+        assert f"No task where {b} scored lower than {a}." in h2h.content.decode()
+
     def test_it_handles_a_pairwise_campaign_with_three_contenders(self):
         from tasks.models import Contender
 
