@@ -392,6 +392,11 @@ class RatingNoteTests(TestCase):
         assert "Groups that never met: [g-a, g-b] and [g-c, g-d]." in body
         assert "Not rated: g-none (" in body
 
+    def test_with_no_outcome_yet_the_reason_reads_as_a_sentence(self):
+        make_campaign(slug="fresh")
+        body = self.page("fresh")
+        assert "<strong>No pairwise outcomes yet (no item has a final outcome).</strong>" in body
+
 
 class ImportPageTests(TestCase):
     @classmethod
