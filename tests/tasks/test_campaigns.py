@@ -427,6 +427,23 @@ class ApiTests(TestCase):
                 == 403
             )
 
+    def test_an_outputs_file_reports_every_problem_as_line_and_field(self):
+        from tasks.providers.imported import parse_outputs_collect
+
+        raw = b'{"task_id": "T-1", "output": "ok"}\nnot json\n[1]\n{"task_id": "T-2", "output": NaN}\n'
+        assert parse_outputs_collect(raw)[1] == [
+            "line 2, field (json): not valid JSON: Expecting value at column 1",
+            "line 3, field (json): each line must be a JSON object",
+            "line 4, field (json): NaN is not valid JSON (NaN and Infinity are not allowed)",
+        ]
+        latin1 = '{"task_id": "T-1", "output": "ok"}\n{"task_id": "T-2", "output": "caf\xe9"}\n'
+        assert parse_outputs_collect(latin1.encode("latin-1"))[1] == [
+            "line 2, field (encoding): invalid UTF-8 (byte 0xe9 at byte offset 68)"
+        ]
+        assert parse_outputs_collect(b"\n")[1] == [
+            "line 1, field (file): the file holds no outputs"
+        ]
+
     def test_admin_imports_outputs_over_the_api(self):
         make_testset(n=1)
         definition = imported_pairwise("api-imp", ("a", "b"))
