@@ -318,7 +318,7 @@ def _overview(report: dict) -> dict:
                 ["disputed (waiting for an arbiter)", p["disputed"]],
                 ["resolved by arbitration", p["resolved"]],
                 ["open (still in review)", p["open"]],
-                ["dispute rate", p["dispute_rate"]],
+                ["dispute rate (disputed or resolved / fully reviewed)", p["dispute_rate"]],
             ],
         ),
         Table(

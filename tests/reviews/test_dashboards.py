@@ -123,6 +123,8 @@ class DashboardTests(TestCase):
         body = self.client.get("/campaigns/camp/dashboard/").content.decode()
         assert "Items fully reviewed" in body and "Items settled" not in body
         assert "items with a final outcome (agreed or resolved)" in body
+        assert "dispute rate (disputed or resolved / fully reviewed)" in body  # its denominator
+        assert f"of {p['settled']} fully reviewed: {p['disputed']} waiting" in body
         board = self.client.get("/campaigns/camp/dashboard/leaderboard/").content.decode()
         assert f"{self.report['rating']['n_items']} items with a final outcome" in board
         assert self.report["rating"]["n_items"] == p["agreed"] + p["resolved"]
