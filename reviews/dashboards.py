@@ -612,7 +612,8 @@ def _stability(report: dict) -> dict:
                 rows,
                 note="Stability = 1 - coefficient of variation of a task's sample scores, averaged over "
                 "tasks. A sample passes when its automatic checks pass and its final quality reaches "
-                f"the pass threshold ({report['settings']['pass_threshold']}).",
+                f"the pass threshold ({report['settings']['pass_threshold']}). pass@k: the chance "
+                "that at least one of k samples of a task passes; pass^k: that all k pass.",
             )
         ]
     }

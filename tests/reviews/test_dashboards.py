@@ -138,6 +138,8 @@ class DashboardTests(TestCase):
         bias = self.client.get("/campaigns/camp/dashboard/bias/").content.decode()
         assert ">note</td>" not in bias  # no empty note row
         assert "against chance" in bias and "p-value below 0.05" in bias  # how to read it
+        stability = self.client.get("/campaigns/camp/dashboard/stability/").content.decode()
+        assert "pass^k: that all k pass" in stability
 
     def test_it_draws_agreement_bands_and_counts(self):
         self.login("lead")
