@@ -597,6 +597,7 @@ class PageTests(TestCase):
         total = Generation.objects.filter(campaign=self.campaign, checks_passed=False).count()
         assert total > 1
         assert f"The first 1 of {total}: " in page
+        assert '<tr><td class="task-id">' in page  # "T-10" stays on one line on a phone
         assert 'href="/campaigns/pages/generations/?only=checks">read them all</a>' in page
 
     def test_progress_partial_polls_only_while_work_is_queued(self):
