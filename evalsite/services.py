@@ -196,11 +196,15 @@ def user_password_set(*, user, by) -> str:
 def may_issue_token(*, user, by) -> bool:
     """Tokens are issued by their owner, or by an admin for an account nobody logs in to (a
     script's). An admin holding a reviewer's token could submit 'blind' reviews in their name
-    while seeing the models."""
-    return user.pk == by.pk or not user.has_usable_password()
+    while seeing the models. A deactivated account gets none: the token would not work."""
+    return user.pk == by.pk or (user.is_active and not user.has_usable_password())
 
 
 def user_token_issue(*, user, by) -> str:
+    if not user.is_active:
+        raise UserChangeRefused(
+            f"{user.get_username()} is deactivated: a token would not work; reactivate them first."
+        )
     if not may_issue_token(user=user, by=by):
         raise UserChangeRefused(
             f"{user.get_username()} logs in with a password: they issue their own tokens on "

@@ -105,7 +105,12 @@ def _tokens_context(request: HttpRequest, user, secret=None) -> dict:
 
 
 def _user_page(request: HttpRequest, user, form=None, secret=None) -> HttpResponse:
-    context = {**_tokens_context(request, user, secret), "form": form or UserForm(user=user)}
+    context = {
+        **_tokens_context(request, user, secret),
+        "form": form or UserForm(user=user),
+        # A secret answers a POST to /password or /tokens: reloading shows this page instead.
+        "page_url": reverse("user_edit", args=[user.pk]) + _list_query(request),
+    }
     if request.htmx and form is not None:
         return render(request, "evalsite/user_edit.html#user-form", context)
     return render(request, "evalsite/user_edit.html", context)

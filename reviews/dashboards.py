@@ -117,6 +117,7 @@ class Table:
     columns: list[Column]
     rows: list[list]
     note: str = ""
+    empty: str = "No data yet."  # what an empty table says instead
     html_rows: list[list[dict]] = field(default_factory=list)
 
     def __post_init__(self):
@@ -317,7 +318,7 @@ def _overview(report: dict) -> dict:
                 ["disputed (waiting for an arbiter)", p["disputed"]],
                 ["resolved by arbitration", p["resolved"]],
                 ["open (still in review)", p["open"]],
-                ["dispute rate", p["dispute_rate"]],
+                ["dispute rate (disputed or resolved / fully reviewed)", p["dispute_rate"]],
             ],
         ),
         Table(
@@ -334,6 +335,7 @@ def _overview(report: dict) -> dict:
                 ]
                 for part, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
             ],
+            empty="No disputed item so far.",
         ),
     ]
     return {"tables": tables, "progress": p, "disputes": report["disputes"]}
@@ -436,6 +438,7 @@ def _reviewers(report: dict) -> dict:
                 "Reviewers",
                 columns,
                 rows,
+                empty="No review yet.",
                 note="Offset: the reviewer's score minus the item's final score, on the rubric scale.",
             )
         ]
@@ -518,6 +521,9 @@ def _leaderboard(report: dict) -> dict:
     return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
 
 
+NO_OUTCOME = "No item has a final outcome yet (agreed, or resolved by an arbiter)."
+
+
 def _heat_table(key: str, title: str, nested: dict, contenders: list[str]) -> Table:
     groups = sorted({g for per in nested.values() for g in per})
     rows = [[g, *[nested.get(c, {}).get(g) for c in contenders]] for g in groups]
@@ -526,6 +532,7 @@ def _heat_table(key: str, title: str, nested: dict, contenders: list[str]) -> Ta
         title,
         [Column(key.split("-")[0])] + [Column(c, "heat") for c in contenders],
         rows,
+        empty=NO_OUTCOME,
         note="Mean final quality (0-1) per task; n = tasks. Darker = better.",
     )
 
@@ -557,6 +564,7 @@ def _capability(report: dict) -> dict:
                     Column("tasks", "int"),
                 ],
                 detail_rows,
+                empty=NO_OUTCOME,
             ),
             Table(
                 "category-weights",
@@ -604,7 +612,8 @@ def _stability(report: dict) -> dict:
                 rows,
                 note="Stability = 1 - coefficient of variation of a task's sample scores, averaged over "
                 "tasks. A sample passes when its automatic checks pass and its final quality reaches "
-                f"the pass threshold ({report['settings']['pass_threshold']}).",
+                f"the pass threshold ({report['settings']['pass_threshold']}). pass@k: the chance "
+                "that at least one of k samples of a task passes; pass^k: that all k pass.",
             )
         ]
     }
@@ -701,7 +710,15 @@ def _bias(report: dict) -> dict:
     return {
         "tables": [
             Table(
-                "position-bias", "Position bias", [Column("figure"), Column("value", "num")], rows
+                "position-bias",
+                "Position bias",
+                [Column("figure"), Column("value", "num")],
+                rows,
+                note="How often the output shown first (A) won, against chance (1 / outputs "
+                "shown). Source: preferences (the reviewer's pick) or scores (the output they "
+                "scored strictly best, in rubric-only campaigns). A p-value below 0.05 says "
+                "reviewers favour or avoid position A; the order is counterbalanced, so this "
+                "adds noise rather than favouring a contender.",
             )
         ],
         "chart": chart,
@@ -774,12 +791,14 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                 f"Tasks where {b} regressed",
                 [Column("task"), Column("quality difference", "num")],
                 [[r["task"], r["diff"]] for r in pair["regressions"]],
+                empty=f"No task where {b} scored lower than {a}.",
             ),
             Table(
                 "improvements",
                 f"Tasks where {b} improved",
                 [Column("task"), Column("quality difference", "num")],
                 [[r["task"], r["diff"]] for r in pair["improvements"]],
+                empty=f"No task where {b} scored higher than {a}.",
             ),
         ]
     return {
@@ -814,6 +833,8 @@ WARNING_PAGES = {
     "ratings": {"leaderboard", "head-to-head"},
     "cost": {"cost", "leaderboard"},
     "decision score": {"cost", "leaderboard"},
+    # Agreement and position bias read the raw reviews: they need no final outcome.
+    "final outcomes": {"leaderboard", "capability", "head-to-head", "reviewers", "cost"},
 }
 
 

@@ -820,6 +820,12 @@ def _review_signature(
 # Import: writing
 
 
+BLIND_FILE = (
+    "no record names its models (a blind export?): import the export with models "
+    '(export_reviews --unblind, or "with models" on the dashboard)'
+)
+
+
 def reviews_import(
     *, campaign: Campaign, data: bytes, fmt: str | None = None, filename: str = ""
 ) -> ImportSummary:
@@ -847,6 +853,10 @@ def reviews_import(
     records = [
         r for r in (_check_record(line, raw, campaign, rubric, errors) for line, raw in parsed) if r
     ]
+    if parsed and not any(raw.get("models") for _, raw in parsed):
+        # A blind export: one line says so, not "models: required" on every line.
+        errors[:] = [e for e in errors if e.field != "models"]
+        errors.append(RecordError(1, "models", BLIND_FILE))
     if not parsed and not errors:
         empty = not text.strip()
         errors.append(

@@ -687,8 +687,8 @@ def build_report(f: CampaignFrames, meta: dict, *, n_boot: int = N_BOOT, seed: i
     }
     if not settled:
         warnings.append(
-            "no item has a final outcome yet (agreed, or resolved by an arbiter): leaderboard "
-            "figures from reviews are null"
+            "final outcomes: no item has a final outcome yet (agreed, or resolved by an "
+            "arbiter), so ratings, quality, head-to-head and reviewer offsets wait for one"
         )
     return clean(report)
 

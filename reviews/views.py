@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from functools import cache
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -19,6 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
+from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
 from tasks.models import Campaign
@@ -381,12 +383,19 @@ def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
     state = request.GET.get("state", "")
     overview = selectors.assignment_overview(campaign=campaign, page=page, item_state=state)
     context = {"campaign": campaign, **overview}
-    template = "reviews/assignments.html#items" if request.htmx else "reviews/assignments.html"
+    template = (
+        "reviews/assignments.html#items" if wants_fragment(request) else "reviews/assignments.html"
+    )
     return render(request, template, context)
 
 
 def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    """Back to the page as the user left it: the item filter and page it pushed into its URL."""
     url = reverse("campaign_assignments", args=[slug])
+    came_from = urlsplit(request.headers.get("Referer", ""))
+    if came_from.path == url:
+        kept = [(k, v) for k, v in parse_qsl(came_from.query) if k in ("state", "page")]
+        url += f"?{urlencode(kept)}" if kept else ""
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 

@@ -153,7 +153,9 @@ class ContenderForm(forms.Form):
 
 class CampaignForm(forms.Form):
     slug = forms.SlugField(max_length=100, help_text="short id used in URLs and commands")
-    name = forms.CharField(max_length=200, required=False)
+    name = forms.CharField(
+        max_length=200, required=False, help_text="shown on pages; empty = the slug"
+    )
     testset = forms.ModelChoiceField(
         queryset=TestSet.objects.order_by("name", "-version"),
         label="Test set",
@@ -162,9 +164,21 @@ class CampaignForm(forms.Form):
     contenders = forms.ModelMultipleChoiceField(
         queryset=Contender.objects.order_by("name"), widget=forms.CheckboxSelectMultiple
     )
-    mode = forms.ChoiceField(choices=Mode.choices, initial=Mode.RUBRIC)
-    samples_per_task = forms.IntegerField(min_value=1, max_value=100, initial=1)
-    reviewed_samples = forms.IntegerField(min_value=1, initial=1)
+    mode = forms.ChoiceField(
+        choices=Mode.choices,
+        initial=Mode.RUBRIC,
+        help_text="rubric: score each output on the rubric; pairwise: pick the better output "
+        "(no rubric); both: scores and a pick",
+    )
+    samples_per_task = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        initial=1,
+        help_text="answers generated per task and contender; 2 or more measure stability",
+    )
+    reviewed_samples = forms.IntegerField(
+        min_value=1, initial=1, help_text="how many of those samples people review"
+    )
     overlap = forms.IntegerField(
         min_value=1, max_value=20, initial=2, label="Overlap (reviewers per item)"
     )
@@ -189,8 +203,19 @@ class CampaignForm(forms.Form):
         help_text="optional Markdown shown to reviewers and arbiters: what to look for, how to "
         "read the scale; editable later on the campaign page",
     )
-    lease_minutes = forms.IntegerField(min_value=1, max_value=1440, initial=20)
-    pass_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.6)
+    lease_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=1440,
+        initial=20,
+        help_text="how long a reviewer holds an item before it goes back to the pool "
+        "(an open page extends it)",
+    )
+    pass_threshold = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        initial=0.6,
+        help_text="quality (0-1) a reviewed sample needs to pass, for pass@1 and pass@k",
+    )
     show_reference = forms.BooleanField(
         required=False, help_text="show each task's reference answer to reviewers"
     )

@@ -444,6 +444,16 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
         result.add(1, "(header)", f"unreadable CSV header: {exc}")
         return
     names = [h.strip() for h in header]
+    if len(names) == 1:  # one column: maybe a spreadsheet's semicolon or tab separated export
+        for separator, word in ((";", "semicolons"), ("\t", "tabs")):
+            if set(n.strip() for n in names[0].split(separator)) & set(REQUIRED):
+                result.add(
+                    1,
+                    "(header)",
+                    f"the columns are separated by {word}; save the file as comma-separated "
+                    "CSV (in a spreadsheet: CSV, comma delimited)",
+                )
+                return
     problems = False
     seen_names: set[str] = set()
     for position, name in enumerate(names, start=1):

@@ -104,8 +104,13 @@ if (messagesRegion && !document.querySelector("[autofocus]:not(dialog [autofocus
 
 // A page showing a one-time secret (a new password or API token) answers a form's POST. Made
 // the current history entry's own, its reload is a plain GET: no "resubmit the form?" that
-// would issue yet another secret, and the secret is not shown again.
-if (document.querySelector("[data-secret]")) history.replaceState(history.state, "", location.href);
+// would issue yet another secret, and the secret is not shown again. A form posted to an
+// action of its own (/users/7/password) names the page to reload instead (data-page-url).
+const secretShown = document.querySelector("[data-secret]");
+if (secretShown) {
+  const pageUrl = secretShown.closest("[data-page-url]")?.dataset.pageUrl || location.href;
+  history.replaceState(history.state, "", pageUrl);
+}
 
 // A form that undoes work for someone else asks first: <form data-confirm="...">.
 document.addEventListener(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from evalsite.uploads import strict_json
+from evalsite.uploads import decode_utf8, strict_json
 
 from .base import PermanentError
 
@@ -72,10 +72,9 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
     """(rows, errors): the valid rows and every problem found, so callers can add their own."""
     if len(raw) > max_bytes:
         return [], [f"file is {len(raw)} bytes, larger than the limit of {max_bytes}"]
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return [], [f"file is not valid UTF-8 (byte {exc.start})"]
+    text, bad_bytes = decode_utf8(raw)
+    if bad_bytes:
+        return [], [f"line {number}, field (encoding): {message}" for number, message in bad_bytes]
     errors: list[str] = []
     rows: list[ImportedOutput] = []
     seen: dict[tuple[str, int], int] = {}
@@ -89,10 +88,10 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
         try:
             data = strict_json(line)
         except (ValueError, RecursionError) as exc:
-            errors.append(f"line {number}: invalid JSON: {exc}")
+            errors.append(f"line {number}, field (json): {exc}")
             continue
         if not isinstance(data, dict):
-            errors.append(f"line {number}: expected a JSON object")
+            errors.append(f"line {number}, field (json): each line must be a JSON object")
             continue
         row_errors = []
         unknown = sorted(set(data) - KNOWN_FIELDS)
@@ -157,5 +156,5 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
             )
         )
     if not rows and not errors:
-        errors.append("the file holds no outputs")
+        errors.append("line 1, field (file): the file holds no outputs")
     return rows, errors

@@ -342,6 +342,18 @@ class PasswordAndTokenTests(TestCase):
         assert not ApiToken.objects.filter(user=person).exists()
         assert "Issue a new token" not in self.client.get(f"/users/{person.pk}/").content.decode()
 
+    def test_a_deactivated_account_gets_no_token_until_reactivated(self):
+        bot = User.objects.create_user("ci-bot")  # a script account: no password
+        bot.groups.add(*User.objects.get(username="lead").groups.all())
+        self.client.post(f"/users/{bot.pk}/", {"roles": ["lead"]})  # "May log in" off
+        page = self.client.get(f"/users/{bot.pk}/").content.decode()
+        assert "Issue a new token" not in page and "no password" not in page
+        refused = self.client.post(f"/users/{bot.pk}/tokens", {"action": "issue"}, follow=True)
+        assert "is deactivated" in refused.content.decode()
+        assert not ApiToken.objects.filter(user=bot).exists()
+        self.client.post(f"/users/{bot.pk}/", {"roles": ["lead"], "is_active": "on"})
+        assert "Issue a new token" in self.client.get(f"/users/{bot.pk}/").content.decode()
+
     def test_an_admin_revokes_anyones_tokens(self):
         user = self.users["reviewer_b"]
         token = ApiToken.issue(user)

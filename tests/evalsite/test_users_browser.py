@@ -99,3 +99,25 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
     assert page.locator("[data-secret]").count() == 0
     assert ApiToken.objects.filter(user__username="fatima").count() == 1
     assert page.js_errors == [], "\n".join(page.js_errors)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_reloading_a_new_password_shows_the_user_page_and_makes_no_other(browser_page):
+    users = personas()
+    page = browser_page
+    page.on("dialog", lambda dialog: dialog.accept())
+    browser_login(page, "admin", PASSWORD)
+    page.goto(f"/users/{users['reviewer_a'].pk}/?role=reviewer")
+    page.get_by_role("button", name="Generate a new password").click()
+    password = page.locator("[data-secret-kind=password] [data-secret]").inner_text().strip()
+    # The answer to the POST /users/N/password: a reload must not GET that action (405, a
+    # blank page) nor post it again (another password, the one just handed out dead).
+    page.reload()
+    page.get_by_role("heading", name="reviewer_a").wait_for()
+    assert page.url.endswith(f"/users/{users['reviewer_a'].pk}/?role=reviewer")
+    assert page.locator("[data-secret]").count() == 0
+    page.context.clear_cookies()
+    browser_login(page, "reviewer_a", password)
+    page.get_by_role("heading", name="My reviews").wait_for()
+    assert page.js_errors == [], "\n".join(page.js_errors)

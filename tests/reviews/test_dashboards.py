@@ -123,6 +123,8 @@ class DashboardTests(TestCase):
         body = self.client.get("/campaigns/camp/dashboard/").content.decode()
         assert "Items fully reviewed" in body and "Items settled" not in body
         assert "items with a final outcome (agreed or resolved)" in body
+        assert "dispute rate (disputed or resolved / fully reviewed)" in body  # its denominator
+        assert f"of {p['settled']} fully reviewed: {p['disputed']} waiting" in body
         board = self.client.get("/campaigns/camp/dashboard/leaderboard/").content.decode()
         assert f"{self.report['rating']['n_items']} items with a final outcome" in board
         assert self.report["rating"]["n_items"] == p["agreed"] + p["resolved"]
@@ -135,6 +137,9 @@ class DashboardTests(TestCase):
         assert self.report["position_bias"].get("reason") is None
         bias = self.client.get("/campaigns/camp/dashboard/bias/").content.decode()
         assert ">note</td>" not in bias  # no empty note row
+        assert "against chance" in bias and "p-value below 0.05" in bias  # how to read it
+        stability = self.client.get("/campaigns/camp/dashboard/stability/").content.decode()
+        assert "pass^k: that all k pass" in stability
 
     def test_it_draws_agreement_bands_and_counts(self):
         self.login("lead")
@@ -274,6 +279,34 @@ class EmptyAndPairwiseDashboardTests(TestCase):
                     == 200
                 )
 
+    def test_the_no_final_outcome_warning_stays_off_the_pages_that_do_not_need_one(self):
+        self.client.force_login(self.users["lead"])
+        shown = set()
+        for url in page_urls("empty"):
+            body = self.client.get(url).content.decode()
+            assert "are null" not in body, url  # the report's word, not the page's
+            if "no item has a final outcome yet" in body:
+                shown.add(url.split("/dashboard/")[1].strip("/") or "overview")
+        assert shown == {
+            "overview",
+            "leaderboard",
+            "capability",
+            "head-to-head",
+            "reviewers",
+            "cost",
+        }
+
+    def test_its_empty_tables_say_what_is_missing_not_just_no_data(self):
+        self.client.force_login(self.users["lead"])
+        base = "/campaigns/empty/dashboard"
+        assert "No disputed item so far." in self.client.get(f"{base}/").content.decode()
+        assert "No review yet." in self.client.get(f"{base}/reviewers/").content.decode()
+        capability = self.client.get(f"{base}/capability/").content.decode()
+        assert "No item has a final outcome yet" in capability
+        h2h = self.client.get(f"{base}/head-to-head/")
+        a, b = h2h.context["a"], h2h.context["b"]
+        assert f"No task where {b} scored lower than {a}." in h2h.content.decode()
+
     def test_it_handles_a_pairwise_campaign_with_three_contenders(self):
         from tasks.models import Contender
 
@@ -362,6 +395,11 @@ class RatingNoteTests(TestCase):
         assert "these groups never met" in body
         assert "Groups that never met: [g-a, g-b] and [g-c, g-d]." in body
         assert "Not rated: g-none (" in body
+
+    def test_with_no_outcome_yet_the_reason_reads_as_a_sentence(self):
+        make_campaign(slug="fresh")
+        body = self.page("fresh")
+        assert "<strong>No pairwise outcomes yet (no item has a final outcome).</strong>" in body
 
 
 class ImportPageTests(TestCase):

@@ -40,6 +40,11 @@ def test_a_lead_opens_the_leaderboard_and_the_dashboards(browser_page):
     assert hint.is_visible()
     figure = page.locator("figure.dash-chart").first
     assert figure.evaluate("el => el.scrollWidth > el.clientWidth")
+    page.goto(f"/campaigns/{campaign.slug}/dashboard/")
+    cards = page.locator(".dash-stats > .card")
+    first, second = cards.nth(0).bounding_box(), cards.nth(1).bounding_box()
+    assert first["y"] == second["y"]  # the figures sit two a row, not one screen each
+    page.goto(f"/campaigns/{campaign.slug}/dashboard/leaderboard/")
     page.set_viewport_size({"width": 1280, "height": 800})
 
     page.get_by_role("link", name="Capability profile").click()

@@ -475,9 +475,11 @@ class BadInputTests(TestCase):
         )
 
     def test_it_requires_models(self):
-        record = rec()
+        record = rec(judge="bea")
         del record["models"]
-        self.assert_rejected(jsonl(record), "line 1, field models: required on import", "jsonl")
+        self.assert_rejected(
+            jsonl(rec(), record), "line 2, field models: required on import", "jsonl"
+        )
 
     def test_it_rejects_bad_labels(self):
         self.assert_rejected(
@@ -617,7 +619,7 @@ class BadInputTests(TestCase):
     def test_it_rejects_a_csv_row_without_models(self):
         self.assert_rejected(
             b"task_id,judge,candidates\nT-1,ann,A;B\n",
-            "line 2, field models: required",
+            "line 1, field models: no record names its models (a blind export?)",
             filename="x.csv",
         )
 
@@ -797,10 +799,12 @@ class ExportTests(TestCase):
         )
         with pytest.raises(RecordImportError) as exc:
             reviews_import(campaign=target, data=body.encode(), fmt="jsonl")
-        assert (
-            "line 1, field models: required on import (which contender each label is)"
-            in exc.value.messages()
-        )
+        # Said once, with what to do, not "models: required" on each of its 8 lines.
+        models = [m for m in exc.value.messages() if "field models" in m]
+        assert models == [
+            "line 1, field models: no record names its models (a blind export?): import the "
+            'export with models (export_reviews --unblind, or "with models" on the dashboard)'
+        ]
 
     @staticmethod
     def jsonl_of(campaign):

@@ -355,6 +355,22 @@ class AssignmentAdminTests(TestCase):
             self.client.force_login(self.users[persona])
             assert self.client.get(url).status_code == 403
 
+    def test_the_item_filter_is_in_the_url_and_survives_a_release(self):
+        held = self.claim("reviewer_a")
+        self.client.force_login(self.users["admin"])
+        url = reverse("campaign_assignments", args=[self.campaign.slug])
+        page = self.client.get(url).content.decode()
+        assert 'hx-trigger="change" hx-push-url="true"' in page  # reload and Back keep it
+        restore = {**HTMX, "HX-History-Restore-Request": "true"}
+        assert "<html" in self.client.get(url + "?state=open", headers=restore).content.decode()
+        release = reverse("assignment_release", args=[self.campaign.slug, held.token])
+        back = self.client.post(release, headers={"Referer": f"http://testserver{url}?state=open"})
+        assert back.url == f"{url}?state=open"
+        elsewhere = self.client.post(
+            release, headers={"Referer": "http://testserver/users/?page=2"}
+        )
+        assert elsewhere.url == url
+
     def test_the_campaign_page_links_to_the_assignments(self):
         self.client.force_login(self.users["admin"])
         page = self.client.get(reverse("campaign_detail", args=[self.campaign.slug]))

@@ -466,6 +466,23 @@ class ApiTests(TestCase):
                 == 403
             )
 
+    def test_an_outputs_file_reports_every_problem_as_line_and_field(self):
+        from tasks.providers.imported import parse_outputs_collect
+
+        raw = b'{"task_id": "T-1", "output": "ok"}\nnot json\n[1]\n{"task_id": "T-2", "output": NaN}\n'
+        assert parse_outputs_collect(raw)[1] == [
+            "line 2, field (json): not valid JSON: Expecting value at column 1",
+            "line 3, field (json): each line must be a JSON object",
+            "line 4, field (json): NaN is not valid JSON (NaN and Infinity are not allowed)",
+        ]
+        latin1 = '{"task_id": "T-1", "output": "ok"}\n{"task_id": "T-2", "output": "caf\xe9"}\n'
+        assert parse_outputs_collect(latin1.encode("latin-1"))[1] == [
+            "line 2, field (encoding): invalid UTF-8 (byte 0xe9 at byte offset 68)"
+        ]
+        assert parse_outputs_collect(b"\n")[1] == [
+            "line 1, field (file): the file holds no outputs"
+        ]
+
     def test_admin_imports_outputs_over_the_api(self):
         make_testset(n=1)
         definition = imported_pairwise("api-imp", ("a", "b"))
@@ -619,6 +636,7 @@ class PageTests(TestCase):
         total = Generation.objects.filter(campaign=self.campaign, checks_passed=False).count()
         assert total > 1
         assert f"The first 1 of {total}: " in page
+        assert '<tr><td class="task-id">' in page  # "T-10" stays on one line on a phone
         assert 'href="/campaigns/pages/generations/?only=checks">read them all</a>' in page
 
     def test_progress_partial_polls_only_while_work_is_queued(self):
@@ -888,6 +906,13 @@ class PageTests(TestCase):
         assert gamma.params == {"temperature": 0.3} and gamma.max_concurrency == 8
         listing = self.client.get("/contenders/").content.decode()
         assert "0.5 / 1</td>" in listing  # prices as written, not 0.5000 / 1.0000
+
+    def test_campaign_form_explains_every_setting_that_is_not_self_evident(self):
+        self.login("admin")
+        form = self.client.get("/campaigns/new/").context["form"]
+        for name in ("mode", "samples_per_task", "reviewed_samples", "lease_minutes"):
+            assert form[name].help_text, name
+        assert "pass@" in form["pass_threshold"].help_text
 
     def test_campaign_form_shows_errors_inline_and_creates(self):
         self.login("admin")

@@ -80,6 +80,18 @@ class BadInputTests(TestCase):
             data, "line 1, field tier: missing column in the header", filename="set.csv"
         )
 
+    def test_it_says_so_once_when_a_csv_file_is_separated_by_semicolons_or_tabs(self):
+        for separator, word in ((";", "semicolons"), ("\t", "tabs")):
+            header = separator.join(["external_id", "category", "tier", "case_type", "prompt"])
+            data = (
+                f"{header}\nT-1{separator}billing{separator}base{separator}typical{separator}hi\n"
+            )
+            result = parse_testset(data.encode(), filename="set.csv")
+            assert result.errors == [
+                f"line 1, field (header): the columns are separated by {word}; save the file "
+                "as comma-separated CSV (in a spreadsheet: CSV, comma delimited)"
+            ]
+
     def test_it_rejects_a_csv_file_without_a_prompt_column(self):
         data = b"external_id,category,tier,case_type\nT-1,billing,base,typical\n"
         self.assert_rejected(data, "line 1, field prompt: missing column", filename="set.csv")

@@ -128,6 +128,11 @@ class UploadFlowTests(TestCase):
         (token,) = self.client.session[SESSION_KEY].keys()
         return token
 
+    def test_a_one_task_file_reads_in_the_singular(self):
+        html = self.validate(jsonl([task_row(1)])).content.decode()
+        assert "support.jsonl: 1 valid task<" in html
+        assert "1 task will be written in one transaction." in html
+
     def test_it_validates_previews_and_imports_only_on_confirm(self):
         rows = [task_row(i) for i in range(14)]
         response = self.validate(jsonl(rows))
