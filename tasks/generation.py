@@ -94,7 +94,10 @@ def generation_enqueue(*, campaign: Campaign) -> int:
     """
     problems = missing_api_keys(campaign=campaign)
     if problems:
-        raise GenerationError("; ".join(problems))
+        raise GenerationError(
+            "; ".join(problems) + ". Nothing was queued: set the variable for the web server "
+            "and the Celery workers (they call the model), restart them, and start again."
+        )
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     generation_rows_create(campaign=campaign)
     review_items_sync(campaign=campaign)
@@ -139,7 +142,10 @@ def generation_retry_failed(*, campaign: Campaign) -> int:
     """Give failed rows a fresh attempt budget and queue them again."""
     problems = missing_api_keys(campaign=campaign)
     if problems:
-        raise GenerationError("; ".join(problems))
+        raise GenerationError(
+            "; ".join(problems) + ". Nothing was queued: set the variable for the web server "
+            "and the Celery workers (they call the model), restart them, and start again."
+        )
     rows = Generation.objects.filter(campaign=campaign, status=S.FAILED).exclude(
         contender__provider=Provider.IMPORTED
     )

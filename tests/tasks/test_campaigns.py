@@ -526,6 +526,10 @@ class ApiTests(TestCase):
             "/api/v1/campaigns/support-q4/generate", headers=self.auth("admin")
         )
         assert response.status_code == 400 and "X_API_KEY is not set" in response.json()["error"]
+        assert (
+            "Nothing was queued: set the variable for the web server and the Celery workers"
+            in (response.json()["error"])
+        )
 
 
 class PageTests(TestCase):
