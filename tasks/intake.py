@@ -582,6 +582,7 @@ def format_help() -> dict:
     one_of = ("prompt", "messages")
     return {
         "max_size": _size(settings.TESTSET_MAX_BYTES),
+        "max_bytes": settings.TESTSET_MAX_BYTES,
         "max_tasks": MAX_TASKS,
         "fields": [
             {

@@ -262,3 +262,19 @@ document.addEventListener("submit", (event) => {
   if (form.dataset?.draftDrop) evalsite.drafts.drop(form.dataset.draftDrop);
   if (form.matches?.("form.logout")) evalsite.drafts.prune(0);
 });
+
+// A file over the server's limit is refused here, before a long upload the server would refuse
+// unread (it then cannot give back the other fields either): input[type=file][data-max-bytes].
+document.addEventListener("change", (event) => {
+  const input = event.target;
+  if (!input.matches?.("input[type=file][data-max-bytes]")) return;
+  const file = input.files?.[0];
+  const tooBig = file && file.size > Number(input.dataset.maxBytes);
+  // Worded as the server words sizes (intake._size).
+  const bytes = `${(file?.size || 0).toLocaleString("en")} bytes`;
+  const size = file?.size >= 1024 * 1024 ? `${(file.size / (1024 * 1024)).toFixed(1)} MiB (${bytes})` : bytes;
+  input.setCustomValidity(
+    tooBig ? `This file is ${size}; the limit is ${input.dataset.maxSize}. Choose a smaller file.` : ""
+  );
+  if (tooBig) input.reportValidity();
+});

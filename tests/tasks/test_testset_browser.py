@@ -66,3 +66,31 @@ def test_an_admin_uploads_sees_every_error_fixes_the_file_and_confirms(browser_p
     assert "q=Question%202" in page.url
     page.screenshot(path=str(ARTIFACTS / "testset-detail.png"), full_page=True)
     assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_file_over_the_limit_is_refused_before_it_is_sent(browser_page, settings, tmp_path):
+    personas()
+    settings.TESTSET_MAX_BYTES = 1000
+    page = browser_page
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(row(i) for i in range(40)) + "\n")  # about 4 kB
+    browser_login(page, "admin", PASSWORD)
+    page.goto("/testsets/upload/")
+    page.fill("input[name=name]", "support")
+    page.set_input_files("input[name=file]", str(big))
+    message = page.eval_on_selector("input[name=file]", "el => el.validationMessage")
+    size = f"{big.stat().st_size:,} bytes"
+    assert message == f"This file is {size}; the limit is 1,000 bytes. Choose a smaller file."
+    page.get_by_role("button", name="Validate").click()
+    # Not sent: the name is still there and nothing came back.
+    assert page.input_value("input[name=name]") == "support"
+    assert page.locator(".upload-result").count() == 0
+    small = tmp_path / "small.jsonl"
+    small.write_text(row(1) + "\n")
+    page.set_input_files("input[name=file]", str(small))
+    assert page.eval_on_selector("input[name=file]", "el => el.validationMessage") == ""
+    page.get_by_role("button", name="Validate").click()
+    page.get_by_text("small.jsonl: 1 valid task").wait_for()
+    assert page.js_errors == []
