@@ -22,6 +22,8 @@ from django.conf import settings
 from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, decode_utf8, strict_json
 
+from .checks import PatternError, compile_pattern, schema_patterns
+
 # Limits (documented in README "Test sets").
 MAX_ERRORS = 200
 MAX_TASKS = 100_000
@@ -271,6 +273,17 @@ def _checks(value: Any) -> dict:
             raise RowError(
                 "checks.json_schema", f"'type' must be one of {', '.join(sorted(SCHEMA_TYPES))}"
             )
+        for pattern in schema_patterns(schema):
+            if not isinstance(pattern, str):
+                raise RowError(
+                    "checks.json_schema", f"'pattern' must be a string, not {_kind(pattern)}"
+                )
+            try:
+                compile_pattern(pattern)
+            except PatternError as exc:
+                raise RowError(
+                    "checks.json_schema", f"pattern {pattern!r} does not compile: {exc}"
+                ) from None
         out["json_schema"] = schema
     if "regex" in value:
         pattern = value["regex"]
@@ -279,8 +292,8 @@ def _checks(value: Any) -> dict:
         if len(pattern) > MAX_REGEX_CHARS:
             raise RowError("checks.regex", f"is longer than {MAX_REGEX_CHARS:,} characters")
         try:
-            re.compile(pattern)
-        except (re.error, RecursionError, OverflowError) as exc:
+            compile_pattern(pattern)
+        except PatternError as exc:
             raise RowError("checks.regex", f"does not compile: {exc}") from None
         out["regex"] = pattern
     if "max_chars" in value:

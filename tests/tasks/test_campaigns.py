@@ -519,6 +519,27 @@ class ApiTests(TestCase):
             == 403
         )
 
+    @pytest.mark.timeout(60)
+    def test_an_import_stops_a_pattern_that_backtracks_without_end(self):
+        # (a|a)+$ on a run of a's tries every split of the run: with Python's re this request
+        # would run for ages; the check stops at its time limit and says so on the campaign page.
+        make_testset(n=1).tasks.update(checks={"regex": "(a|a)+$"})
+        campaign_create(definition=imported_pairwise("slow-check", ("a", "b")))
+        body = json.dumps({"task_id": "T-1", "output": "a" * 40 + "b"})
+        response = self.client.post(
+            "/api/v1/campaigns/slow-check/outputs?contender=a",
+            body,
+            content_type="application/x-ndjson",
+            headers=self.auth("admin"),
+        )
+        assert response.status_code == 200 and response.json()["stored"] == 1
+        gen = Generation.objects.get(campaign__slug="slow-check", contender__name="a")
+        assert gen.checks_passed is False
+        detail = gen.check_results["regex"]["detail"]
+        assert detail == "pattern took too long (stopped after 1 s on this output): (a|a)+$"
+        self.client.force_login(self.users["lead"])
+        assert detail in self.client.get("/campaigns/slow-check/").content.decode()
+
     def test_generate_reports_a_missing_key_variable(self):
         make_testset()
         campaign_create(definition=json.loads(SPEC_EXAMPLE))

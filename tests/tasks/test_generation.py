@@ -1,5 +1,6 @@
 """Generation: services on any database; the real thing with Celery workers on Redis + PostgreSQL."""
 
+import json
 import threading
 import time
 from collections import Counter
@@ -455,6 +456,43 @@ class CheckTests(TestCase):
         assert run_checks("anything", {}) == ({}, None)
         results, _ = run_checks("Refund issued", [{"type": "must_include", "terms": ["refund"]}])
         assert results["must_include"]["passed"]
+
+    @pytest.mark.timeout(60)
+    def test_it_fails_a_pattern_that_takes_too_long(self):
+        # (a|a)+$ backtracks without end on a run of a's that does not end the text; the test
+        # set's author wrote it, the output is the model's: a failed check, not a hung worker.
+        slow = "pattern took too long (stopped after 1 s on this output): (a|a)+$"
+        hostile = "a" * 40 + "b"
+        results, passed = run_checks(hostile, {"regex": "(a|a)+$", "max_chars": 100})
+        assert passed is False and results["regex"] == {"passed": False, "detail": slow}
+        assert results["max_chars"]["passed"]
+        # a schema's pattern shares the limit over every item, and a timeout under "not" is
+        # a failure too, not a pass (the 'not' schema did not match)
+        items = {"type": "array", "items": {"type": "string", "pattern": "(a|a)+$"}}
+        for schema in (items, {"not": {"pattern": "(a|a)+$"}}):
+            value = [hostile] * 20 if schema is items else hostile
+            results, passed = run_checks(json.dumps(value), {"json_schema": schema})
+            assert passed is False and results["json_schema"]["detail"] == slow
+
+    @pytest.mark.timeout(60)
+    def test_it_runs_patterns_as_before_and_fails_the_ones_it_cannot_run(self):
+        # the textbook nested repeat, which hangs Python's re, is no trouble for this engine
+        results, _ = run_checks("a" * 40 + "b", {"regex": "(a+)+$"})
+        assert results["regex"] == {"passed": False, "detail": "no match for (a+)+$"}
+        results, passed = run_checks("Hello\nRefund: 12", {"regex": r"(?i)^refund: \d+$"})
+        assert passed is True and results["regex"]["detail"] == "matched"
+        schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^A-"}}}
+        results, _ = run_checks('{"code": "B-1"}', {"json_schema": schema})
+        assert results["json_schema"]["detail"] == "$.code: does not match ^A-"
+        # a stored pattern the engine refuses is a failed check with the reason (an invalid
+        # schema pattern used to stop the whole run with re.error)
+        results, passed = run_checks('"x"', {"json_schema": {"not": {"pattern": "(x"}}})
+        assert passed is False
+        assert results["json_schema"]["detail"].startswith("invalid pattern (missing )")
+        results, _ = run_checks("a", {"regex": "(?:a{100}){1000}"})
+        assert results["regex"]["detail"] == (
+            "invalid pattern (its counted repeats expand to over 10,000 items): (?:a{100}){1000}"
+        )
 
 
 # -- real workers on Redis + PostgreSQL -------------------------------------------------------------

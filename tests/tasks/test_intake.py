@@ -255,6 +255,32 @@ class BadInputTests(TestCase):
             e.startswith("line 4, field checks: unknown check(s) spellcheck") for e in errors
         )
 
+    def test_it_compiles_patterns_with_the_engine_the_checks_run_them_on(self):
+        schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "(x"}}}
+        data = jsonl(
+            row(checks={"regex": "(?:(?:a{100}){100}){100}"}),
+            row(external_id="T-2", checks={"json_schema": schema}),
+            row(external_id="T-3", checks={"json_schema": {"anyOf": [{"pattern": 5}]}}),
+        )
+        errors = self.assert_rejected(
+            data,
+            "line 1, field checks.regex: does not compile: its counted repeats expand to over "
+            "10,000 items",
+        )
+        assert any(
+            e.startswith("line 2, field checks.json_schema: pattern '(x' does not compile")
+            for e in errors
+        ), errors
+        assert "line 3, field checks.json_schema: 'pattern' must be a string, not a number" in (
+            errors
+        )
+        # what the engine accepts beyond Python's re is accepted, as the checks run it
+        checks = {"regex": r"^\p{Lu}", "json_schema": {"pattern": r"(?<=\w+)!"}}
+        result = services.testset_import(
+            name="p", data=jsonl(row(checks=checks)), filename="a.jsonl"
+        )
+        assert result.testset.tasks.get().checks == checks
+
     def test_it_rejects_bad_messages(self):
         data = jsonl(
             row(
