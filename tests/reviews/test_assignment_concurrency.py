@@ -90,10 +90,13 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         # Concurrent double submits happened and were recognised, never saved twice.
         assert outcomes.count("saved") + outcomes.count("saved_late") == n_items * k
         # A thread whose tab-mate abandoned the lease may find the slot reassigned: told so.
+        # Tab-mates share keys here (derived from the token): the same key with other scores
+        # than the saved ones is refused as a reused key, never saved.
         assert set(outcomes) <= {
             "saved",
             "saved_late",
             "duplicate",
+            "key_reused",
             "already_submitted",
             "reassigned",
         }

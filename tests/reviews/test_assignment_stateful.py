@@ -28,6 +28,7 @@ class AssignmentMachine(RuleBasedStateMachine):
         self.campaign = campaign_ready(items=ITEMS, overlap=2)
         self.users = [UserFactory(roles=["reviewer"]) for _ in range(REVIEWERS)]
         self.saved_keys: dict[int, str] = {}
+        self.saved_values: dict[int, int] = {}
 
     def teardown(self):
         transaction.set_rollback(True)
@@ -57,7 +58,7 @@ class AssignmentMachine(RuleBasedStateMachine):
             token=a.token, reviewer=self.users[i], key=f"k{a.pk}", data=full_review(a, value=value)
         )
         assert result.code in ("saved", "saved_late"), result.code
-        self.saved_keys[a.pk] = f"k{a.pk}"
+        self.saved_keys[a.pk], self.saved_values[a.pk] = f"k{a.pk}", value
 
     @rule(data=st.data())
     def submit_again(self, data):
@@ -67,13 +68,17 @@ class AssignmentMachine(RuleBasedStateMachine):
         a = Assignment.objects.get(pk=pk)
         before = Review.objects.count()
         same = data.draw(st.booleans())
+        value = data.draw(st.integers(1, 5))
         result = services.assignment_submit(
             token=a.token,
             reviewer=a.reviewer,
             key=self.saved_keys[pk] if same else "other",
-            data=full_review(a),
+            data=full_review(a, value=value),
         )
-        assert result.code == ("duplicate" if same else "already_submitted")
+        if not same:
+            assert result.code == "already_submitted"
+        else:  # a retry, or the same key with other answers (refused: the first stand)
+            assert result.code == ("duplicate" if value == self.saved_values[pk] else "key_reused")
         assert Review.objects.count() == before
 
     @rule(i=st.integers(0, REVIEWERS - 1))
@@ -103,7 +108,7 @@ class AssignmentMachine(RuleBasedStateMachine):
         )
         assert result.code == ("saved_late" if had_room else "reassigned")
         if had_room:
-            self.saved_keys[a.pk] = f"late{a.pk}"
+            self.saved_keys[a.pk], self.saved_values[a.pk] = f"late{a.pk}", value
 
     @rule()
     def sweep(self):

@@ -15,6 +15,13 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 DRAFTS = "Object.keys(localStorage).filter((k) => k.startsWith('evalsite-draft:'))"
 
 
+def start_reviewing(page):
+    """Enter on the autofocused "Start reviewing" button. Chromium may apply autofocus after
+    the load event, so wait for the focus first: a key pressed before it goes nowhere."""
+    page.wait_for_function("document.activeElement?.textContent.includes('Start reviewing')")
+    page.keyboard.press("Enter")
+
+
 def arrange_opposite_orders(campaign, first, second):
     """Give the two items shuffle keys at the two reviewers' offsets: each reviewer's order
     starts at their own offset, so one gets [x, y] and the other [y, x]."""
@@ -57,7 +64,7 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
     browser_login(page, first.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
-    page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     page.evaluate("window.__sameDocument = true")
 
@@ -177,7 +184,7 @@ def test_the_home_action_fits_a_phone_and_an_output_scrolls_with_the_arrows(
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
-    page.keyboard.press("Enter")  # "Start reviewing"
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     pane = page.locator("#review .output-body").first
     pane.focus()
@@ -202,7 +209,7 @@ def test_back_to_the_campaign_page_shows_counts_after_the_review_just_done(
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     page.get_by_text("You have reviewed 0 items here.").wait_for()
-    page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
+    start_reviewing(page)
     review_with_keyboard(page, ["4", "5", "3", "4", "2"])
     page.wait_for_selector("[data-notice=ok]")
     assert Assignment.objects.filter(reviewer=reviewer, state="submitted").count() == 1
@@ -224,7 +231,7 @@ def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_s
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
-    page.keyboard.press("Enter")  # "Start reviewing"
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     page.evaluate("window.__region = document.querySelector('[role=status][data-announce]')")
 
@@ -250,7 +257,7 @@ def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
-    page.keyboard.press("Enter")  # "Start reviewing"
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
     page.keyboard.press("4")  # an answer, kept as a draft until the item is skipped
@@ -311,7 +318,7 @@ def test_unsaved_answers_come_back_after_a_reload_and_go_once_submitted(browser_
     reviewer = UserFactory(username="kb-drafter", roles=["reviewer"])
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
-    page.keyboard.press("Enter")  # the autofocused "Start reviewing" button
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
     # Two scores with the keyboard, a flag with the mouse, a comment.
@@ -363,7 +370,7 @@ def test_a_stale_draft_or_no_storage_does_not_break_the_review_page(browser_page
     reviewer = UserFactory(username="kb-stale", roles=["reviewer"])
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
-    page.keyboard.press("Enter")  # "Start reviewing"
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     token = Assignment.objects.get(reviewer=reviewer, state="active").token
     # A draft from before the rubric changed: a dimension that is gone, a value off the scale,
@@ -420,7 +427,7 @@ def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page,
     reviewer = UserFactory(username="kb-task-scroller", roles=["reviewer"])
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
-    page.keyboard.press("Enter")  # "Start reviewing"
+    start_reviewing(page)
     page.wait_for_selector("#review [data-cell].focused")
     box = page.get_by_label("Task text")
     assert box.get_attribute("tabindex") == "0"
