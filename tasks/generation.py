@@ -593,7 +593,6 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
         )
     if contender.provider != Provider.IMPORTED:
         raise ImportErrors([f"contender {contender_name!r} is not an imported contender"])
-    rows, errors = parse_outputs_collect(raw)
     generation_rows_create(campaign=campaign)
     existing = {
         (g.task.external_id, g.sample_index): g
@@ -601,29 +600,40 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
             "task"
         )
     }
-    for row in rows:
-        gen = existing.get((row.task_id, row.sample))
-        if row.contender and row.contender != contender.name:
-            errors.append(
-                f"line {row.line}, field contender: {row.contender!r} is not {contender.name!r}"
+    task_ids = {task_id for task_id, _ in existing}
+
+    def check(line: int, fields: dict) -> list[str]:
+        # Only the fields that parsed are here: every problem of a line in one run, no knock-ons.
+        problems = []
+        named = fields.get("contender", contender.name)
+        if named != contender.name:
+            problems.append(f"line {line}, field contender: {named!r} is not {contender.name!r}")
+        task_id, sample = fields.get("task_id"), fields.get("sample")
+        if task_id is not None and task_id not in task_ids:
+            problems.append(
+                f"line {line}, field task_id: no task {task_id!r} in {campaign.testset}"
             )
-        elif gen is None:
-            if row.sample >= campaign.samples_per_task:
-                errors.append(
-                    f"line {row.line}, field sample: the campaign has "
-                    f"{counted(campaign.samples_per_task, 'sample')} per task"
-                )
-            else:
-                errors.append(
-                    f"line {row.line}, field task_id: no task {row.task_id!r} in {campaign.testset}"
-                )
-        elif gen.status == S.DONE and gen.output != row.output:
-            errors.append(
-                f"line {row.line}: {row.task_id} sample {row.sample} already has a different output"
+        if sample is not None and sample >= campaign.samples_per_task:
+            problems.append(
+                f"line {line}, field sample: the campaign has "
+                f"{counted(campaign.samples_per_task, 'sample')} per task"
             )
+        gen = existing.get((task_id, sample))
+        output = fields.get("output")
+        if (
+            named == contender.name
+            and gen
+            and gen.status == S.DONE
+            and output not in (None, gen.output)
+        ):
+            problems.append(
+                f"line {line}, field output: {task_id} sample {sample} already has a different output"
+            )
+        return problems
+
+    rows, errors = parse_outputs_collect(raw, check=check)
     if errors:
-        errors.sort(key=lambda e: int(e.split()[1].rstrip(",:")) if e.startswith("line ") else 0)
-        raise ImportErrors(errors[:50])
+        raise ImportErrors(errors)
     now = timezone.now()
     stored = unchanged = 0
     touched = set()

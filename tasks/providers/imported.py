@@ -8,6 +8,7 @@ Parsing is strict and all-or-nothing: every problem is reported as "line L, fiel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -68,8 +69,19 @@ def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[Imp
     return rows
 
 
-def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
-    """(rows, errors): the valid rows and every problem found, so callers can add their own."""
+def parse_outputs_collect(
+    raw: bytes,
+    *,
+    max_bytes: int = 100 * 1024 * 1024,
+    check: Callable[[int, dict], list[str]] | None = None,
+):
+    """(rows, errors): the valid rows and every problem found, in line order, up to a cap.
+
+    `check(line, fields)` adds a caller's own problems for a line (e.g. against a campaign)
+    even when the line has field errors: `fields` holds only the task_id, sample, output and
+    contender values that are valid, so a check never reports a knock-on of a field error.
+    A duplicate line passes no task_id or sample: they were checked on the line it repeats.
+    """
     if len(raw) > max_bytes:
         return [], [f"file is {len(raw)} bytes, larger than the limit of {max_bytes}"]
     text, bad_bytes = decode_utf8(raw)
@@ -80,8 +92,7 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
     seen: dict[tuple[str, int], int] = {}
     # Split on \n only: str.splitlines() would also split on U+2028 inside a JSON string.
     for number, line in enumerate(text.split("\n"), start=1):
-        if len(errors) >= MAX_ERRORS:
-            errors.append(f"... stopped after {MAX_ERRORS} errors")
+        if len(errors) > MAX_ERRORS:
             break
         if not line.strip():
             continue
@@ -94,18 +105,25 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
             errors.append(f"line {number}, field (json): each line must be a JSON object")
             continue
         row_errors = []
+        valid = {}
         unknown = sorted(set(data) - KNOWN_FIELDS)
         for key in unknown:
             row_errors.append(f"line {number}, field {key}: unknown field")
         task_id = data.get("task_id", data.get("external_id"))
         if not isinstance(task_id, str) or not task_id.strip():
             row_errors.append(f"line {number}, field task_id: required, a non-empty string")
+        else:
+            valid["task_id"] = task_id
         sample = data.get("sample", data.get("sample_index", 0))
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
             row_errors.append(f"line {number}, field sample: must be an integer >= 0")
+        else:
+            valid["sample"] = sample
         output = data.get("output", data.get("text"))
         if not isinstance(output, str):
             row_errors.append(f"line {number}, field output: required, a string")
+        else:
+            valid["output"] = output
         values = {}
         for field in INT_FIELDS:
             value = data.get(field)
@@ -131,19 +149,26 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
         contender = data.get("contender") or ""
         if not isinstance(contender, str):
             row_errors.append(f"line {number}, field contender: must be a string")
+        elif contender:
+            valid["contender"] = contender
         finish_reason = data.get("finish_reason") or ""
         if not isinstance(finish_reason, str):
             row_errors.append(f"line {number}, field finish_reason: must be a string")
+        if "task_id" in valid and "sample" in valid:
+            key = (task_id, sample)
+            if key in seen:
+                row_errors.append(
+                    f"line {number}, field task_id: duplicate of line {seen[key]} "
+                    f"({task_id}, sample {sample})"
+                )
+                del valid["task_id"], valid["sample"]
+            else:
+                seen[key] = number
+        if check is not None:
+            row_errors.extend(check(number, valid))
         if row_errors:
             errors.extend(row_errors)
             continue
-        key = (task_id, sample)
-        if key in seen:
-            errors.append(
-                f"line {number}, field task_id: duplicate of line {seen[key]} ({task_id}, sample {sample})"
-            )
-            continue
-        seen[key] = number
         rows.append(
             ImportedOutput(
                 line=number,
@@ -155,6 +180,8 @@ def parse_outputs_collect(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024):
                 **values,
             )
         )
+    if len(errors) > MAX_ERRORS:
+        errors[MAX_ERRORS:] = [f"... stopped after {MAX_ERRORS} errors"]
     if not rows and not errors:
         errors.append("line 1, field (file): the file holds no outputs")
     return rows, errors

@@ -371,6 +371,63 @@ class CommandTests(TestCase):
             assert "Imported 0 outputs for b (2 unchanged" in out.getvalue()
         assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
 
+    def test_import_outputs_lists_field_and_campaign_problems_in_one_run(self):
+        from tasks.generation import outputs_import
+        from tasks.providers.imported import MAX_ERRORS, ImportErrors
+
+        make_testset(n=2)
+        campaign, _ = campaign_create(definition=imported_pairwise("every", ("a", "b")))
+
+        def problems(*lines):
+            raw = "".join(json.dumps(line) + "\n" for line in lines).encode()
+            with pytest.raises(ImportErrors) as info:
+                outputs_import(campaign=campaign, contender_name="a", raw=raw)
+            return info.value.errors
+
+        assert problems(
+            {"task_id": "T-9", "output": 3},
+            {"sample": 5, "output": "x"},
+            {"task_id": 7, "output": "x"},
+            {"task_id": "T-1", "sample": "0", "output": "x"},
+            {"task_id": "T-2", "output": "x", "contender": "b", "cost": "lots"},
+            {"task_id": "T-2", "output": "y", "latency_ms": -1},
+        ) == [
+            "line 1, field output: required, a string",
+            "line 1, field task_id: no task 'T-9' in support-v3 v1",
+            # No "unknown task" when there is no task_id to look up, no sample range when the
+            # sample is not a number.
+            "line 2, field task_id: required, a non-empty string",
+            "line 2, field sample: the campaign has 1 sample per task",
+            "line 3, field task_id: required, a non-empty string",
+            "line 4, field sample: must be an integer >= 0",
+            "line 5, field cost: must be a number from 0 to 999999",
+            "line 5, field contender: 'b' is not 'a'",
+            "line 6, field latency_ms: must be an integer from 0 to 2147483647",
+            "line 6, field task_id: duplicate of line 5 (T-2, sample 0)",
+        ]
+        assert not Generation.objects.filter(campaign=campaign, status="done").exists()
+
+        # A changed output is named beside the line's field error, not after a second upload.
+        outputs_import(
+            campaign=campaign, contender_name="a", raw=b'{"task_id": "T-1", "output": "x"}'
+        )
+        assert problems({"task_id": "T-1", "output": "changed", "ttft_ms": 1.5}) == [
+            "line 1, field ttft_ms: must be an integer from 0 to 2147483647",
+            "line 1, field output: T-1 sample 0 already has a different output",
+        ]
+
+        # The cap counts every kind of problem, in line order, then says it stopped.
+        capped = problems(*({"task_id": f"X-{i}", "output": 0} for i in range(40)))
+        assert len(capped) == MAX_ERRORS + 1
+        assert capped[:2] == [
+            "line 1, field output: required, a string",
+            "line 1, field task_id: no task 'X-0' in support-v3 v1",
+        ]
+        assert capped[-2:] == [
+            "line 25, field task_id: no task 'X-24' in support-v3 v1",
+            f"... stopped after {MAX_ERRORS} errors",
+        ]
+
 
 class ApiTests(TestCase):
     @classmethod
