@@ -29,19 +29,7 @@ def _field_of(error: str, fields) -> str | None:
     return head if head in fields else None
 
 
-def add_definition_errors(
-    form: forms.Form, errors: list[str], *, prefix: str = "", skip: frozenset | set = frozenset()
-) -> None:
-    """Definition errors on the form's fields; those of a field in `skip` (one that failed
-    the form's own checks, passed on as None) would only repeat its error."""
-    for error in errors:
-        text = error[len(prefix) :] if prefix and error.startswith(prefix) else error
-        field = _field_of(text, form.fields)
-        if field not in skip:
-            form.add_error(field, text.split(": ", 1)[-1] if field else text)
-
-
-def _structured(text: str, what: str):
+def _structured(text: str, label: str):
     text = (text or "").strip()
     if not text:
         return None
@@ -53,11 +41,91 @@ def _structured(text: str, what: str):
         return strict_yaml(text)
     except yaml.YAMLError as exc:
         raise forms.ValidationError(
-            f"{what} is neither valid JSON nor valid YAML ({yaml_problem(exc)})"
+            f"{label} is neither valid JSON nor valid YAML ({yaml_problem(exc)})"
         ) from None
 
 
-class ContenderForm(forms.Form):
+def _stock_messages(label: str, field: forms.Field) -> dict[str, str]:
+    """Django's stock messages ("This field is required.", "Ensure this value is ...") in the
+    wording of the definition's own errors as the forms restate them, so a page never shows
+    "This field is required." under one field and "Model is required" under the next."""
+    if isinstance(field, forms.FloatField | forms.DecimalField):  # both IntegerField subclasses
+        invalid = f"{label} must be a number"
+    elif isinstance(field, forms.IntegerField):
+        invalid = f"{label} must be a whole number"
+    elif isinstance(field, forms.SlugField):
+        invalid = f"{label}: lowercase letters, digits, - and _"
+    else:
+        invalid = f"{label} is not valid"
+    choice = f"{label}: choose one of the options listed"
+    several = isinstance(field, forms.MultipleChoiceField | forms.ModelMultipleChoiceField)
+    return {
+        "required": f"{label}: choose at least one" if several else f"{label} is required",
+        "invalid": invalid,
+        "min_value": f"{label} must be at least %(limit_value)s",
+        "max_value": f"{label} must be at most %(limit_value)s",
+        "max_length": f"{label} is %(show_value)d characters long; the limit is %(limit_value)d",
+        "max_digits": f"{label} must have at most %(max)s digits",
+        "max_decimal_places": f"{label} must have at most %(max)s decimal places",
+        "max_whole_digits": f"{label} must have at most %(max)s digits before the decimal point",
+        "invalid_choice": choice,
+        "invalid_pk_value": choice,
+        "invalid_list": choice,
+    }
+
+
+class LabelledForm(forms.Form):
+    """A form whose every message names its field by label, as a sentence where it reads as one
+    ("Overlap must be at least 1", "Model is required") or as "Label: problem" otherwise: the
+    form's own checks, Django's and the definition's (which speak in keys) alike."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            field.error_messages.update(_stock_messages(str(self[name].label), field))
+
+    def add_definition_errors(
+        self, errors: list[str], *, prefix: str = "", skip: frozenset | set = frozenset()
+    ) -> None:
+        """Definition errors on the form's fields; those of a field in `skip` (one that failed
+        the form's own checks, passed on as None) would only repeat its error."""
+        for error in errors:
+            text = error.removeprefix(prefix)
+            field = _field_of(text, self.fields)
+            if field in skip:
+                continue
+            self.add_error(field, self._in_labels(text, field) if field else text)
+
+    def _in_labels(self, error: str, field: str) -> str:
+        """A definition error in the form's labels: `rubric[0].max: must be greater than min`
+        -> "Rubric: accuracy: max must be greater than min"; `model: required` -> "Model is
+        required"."""
+        path, message = error.split(": ", 1) if ": " in error else (field, error)
+        where = [str(self[field].label)]
+        rest = path[len(field) :]
+        index = re.match(r"\[(\d+)\]\.?", rest)
+        if field == "rubric" and index:
+            where.append(self._dimension_name(int(index[1])))
+            rest = rest[index.end() :]
+        if rest := rest.lstrip("."):
+            where.append(rest)
+        for name in self.fields:
+            if "_" in name:  # one-word keys (mode, slug) read as English already
+                message = re.sub(rf"\b{name}\b", str(self[name].label), message)
+        if re.match(r"required\b", message):
+            message = f"is {message}"
+        # "X: must be ..." reads as the sentence "X must be ..."; other messages keep the colon.
+        joiner = " " if re.match(r"(must|cannot|is|are)\b", message) else ": "
+        return ": ".join(where) + joiner + message
+
+    def _dimension_name(self, index: int) -> str:
+        rubric = self.cleaned_data.get("rubric") or []
+        dimension = rubric[index] if index < len(rubric) else None
+        key = dimension.get("key") if isinstance(dimension, dict) else None
+        return key.strip() if isinstance(key, str) and key.strip() else f"dimension {index + 1}"
+
+
+class ContenderForm(LabelledForm):
     name = forms.CharField(max_length=100)
     provider = forms.ChoiceField(choices=PROVIDER_CHOICES)
     model = forms.CharField(
@@ -66,6 +134,7 @@ class ContenderForm(forms.Form):
     base_url = forms.CharField(
         max_length=200,
         required=False,
+        label="Base URL",
         help_text="e.g. http://127.0.0.1:8001/v1 (empty = the provider's default)",
     )
     api_key_env = forms.CharField(
@@ -112,9 +181,9 @@ class ContenderForm(forms.Form):
         super().__init__(*args, **kwargs)
 
     def clean_params(self):
-        value = _structured(self.cleaned_data.get("params", ""), "params")
+        value = _structured(self.cleaned_data.get("params", ""), "Params")
         if value is not None and not isinstance(value, dict):
-            raise forms.ValidationError("params must be an object")
+            raise forms.ValidationError("Params must be an object")
         return value or {}
 
     def clean(self):
@@ -140,18 +209,18 @@ class ContenderForm(forms.Form):
             raw[price] = float(data[price]) if data.get(price) is not None else None
         errors: list[str] = []
         spec = contender_validate(raw, "contender", errors)
-        add_definition_errors(self, errors, prefix="contender.", skip=failed)
+        self.add_definition_errors(errors, prefix="contender.", skip=failed)
         if "name" not in failed:
             existing = Contender.objects.filter(name=data["name"])
             if self.instance is not None:
                 existing = existing.exclude(pk=self.instance.pk)
             if existing.exists():
-                self.add_error("name", "a contender with this name exists")
+                self.add_error("name", f"Name: a contender {data['name']!r} already exists")
         self.spec = spec
         return data
 
 
-class CampaignForm(forms.Form):
+class CampaignForm(LabelledForm):
     slug = forms.SlugField(max_length=100, help_text="short id used in URLs and commands")
     name = forms.CharField(
         max_length=200, required=False, help_text="shown on pages; empty = the slug"
@@ -226,15 +295,15 @@ class CampaignForm(forms.Form):
     )
 
     def clean_rubric(self):
-        value = _structured(self.cleaned_data.get("rubric", ""), "rubric")
+        value = _structured(self.cleaned_data.get("rubric", ""), "Rubric")
         if value is not None and not isinstance(value, list):
-            raise forms.ValidationError("the rubric must be a list of dimensions")
+            raise forms.ValidationError("Rubric must be a list of dimensions")
         return value or []
 
     def clean_weights(self):
-        value = _structured(self.cleaned_data.get("weights", ""), "weights")
+        value = _structured(self.cleaned_data.get("weights", ""), "Weights")
         if value is not None and not isinstance(value, dict):
-            raise forms.ValidationError("weights must be an object")
+            raise forms.ValidationError("Weights must be an object")
         return value or {}
 
     def clean(self):
@@ -271,38 +340,6 @@ class CampaignForm(forms.Form):
             "flags_dispute": d.get("flags_dispute", False),
             "instructions": d.get("instructions"),
         }
-
-    def add_definition_errors(self, errors: list[str], *, skip: set[str] = frozenset()) -> None:
-        for error in errors:
-            field = _field_of(error, self.fields)
-            if field in skip:
-                continue
-            self.add_error(field, self._in_labels(error, field) if field else error)
-
-    def _in_labels(self, error: str, field: str) -> str:
-        """A definition error in the form's labels: `rubric[0].max: must be greater than min`
-        -> "Rubric: accuracy: max must be greater than min"."""
-        path, message = error.split(": ", 1) if ": " in error else (field, error)
-        where = [str(self[field].label)]
-        rest = path[len(field) :]
-        index = re.match(r"\[(\d+)\]\.?", rest)
-        if field == "rubric" and index:
-            where.append(self._dimension_name(int(index[1])))
-            rest = rest[index.end() :]
-        if rest := rest.lstrip("."):
-            where.append(rest)
-        for name in self.fields:
-            if "_" in name:  # one-word keys (mode, slug) read as English already
-                message = re.sub(rf"\b{name}\b", str(self[name].label), message)
-        # "X: must be ..." reads as the sentence "X must be ..."; other messages keep the colon.
-        joiner = " " if re.match(r"(must|cannot|is|are)\b", message) else ": "
-        return ": ".join(where) + joiner + message
-
-    def _dimension_name(self, index: int) -> str:
-        rubric = self.cleaned_data.get("rubric") or []
-        dimension = rubric[index] if index < len(rubric) else None
-        key = dimension.get("key") if isinstance(dimension, dict) else None
-        return key.strip() if isinstance(key, str) and key.strip() else f"dimension {index + 1}"
 
 
 class InstructionsForm(forms.Form):
