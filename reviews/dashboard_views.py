@@ -17,7 +17,13 @@ from evalsite.text import counted
 from tasks.models import Campaign
 
 from .dashboards import PAGE_TITLES, PAGES, campaign_report_cached, dashboard_page
-from .records import FORMATS, RecordImportError, max_import_bytes, reviews_import
+from .records import (
+    FORMATS,
+    RecordImportError,
+    max_import_bytes,
+    reviews_import,
+    too_big_problem,
+)
 from .records_api import export_response
 
 
@@ -31,7 +37,18 @@ def _context(request: HttpRequest, campaign: Campaign, page: str) -> dict:
         "page_title": PAGE_TITLES[page],
         "pages": PAGES,
         "can_unblind": has_role(request.user, LEAD),
+        **(_import_limit() if page == "overview" else {}),
         **data,
+    }
+
+
+def _import_limit() -> dict:
+    """For the overview's import form: the browser refuses a file over the limit when it is
+    chosen, in the server's words, instead of sending it all to be refused unread."""
+    problem = too_big_problem()
+    return {
+        "import_max_bytes": max_import_bytes(),
+        "import_too_big": f"{problem[:1].upper()}{problem[1:]}.",
     }
 
 
@@ -88,7 +105,7 @@ def campaign_reviews_upload(request: HttpRequest, slug: str) -> HttpResponse:
     if upload is None:
         errors = ["choose a JSONL or CSV file of review records"]
     elif upload.size > max_import_bytes():
-        errors = [f"the file is larger than {max_import_bytes():,} bytes"]
+        errors = [too_big_problem()]
     else:
         try:
             summary = reviews_import(campaign=campaign, data=upload.read(), filename=upload.name)
@@ -112,6 +129,7 @@ def campaign_reviews_upload(request: HttpRequest, slug: str) -> HttpResponse:
                 "campaign": campaign,
                 "import_errors": errors,
                 "upload_name": getattr(upload, "name", ""),
+                **_import_limit(),
             },
         )
     context = _context(request, campaign, "overview")

@@ -79,6 +79,12 @@ def max_import_bytes() -> int:
     return settings.REVIEWS_IMPORT_MAX_BYTES
 
 
+def too_big_problem() -> str:
+    """What a file over the limit is told: by the import, the dashboard form and, before the
+    upload, the browser."""
+    return f"the file is larger than {max_import_bytes():,} bytes (REVIEWS_IMPORT_MAX_BYTES)"
+
+
 def labels(n: int) -> list[str]:
     """A, B, ..., Z, AA, AB, ... (more than 26 candidates is unusual but not an error)."""
     out = []
@@ -831,16 +837,7 @@ def reviews_import(
 ) -> ImportSummary:
     """Parse, check and store review records; all or nothing. Raises RecordImportError."""
     if len(data) > max_import_bytes():
-        raise RecordImportError(
-            [
-                RecordError(
-                    0,
-                    "(file)",
-                    f"the file is larger than {max_import_bytes():,} bytes "
-                    "(REVIEWS_IMPORT_MAX_BYTES)",
-                )
-            ]
-        )
+        raise RecordImportError([RecordError(0, "(file)", too_big_problem())])
     fmt = fmt or detect_format(filename, data)
     if fmt not in FORMATS:
         raise RecordImportError(

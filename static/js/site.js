@@ -264,7 +264,8 @@ document.addEventListener("submit", (event) => {
 });
 
 // A file over the server's limit is refused here, before a long upload the server would refuse
-// unread (it then cannot give back the other fields either): input[type=file][data-max-bytes].
+// unread (it then cannot give back the other fields either): input[type=file][data-max-bytes],
+// with data-too-big for the server's own wording where it has one.
 document.addEventListener("change", (event) => {
   const input = event.target;
   if (!input.matches?.("input[type=file][data-max-bytes]")) return;
@@ -273,8 +274,7 @@ document.addEventListener("change", (event) => {
   // Worded as the server words sizes (intake._size).
   const bytes = `${(file?.size || 0).toLocaleString("en")} bytes`;
   const size = file?.size >= 1024 * 1024 ? `${(file.size / (1024 * 1024)).toFixed(1)} MiB (${bytes})` : bytes;
-  input.setCustomValidity(
-    tooBig ? `This file is ${size}; the limit is ${input.dataset.maxSize}. Choose a smaller file.` : ""
-  );
+  const problem = input.dataset.tooBig || `This file is ${size}; the limit is ${input.dataset.maxSize}.`;
+  input.setCustomValidity(tooBig ? `${problem} Choose a smaller file.` : "");
   if (tooBig) input.reportValidity();
 });

@@ -63,3 +63,56 @@ def test_a_lead_opens_the_leaderboard_and_the_dashboards(browser_page):
     assert f"a={SECRET_NAMES[0]}" in page.url  # htmx pushed the choice into the address bar
     page.screenshot(path=str(ARTIFACTS / "dashboard-head-to-head.png"), full_page=True)
     assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_record_file_over_the_limit_is_refused_before_it_is_sent(
+    browser_page, settings, tmp_path
+):
+    from reviews.models import Review
+    from tests.reviews.test_records import rec
+
+    personas()
+    campaign = make_campaign()
+    good = jsonl(*sample_records())
+    settings.REVIEWS_IMPORT_MAX_BYTES = len(good)
+    big, small, bad = tmp_path / "big.jsonl", tmp_path / "records.jsonl", tmp_path / "bad.jsonl"
+    big.write_bytes(good + b"\n")
+    small.write_bytes(good)
+    bad.write_bytes(jsonl(rec(task="T-99")))
+    page = browser_page
+    browser_login(page, "lead", PASSWORD)
+    page.goto(f"/campaigns/{campaign.slug}/dashboard/")
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/import") else None)
+    refused = (
+        f"The file is larger than {len(good):,} bytes (REVIEWS_IMPORT_MAX_BYTES). "
+        "Choose a smaller file."
+    )
+    file_input = "#import-form input[name=file]"
+
+    def message() -> str:
+        return page.eval_on_selector(file_input, "el => el.validationMessage")
+
+    page.set_input_files(file_input, str(big))
+    assert message() == refused
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_timeout(300)
+    assert sent == [] and page.locator(".import-errors").count() == 0  # not sent
+    # The form htmx swaps in after the server's refusal checks the size too.
+    page.set_input_files(file_input, str(bad))
+    assert message() == ""
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Nothing was imported from bad.jsonl").wait_for()
+    page.set_input_files(file_input, str(big))
+    assert message() == refused
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_timeout(300)
+    assert len(sent) == 1 and page.get_by_text("Nothing was imported from bad.jsonl").count() == 1
+    page.set_input_files(file_input, str(small))
+    assert message() == ""
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 8 reviews").wait_for()
+    assert Review.objects.count() == 8
+    assert page.js_errors == []
