@@ -37,7 +37,7 @@ from . import providers
 from .checks import run_checks
 from .models import Campaign, Contender, Generation, Provider
 from .providers.base import cost_of
-from .providers.imported import ImportErrors, parse_outputs_collect
+from .providers.imported import ImportErrors, capped, parse_outputs_collect
 
 log = logging.getLogger(__name__)
 S = Generation.Status
@@ -633,7 +633,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
 
     rows, errors = parse_outputs_collect(raw, check=check)
     if errors:
-        raise ImportErrors(errors)
+        raise ImportErrors(*capped(errors))
     now = timezone.now()
     stored = unchanged = 0
     touched = set()

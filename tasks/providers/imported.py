@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from evalsite.text import more_problems
 from evalsite.uploads import decode_utf8, strict_json
 
 from .base import PermanentError
@@ -52,9 +53,19 @@ class ImportedOutput:
 
 
 class ImportErrors(Exception):
-    def __init__(self, errors: list[str]):
+    """`errors` as shown (capped, ending in "... and N more problems"); `count` counts all."""
+
+    def __init__(self, errors: list[str], count: int | None = None):
         super().__init__("; ".join(errors))
         self.errors = errors
+        self.count = len(errors) if count is None else count
+
+
+def capped(errors: list[str]) -> tuple[list[str], int]:
+    """(the first MAX_ERRORS problems and how many more there are, the count of all)."""
+    if len(errors) <= MAX_ERRORS:
+        return errors, len(errors)
+    return [*errors[:MAX_ERRORS], more_problems(len(errors) - MAX_ERRORS)], len(errors)
 
 
 def generate(contender, messages):
@@ -65,7 +76,7 @@ def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[Imp
     """Parse the whole file or raise ImportErrors listing every problem (up to a cap)."""
     rows, errors = parse_outputs_collect(raw, max_bytes=max_bytes)
     if errors:
-        raise ImportErrors(errors)
+        raise ImportErrors(*capped(errors))
     return rows
 
 
@@ -75,7 +86,8 @@ def parse_outputs_collect(
     max_bytes: int = 100 * 1024 * 1024,
     check: Callable[[int, dict], list[str]] | None = None,
 ):
-    """(rows, errors): the valid rows and every problem found, in line order, up to a cap.
+    """(rows, errors): the valid rows and every problem found, in line order (`capped` cuts
+    the list to show).
 
     `check(line, fields)` adds a caller's own problems for a line (e.g. against a campaign)
     even when the line has field errors: `fields` holds only the task_id, sample, output and
@@ -92,8 +104,6 @@ def parse_outputs_collect(
     seen: dict[tuple[str, int], int] = {}
     # Split on \n only: str.splitlines() would also split on U+2028 inside a JSON string.
     for number, line in enumerate(text.split("\n"), start=1):
-        if len(errors) > MAX_ERRORS:
-            break
         if not line.strip():
             continue
         try:
@@ -180,8 +190,6 @@ def parse_outputs_collect(
                 **values,
             )
         )
-    if len(errors) > MAX_ERRORS:
-        errors[MAX_ERRORS:] = [f"... stopped after {MAX_ERRORS} errors"]
     if not rows and not errors:
         errors.append("line 1, field (file): the file holds no outputs")
     return rows, errors

@@ -416,7 +416,7 @@ class CommandTests(TestCase):
             "line 1, field output: T-1 sample 0 already has a different output",
         ]
 
-        # The cap counts every kind of problem, in line order, then says it stopped.
+        # The cap counts every kind of problem, in line order, then says how many more.
         capped = problems(*({"task_id": f"X-{i}", "output": 0} for i in range(40)))
         assert len(capped) == MAX_ERRORS + 1
         assert capped[:2] == [
@@ -425,7 +425,7 @@ class CommandTests(TestCase):
         ]
         assert capped[-2:] == [
             "line 25, field task_id: no task 'X-24' in support-v3 v1",
-            f"... stopped after {MAX_ERRORS} errors",
+            f"... and {80 - MAX_ERRORS} more problems",
         ]
 
 

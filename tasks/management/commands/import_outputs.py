@@ -31,7 +31,7 @@ class Command(BaseCommand):
             result = outputs_import(campaign=campaign, contender_name=options["contender"], raw=raw)
         except ImportErrors as exc:
             raise CommandError(
-                f"{path}: nothing imported, {counted(len(exc.errors), 'problem')}:\n"
+                f"{path}: nothing imported, {counted(exc.count, 'problem')}:\n"
                 + "\n".join(f"  {e}" for e in exc.errors)
             ) from None
         self.stdout.write(
