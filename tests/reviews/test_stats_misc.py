@@ -180,6 +180,30 @@ def test_cost_from_tokens_when_not_stored():
     assert costs.answer_costs(gens).tolist() == pytest.approx([0.15 + 0.30, 0.5])
 
 
+def test_an_answer_without_token_counts_has_an_unknown_cost_not_zero():
+    # The provider reported no usage: the cost is unknown (as generation stores it), so the
+    # contender is not "free" and not the cheapest; its cost per task comes from the others.
+    gens = pd.DataFrame(
+        {
+            "contender": "x",
+            "task": [1, 1, 2],
+            "cost": [np.nan, np.nan, np.nan],
+            "input_tokens": [np.nan, 1_000_000, np.nan],
+            "output_tokens": [np.nan, np.nan, np.nan],
+            "price_in": 2.0,
+            "price_out": 8.0,
+            "latency_ms": 100.0,
+            "ttft_ms": np.nan,
+        }
+    )
+    answer = costs.answer_costs(gens)
+    assert np.isnan(answer[0]) and answer[1] == pytest.approx(2.0) and np.isnan(answer[2])
+    assert costs.cost_latency(gens.assign(answer_cost=answer))["x"]["cost_per_task"] == 2.0
+    unknown = gens.assign(input_tokens=np.nan)
+    result = costs.cost_latency(unknown.assign(answer_cost=costs.answer_costs(unknown)))
+    assert result["x"]["cost_per_task"] is None
+
+
 def test_latency_percentiles():
     gens = pd.DataFrame(
         {
