@@ -157,6 +157,31 @@ def test_an_interval_never_runs_past_what_the_quantity_can_be():
     assert 0 <= weighted["x"]["ci95"][0] <= weighted["x"]["ci95"][1] <= 1
 
 
+def test_weighted_quality_interval_is_a_t_interval_over_tasks():
+    # One category, five tasks: the leaderboard's quality interval is the same t interval as
+    # the category's own (t(0.975, 4) = 2.776), not a normal one (1.96) that claims more
+    # precision than five tasks give.
+    values = [0.2, 0.5, 0.6, 0.9, 0.4]
+    outq = pd.DataFrame(
+        [("x", task, "a", q) for task, q in enumerate(values)],
+        columns=["contender", "task", "category", "quality"],
+    )
+    weighted = quality.weighted_quality(outq, {})["x"]
+    mean, ci = quality.mean_ci(values, (0, 1))
+    assert weighted["quality"] == pytest.approx(mean)
+    assert weighted["ci95"] == pytest.approx(ci)
+    half = 2.7764451051977987 * np.std(values, ddof=1) / math.sqrt(5)
+    assert weighted["ci95"] == pytest.approx([0.52 - half, 0.52 + half])
+    # two categories of two tasks each: pooled df = 4 - 2 = 2 (t = 4.303)
+    two = pd.DataFrame(
+        [("x", 1, "a", 0.2), ("x", 2, "a", 0.4), ("x", 3, "b", 0.6), ("x", 4, "b", 1.0)],
+        columns=["contender", "task", "category", "quality"],
+    )
+    result = quality.weighted_quality(two, {})["x"]
+    se = math.sqrt(0.25 * 0.02 / 2 + 0.25 * 0.08 / 2)
+    assert result["ci95"] == pytest.approx([max(0.55 - 4.302652729911275 * se, 0), 1.0])
+
+
 def test_costs_normalize_to_the_cheapest_and_weigh_the_decision():
     norm, reason = costs.normalized_costs({"x": 0.002, "y": 0.001, "z": None})
     assert norm == {"x": 2.0, "y": 1.0, "z": None} and reason is None
