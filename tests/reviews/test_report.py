@@ -558,3 +558,45 @@ class UncomparedContenderTests(TestCase):
         assert rating["components"] == [["g-a", "g-b"], ["g-c", "g-d"]]
         assert "disconnected" in rating["reason"]
         assert [u["contender"] for u in rating["unrated"]] == ["g-none"]
+
+
+class AgreementLevelTests(TestCase):
+    """STATS.md's two-reviewer reference through the whole report: each dimension's alpha is
+    computed at the rubric's level of measurement (the package default, interval, is never
+    used silently)."""
+
+    def test_each_dimension_gets_the_alpha_of_its_level(self):
+        r1 = [5, 4, 4, 3, 2, 5, 1, 3, 4, 2]
+        r2 = [4, 4, 5, 3, 2, 5, 2, 3, 3, 2]
+        levels = {"acc": "ordinal", "comp": "interval", "tone": "nominal", "plain": None}
+        rubric = [
+            {"key": key, "min": 1, "max": 5, "max_gap": 4} | ({"level": lv} if lv else {})
+            for key, lv in levels.items()
+        ]
+        users = personas()
+        campaign = CampaignFactory(
+            slug="levels",
+            rubric=rubric,
+            contenders=[ContenderFactory(name="lv-x"), ContenderFactory(name="lv-y")],
+        )
+        for n in range(5):
+            item = ReviewItemFactory(campaign=campaign)
+            outputs = list(item.outputs.order_by("pk"))
+            for reviewer, values in ((users["reviewer_a"], r1), (users["reviewer_b"], r2)):
+                review_create(
+                    item,
+                    reviewer,
+                    scores={
+                        o: dict.fromkeys(levels, float(values[2 * n + i]))
+                        for i, o in enumerate(outputs)
+                    },
+                )
+        agreement = campaign_report(campaign=campaign, n_boot=50)["agreement"]
+        expected = {"acc": 0.888, "comp": 0.865, "tone": 0.506, "plain": 0.888}
+        for key, alpha in expected.items():
+            assert agreement[key]["alpha"] == pytest.approx(alpha, abs=5e-4), key
+            assert agreement[key]["level"] == (levels[key] or "ordinal")
+            assert agreement[key]["exact"] == pytest.approx(0.6)
+            assert agreement[key]["n_units"] == 10
+        assert agreement["acc"]["band"] == "reliable"
+        assert agreement["tone"]["band"] == "unreliable"

@@ -67,6 +67,15 @@ def test_wilson_matches_newcombes_example():
     assert lo == 0.0 and hi == pytest.approx(0.2775, abs=5e-5)  # Newcombe's 0/10 example
 
 
+def test_a_win_rate_near_half_is_known_to_about_ten_points_with_100_items():
+    # STATS.md "Small test sets": with 100 items about +-9.8 points (95%), with 300 +-5.7 (the
+    # normal approximation; Wilson's interval is a little narrower at 50%: 9.6 and 5.6).
+    for wins, n, half in ((50, 100, 0.098), (150, 300, 0.057)):
+        lo, hi = bias.wilson(wins, n)
+        assert (lo + hi) / 2 == pytest.approx(0.5)
+        assert (hi - lo) / 2 == pytest.approx(half, abs=0.0025)
+
+
 def test_position_bias_reports_the_rate_against_chance():
     result = bias.position_bias([True] * 81 + [False] * 182, [2] * 263, source="preferences")
     assert result["first_position_win_rate"] == pytest.approx(81 / 263)
