@@ -401,6 +401,25 @@ class TinyDataTests(TestCase):
                 row["quality"] / row["normalized_cost"], abs=1e-9
             ), row["contender"]
 
+    def test_a_contender_without_usage_data_has_no_cost_and_is_not_the_cheapest(self):
+        campaign = build_campaign(slug="no-usage", plan=PLAN[:2], users=self.users)
+        # model-weak's provider reported no token counts: its cost is unknown, not 0
+        Generation.objects.filter(campaign=campaign, contender__name="model-weak").update(
+            input_tokens=None, output_tokens=None, cost=None
+        )
+        report = campaign_report(campaign=campaign, n_boot=20)
+        board = {row["contender"]: row for row in report["leaderboard"]}
+        assert board["model-weak"]["cost_per_task"] is None
+        assert board["model-weak"]["normalized_cost"] is None
+        assert board["model-weak"]["decision_score"] is None
+        # the cheapest known cost is mid's: 0.001 + 0.0025
+        assert board["model-mid"]["normalized_cost"] == 1.0
+        assert board["model-strong"]["normalized_cost"] == pytest.approx(3.0)
+        assert board["model-strong"]["decision_score"] == pytest.approx(
+            board["model-strong"]["quality"] / 3.0
+        )
+        assert not any(w.startswith("cost:") for w in report["warnings"])
+
     def test_head_to_head_lists_every_regression(self):
         campaign = build_campaign(slug="h2h", plan=PLAN, users=self.users)
         result = campaign_head_to_head(campaign=campaign, a="model-mid", b="model-weak")
