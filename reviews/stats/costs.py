@@ -12,12 +12,16 @@ import pandas as pd
 
 
 def answer_costs(gens: pd.DataFrame) -> pd.Series:
-    """Columns cost, input_tokens, output_tokens, price_in, price_out (per million tokens)."""
+    """Columns cost, input_tokens, output_tokens, price_in, price_out (per million tokens).
+
+    An answer whose provider reported no token counts (and no cost) has an unknown cost, NaN,
+    not a cost of 0: as in ``tasks.providers.base.cost_of``."""
     computed = (
         gens["input_tokens"].fillna(0) * gens["price_in"]
         + gens["output_tokens"].fillna(0) * gens["price_out"]
     ) / 1e6
-    return gens["cost"].where(gens["cost"].notna(), computed)
+    unknown = gens["input_tokens"].isna() & gens["output_tokens"].isna()
+    return gens["cost"].where(gens["cost"].notna(), computed.mask(unknown))
 
 
 def _percentiles(values: pd.Series) -> dict | None:

@@ -92,11 +92,15 @@ def dimension_scores(final_scores: pd.DataFrame, rubric: list[dict]) -> dict:
 
 def weighted_quality(outq: pd.DataFrame, category_weights: dict[str, float]) -> dict:
     """{contender: {"quality", "ci95", "n_tasks"}}: category means weighted by the campaign's
-    category weights (1 where unnamed). The CI is the stratified normal interval, with the
-    contender's pooled within-category variance for categories of a single task."""
+    category weights (1 where unnamed). The CI is the stratified interval, with the contender's
+    pooled within-category variance for categories of a single task, and a t quantile with
+    n_tasks - n_categories degrees of freedom: with one category it is the plain t interval
+    over tasks (the one `summary_by` gives), not a narrower normal one."""
     out = {}
     if outq.empty:
         return out
+    from scipy.stats import t  # lazy: see bradley_terry.fit
+
     per_task = task_means(outq, "quality", ["contender", "category"])
     for contender, frame in per_task.groupby("contender", sort=True):
         cats = frame.groupby("category", sort=True)["quality"].agg(["mean", "var", "count"])
@@ -110,7 +114,7 @@ def weighted_quality(outq: pd.DataFrame, category_weights: dict[str, float]) -> 
         pooled = float((resid**2).sum() / dof) if dof > 0 else float("nan")
         var = cats["var"].where(cats["count"] >= 2, pooled).to_numpy()
         se = math.sqrt(float((weights**2 * var / cats["count"].to_numpy()).sum()))
-        half = 1.959963984540054 * se
-        ci = [max(quality - half, 0.0), min(quality + half, 1.0)] if np.isfinite(se) else None
+        half = float(t.ppf(0.975, dof)) * se if dof > 0 else math.nan
+        ci = [max(quality - half, 0.0), min(quality + half, 1.0)] if np.isfinite(half) else None
         out[contender] = {"quality": quality, "ci95": ci, "n_tasks": int(len(frame))}
     return out

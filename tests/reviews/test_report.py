@@ -401,6 +401,25 @@ class TinyDataTests(TestCase):
                 row["quality"] / row["normalized_cost"], abs=1e-9
             ), row["contender"]
 
+    def test_a_contender_without_usage_data_has_no_cost_and_is_not_the_cheapest(self):
+        campaign = build_campaign(slug="no-usage", plan=PLAN[:2], users=self.users)
+        # model-weak's provider reported no token counts: its cost is unknown, not 0
+        Generation.objects.filter(campaign=campaign, contender__name="model-weak").update(
+            input_tokens=None, output_tokens=None, cost=None
+        )
+        report = campaign_report(campaign=campaign, n_boot=20)
+        board = {row["contender"]: row for row in report["leaderboard"]}
+        assert board["model-weak"]["cost_per_task"] is None
+        assert board["model-weak"]["normalized_cost"] is None
+        assert board["model-weak"]["decision_score"] is None
+        # the cheapest known cost is mid's: 0.001 + 0.0025
+        assert board["model-mid"]["normalized_cost"] == 1.0
+        assert board["model-strong"]["normalized_cost"] == pytest.approx(3.0)
+        assert board["model-strong"]["decision_score"] == pytest.approx(
+            board["model-strong"]["quality"] / 3.0
+        )
+        assert not any(w.startswith("cost:") for w in report["warnings"])
+
     def test_head_to_head_lists_every_regression(self):
         campaign = build_campaign(slug="h2h", plan=PLAN, users=self.users)
         result = campaign_head_to_head(campaign=campaign, a="model-mid", b="model-weak")
@@ -558,3 +577,45 @@ class UncomparedContenderTests(TestCase):
         assert rating["components"] == [["g-a", "g-b"], ["g-c", "g-d"]]
         assert "disconnected" in rating["reason"]
         assert [u["contender"] for u in rating["unrated"]] == ["g-none"]
+
+
+class AgreementLevelTests(TestCase):
+    """STATS.md's two-reviewer reference through the whole report: each dimension's alpha is
+    computed at the rubric's level of measurement (the package default, interval, is never
+    used silently)."""
+
+    def test_each_dimension_gets_the_alpha_of_its_level(self):
+        r1 = [5, 4, 4, 3, 2, 5, 1, 3, 4, 2]
+        r2 = [4, 4, 5, 3, 2, 5, 2, 3, 3, 2]
+        levels = {"acc": "ordinal", "comp": "interval", "tone": "nominal", "plain": None}
+        rubric = [
+            {"key": key, "min": 1, "max": 5, "max_gap": 4} | ({"level": lv} if lv else {})
+            for key, lv in levels.items()
+        ]
+        users = personas()
+        campaign = CampaignFactory(
+            slug="levels",
+            rubric=rubric,
+            contenders=[ContenderFactory(name="lv-x"), ContenderFactory(name="lv-y")],
+        )
+        for n in range(5):
+            item = ReviewItemFactory(campaign=campaign)
+            outputs = list(item.outputs.order_by("pk"))
+            for reviewer, values in ((users["reviewer_a"], r1), (users["reviewer_b"], r2)):
+                review_create(
+                    item,
+                    reviewer,
+                    scores={
+                        o: dict.fromkeys(levels, float(values[2 * n + i]))
+                        for i, o in enumerate(outputs)
+                    },
+                )
+        agreement = campaign_report(campaign=campaign, n_boot=50)["agreement"]
+        expected = {"acc": 0.888, "comp": 0.865, "tone": 0.506, "plain": 0.888}
+        for key, alpha in expected.items():
+            assert agreement[key]["alpha"] == pytest.approx(alpha, abs=5e-4), key
+            assert agreement[key]["level"] == (levels[key] or "ordinal")
+            assert agreement[key]["exact"] == pytest.approx(0.6)
+            assert agreement[key]["n_units"] == 10
+        assert agreement["acc"]["band"] == "reliable"
+        assert agreement["tone"]["band"] == "unreliable"

@@ -1,5 +1,6 @@
 """Bradley-Terry on the Elo scale against the published values in STATS.md."""
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -195,3 +196,28 @@ def test_nobody_is_listed_unrated_when_there_are_no_battles_at_all():
     empty = pd.DataFrame(columns=["item", "a", "b", "score"])
     result = bradley_terry(empty, ["A", "B"])
     assert result["unrated"] == [] and result["reason"]
+
+
+def test_the_bootstrap_resamples_items_not_votes():
+    # STATS.md: the k reviews of an item are correlated, so items are resampled. Three identical
+    # votes per item carry no more information than one: the intervals stay as wide (up to
+    # Monte Carlo noise). Resampling votes would narrow them by about 1/sqrt(3), as the same
+    # votes filed as separate items do.
+    rng = np.random.default_rng(7)
+    rows = []
+    for item in range(40):
+        for a, b, p in (("A", "B", 0.65), ("B", "C", 0.6), ("A", "C", 0.75)):
+            u = rng.random()
+            rows.append((item, a, b, 1.0 if u < p else 0.0 if u > p + 0.1 else 0.5))
+    once = pd.DataFrame(rows, columns=["item", "a", "b", "score"])
+    thrice = pd.concat([once] * 3, ignore_index=True)
+    as_items = thrice.assign(item=range(len(thrice)))
+
+    def widths(data):
+        result = bradley_terry(data, ["A", "B", "C"], seed=1)
+        assert result["ridge"] is None
+        return np.array([hi - lo for lo, hi in result["ci95"].values()])
+
+    base = widths(once)
+    assert np.all((widths(thrice) / base > 0.85) & (widths(thrice) / base < 1.2))
+    assert np.all(widths(as_items) / base < 0.75)

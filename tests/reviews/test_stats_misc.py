@@ -67,6 +67,15 @@ def test_wilson_matches_newcombes_example():
     assert lo == 0.0 and hi == pytest.approx(0.2775, abs=5e-5)  # Newcombe's 0/10 example
 
 
+def test_a_win_rate_near_half_is_known_to_about_ten_points_with_100_items():
+    # STATS.md "Small test sets": with 100 items about +-9.8 points (95%), with 300 +-5.7 (the
+    # normal approximation; Wilson's interval is a little narrower at 50%: 9.6 and 5.6).
+    for wins, n, half in ((50, 100, 0.098), (150, 300, 0.057)):
+        lo, hi = bias.wilson(wins, n)
+        assert (lo + hi) / 2 == pytest.approx(0.5)
+        assert (hi - lo) / 2 == pytest.approx(half, abs=0.0025)
+
+
 def test_position_bias_reports_the_rate_against_chance():
     result = bias.position_bias([True] * 81 + [False] * 182, [2] * 263, source="preferences")
     assert result["first_position_win_rate"] == pytest.approx(81 / 263)
@@ -157,6 +166,31 @@ def test_an_interval_never_runs_past_what_the_quantity_can_be():
     assert 0 <= weighted["x"]["ci95"][0] <= weighted["x"]["ci95"][1] <= 1
 
 
+def test_weighted_quality_interval_is_a_t_interval_over_tasks():
+    # One category, five tasks: the leaderboard's quality interval is the same t interval as
+    # the category's own (t(0.975, 4) = 2.776), not a normal one (1.96) that claims more
+    # precision than five tasks give.
+    values = [0.2, 0.5, 0.6, 0.9, 0.4]
+    outq = pd.DataFrame(
+        [("x", task, "a", q) for task, q in enumerate(values)],
+        columns=["contender", "task", "category", "quality"],
+    )
+    weighted = quality.weighted_quality(outq, {})["x"]
+    mean, ci = quality.mean_ci(values, (0, 1))
+    assert weighted["quality"] == pytest.approx(mean)
+    assert weighted["ci95"] == pytest.approx(ci)
+    half = 2.7764451051977987 * np.std(values, ddof=1) / math.sqrt(5)
+    assert weighted["ci95"] == pytest.approx([0.52 - half, 0.52 + half])
+    # two categories of two tasks each: pooled df = 4 - 2 = 2 (t = 4.303)
+    two = pd.DataFrame(
+        [("x", 1, "a", 0.2), ("x", 2, "a", 0.4), ("x", 3, "b", 0.6), ("x", 4, "b", 1.0)],
+        columns=["contender", "task", "category", "quality"],
+    )
+    result = quality.weighted_quality(two, {})["x"]
+    se = math.sqrt(0.25 * 0.02 / 2 + 0.25 * 0.08 / 2)
+    assert result["ci95"] == pytest.approx([max(0.55 - 4.302652729911275 * se, 0), 1.0])
+
+
 def test_costs_normalize_to_the_cheapest_and_weigh_the_decision():
     norm, reason = costs.normalized_costs({"x": 0.002, "y": 0.001, "z": None})
     assert norm == {"x": 2.0, "y": 1.0, "z": None} and reason is None
@@ -178,6 +212,30 @@ def test_cost_from_tokens_when_not_stored():
         }
     )
     assert costs.answer_costs(gens).tolist() == pytest.approx([0.15 + 0.30, 0.5])
+
+
+def test_an_answer_without_token_counts_has_an_unknown_cost_not_zero():
+    # The provider reported no usage: the cost is unknown (as generation stores it), so the
+    # contender is not "free" and not the cheapest; its cost per task comes from the others.
+    gens = pd.DataFrame(
+        {
+            "contender": "x",
+            "task": [1, 1, 2],
+            "cost": [np.nan, np.nan, np.nan],
+            "input_tokens": [np.nan, 1_000_000, np.nan],
+            "output_tokens": [np.nan, np.nan, np.nan],
+            "price_in": 2.0,
+            "price_out": 8.0,
+            "latency_ms": 100.0,
+            "ttft_ms": np.nan,
+        }
+    )
+    answer = costs.answer_costs(gens)
+    assert np.isnan(answer[0]) and answer[1] == pytest.approx(2.0) and np.isnan(answer[2])
+    assert costs.cost_latency(gens.assign(answer_cost=answer))["x"]["cost_per_task"] == 2.0
+    unknown = gens.assign(input_tokens=np.nan)
+    result = costs.cost_latency(unknown.assign(answer_cost=costs.answer_costs(unknown)))
+    assert result["x"]["cost_per_task"] is None
 
 
 def test_latency_percentiles():
