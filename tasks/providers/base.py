@@ -9,6 +9,7 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,9 @@ from django.conf import settings
 # Statuses that will not change on a retry. A 429 is retryable unless the quota is exhausted.
 PERMANENT_STATUSES = {400, 401, 403, 404, 405, 413, 422}
 RETRYABLE_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+# SSE lines end with CRLF, LF or CR, and only those: U+2028, U+0085, form feed ... may stand
+# raw inside a JSON string (servers that do not escape them: vLLM, llama.cpp).
+_EOL = re.compile(r"\r\n|\r|\n")
 
 
 class ProviderError(Exception):
@@ -152,13 +156,27 @@ def http_client() -> httpx.Client:
     return client
 
 
+def iter_lines(response: httpx.Response) -> Iterator[str]:
+    """The lines of an event stream (httpx's iter_lines splits like str.splitlines())."""
+    buffer = ""
+    for text in response.iter_text():
+        buffer += text
+        # A CR at the end may be the first half of a CRLF: keep it for the next chunk.
+        held = "\r" if buffer.endswith("\r") else ""
+        *lines, buffer = _EOL.split(buffer[: len(buffer) - len(held)])
+        buffer += held
+        yield from lines
+    if buffer:
+        yield from _EOL.split(buffer)
+
+
 def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
     """(event, data) pairs from a server-sent-events stream."""
     event, data_lines = "", []
     # The read timeout bounds silence; this bounds a stream that trickles forever (the threads
     # pool enforces no task time limit, and the claim's lease must outlive the call).
     deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
-    for line in response.iter_lines():
+    for line in iter_lines(response):
         if time.monotonic() > deadline:
             raise RetryableError("the stream exceeded the total time limit")
         if line == "":

@@ -112,6 +112,14 @@ class OpenAITests(SimpleTestCase):
         with pytest.raises(RetryableError, match="malformed"):
             providers.generate(contender(self.fake, model="mal"), MESSAGES)
 
+    def test_it_keeps_line_separators_that_stand_raw_inside_a_chunk(self):
+        # A stream line ends at CR or LF only; str.splitlines() would cut these JSON strings.
+        prompt = "One\u2028two\u2029three\x85four\x0cfive\x1csix"
+        result = providers.generate(
+            contender(self.fake, model="seps"), [{"role": "user", "content": prompt}]
+        )
+        assert result.text == f"seps answers: {prompt}"
+
     def test_it_treats_a_refused_connection_as_retryable(self):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -150,6 +158,12 @@ class AnthropicTests(SimpleTestCase):
         assert call["body"]["system"] == "Be brief." and "seed" not in call["body"]
         assert call["body"]["max_tokens"] == 64
 
+    def test_it_keeps_line_separators_that_stand_raw_inside_an_event(self):
+        prompt = "One\u2028two\x85three"
+        c = contender(self.fake, provider="anthropic", model="aseps")
+        result = providers.generate(c, [{"role": "user", "content": prompt}])
+        assert result.text == f"aseps answers: {prompt}"
+
     def test_it_retries_overloaded_529(self):
         self.fake.script("over", "529")
         with pytest.raises(RetryableError, match="overloaded"):
@@ -167,3 +181,13 @@ class AnthropicTests(SimpleTestCase):
             providers.generate(c, MESSAGES)
         with pytest.raises(RetryableError, match="timeout"):
             providers.generate(c, MESSAGES)
+
+
+def test_event_stream_lines_end_at_cr_lf_or_crlf_only_even_across_chunks():
+    import httpx
+
+    from tasks.providers.base import iter_sse
+
+    chunks = [b"data: a\r", b"\ndata: b\xe2\x80\xa8c\r\n\r", b"\nevent: x\rdata: d\n\n", b"data: e"]
+    response = httpx.Response(200, content=iter(chunks))
+    assert list(iter_sse(response)) == [("", "a\nb\u2028c"), ("x", "d"), ("", "e")]
