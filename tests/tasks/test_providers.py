@@ -120,6 +120,18 @@ class OpenAITests(SimpleTestCase):
         )
         assert result.text == f"seps answers: {prompt}"
 
+    def test_it_refuses_an_answer_past_the_size_cap(self):
+        # A runaway endpoint must not fill the worker's memory and the row (nor make the
+        # checks overrun the task's time limit, which left the row running until its lease
+        # lapsed, once per attempt).
+        from tasks.providers import base
+
+        prompt = "x" * base.MAX_OUTPUT_CHARS
+        with pytest.raises(RetryableError, match="answer is longer than 1,000,000 characters"):
+            providers.generate(
+                contender(self.fake, model="huge"), [{"role": "user", "content": prompt}]
+            )
+
     def test_it_treats_a_refused_connection_as_retryable(self):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -164,6 +176,16 @@ class AnthropicTests(SimpleTestCase):
         result = providers.generate(c, [{"role": "user", "content": prompt}])
         assert result.text == f"aseps answers: {prompt}"
 
+    def test_it_refuses_an_answer_past_the_size_cap(self):
+        from tasks.providers import base
+
+        c = contender(self.fake, provider="anthropic", model="ahuge")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(base, "MAX_OUTPUT_CHARS", 100)
+            assert providers.generate(c, [{"role": "user", "content": "y" * 70}]).text
+            with pytest.raises(RetryableError, match="longer than 100 characters: not stored"):
+                providers.generate(c, [{"role": "user", "content": "y" * 90}])
+
     def test_it_retries_overloaded_529(self):
         self.fake.script("over", "529")
         with pytest.raises(RetryableError, match="overloaded"):
@@ -191,3 +213,14 @@ def test_event_stream_lines_end_at_cr_lf_or_crlf_only_even_across_chunks():
     chunks = [b"data: a\r", b"\ndata: b\xe2\x80\xa8c\r\n\r", b"\nevent: x\rdata: d\n\n", b"data: e"]
     response = httpx.Response(200, content=iter(chunks))
     assert list(iter_sse(response)) == [("", "a\nb\u2028c"), ("x", "d"), ("", "e")]
+
+
+def test_a_stream_line_that_never_ends_is_refused(monkeypatch):
+    import httpx
+
+    from tasks.providers import base
+
+    monkeypatch.setattr(base, "MAX_BODY_BYTES", 1000)
+    response = httpx.Response(200, content=iter([b"data: " + b"y" * 600] * 3))
+    with pytest.raises(RetryableError, match="stream line is longer than 1,000 characters"):
+        list(base.iter_sse(response))
