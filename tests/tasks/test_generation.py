@@ -259,6 +259,28 @@ class ServiceTests(TestCase):
         assert outcome is None and claimed.pk == rows[1].pk
         assert Generation.objects.get(pk=rows[0].pk).discarded_calls == 1
 
+    def test_generate_wait_counts_rows_cancelled_while_it_waits(self):
+        from io import StringIO
+        from types import SimpleNamespace
+
+        from django.core.management import CommandError, call_command
+
+        from tasks.management.commands import generate
+
+        campaign = make_campaign(self.fake, tasks=2)
+
+        def cancel(seconds):  # someone cancels while the command waits
+            generation_cancel(campaign=campaign)
+
+        out = StringIO()
+        with (
+            pytest.MonkeyPatch.context() as mp,
+            pytest.raises(CommandError, match="4 generations cancelled"),
+        ):
+            mp.setattr(generate, "time", SimpleNamespace(monotonic=time.monotonic, sleep=cancel))
+            call_command("generate", "gen", "--wait", stdout=out)
+        assert "] 4/4  done 0  failed 0  cancelled 4  running 0  queued 0" in out.getvalue()
+
     def test_cancel_with_nothing_queued_leaves_a_campaign_in_review_open(self):
         campaign = make_campaign(self.fake, tasks=2)
         assert generation_cancel(campaign=campaign) == 0  # never queued: not touched
