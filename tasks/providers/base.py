@@ -212,8 +212,13 @@ def iter_lines(response: httpx.Response) -> Iterator[str]:
 
 
 def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs from a server-sent-events stream."""
+    """(event, data) pairs from a server-sent-events stream.
+
+    A 200 that holds no event at all (an HTML page from a wrong base_url, an empty body) is
+    named for what it is rather than as a stream that ended early.
+    """
     event, data_lines = "", []
+    seen, first_line = False, ""
     # The read timeout bounds silence; this bounds a stream that trickles forever (the threads
     # pool enforces no task time limit, and the claim's lease must outlive the call).
     deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
@@ -222,9 +227,11 @@ def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
             raise RetryableError("the stream exceeded the total time limit")
         if line == "":
             if data_lines:
+                seen = True
                 yield event, "\n".join(data_lines)
             event, data_lines = "", []
             continue
+        first_line = first_line or line.strip()
         if line.startswith(":"):
             continue
         field, _, value = line.partition(":")
@@ -235,6 +242,13 @@ def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
             data_lines.append(value)
     if data_lines:
         yield event, "\n".join(data_lines)
+    elif not seen:
+        kind = response.headers.get("content-type") or "no content type"
+        begins = f"it begins {first_line[:120]!r}" if first_line else "it is empty"
+        raise RetryableError(
+            f"the provider's answer holds no stream events ({kind}; {begins}): "
+            "is base_url the API's address (often ending in /v1)?"
+        )
 
 
 def load_json(raw: str, what: str) -> dict:

@@ -224,3 +224,17 @@ def test_a_stream_line_that_never_ends_is_refused(monkeypatch):
     response = httpx.Response(200, content=iter([b"data: " + b"y" * 600] * 3))
     with pytest.raises(RetryableError, match="stream line is longer than 1,000 characters"):
         list(base.iter_sse(response))
+
+
+def test_a_200_page_that_is_not_an_event_stream_is_named_for_what_it_is():
+    import httpx
+
+    from tasks.providers.base import iter_sse
+
+    page = httpx.Response(
+        200, headers={"content-type": "text/html"}, content=b"<!doctype html>\n<title>Chat</title>"
+    )
+    with pytest.raises(RetryableError, match=r"no stream events \(text/html; it begins '<!doctype"):
+        list(iter_sse(page))
+    with pytest.raises(RetryableError, match=r"no stream events .*it is empty\): is base_url"):
+        list(iter_sse(httpx.Response(200, content=b"")))
