@@ -218,22 +218,27 @@ def campaign_items_summary(*, campaign: Campaign) -> dict:
         .order_by()
     )
     waiting = counts.get(ReviewItem.State.WAITING, 0)
-    # Waiting on a generation that failed for good: no worker will finish it (Retry failed).
-    blocked = (
-        ReviewItem.objects.filter(
-            campaign=campaign,
-            state=ReviewItem.State.WAITING,
-            outputs__generation__status=Generation.Status.FAILED,
+
+    def waiting_on(status: str) -> int:
+        if not waiting:
+            return 0
+        return (
+            ReviewItem.objects.filter(
+                campaign=campaign,
+                state=ReviewItem.State.WAITING,
+                outputs__generation__status=status,
+            )
+            .distinct()
+            .count()
         )
-        .distinct()
-        .count()
-        if waiting
-        else 0
-    )
+
+    # Waiting on a generation that failed for good or was cancelled: no worker will finish it
+    # (Retry failed, or Generate, does).
     return {
         "total": sum(counts.values()),
         "waiting": waiting,
-        "blocked": blocked,
+        "blocked": waiting_on(Generation.Status.FAILED),
+        "cancelled": waiting_on(Generation.Status.CANCELLED),
         "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),
     }
 

@@ -4,8 +4,9 @@ The database is the source of truth. A Celery message only says "look at row N":
 - the claim is a conditional UPDATE (pending, or running with a lapsed lease) that bumps
   `attempts`; at the cap the row fails instead, so redeliveries (acks_late +
   reject_on_worker_lost has no requeue cap of its own) can never loop;
-- the per-contender concurrency limit is a semaphore made of the rows themselves: running
-  rows with a live lease. Claims for one contender serialize on a lock of the contender row
+- the per-contender concurrency limit is a semaphore made of the rows themselves: rows with a
+  live lease, whatever their status (a cancelled row keeps its lease while its call is still
+  in flight, and only the end of that call frees the slot). Claims for one contender serialize on a lock of the contender row
   (PostgreSQL) or on SQLite's single writer, so the count cannot be raced. It works across
   any number of workers and in the embedded SQLite + filesystem-broker mode alike;
 - the result is stored only while the claim token still matches, so a duplicate or late call
@@ -124,13 +125,14 @@ def generation_cancel(*, campaign: Campaign) -> int:
     campaign keeps its status: a campaign in review stays open to its reviewers.
 
     A call already in flight finishes on its worker but its result is discarded (the store
-    is conditional on the row still being claimed).
+    is conditional on the row still being claimed). Its claim token and lease stay until
+    then: the call still holds a slot of the contender's concurrency limit.
     """
     now = timezone.now()
     count = (
         Generation.objects.filter(campaign=campaign)
         .filter(Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False))
-        .update(status=S.CANCELLED, finished_at=now, claim_token="", lease_expires_at=None)
+        .update(status=S.CANCELLED, finished_at=now)
     )
     if count:
         Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
@@ -348,14 +350,16 @@ def _claim_update(gen: Generation) -> str:
     token = secrets.token_hex(12)
     at = connection.ops.adapt_datetimefield_value
     table = Generation._meta.db_table
-    # Count and claim in one conditional UPDATE: it matches only while the row is as read and
-    # fewer than max_concurrency rows of the contender hold a live lease.
+    # Count and claim in one conditional UPDATE: it matches only while the row is as read, holds
+    # no live lease itself (a call of an earlier, cancelled claim still in flight) and fewer
+    # than max_concurrency rows of the contender hold a live lease (in flight, any status).
     update = (
         f"UPDATE {table} SET status = %s, claim_token = %s, attempts = attempts + 1, "
         f"started_at = %s, lease_expires_at = %s "
-        f"WHERE id = %s AND status = %s AND attempts = %s AND ("
+        f"WHERE id = %s AND status = %s AND attempts = %s "
+        f"AND (lease_expires_at IS NULL OR lease_expires_at <= %s) AND ("
         f"SELECT COUNT(*) FROM {table} AS live WHERE live.contender_id = %s "
-        f"AND live.status = %s AND live.lease_expires_at > %s) < %s"
+        f"AND live.lease_expires_at > %s) < %s"
     )
     params = [
         S.RUNNING,
@@ -365,8 +369,8 @@ def _claim_update(gen: Generation) -> str:
         gen.pk,
         gen.status,
         gen.attempts,
+        at(now),
         gen.contender_id,
-        S.RUNNING,
         at(now),
         gen.contender.max_concurrency,
     ]
@@ -477,6 +481,7 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
     if not stored:
         # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
         Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
+        _release_discarded(gen, token)
         return RunOutcome("discarded", detail="the row was no longer ours")
     # The slot is free from here: a thread waiting for it starts its call while this one
     # opens review items and goes back to the broker.
@@ -496,6 +501,8 @@ def _fail(gen: Generation, token: str, message: str) -> RunOutcome:
     if updated:
         _slot_releases.released(gen.contender_id)
         _after_finish(gen.pk, gen=gen)
+    else:
+        _release_discarded(gen, token)
     return RunOutcome("failed" if updated else "discarded", detail=message)
 
 
@@ -514,9 +521,18 @@ def _retry_later(
         queued_at=timezone.now() + timedelta(seconds=countdown),
     )
     if not updated:
+        _release_discarded(gen, token)
         return RunOutcome("discarded", detail=message)
     _slot_releases.released(gen.contender_id)
     return RunOutcome("retry", countdown=countdown, detail=message)
+
+
+def _release_discarded(gen: Generation, token: str) -> None:
+    """A call whose row was cancelled under it has ended: free the slot it still held."""
+    if Generation.objects.filter(pk=gen.pk, claim_token=token).update(
+        claim_token="", lease_expires_at=None
+    ):
+        _slot_releases.released(gen.contender_id)
 
 
 def _after_finish(generation_id: int, gen: Generation | None = None) -> None:

@@ -12,7 +12,8 @@ faults per model name, one per request in arrival order:
     "400"        invalid request (permanent)
     "ok"         a normal answer (also what happens when the script is empty)
 
-Answers are deterministic: "<model> answers: <prompt>", streamed word by word.
+Answers are deterministic: "<model> answers: <prompt>", streamed word by word. Streams carry
+non-ASCII text unescaped, as vLLM and llama.cpp send it (a raw U+2028 inside a JSON string).
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "model": model,
                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
                 }
-                self._chunk(f"data: {json.dumps(chunk)}\n\n")
+                self._chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
                 if fault == "slow" and i == 0:
                     time.sleep(self.fake.slow_seconds)
             final = {
@@ -322,7 +323,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
         def event(name: str, data: dict) -> None:
-            self._chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n")
+            self._chunk(f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n")
 
         self._start_stream()
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from .base import (
+    OutputText,
     ProviderResult,
     RetryableError,
     StreamingCall,
@@ -42,7 +43,7 @@ def build_payload(contender, messages: list[dict]) -> dict:
 
 
 def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
-    parts: list[str] = []
+    answer = OutputText()
     input_tokens = output_tokens = None
     finish_reason, stopped = "", False
     for event, raw in iter_sse(response):
@@ -62,7 +63,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             text = (data.get("delta") or {}).get("text")
             if text:
                 call.token()
-                parts.append(text)
+                answer.add(text)
         elif kind == "message_delta":
             finish_reason = (data.get("delta") or {}).get("stop_reason") or finish_reason
             usage = data.get("usage") or {}
@@ -73,7 +74,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
     if not stopped:
         raise RetryableError("the stream ended before message_stop")
     return ProviderResult(
-        text="".join(parts),
+        text=answer.text(),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         latency_ms=call.latency_ms(),

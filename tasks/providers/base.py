@@ -9,6 +9,7 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,16 @@ from django.conf import settings
 # Statuses that will not change on a retry. A 429 is retryable unless the quota is exhausted.
 PERMANENT_STATUSES = {400, 401, 403, 404, 405, 413, 422}
 RETRYABLE_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+# An answer longer than this is not stored (about 250k tokens, past any model's output limit):
+# a runaway endpoint would otherwise fill the worker's memory and the database row, and the
+# checks and masking of the answer would overrun the task's time limit.
+MAX_OUTPUT_CHARS = 1_000_000
+# The most read of a body that is not a stream (a JSON answer, an error page), and the longest
+# line of a stream (one chunk is a few hundred bytes).
+MAX_BODY_BYTES = 8 * 1024 * 1024
+# SSE lines end with CRLF, LF or CR, and only those: U+2028, U+0085, form feed ... may stand
+# raw inside a JSON string (servers that do not escape them: vLLM, llama.cpp).
+_EOL = re.compile(r"\r\n|\r|\n")
 
 
 class ProviderError(Exception):
@@ -152,20 +163,75 @@ def http_client() -> httpx.Client:
     return client
 
 
+class OutputText:
+    """An answer's text as it streams in, refused past MAX_OUTPUT_CHARS."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, text: str) -> None:
+        self.size += len(text)
+        if self.size > MAX_OUTPUT_CHARS:
+            raise RetryableError(too_long())
+        self.parts.append(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def too_long() -> str:
+    return f"the answer is longer than {MAX_OUTPUT_CHARS:,} characters: not stored"
+
+
+def read_body(response: httpx.Response) -> bytes:
+    """The body of a response that is not a stream, cut off at MAX_BODY_BYTES."""
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= MAX_BODY_BYTES:
+            break
+    return b"".join(chunks)[:MAX_BODY_BYTES]
+
+
+def iter_lines(response: httpx.Response) -> Iterator[str]:
+    """The lines of an event stream (httpx's iter_lines splits like str.splitlines())."""
+    buffer = ""
+    for text in response.iter_text():
+        buffer += text
+        # A CR at the end may be the first half of a CRLF: keep it for the next chunk.
+        held = "\r" if buffer.endswith("\r") else ""
+        *lines, buffer = _EOL.split(buffer[: len(buffer) - len(held)])
+        buffer += held
+        if len(buffer) > MAX_BODY_BYTES:
+            raise RetryableError(f"a stream line is longer than {MAX_BODY_BYTES:,} characters")
+        yield from lines
+    if buffer:
+        yield from _EOL.split(buffer)
+
+
 def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs from a server-sent-events stream."""
+    """(event, data) pairs from a server-sent-events stream.
+
+    A 200 that holds no event at all (an HTML page from a wrong base_url, an empty body) is
+    named for what it is rather than as a stream that ended early.
+    """
     event, data_lines = "", []
+    seen, first_line = False, ""
     # The read timeout bounds silence; this bounds a stream that trickles forever (the threads
     # pool enforces no task time limit, and the claim's lease must outlive the call).
     deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
-    for line in response.iter_lines():
+    for line in iter_lines(response):
         if time.monotonic() > deadline:
             raise RetryableError("the stream exceeded the total time limit")
         if line == "":
             if data_lines:
+                seen = True
                 yield event, "\n".join(data_lines)
             event, data_lines = "", []
             continue
+        first_line = first_line or line.strip()
         if line.startswith(":"):
             continue
         field, _, value = line.partition(":")
@@ -176,6 +242,13 @@ def iter_sse(response: httpx.Response) -> Iterator[tuple[str, str]]:
             data_lines.append(value)
     if data_lines:
         yield event, "\n".join(data_lines)
+    elif not seen:
+        kind = response.headers.get("content-type") or "no content type"
+        begins = f"it begins {first_line[:120]!r}" if first_line else "it is empty"
+        raise RetryableError(
+            f"the provider's answer holds no stream events ({kind}; {begins}): "
+            "is base_url the API's address (often ending in /v1)?"
+        )
 
 
 def load_json(raw: str, what: str) -> dict:
@@ -219,7 +292,7 @@ def post_stream(url: str, *, headers: dict, payload: dict, parse) -> ProviderRes
             "POST", url, headers=headers, json=payload, timeout=timeouts()
         ) as response:
             if response.status_code != 200:
-                body = response.read()
+                body = read_body(response)
                 raise classify_status(response.status_code, response.headers, body)
             return parse(response, call)
     except ProviderError:

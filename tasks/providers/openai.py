@@ -9,6 +9,9 @@ from __future__ import annotations
 import httpx
 
 from .base import (
+    MAX_BODY_BYTES,
+    MAX_OUTPUT_CHARS,
+    OutputText,
     ProviderResult,
     RetryableError,
     StreamingCall,
@@ -16,6 +19,8 @@ from .base import (
     iter_sse,
     load_json,
     post_stream,
+    read_body,
+    too_long,
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -43,6 +48,8 @@ def _parse_full(data: dict, call: StreamingCall) -> ProviderResult:
         raise RetryableError(
             "malformed completion from the provider: no choices[0].message"
         ) from None
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise RetryableError(too_long())
     call.token()
     usage = data.get("usage") or {}
     return ProviderResult(
@@ -57,10 +64,11 @@ def _parse_full(data: dict, call: StreamingCall) -> ProviderResult:
 
 def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
     if response.headers.get("content-type", "").startswith("application/json"):
-        return _parse_full(
-            load_json(response.read().decode("utf-8", "replace"), "completion"), call
-        )
-    parts: list[str] = []
+        body = read_body(response)
+        if len(body) >= MAX_BODY_BYTES:
+            raise RetryableError(f"the answer is larger than {MAX_BODY_BYTES:,} bytes: not stored")
+        return _parse_full(load_json(body.decode("utf-8", "replace"), "completion"), call)
+    text = OutputText()
     finish_reason, usage, done = "", {}, False
     for _event, raw in iter_sse(response):
         if raw.strip() == "[DONE]":
@@ -76,13 +84,13 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             content = delta.get("content")
             if content:
                 call.token()
-                parts.append(content)
+                text.add(content)
             if choice.get("finish_reason"):
                 finish_reason = choice["finish_reason"]
     if not done and not finish_reason:
         raise RetryableError("the stream ended before the completion finished")
     return ProviderResult(
-        text="".join(parts),
+        text=text.text(),
         input_tokens=usage.get("prompt_tokens"),
         output_tokens=usage.get("completion_tokens"),
         latency_ms=call.latency_ms(),

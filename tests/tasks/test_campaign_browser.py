@@ -95,3 +95,36 @@ def test_the_poll_updates_the_status_badge_and_shows_failures_apart(browser_page
     assert page.locator("#generation-progress progress").first.get_attribute("value") == "1"
     assert page.locator("[id=campaign-status]").count() == 1
     assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_long_unbroken_provider_error_wraps_instead_of_widening_the_page(browser_page):
+    from django.utils import timezone
+
+    from tasks.campaigns import campaign_create
+    from tasks.models import Generation
+
+    personas()
+    ts = TestSetFactory(name="support", frozen=True, task_count=1)
+    TaskFactory(testset=ts, position=0, external_id="T-0")
+    campaign, _ = campaign_create(
+        definition={
+            "slug": "wide",
+            "testset": "support",
+            "rubric": [{"key": "accuracy"}],
+            "contenders": [{"name": "local-llama", "provider": "openai", "model": "m"}],
+        }
+    )
+    blob = "HTTP 502: " + "x" * 500  # an error page or a token with no space to break at
+    Generation.objects.filter(campaign=campaign).update(
+        status="failed", error=blob, attempts=6, finished_at=timezone.now()
+    )
+    Campaign.objects.filter(pk=campaign.pk).update(status="reviewing")
+    page = browser_page
+    browser_login(page, "admin", PASSWORD)
+    page.goto("/campaigns/wide/")
+    page.get_by_role("heading", name="Provider errors").wait_for()
+    assert "most often (1 of 1): HTTP 502: xxx" in page.inner_text("#generation-progress")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.js_errors == []

@@ -672,6 +672,12 @@ class PageTests(TestCase):
         assert "Retry failed" in page
         # the item behind the failed generation is not just "waiting": nothing will finish it
         assert "(1 on a generation that failed: <em>Retry failed</em> tries it again)" in page
+        # nor one behind a cancelled generation (the badge may say Reviewing again by then)
+        Generation.objects.filter(campaign=self.campaign, status="failed").update(
+            status="cancelled"
+        )
+        page = self.client.get("/campaigns/pages/").content.decode()
+        assert "waiting for outputs (1 on a cancelled generation: <em>Generate</em>" in page
         self.login("lead")
         page = self.client.get("/campaigns/pages/").content.decode()
         assert "secret provider detail" not in page and "Retry failed" not in page

@@ -233,6 +233,55 @@ class ServiceTests(TestCase):
         )
         assert Campaign.objects.get(pk=campaign.pk).status == "generating"
 
+    def test_a_cancelled_call_still_in_flight_keeps_its_slot_until_it_ends(self):
+        # Cancel, then Generate at once: the provider is still answering the cancelled call,
+        # so the contender's limit (1) leaves no room for another one until that call ends.
+        campaign = make_campaign(
+            self.fake,
+            tasks=2,
+            contenders=[
+                {"name": "one", "provider": "openai", "model": "one", "max_concurrency": 1},
+                {"name": "imp", "provider": "imported"},
+            ],
+        )
+        with self.captureOnCommitCallbacks(execute=False):
+            generation_enqueue(campaign=campaign)
+        rows = list(Generation.objects.filter(campaign=campaign, contender__name="one"))
+        in_flight, token, _ = gen_services._claim(rows[0].pk)
+        assert generation_cancel(campaign=campaign) == 2
+        with self.captureOnCommitCallbacks(execute=False):
+            assert generation_enqueue(campaign=campaign) == 2
+        assert gen_services._claim(rows[1].pk)[2].action == "busy"
+        assert gen_services._claim(rows[0].pk)[2].action == "busy"  # nor the same row again
+
+        result = providers.generate(in_flight.contender, in_flight.task.conversation())
+        assert gen_services._store(in_flight, token, result).action == "discarded"
+        claimed, _, outcome = gen_services._claim(rows[1].pk)
+        assert outcome is None and claimed.pk == rows[1].pk
+        assert Generation.objects.get(pk=rows[0].pk).discarded_calls == 1
+
+    def test_generate_wait_counts_rows_cancelled_while_it_waits(self):
+        from io import StringIO
+        from types import SimpleNamespace
+
+        from django.core.management import CommandError, call_command
+
+        from tasks.management.commands import generate
+
+        campaign = make_campaign(self.fake, tasks=2)
+
+        def cancel(seconds):  # someone cancels while the command waits
+            generation_cancel(campaign=campaign)
+
+        out = StringIO()
+        with (
+            pytest.MonkeyPatch.context() as mp,
+            pytest.raises(CommandError, match="4 generations cancelled"),
+        ):
+            mp.setattr(generate, "time", SimpleNamespace(monotonic=time.monotonic, sleep=cancel))
+            call_command("generate", "gen", "--wait", stdout=out)
+        assert "] 4/4  done 0  failed 0  cancelled 4  running 0  queued 0" in out.getvalue()
+
     def test_cancel_with_nothing_queued_leaves_a_campaign_in_review_open(self):
         campaign = make_campaign(self.fake, tasks=2)
         assert generation_cancel(campaign=campaign) == 0  # never queued: not touched

@@ -112,6 +112,26 @@ class OpenAITests(SimpleTestCase):
         with pytest.raises(RetryableError, match="malformed"):
             providers.generate(contender(self.fake, model="mal"), MESSAGES)
 
+    def test_it_keeps_line_separators_that_stand_raw_inside_a_chunk(self):
+        # A stream line ends at CR or LF only; str.splitlines() would cut these JSON strings.
+        prompt = "One\u2028two\u2029three\x85four\x0cfive\x1csix"
+        result = providers.generate(
+            contender(self.fake, model="seps"), [{"role": "user", "content": prompt}]
+        )
+        assert result.text == f"seps answers: {prompt}"
+
+    def test_it_refuses_an_answer_past_the_size_cap(self):
+        # A runaway endpoint must not fill the worker's memory and the row (nor make the
+        # checks overrun the task's time limit, which left the row running until its lease
+        # lapsed, once per attempt).
+        from tasks.providers import base
+
+        prompt = "x" * base.MAX_OUTPUT_CHARS
+        with pytest.raises(RetryableError, match="answer is longer than 1,000,000 characters"):
+            providers.generate(
+                contender(self.fake, model="huge"), [{"role": "user", "content": prompt}]
+            )
+
     def test_it_treats_a_refused_connection_as_retryable(self):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -150,6 +170,22 @@ class AnthropicTests(SimpleTestCase):
         assert call["body"]["system"] == "Be brief." and "seed" not in call["body"]
         assert call["body"]["max_tokens"] == 64
 
+    def test_it_keeps_line_separators_that_stand_raw_inside_an_event(self):
+        prompt = "One\u2028two\x85three"
+        c = contender(self.fake, provider="anthropic", model="aseps")
+        result = providers.generate(c, [{"role": "user", "content": prompt}])
+        assert result.text == f"aseps answers: {prompt}"
+
+    def test_it_refuses_an_answer_past_the_size_cap(self):
+        from tasks.providers import base
+
+        c = contender(self.fake, provider="anthropic", model="ahuge")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(base, "MAX_OUTPUT_CHARS", 100)
+            assert providers.generate(c, [{"role": "user", "content": "y" * 70}]).text
+            with pytest.raises(RetryableError, match="longer than 100 characters: not stored"):
+                providers.generate(c, [{"role": "user", "content": "y" * 90}])
+
     def test_it_retries_overloaded_529(self):
         self.fake.script("over", "529")
         with pytest.raises(RetryableError, match="overloaded"):
@@ -167,3 +203,38 @@ class AnthropicTests(SimpleTestCase):
             providers.generate(c, MESSAGES)
         with pytest.raises(RetryableError, match="timeout"):
             providers.generate(c, MESSAGES)
+
+
+def test_event_stream_lines_end_at_cr_lf_or_crlf_only_even_across_chunks():
+    import httpx
+
+    from tasks.providers.base import iter_sse
+
+    chunks = [b"data: a\r", b"\ndata: b\xe2\x80\xa8c\r\n\r", b"\nevent: x\rdata: d\n\n", b"data: e"]
+    response = httpx.Response(200, content=iter(chunks))
+    assert list(iter_sse(response)) == [("", "a\nb\u2028c"), ("x", "d"), ("", "e")]
+
+
+def test_a_stream_line_that_never_ends_is_refused(monkeypatch):
+    import httpx
+
+    from tasks.providers import base
+
+    monkeypatch.setattr(base, "MAX_BODY_BYTES", 1000)
+    response = httpx.Response(200, content=iter([b"data: " + b"y" * 600] * 3))
+    with pytest.raises(RetryableError, match="stream line is longer than 1,000 characters"):
+        list(base.iter_sse(response))
+
+
+def test_a_200_page_that_is_not_an_event_stream_is_named_for_what_it_is():
+    import httpx
+
+    from tasks.providers.base import iter_sse
+
+    page = httpx.Response(
+        200, headers={"content-type": "text/html"}, content=b"<!doctype html>\n<title>Chat</title>"
+    )
+    with pytest.raises(RetryableError, match=r"no stream events \(text/html; it begins '<!doctype"):
+        list(iter_sse(page))
+    with pytest.raises(RetryableError, match=r"no stream events .*it is empty\): is base_url"):
+        list(iter_sse(httpx.Response(200, content=b"")))

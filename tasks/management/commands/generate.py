@@ -75,10 +75,12 @@ class Command(BaseCommand):
     def _bar(self, t: dict) -> str:
         total = max(t["total"], 1)
         filled = int(BAR * t["finished_count"] / total)
+        # Cancelled rows are finished too: named, so the counts add up to the fraction.
+        cancelled = f"cancelled {t['cancelled']}  " if t["cancelled"] else ""
         return (
             f"[{'#' * filled}{'.' * (BAR - filled)}] {t['finished_count']}/{t['total']}  "
-            f"done {t['done']}  failed {t['failed']}  running {t['running']}  queued {t['queued']}  "
-            f"{t['rate_per_min']} done/min  ETA {format_eta(t['eta_seconds'])}"
+            f"done {t['done']}  failed {t['failed']}  {cancelled}running {t['running']}  "
+            f"queued {t['queued']}  {t['rate_per_min']} done/min  ETA {format_eta(t['eta_seconds'])}"
         )
 
     def _summary(self, progress: dict, elapsed: float) -> None:
