@@ -157,9 +157,20 @@ def identity_terms(
     return tuple(sorted(set(terms)))
 
 
+# Characters that split a name without showing (soft hyphen, zero-width space, word joiner,
+# byte-order mark) go, and the hyphens drawn exactly as "-" become it: "GPT\u20114o", with the
+# non-breaking hyphen vendors write their names with, showed as "[redacted]\u20114o". What a
+# reader would see differently stays: dashes, the minus sign, the zero-width (non-)joiners
+# that emoji and some scripts need.
+_LOOKALIKES = str.maketrans(
+    {"\u00ad": None, "\u200b": None, "\u2060": None, "\ufeff": None}
+    | dict.fromkeys("\u2010\u2011", "-")
+)
+
+
 def mask_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     """Replace self-identification with MASK; `hits` counts replacements."""
-    return _mask_identity(text or "", tuple(terms))
+    return _mask_identity((text or "").translate(_LOOKALIKES), tuple(terms))
 
 
 # Markup a reader does not see: emphasis and code marks, escapes, and HTML entities. `_Claude_`
@@ -173,7 +184,7 @@ _HAS_MARKUP = re.compile(r"[*_~`\\&]")
 def _mask_identity(text: str, terms: tuple[str, ...]) -> Masked:
     masked = _mask_words(text, terms)
     if _HAS_MARKUP.search(text):
-        bare = _mask_words(_INLINE_MARKUP.sub("", unescape(text)), terms)
+        bare = _mask_words(_INLINE_MARKUP.sub("", unescape(text).translate(_LOOKALIKES)), terms)
         if bare.hits > masked.hits:
             # A name only shows without the markup: the bare text then, formatting lost.
             return bare
@@ -205,9 +216,9 @@ def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
     """The distinct words (and self-descriptions) mask_identity hides in `text`, as written:
     for warning the person who wrote them, never for reviewers."""
     found: dict[str, str] = {}
-    sources = [text or ""]
+    sources = [(text or "").translate(_LOOKALIKES)]
     if _HAS_MARKUP.search(sources[0]):
-        sources.append(_INLINE_MARKUP.sub("", unescape(sources[0])))
+        sources.append(_INLINE_MARKUP.sub("", unescape(sources[0]).translate(_LOOKALIKES)))
     for source in sources:
         for pattern in (SELF_ID, _compiled(tuple(terms))):
             for match in pattern.finditer(source):

@@ -107,6 +107,23 @@ class MaskingTests(TestCase):
         text = "Use *bold*, `code` and snake_case_names; R&D is fine."
         assert blinding.mask_identity(text, terms) == blinding.Masked(text=text, hits=0)
 
+    def test_it_masks_names_split_by_invisible_characters_or_lookalike_hyphens(self):
+        terms = ("zz-secret-model-9",)
+        for text in (
+            "I am GPT\u20114o.",  # the non-breaking hyphen vendors write their names with
+            "I am Cl\u00adaude.",
+            "I am Clau\u200bde.",
+            "I am Cl&shy;aude.",
+            "zz\u2010secret\u2011model-9 here",
+        ):
+            masked = blinding.mask_identity(text, terms)
+            assert masked.hits == 1, text
+            assert re.fullmatch(r"(I am )?\[redacted\]( here|\.)", masked.text), masked.text
+        assert blinding.identity_words("Judge like GPT\u20114o.", ()) == ["GPT-4o"]
+        # Dashes, minus signs and emoji joiners are left as written.
+        text = "Steps 1\u20133 \u2013 then x = \u22125. Thanks! \U0001f468\u200d\U0001f469\u200d\U0001f467"
+        assert blinding.mask_identity(text).text == text
+
     def test_it_names_the_words_it_would_mask_for_the_author(self):
         text = "Judge like _Claude_ would; compare with Cl&#97;ude and GPT-4o. Ignore zz-model."
         assert blinding.identity_words(text, ("zz-model",)) == ["Claude", "GPT-4o", "zz-model"]
