@@ -230,6 +230,18 @@ STORAGES = {
 }
 # Without collectstatic (embedded mode, tests) WhiteNoise serves straight from static/.
 WHITENOISE_USE_FINDERS = not (STATIC_ROOT / "staticfiles.json").exists()
+
+
+def _static_headers(headers, path: str, url: str) -> None:
+    # WhiteNoise answers before the CSP and clickjacking middlewares run: a static file (the
+    # SVG favicon opened on its own, say) gets the pages' policy and frame refusal too.
+    from csp.utils import build_policy
+
+    headers["Content-Security-Policy"] = build_policy()
+    headers["X-Frame-Options"] = X_FRAME_OPTIONS
+
+
+WHITENOISE_ADD_HEADERS_FUNCTION = _static_headers
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Uploads: the intake checks the size itself and reports it; keep Django's limits above ours.

@@ -52,6 +52,16 @@ class LoginTests(TestCase):
         assert "script-src 'self'" in csp
         assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
 
+    def test_static_files_get_the_csp_and_frame_refusal_too(self):
+        page = self.client.get("/login/")
+        for path in ("/static/favicon.svg", "/static/js/site.js"):
+            response = self.client.get(path)
+            assert response.status_code == 200, path
+            csp = response.headers["Content-Security-Policy"]
+            assert csp == page.headers["Content-Security-Policy"], path
+            assert response.headers["X-Frame-Options"] == "DENY", path
+            assert response.headers["X-Content-Type-Options"] == "nosniff", path
+
     def test_it_redirects_anonymous_users_to_login(self):
         response = self.client.get("/")
         assert response.status_code == 302
