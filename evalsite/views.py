@@ -1,3 +1,6 @@
+import ipaddress
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count
@@ -42,6 +45,21 @@ def healthz(request: HttpRequest) -> JsonResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"ok": True})
+
+
+def login_client_ip(request: HttpRequest) -> str | None:
+    """The address the login lock counts failures from (django-axes). Behind the TLS proxy
+    REMOTE_ADDR is the proxy's, the same for everyone, and five wrong passwords from anywhere
+    locked the account for all: the client's address is the last X-Forwarded-For entry, the
+    one the proxy appended (a client can only put entries before it)."""
+    remote = request.META.get("REMOTE_ADDR")
+    if not settings.BEHIND_TLS_PROXY:
+        return remote
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
+    try:
+        return str(ipaddress.ip_address(forwarded))
+    except ValueError:
+        return remote
 
 
 def error_404(request, exception=None):

@@ -5,7 +5,7 @@ import sys
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client, TestCase
+from django.test import Client, TestCase, override_settings
 from django.test.utils import CaptureQueriesContext
 
 from tests.factories import PASSWORD, personas
@@ -38,6 +38,21 @@ class LoginTests(TestCase):
         assert b"Too many failed logins" in response.content
         assert b'href="/login/"' in response.content  # a way back, for another account
         assert "_auth_user_id" not in self.client.session
+
+    @override_settings(BEHIND_TLS_PROXY=True)
+    def test_behind_the_proxy_the_lock_counts_the_forwarded_address(self):
+        # Every request reaches the site from the proxy (REMOTE_ADDR 127.0.0.1 here).
+        attacker = {"HTTP_X_FORWARDED_FOR": "203.0.113.5"}
+        for _ in range(5):
+            self.client.post("/login/", {"username": "lead", "password": "wrong"}, **attacker)
+        login = {"username": "lead", "password": PASSWORD}
+        # A forged entry in front of the proxy's own does not get the attacker out of the lock.
+        spoofed = {"HTTP_X_FORWARDED_FOR": "198.51.100.7, 203.0.113.5"}
+        assert self.client.post("/login/", login, **spoofed).status_code == 429
+        # The lead, from their own address, still logs in.
+        lead = Client()
+        response = lead.post("/login/", login, HTTP_X_FORWARDED_FOR="198.51.100.7")
+        assert response.status_code == 302
 
     def test_a_refused_request_is_logged_in_one_line(self):
         self.client.force_login(self.users["reviewer_a"])
