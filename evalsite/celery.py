@@ -1,7 +1,14 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_embedded_init, task_postrun, task_prerun
+from celery.concurrency import ALIASES
+from celery.signals import (
+    beat_embedded_init,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+)
 from django.db import close_old_connections, connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -41,6 +48,34 @@ def close_old_connections_around_task(task=None, **kwargs) -> None:
     task's first query. Not for eager tasks: they run on the caller's connection."""
     if task is not None and not getattr(task.request, "is_eager", False):
         close_old_connections()
+
+
+@worker_init.connect
+def count_task_threads(sender=None, **kwargs) -> None:
+    """How many task threads this process runs, for the claim's wait (tasks/generation.py):
+    the threads pool's concurrency; one for the others (prefork children also say so below;
+    the solo pool and green threads are not given any to wait with)."""
+    from tasks.generation import claim_waiters_configure
+
+    pool = sender.pool_cls
+    name = (
+        ALIASES.get(pool, pool)
+        if isinstance(pool, str)
+        else f"{pool.__module__}:{pool.__qualname__}"
+    )
+    threads = 1
+    if name == ALIASES["threads"]:
+        concurrency = sender.concurrency
+        threads = concurrency if isinstance(concurrency, int) else (os.cpu_count() or 1)
+    claim_waiters_configure(threads=threads)
+
+
+@worker_process_init.connect
+def one_task_thread(**kwargs) -> None:
+    """A prefork child (or the solo pool) runs one task at a time."""
+    from tasks.generation import claim_waiters_configure
+
+    claim_waiters_configure(threads=1)
 
 
 app.conf.beat_schedule = {

@@ -224,6 +224,11 @@ CLAIM_POLL_SECONDS = 0.1
 # moments a finished thread spends outside its slot (review items, ack, next message); more
 # would park threads that another contender's jobs could use. The others re-queue as before.
 CLAIM_WAITERS = 2
+# A waiting thread runs nothing else, so in a worker process at most one task thread in this
+# many waits at a claim at once, whatever the contender: a single-thread process (a prefork
+# child, the solo pool) never waits, else one slow contender's queue holds up every other
+# contender's jobs; a threads pool keeps most threads free (10 threads: 2 may wait; 4-7: 1).
+CLAIM_THREADS_PER_WAITER = 4
 
 
 class _SlotReleases:
@@ -239,6 +244,9 @@ class _SlotReleases:
         self._counts: dict[int, int] = {}
         self._waiting: dict[int, int] = {}
         self._freed: dict[int, threading.Condition] = {}
+        # Task threads of this worker process (set at worker start); None outside a worker:
+        # the caller's own threads, only the per-contender cap.
+        self.threads: int | None = None
 
     def count(self, contender_id: int) -> int:
         with self._lock:
@@ -252,11 +260,17 @@ class _SlotReleases:
                 freed.notify()  # one slot: one waiter
 
     def wait(self, contender_id: int, seen: int, timeout: float) -> bool:
-        """Wait until a release or the timeout; False (at once) if CLAIM_WAITERS already wait."""
+        """Wait until a release or the timeout; False (at once) if CLAIM_WAITERS already wait
+        for this contender, or this process's share of waiting threads is taken."""
         with self._lock:
             if self._counts.get(contender_id, 0) != seen:
                 return True  # released since the failed claim: try again now
             if self._waiting.get(contender_id, 0) >= CLAIM_WAITERS:
+                return False
+            if (
+                self.threads is not None
+                and sum(self._waiting.values()) >= self.threads // CLAIM_THREADS_PER_WAITER
+            ):
                 return False
             freed = self._freed.setdefault(contender_id, threading.Condition(self._lock))
             self._waiting[contender_id] = self._waiting.get(contender_id, 0) + 1
@@ -270,6 +284,11 @@ class _SlotReleases:
 _slot_releases = _SlotReleases()
 
 
+def claim_waiters_configure(*, threads: int) -> None:
+    """Tell this process how many task threads its worker runs (see CLAIM_THREADS_PER_WAITER)."""
+    _slot_releases.threads = threads
+
+
 def _claim(
     generation_id: int, *, wait: float = 0.0
 ) -> tuple[Generation | None, str, RunOutcome | None]:
@@ -279,8 +298,9 @@ def _claim(
     only while the row is as read and the contender has a free slot, so the read is only
     advisory (a stale read makes the UPDATE match nothing). While every slot is taken the
     UPDATE is retried for up to `wait` seconds, woken as soon as a thread of this process
-    frees a slot of the contender (by at most CLAIM_WAITERS threads of a process at once),
-    before the caller re-queues the row ("busy").
+    frees a slot of the contender (by at most CLAIM_WAITERS threads of a process at once, and
+    never by so many of a worker's threads that other contenders' jobs wait for one), before
+    the caller re-queues the row ("busy").
     """
     gen, outcome = _claim_read(generation_id)
     if outcome is not None:

@@ -18,7 +18,8 @@ from .generation import CLAIM_WAIT_SECONDS, generation_reconcile, generation_run
     time_limit=settings.CELERY_TASK_TIME_LIMIT,
 )
 def generation_run_task(generation_id: int) -> str:
-    # A claim that finds every slot taken waits here a little before it is re-queued.
+    # A claim that finds every slot taken may wait here a little before it is re-queued (only
+    # where the worker process has threads to spare: CLAIM_THREADS_PER_WAITER).
     outcome = generation_run(generation_id=generation_id, claim_wait=CLAIM_WAIT_SECONDS)
     if outcome.action in ("retry", "busy"):
         generation_run_task.apply_async((generation_id,), countdown=outcome.countdown)

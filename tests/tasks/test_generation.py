@@ -876,6 +876,52 @@ def test_only_a_few_threads_per_process_wait_for_one_contender(transactional_db,
             assert Generation.objects.get(pk=holder.pk).status == "running"
 
 
+def test_a_single_thread_worker_process_never_waits_at_a_claim():
+    # A prefork child (or the solo pool) has one thread: were it to wait for a busy
+    # contender's slot, nothing else would run in it meanwhile. It re-queues instead.
+    releases = gen_services._SlotReleases()
+    releases.threads = 1
+    assert releases.wait(7, releases.count(7), timeout=20) is False
+
+
+def test_a_threads_worker_keeps_most_of_its_threads_free_of_waiting():
+    releases = gen_services._SlotReleases()
+    releases.threads = 8  # one in CLAIM_THREADS_PER_WAITER (4) may wait: 2
+    waiters = [threading.Thread(target=releases.wait, args=(1, 0, 30)) for _ in range(2)]
+    for thread in waiters:
+        thread.start()
+    wait_until(lambda: releases._waiting.get(1) == 2, timeout=10, message="two waiters")
+    # Another contender's claim finds the process's share taken: no third thread waits.
+    assert releases.wait(2, 0, timeout=20) is False
+    releases.released(1)
+    releases.released(1)
+    for thread in waiters:
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+def test_a_worker_tells_the_claim_how_many_threads_it_runs():
+    from celery.concurrency.prefork import TaskPool as Prefork
+    from celery.concurrency.thread import TaskPool as Threads
+
+    from evalsite.celery import count_task_threads, one_task_thread
+
+    try:
+        for pool, concurrency, threads in [
+            (Threads, 10, 10),
+            ("threads", 8, 8),
+            (Prefork, 2, 1),
+            ("solo", 4, 1),
+        ]:
+            worker = type("W", (), {"pool_cls": pool, "concurrency": concurrency})()
+            count_task_threads(sender=worker)
+            assert gen_services._slot_releases.threads == threads
+        one_task_thread()
+        assert gen_services._slot_releases.threads == 1
+    finally:
+        gen_services._slot_releases.threads = None
+
+
 @pytest.mark.postgres
 def test_waiting_claims_never_exceed_the_contender_concurrency(transactional_db, monkeypatch):
     # Many more threads than slots, all allowed to wait at the claim: none is re-queued as
@@ -895,6 +941,39 @@ def test_waiting_claims_never_exceed_the_contender_concurrency(transactional_db,
         assert [results[0].action for _, results in runs] == ["done"] * 8
         assert fake.max_active["m"] == 2 and len(fake.calls_for("m")) == 8
         assert all(row.attempts == 1 for row in rows)
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_contender_at_its_limit_does_not_hold_up_another(workers, fake):
+    # The slow contender has one slot and a queue; the worker has two single-thread processes.
+    # Its queued claims go back to the broker at once instead of parking the other process,
+    # so every fast row is done while the slow contender has finished at most two of its own
+    # (it used to be about one fast row per slow one).
+    campaign = make_campaign(
+        fake,
+        tasks=10,
+        slug="fair",
+        mode="pairwise",
+        contenders=[
+            {"name": "slow", "provider": "openai", "model": "slow", "max_concurrency": 1},
+            {"name": "fast", "provider": "openai", "model": "fast", "max_concurrency": 2},
+        ],
+    )
+    fake.set_delay("slow", 2)
+    fake.set_delay("fast", 0.1)
+    workers(concurrency=2)
+    generation_enqueue(campaign=campaign)
+    rows = Generation.objects.filter(campaign=campaign)
+    fast, slow = rows.filter(contender__name="fast"), rows.filter(contender__name="slow")
+    wait_until(
+        lambda: not fast.exclude(status="done").exists(), timeout=60, message="fast rows done"
+    )
+    last_fast = max(fast.values_list("finished_at", flat=True))
+    slow_before = slow.filter(status="done", finished_at__lt=last_fast).count()
+    generation_cancel(campaign=campaign)
+    assert slow_before <= 2
+    assert fake.max_active["slow"] == 1
 
 
 @pytest.mark.postgres
