@@ -47,27 +47,39 @@ LATENCY = 0.2
 LIMIT = 16
 
 
-def setup(fake: FakeLLM, tasks: int, samples: int) -> Campaign:
-    # A fresh campaign each run (the endpoint's port changes); old bench rows are removed.
-    for old in Campaign.objects.filter(slug__startswith="bench-gen"):
+def fresh_testset(name: str, tasks: int, fields=lambda i: {}) -> TestSet:
+    """Test set `name` of `tasks` tasks, after removing the campaigns, contenders and test set
+    an earlier run named with that prefix (each run makes its own: the endpoint's port
+    changes). `fields(i)`: task i's other fields."""
+    for old in Campaign.objects.filter(slug__startswith=name):
         ReviewItem.objects.filter(campaign=old).delete()
         Generation.objects.filter(campaign=old).delete()
         old.delete()
-    Contender.objects.filter(name__startswith="bench-gen").delete()
-    TestSet.objects.filter(name="bench-gen").delete()
-    ts = TestSet.objects.create(name="bench-gen", checksum="0" * 64, task_count=tasks)
+    Contender.objects.filter(name__startswith=name).delete()
+    TestSet.objects.filter(name=name).delete()
+    ts = TestSet.objects.create(name=name, checksum="0" * 64, task_count=tasks)
     Task.objects.bulk_create(
         [
             Task(
                 testset=ts,
                 position=i,
-                external_id=f"B-{i}",
-                category=f"cat-{i % 5}",
-                prompt=f"Question {i}?",
-                checks={"max_chars": 200},
+                **{"external_id": f"T-{i}", "prompt": f"Question {i}?", **fields(i)},
             )
             for i in range(tasks)
         ]
+    )
+    return ts
+
+
+def setup(fake: FakeLLM, tasks: int, samples: int) -> Campaign:
+    fresh_testset(
+        "bench-gen",
+        tasks,
+        lambda i: {
+            "external_id": f"B-{i}",
+            "category": f"cat-{i % 5}",
+            "checks": {"max_chars": 200},
+        },
     )
     campaign, _ = campaign_create(
         definition={

@@ -28,30 +28,21 @@ sys.path.insert(0, str(ROOT / "bench"))
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from generation import session_cpu_seconds, start_workers  # noqa: E402 - sets Django up
+from generation import (  # noqa: E402 - sets Django up
+    fresh_testset,
+    session_cpu_seconds,
+    start_workers,
+)
 
 from evalsite.celery import app  # noqa: E402
-from reviews.models import ReviewItem  # noqa: E402
 from tasks.campaigns import campaign_create  # noqa: E402
 from tasks.generation import generation_cancel, generation_enqueue  # noqa: E402
-from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402
+from tasks.models import Campaign, Generation  # noqa: E402
 from tests.fake_llm import FakeLLM  # noqa: E402
 
 
 def setup(fake: FakeLLM, tasks: int, fast_limit: int) -> Campaign:
-    for old in Campaign.objects.filter(slug__startswith="bench-fair"):
-        ReviewItem.objects.filter(campaign=old).delete()
-        Generation.objects.filter(campaign=old).delete()
-        old.delete()
-    Contender.objects.filter(name__startswith="bench-fair").delete()
-    TestSet.objects.filter(name="bench-fair").delete()
-    ts = TestSet.objects.create(name="bench-fair", checksum="0" * 64, task_count=tasks)
-    Task.objects.bulk_create(
-        [
-            Task(testset=ts, position=i, external_id=f"F-{i}", prompt=f"Question {i}?")
-            for i in range(tasks)
-        ]
-    )
+    fresh_testset("bench-fair", tasks)
     stamp = int(time.time())
     campaign, _ = campaign_create(
         definition={
