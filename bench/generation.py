@@ -163,6 +163,14 @@ def start_workers(n: int, pool: str, concurrency: int, prefetch: int) -> list[su
     raise SystemExit("workers did not come up")
 
 
+def stop_workers(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each worker's process group (start_workers makes one each), then wait."""
+    for proc in procs:
+        os.killpg(proc.pid, 15)
+    for proc in procs:
+        proc.wait(30)
+
+
 def session_cpu_seconds(sessions: set[int]) -> float:
     """CPU time used so far by every process in the given sessions (the workers and their children)."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -226,10 +234,7 @@ def main() -> None:
         endpoint_cpu = time.process_time() - own_before
         load_after = os.getloadavg()[0]
     finally:
-        for proc in procs:
-            os.killpg(proc.pid, 15)
-        for proc in procs:
-            proc.wait(30)
+        stop_workers(procs)
         fake.close()
     done = target.filter(status="done")
     latencies = list(done.values_list("latency_ms", flat=True))

@@ -32,6 +32,7 @@ from generation import (  # noqa: E402 - sets Django up
     fresh_testset,
     session_cpu_seconds,
     start_workers,
+    stop_workers,
 )
 
 from evalsite.celery import app  # noqa: E402
@@ -102,10 +103,7 @@ def main() -> None:
         slow_done = slow.filter(status="done").count()
         generation_cancel(campaign=campaign)
     finally:
-        for proc in procs:
-            os.killpg(proc.pid, 15)
-        for proc in procs:
-            proc.wait(30)
+        stop_workers(procs)
         fake.close()
     # The slow contender's call always holds one of the worker slots.
     lanes = min(args.fast_limit, args.workers * args.concurrency - 1)
