@@ -20,6 +20,7 @@ def start_reviewing(page):
     the load event, so wait for the focus first: a key pressed before it goes nowhere."""
     page.wait_for_function("document.activeElement?.textContent.includes('Start reviewing')")
     page.keyboard.press("Enter")
+    page.wait_for_selector("#review [data-cell].focused")  # the first item, ready for keys
 
 
 def arrange_opposite_orders(campaign, first, second):
@@ -65,7 +66,6 @@ def test_two_reviewers_complete_items_with_the_keyboard_only(browser_page, live_
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     page.evaluate("window.__sameDocument = true")
 
     # `?` shows the shortcuts, `?` again hides them.
@@ -185,7 +185,6 @@ def test_the_home_action_fits_a_phone_and_an_output_scrolls_with_the_arrows(
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     pane = page.locator("#review .output-body").first
     pane.focus()
     for _ in range(5):
@@ -232,7 +231,6 @@ def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_s
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     page.evaluate("window.__region = document.querySelector('[role=status][data-announce]')")
 
     def announced():
@@ -258,7 +256,6 @@ def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
     page.goto(f"/review/{campaign.slug}/")
     page.wait_for_selector("button[autofocus]:focus")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
     page.keyboard.press("4")  # an answer, kept as a draft until the item is skipped
     assert page.evaluate(DRAFTS) == [f"evalsite-draft:review:{first.token}"]
@@ -319,7 +316,6 @@ def test_unsaved_answers_come_back_after_a_reload_and_go_once_submitted(browser_
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
     # Two scores with the keyboard, a flag with the mouse, a comment.
     page.keyboard.press("4")
@@ -371,7 +367,6 @@ def test_a_stale_draft_or_no_storage_does_not_break_the_review_page(browser_page
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     token = Assignment.objects.get(reviewer=reviewer, state="active").token
     # A draft from before the rubric changed: a dimension that is gone, a value off the scale,
     # a flag that no longer exists; and one answer that still fits.
@@ -428,7 +423,6 @@ def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page,
     browser_login(page, reviewer.username, PASSWORD)
     page.goto(f"/review/{campaign.slug}/")
     start_reviewing(page)
-    page.wait_for_selector("#review [data-cell].focused")
     box = page.get_by_label("Task text")
     assert box.get_attribute("tabindex") == "0"
     assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
