@@ -168,9 +168,35 @@ _LOOKALIKES = str.maketrans(
 )
 
 
+# An HTML entity inside a name is part of the word: "GPT&#8209;4o" (the non-breaking hyphen
+# as an entity) had its "GPT" masked and showed "[redacted]\u20114o" once rendered, as the
+# entity stopped the word. Entities for letters and digits, and for the hyphens, dots and
+# invisible characters above between two word characters, are written as the characters
+# themselves before the words are looked for: they mean nothing to Markdown there, so the
+# answer renders as before. Other entities (&amp;, &lt;, &#42;) stay as written.
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_JOINING = frozenset("-.\u00ad\u200b\u2060\ufeff\u2010\u2011")
+
+
+def _entity_in_word(match: re.Match) -> str:
+    char = unescape(match.group(0))
+    if len(char) == 1 and char.isalnum():
+        return char
+    text, start, end = match.string, match.start(), match.end()
+    inside = 0 < start and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()
+    return char if len(char) == 1 and char in _JOINING and inside else match.group(0)
+
+
+def _as_read(text: str) -> str:
+    """`text` with name-splitting entities and characters written plainly (see above)."""
+    if "&" in text:
+        text = _ENTITY.sub(_entity_in_word, text)
+    return text.translate(_LOOKALIKES)
+
+
 def mask_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     """Replace self-identification with MASK; `hits` counts replacements."""
-    return _mask_identity((text or "").translate(_LOOKALIKES), tuple(terms))
+    return _mask_identity(_as_read(text or ""), tuple(terms))
 
 
 # Markup a reader does not see: emphasis and code marks, escapes, and HTML entities. `_Claude_`
@@ -216,7 +242,7 @@ def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
     """The distinct words (and self-descriptions) mask_identity hides in `text`, as written:
     for warning the person who wrote them, never for reviewers."""
     found: dict[str, str] = {}
-    sources = [(text or "").translate(_LOOKALIKES)]
+    sources = [_as_read(text or "")]
     if _HAS_MARKUP.search(sources[0]):
         sources.append(_INLINE_MARKUP.sub("", unescape(sources[0]).translate(_LOOKALIKES)))
     for source in sources:

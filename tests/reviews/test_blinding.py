@@ -120,6 +120,15 @@ class MaskingTests(TestCase):
             assert masked.hits == 1, text
             assert re.fullmatch(r"(I am )?\[redacted\]( here|\.)", masked.text), masked.text
         assert blinding.identity_words("Judge like GPT\u20114o.", ()) == ["GPT-4o"]
+        # The same characters written as HTML entities: the whole name goes, not "GPT" alone
+        # ("[redacted]&#8209;4o" showed the version once rendered).
+        for text in ("I am GPT&#8209;4o.", "I am GPT&#x2011;4o.", "I am Claude&#8209;3&#46;5."):
+            masked = blinding.mask_identity(text, terms)
+            assert masked == blinding.Masked(text="I am [redacted].", hits=1), text
+        assert blinding.identity_words("Judge like GPT&#8209;4o.", ()) == ["GPT-4o"]
+        # Entities that mean something to Markdown, or stand outside a word, stay as written.
+        text = "R&amp;D &lt;b&gt; &#42;x&#42; 1&#46; item &#45; dash"
+        assert blinding.mask_identity(text, terms) == blinding.Masked(text=text, hits=0)
         # Dashes, minus signs and emoji joiners are left as written.
         text = "Steps 1\u20133 \u2013 then x = \u22125. Thanks! \U0001f468\u200d\U0001f469\u200d\U0001f467"
         assert blinding.mask_identity(text).text == text
