@@ -209,13 +209,13 @@ def build(items: int, reviewers: int) -> tuple[str, list[tuple[str, str]]]:
     return campaign.slug, users
 
 
-def start_server(env: dict, workers: int, threads: int) -> subprocess.Popen:
+def start_server(env: dict, workers: int, threads: int, app: str) -> subprocess.Popen:
     # gunicorn.conf.py in the project root holds the production settings (the connection cap
     # per process follows the thread count); only the port, the counts and the logs differ.
     proc = subprocess.Popen(
         [
             str(ROOT / ".venv/bin/gunicorn"),
-            "evalsite.wsgi",
+            app,
             "-b",
             f"127.0.0.1:{PORT}",
             "--log-level",
@@ -630,6 +630,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument(
+        "--app",
+        default="evalsite.wsgi",
+        help="the WSGI module gunicorn serves; bench.wsgi_page_without_template serves the site "
+        "with the review page's template rendering left out (an experiment: how much of a "
+        "review the template costs)",
+    )
+    parser.add_argument(
         "--paced-rate",
         type=float,
         default=32,
@@ -677,7 +684,7 @@ def main() -> None:
     django.setup()
     slug, users = build(args.items, args.reviewers)
 
-    server = start_server(env, args.workers, args.threads)
+    server = start_server(env, args.workers, args.threads, args.app)
     SERVER_SID[0] = server.pid
     stop_analyzer = threading.Event()
     if args.analyze_every:
