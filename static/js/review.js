@@ -26,16 +26,22 @@
     if (el) el.textContent = text;
   }
 
-  function focusCell(r, c, scroll = true) {
+  // The highlighted cell is the one the digits score.
+  function highlight(r, c) {
     const all = rows();
-    if (!all.length) return;
+    if (!all.length) return null;
     row = Math.max(0, Math.min(r, all.length - 1));
     const rowCells = cells(all[row]);
     col = Math.max(0, Math.min(c, rowCells.length - 1));
     document.querySelectorAll("#review [data-cell].focused").forEach((el) => el.classList.remove("focused"));
     const cell = rowCells[col];
+    cell?.classList.add("focused");
+    return cell;
+  }
+
+  function focusCell(r, c, scroll = true) {
+    const cell = highlight(r, c);
     if (!cell) return;
-    cell.classList.add("focused");
     cell.focus({ preventScroll: !scroll });
     if (scroll) cell.scrollIntoView({ block: "nearest" });
   }
@@ -240,11 +246,13 @@
   }
 
   document.addEventListener("keydown", onKey);
-  document.addEventListener("click", (event) => {
+  // A question reached by Tab, a click or a screen reader becomes the highlighted one, so the
+  // digits score the question that has the focus, not one highlighted before.
+  document.addEventListener("focusin", (event) => {
     const cell = event.target.closest?.("#review [data-cell]");
     if (cell) {
       const fieldset = cell.closest("fieldset[data-row]");
-      focusCell(rows().indexOf(fieldset), cells(fieldset).indexOf(cell), false);
+      highlight(rows().indexOf(fieldset), cells(fieldset).indexOf(cell));
     }
   });
   // Time spent goes with the submit; the key is kept, so a retry is recognised as the same review.

@@ -432,3 +432,36 @@ def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page,
     assert wait_until(page, lambda: box.evaluate("el => el.scrollTop") > 0)
     # the keys scrolled the box and did not move between questions
     assert page.evaluate("document.activeElement.matches('.task .prompt')")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_question_reached_with_tab_is_the_one_the_digits_score(browser_page, live_server):
+    """Tab (or a click) into another question moves the highlight there: a digit scores the
+    question that has the focus, not the one highlighted before."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    reviewer = UserFactory(username="kb-tabber", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    start_reviewing(page)
+
+    def highlighted():
+        return page.get_attribute("#review [data-cell].focused", "aria-label")
+
+    assert highlighted() == "Accuracy, output A"
+    for _ in range(3):  # A-accuracy, B-accuracy, A-completeness: one stop per question
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.name") == "score-A-completeness"
+    assert highlighted() == "Completeness, output A"
+    page.keyboard.press("4")
+    checked = "Array.from(document.querySelectorAll('#review-form input:checked'), (i) => i.name)"
+    assert page.evaluate(checked) == ["score-A-completeness"]
+    assert highlighted() == "Completeness, output B"  # and the keys go on from there
+    page.locator("#review [data-cell]").nth(1).locator("label.point").first.click()
+    assert highlighted() == "Accuracy, output B"
+    page.keyboard.press("5")
+    assert (
+        page.evaluate("document.querySelector('input[name=score-B-accuracy]:checked').value") == "5"
+    )
+    assert page.js_errors == []
