@@ -465,3 +465,38 @@ def test_a_question_reached_with_tab_is_the_one_the_digits_score(browser_page, l
         page.evaluate("document.querySelector('input[name=score-B-accuracy]:checked').value") == "5"
     )
     assert page.js_errors == []
+
+
+TABLE = (
+    "| Plan | Price | Notes |\n|------|------:|-------|\n| Basic | 5 | email only |\n"
+    "| Pro | 15 | phone support and a very long note that goes on and on, and on, "
+    "to fill its cell several times over |\n"
+)
+
+
+def lines_of(locator):
+    """How many lines the element's text takes."""
+    return locator.evaluate(
+        """el => { const r = document.createRange(); r.selectNodeContents(el);
+        return new Set(Array.from(r.getClientRects(), (b) => Math.round(b.top))).size; }"""
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_table_in_an_output_keeps_its_words_whole(browser_page, live_server):
+    """A short cell beside a long one read "Basi" over "c": words break only where a word
+    is wider than its whole column."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1, outputs=[TABLE, "No table."])
+    reviewer = UserFactory(username="kb-tables", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    start_reviewing(page)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.reload()
+        page.wait_for_selector("#review .output-body table")
+        cell = page.locator("#review .output-body td", has_text="Basic")
+        assert lines_of(cell) == 1, width
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
