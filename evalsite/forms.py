@@ -3,7 +3,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import PasswordChangeForm
 
 from .roles import ROLES
-from .services import user_problems
+from .services import PasswordChecksLocked, user_password_check, user_problems
 
 ROLE_CHOICES = [
     ("admin", "admin: users, test sets, contenders, campaigns"),
@@ -80,7 +80,25 @@ def user_exists_message(existing: str, asked: str) -> str:
 
 class NewPasswordForm(PasswordChangeForm):
     """Django's password change, refusing the current password as the new one (it would end
-    nothing: a password that may have leaked stays in use)."""
+    nothing: a password that may have leaked stays in use), and checking the current one under
+    the login's limit on wrong guesses (services.user_password_check)."""
+
+    def clean_old_password(self):
+        old_password = self.cleaned_data["old_password"]
+        try:
+            right = user_password_check(user=self.user, password=old_password)
+        except PasswordChecksLocked as locked:
+            minutes = locked.minutes_left()
+            raise forms.ValidationError(
+                "Too many wrong passwords: your password cannot be changed for "
+                f"{minutes} more minute{'s' if minutes != 1 else ''}. Try again then.",
+                code="locked",
+            ) from None
+        if not right:
+            raise forms.ValidationError(
+                self.error_messages["password_incorrect"], code="password_incorrect"
+            )
+        return old_password
 
     def clean(self):
         data = super().clean()

@@ -28,3 +28,18 @@ class ApiToken(models.Model):
         raw = "es_" + secrets.token_urlsafe(32)
         cls.objects.create(user=user, digest=cls.hash(raw), label=label)
         return raw
+
+
+class PasswordCheckFailures(models.Model):
+    """Wrong current passwords typed on the password change page, one row per user: the
+    page's lock (services.user_password_check). In the database rather than the cache: the
+    embedded mode runs several web processes, each with its own cache."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    failures = models.PositiveIntegerField(default=0)
+    last_failure_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.failures} wrong current passwords by {self.user_id}"

@@ -1,6 +1,10 @@
 import logging
+import math
 import secrets
+from datetime import datetime
 
+from axes.helpers import get_cool_off
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
@@ -8,15 +12,17 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from reviews.arbitration import arbiter_arbitrations_release
 from reviews.services import reviewer_leases_release
 
-from .models import ApiToken
+from .models import ApiToken, PasswordCheckFailures
 from .roles import ADMIN, ARBITER, REVIEWER, ROLES, roles_of
 
 # Who changed whose account: one line per change, never a secret.
 audit = logging.getLogger("evalsite.audit")
+log = logging.getLogger(__name__)
 
 
 def email_problem(email) -> str | None:
@@ -189,6 +195,8 @@ def user_password_set(*, user, by) -> str:
     password = password_generate()
     user.set_password(password)
     user.save(update_fields=["password"])
+    # They may have been locked out of the password change by guessing at the forgotten one.
+    PasswordCheckFailures.objects.filter(user=user).delete()
     audit.info("%s set a new password for %s", by, user)
     return password
 
@@ -220,3 +228,52 @@ def user_tokens_revoke(*, user, by) -> int:
     n = ApiToken.objects.filter(user=user).delete()[0]
     audit.info("%s revoked %d API token(s) of %s", by, n, user)
     return n
+
+
+class PasswordChecksLocked(Exception):
+    def __init__(self, until: datetime):
+        super().__init__(f"locked until {until.isoformat()}")
+        self.until = until
+
+    def minutes_left(self) -> int:
+        return max(1, math.ceil((self.until - timezone.now()).total_seconds() / 60))
+
+
+def user_password_check(*, user, password: str) -> bool:
+    """Whether `password` is `user`'s current one, for the password change page, throttled as
+    the login is: after AXES_FAILURE_LIMIT wrong ones, each within AXES_COOLOFF_TIME of the last,
+    raises PasswordChecksLocked (checking nothing) until the cool-off after the last has passed.
+    Axes never sees this check (PasswordChangeForm calls user.check_password), and its own
+    counter is per username and address: a stolen session guesses from any address it likes.
+    A right password clears the count: whoever typed it knows it already."""
+    limit, cool_off = settings.AXES_FAILURE_LIMIT, get_cool_off()
+    now = timezone.now()
+    with transaction.atomic():
+        failures, _ = PasswordCheckFailures.objects.select_for_update().get_or_create(
+            user=user, defaults={"last_failure_at": now}
+        )
+        if failures.last_failure_at + cool_off <= now:
+            failures.failures = 0  # the earlier ones have cooled off
+        if failures.failures >= limit:
+            # Refused, not counted: the cool-off runs from the last password actually checked.
+            # The lock does not end the user's sessions: the session holder has the account
+            # already and the lock keeps the password from them, while ending sessions would
+            # let an owner who mistypes log themselves out everywhere. Admins end sessions
+            # ("Generate a new password", deactivating) when a session was stolen.
+            raise PasswordChecksLocked(failures.last_failure_at + cool_off)
+        # Counted as wrong before checking, under the row lock: guesses sent all at once each
+        # take a place, so no burst gets more than `limit` checks.
+        failures.failures += 1
+        failures.last_failure_at = now
+        failures.save()
+    if user.check_password(password):
+        PasswordCheckFailures.objects.filter(user=user).delete()
+        return True
+    if failures.failures == limit:
+        log.warning(
+            "Locking the password change of %s for %s after %d wrong current passwords.",
+            user,
+            cool_off,
+            limit,
+        )
+    return False

@@ -1,15 +1,26 @@
 import json
 import subprocess
 import sys
+import threading
+from datetime import timedelta
+from unittest import mock
 
+import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client, TestCase, override_settings
+from django.db.models import F
+from django.test import Client, TestCase, TransactionTestCase, override_settings
 from django.test.utils import CaptureQueriesContext
 
+from evalsite.models import PasswordCheckFailures
+from evalsite.services import user_password_set
 from tests.factories import PASSWORD, personas
-from tests.services import ROOT, need, redis_available
+from tests.services import ROOT, need, postgres_available, redis_available
+
+User = get_user_model()
+COOL_OFF = timedelta(hours=settings.AXES_COOLOFF_TIME)
 
 
 class LoginTests(TestCase):
@@ -81,6 +92,131 @@ class LoginTests(TestCase):
         response = self.client.get("/")
         assert response.status_code == 302
         assert response.url.startswith("/login/")
+
+
+def change_password(client: Client, old: str, new: str = "another-long-phrase-7", **extra):
+    return client.post(
+        "/account/password/",
+        {"old_password": old, "new_password1": new, "new_password2": new},
+        **extra,
+    )
+
+
+WRONG = "old password was entered incorrectly"
+LOCKED = "Too many wrong passwords"
+
+
+class PasswordChangeLockTests(TestCase):
+    """The password change checks the current password outside axes: a stolen session could
+    guess at it without limit. It locks after AXES_FAILURE_LIMIT (5) wrong ones."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def setUp(self):
+        self.client.force_login(self.users["reviewer_a"])
+
+    def guess_wrong(self, times: int, **extra) -> None:
+        for _ in range(times):
+            response = change_password(self.client, "wrong", **extra)
+            assert WRONG in response.content.decode()
+
+    def test_it_locks_after_repeated_wrong_passwords_and_then_checks_none(self):
+        with self.assertLogs("evalsite.services", "WARNING") as logs:
+            self.guess_wrong(5)
+        assert "Locking the password change of reviewer_a" in logs.output[0]
+        with mock.patch.object(User, "check_password") as check_password:
+            response = change_password(self.client, PASSWORD)
+        assert not check_password.called  # the right password is not even looked at
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert f"{LOCKED}: your password cannot be changed for 15 more minutes" in html
+        assert WRONG not in html
+        assert User.objects.get(pk=self.users["reviewer_a"].pk).check_password(PASSWORD)
+
+    def test_the_lock_is_per_user_not_per_address(self):
+        # A session is not tied to an address: guesses spread over addresses count together.
+        for number in range(5):
+            self.guess_wrong(1, REMOTE_ADDR=f"203.0.113.{number}")
+        assert LOCKED in change_password(self.client, PASSWORD).content.decode()
+        other = Client()
+        other.force_login(self.users["reviewer_b"])
+        assert change_password(other, PASSWORD).status_code == 302
+
+    def test_the_lock_ends_with_the_cool_off(self):
+        self.guess_wrong(5)
+        failures = PasswordCheckFailures.objects.get(user=self.users["reviewer_a"])
+        failures.last_failure_at -= timedelta(minutes=14)
+        failures.save()
+        assert "for 1 more minute." in change_password(self.client, PASSWORD).content.decode()
+        failures.last_failure_at -= timedelta(minutes=1)
+        failures.save()
+        assert change_password(self.client, PASSWORD).status_code == 302
+
+    def test_wrong_passwords_older_than_the_cool_off_are_forgotten(self):
+        self.guess_wrong(4)
+        PasswordCheckFailures.objects.update(last_failure_at=F("last_failure_at") - COOL_OFF)
+        self.guess_wrong(4)  # not locked after eight
+        assert change_password(self.client, PASSWORD).status_code == 302
+
+    def test_a_successful_change_resets_the_count(self):
+        self.guess_wrong(4)
+        assert change_password(self.client, PASSWORD).status_code == 302
+        assert not PasswordCheckFailures.objects.exists()
+        self.guess_wrong(4)
+        response = change_password(self.client, "another-long-phrase-7", "third-long-phrase-8")
+        assert response.status_code == 302
+
+    def test_an_admins_new_password_lifts_the_lock(self):
+        # Locked out by guessing at a forgotten password, they ask an admin for a new one.
+        self.guess_wrong(5)
+        password = user_password_set(user=self.users["reviewer_a"], by="admin")
+        self.client.force_login(User.objects.get(pk=self.users["reviewer_a"].pk))
+        assert change_password(self.client, password).status_code == 302
+
+
+@pytest.mark.postgres
+class PasswordChangeLockRaceTests(TransactionTestCase):
+    """Real PostgreSQL, real threads, each with its own connection and session."""
+
+    # The real hasher (tests use MD5): its slow check is the window a racing guess would use.
+    @override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.PBKDF2PasswordHasher"])
+    def test_guesses_sent_all_at_once_get_no_more_checks_than_the_limit(self):
+        need(postgres_available(), "needs PostgreSQL: set DATABASE_URL=postgres://...")
+        user = User.objects.create_user("victim", password=PASSWORD)
+        guesses = 12
+        barrier = threading.Barrier(guesses)
+        answers, errors = [], []
+
+        def guess(number):
+            try:
+                client = Client()
+                client.force_login(user)
+                barrier.wait()
+                answers.append(change_password(client, f"guess-{number}").content.decode())
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        checked = []
+        check_password = User.check_password
+
+        def counted(user, raw):
+            checked.append(raw)  # list.append is atomic
+            return check_password(user, raw)
+
+        threads = [threading.Thread(target=guess, args=(n,)) for n in range(guesses)]
+        with mock.patch.object(User, "check_password", counted):
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        assert errors == []
+        assert len(checked) == settings.AXES_FAILURE_LIMIT
+        assert sum(WRONG in a for a in answers) == settings.AXES_FAILURE_LIMIT
+        assert sum(LOCKED in a for a in answers) == guesses - settings.AXES_FAILURE_LIMIT
 
 
 class AddUserCommandTests(TestCase):
