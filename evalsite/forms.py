@@ -2,6 +2,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import PasswordChangeForm
 
+from tasks.campaign_forms import LabelledForm
+
 from .roles import ROLES
 from .services import PasswordChecksLocked, user_password_check, user_problems
 
@@ -14,8 +16,9 @@ ROLE_CHOICES = [
 assert [code for code, _ in ROLE_CHOICES] == list(ROLES)
 
 
-class UserForm(forms.Form):
-    """A new user (with `username`) or an existing one's roles, email and access."""
+class UserForm(LabelledForm):
+    """A new user (with `username`) or an existing one's roles, email and access. Errors name
+    their field ("Username is required"), as on the contender and campaign forms."""
 
     username = forms.CharField(max_length=150, strip=True)
     email = forms.EmailField(required=False, max_length=254)
@@ -61,11 +64,12 @@ class UserForm(forms.Form):
                 roles=data.get("roles", []),
                 password=data.get("password") or None,
             )
-            for problem in problems:
-                field, _, message = problem.partition(": ")
-                if field == "roles":
-                    message = "Choose at least one role."
-                self.add_error(field if field in self.fields else None, message)
+            if any(problem.startswith("roles: required") for problem in problems):
+                self.add_error("roles", self.fields["roles"].error_messages["required"])
+            self.add_definition_errors(
+                [p for p in problems if not p.startswith("roles: required")],
+                skip=set(self.errors),  # a field that failed its own checks, said once
+            )
             # Checked again, atomically, when the account is made (services.user_create).
             users = get_user_model().objects.filter(username__iexact=username)
             if existing := users.values_list("username", flat=True).first():

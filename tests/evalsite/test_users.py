@@ -103,8 +103,8 @@ class UserListTests(TestCase):
         )
         form = response.context["form"]
         assert form.errors["username"] == ["reviewer_a already exists: edit them instead."]
-        assert form.errors["roles"] == ["Choose at least one role."]
-        assert "email" in form.errors
+        assert form.errors["roles"] == ["Roles: choose at least one"]
+        assert form.errors["email"] == ["Email is not valid"]
         assert any("too short" in e for e in form.errors["password"])
         assert response.context["created"] is None
         assert 'value="not-an-email"' in response.content.decode()
@@ -148,9 +148,25 @@ class UserListTests(TestCase):
         )
         assert saved.status_code == 302 and saved.url == "/users/?role=reviewer&page=1"
 
+    def test_it_words_errors_in_the_forms_labels_as_the_other_forms_do(self):
+        response = self.client.post("/users/", {"username": "", "email": "x@", "roles": ["boss"]})
+        assert response.context["form"].errors == {
+            "username": ["Username is required"],
+            "email": ["Email is not valid"],
+            "roles": ["Roles: choose one of the options listed"],
+        }
+        body = response.content.decode()
+        assert "This field is required" not in body and "Enter a valid email" not in body
+        too_long = self.client.post("/users/", {"username": "u" * 151, "roles": ["lead"]})
+        assert too_long.context["form"].errors == {
+            "username": ["Username is 151 characters long; the limit is 150"]
+        }
+
     def test_it_rejects_a_username_with_invalid_characters(self):
         response = self.client.post("/users/", {"username": "bad name!", "roles": ["reviewer"]})
-        assert response.status_code == 200 and "username" in response.context["form"].errors
+        assert response.status_code == 200
+        [error] = response.context["form"].errors["username"]
+        assert error.startswith("Username: Enter a valid username.")
         assert not User.objects.filter(username="bad name!").exists()
 
     def test_with_htmx_it_answers_the_form_and_the_new_table_row(self):
@@ -163,7 +179,7 @@ class UserListTests(TestCase):
         assert "<html" not in html
         bad = self.client.post("/users/", {"username": ""}, headers={"HX-Request": "true"})
         assert "hx-swap-oob" not in bad.content.decode()
-        assert "This field is required." in bad.content.decode()
+        assert "Username is required" in bad.content.decode()
 
 
 class UserEditTests(TestCase):
@@ -233,6 +249,12 @@ class UserEditTests(TestCase):
         for email in ("not-an-email", "a" * 250 + "@example.org"):
             response = self.edit("lead", email=email)
             assert response.status_code == 200 and "email" in response.context["form"].errors
+        assert response.context["form"].errors["email"] == [
+            "Email is 262 characters long; the limit is 254"
+        ]
+        assert self.edit("lead", email="x@").context["form"].errors == {
+            "email": ["Email is not valid"]
+        }
         assert User.objects.get(username="lead").email == ""
 
     def test_deactivating_a_reviewer_returns_their_leases_to_the_pool(self):

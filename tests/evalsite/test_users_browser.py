@@ -27,7 +27,7 @@ def test_an_admin_adds_a_reviewer_who_then_logs_in(browser_page):
     page.fill("input[name=email]", "fatima@example.org")
     page.get_by_role("button", name="Create user").click()
     page.get_by_text("reviewer_a already exists: edit them instead.").wait_for()
-    page.get_by_text("Choose at least one role.").wait_for()
+    page.get_by_text("Roles: choose at least one").wait_for()
     assert page.input_value("input[name=email]") == "fatima@example.org"
     # Focus goes to the first field to fix.
     assert page.evaluate("document.activeElement.name") == "username"
