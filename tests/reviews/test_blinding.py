@@ -133,6 +133,22 @@ class MaskingTests(TestCase):
         text = "Steps 1\u20133 \u2013 then x = \u22125. Thanks! \U0001f468\u200d\U0001f469\u200d\U0001f467"
         assert blinding.mask_identity(text).text == text
 
+    def test_it_masks_names_written_against_chinese_japanese_or_korean_text(self):
+        # No space separates a name from the words around it in these scripts.
+        terms = ("zz-secret-model-9",)
+        for text, shown in [
+            ("我是Claude，很高兴为你服务。", "我是[redacted]，很高兴为你服务。"),
+            ("私はClaudeです。", "私は[redacted]です。"),
+            ("저는 ChatGPT입니다.", "저는 [redacted]입니다."),
+            ("这是zz-secret-model-9的回答", "这是[redacted]的回答"),
+            # The version ends where the Chinese starts; the Chinese stays.
+            ("GPT-4o的回答更准确", "[redacted]的回答更准确"),
+        ]:
+            assert blinding.mask_identity(text, terms) == blinding.Masked(shown, 1), text
+        # A name's word still ends at a Latin letter: these are other words.
+        text = "Claudette, Bardot and Kimiko wrote 中文."
+        assert blinding.mask_identity(text, terms) == blinding.Masked(text, 0)
+
     def test_it_names_the_words_it_would_mask_for_the_author(self):
         text = "Judge like _Claude_ would; compare with Cl&#97;ude and GPT-4o. Ignore zz-model."
         assert blinding.identity_words(text, ("zz-model",)) == ["Claude", "GPT-4o", "zz-model"]
