@@ -172,7 +172,7 @@ class ArbitrationPageTests(TestCase):
         arbitration = self.claim()
         body = self.client.get(f"/arbitration/t/{arbitration.token}/").content.decode()
         task = body.split('id="arb-task-h"')[1].split("</section>")[0]
-        assert task.count('<div class="md prompt">') == 1
+        assert task.count('<div class="md prompt"') == 1
         assert ">user<" not in task and 'class="role"' not in task
         chat = CampaignFactory(slug="chat", name="Chat")
         messages = [
@@ -952,3 +952,38 @@ class ArbitrationPersonaTests(TestCase):
         assert self.client.get("/arbitration/").status_code == 200
         assert self.client.get("/arbitration/nope/next").status_code == 405
         assert self.client.post("/arbitration/no-such-campaign/next").status_code == 404
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_long_output_or_task_scrolls_in_its_box_and_the_grid_stays_near(browser_page):
+    """As on the review page: a long output or task is clipped to part of the window and
+    scrolls on its own (Tab reaches it, the arrows scroll it), instead of putting the reviews
+    and the score grid thousands of pixels below the outputs."""
+    users = personas()
+    campaign = CampaignFactory()
+    long_prompt = "\n\n".join(f"Paragraph {n} of a long question." for n in range(80))
+    task = TaskFactory(testset=campaign.testset, prompt=long_prompt)
+    item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"], task=task)
+    long_text = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(80))
+    Generation.objects.filter(pk=item.outputs.order_by("pk").first().generation_id).update(
+        output=long_text
+    )
+    page = browser_page
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    page.locator("#arb-form").wait_for()
+    for width, height in ((1280, 800), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        top = page.evaluate("document.querySelector('#arb-form').offsetTop")
+        assert top < 4 * height, (width, top)
+    pane = page.locator("#workspace .arb-output [tabindex='0']").filter(has_text="long answer")
+    for box in (page.get_by_label("Task text"), pane):
+        assert box.get_attribute("tabindex") == "0"
+        assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
+    pane.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowDown")
+    assert wait_until(page, lambda: pane.evaluate("el => el.scrollTop") > 0)
+    assert page.js_errors == []
