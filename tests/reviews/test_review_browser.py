@@ -500,3 +500,30 @@ def test_a_table_in_an_output_keeps_its_words_whole(browser_page, live_server):
         cell = page.locator("#review .output-body td", has_text="Basic")
         assert lines_of(cell) == 1, width
         assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_short_conversation_shows_its_last_turn_without_scrolling(browser_page, live_server):
+    """Four one-line turns fit the task box: the last user turn, the one the outputs answer,
+    was below its clip, hidden by each turn's paragraph margins."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    Task.objects.filter(review_items__campaign=campaign).update(
+        prompt="",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi, my router is down."},
+            {"role": "assistant", "content": "Did you restart it?"},
+            {"role": "user", "content": "Yes, twice. Still down."},
+        ],
+    )
+    reviewer = UserFactory(username="kb-chat", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/review/{campaign.slug}/")
+    start_reviewing(page)
+    box = page.get_by_label("Task conversation")
+    last = box.locator(".turn").last
+    assert "Still down." in last.inner_text()
+    assert box.evaluate("el => el.scrollHeight <= el.clientHeight")  # nothing clipped
