@@ -13,6 +13,7 @@ a form with errors is shown again.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache, wraps
@@ -240,23 +241,66 @@ def _mask_identity(text: str, terms: tuple[str, ...]) -> Masked:
 
 def _mask_words(text: str, terms: tuple[str, ...]) -> Masked:
     hits = 0
-
-    def self_id(match: re.Match) -> str:
-        # The whole self-description goes, not only the name: its wording ("developed by",
-        # "created by", "trained by") differs from vendor to vendor and would tell them apart.
-        nonlocal hits
-        hits += 1
-        return MASK
-
-    text = SELF_ID.sub(self_id, text)
-
-    def term(match: re.Match) -> str:
-        nonlocal hits
-        hits += 1
-        return MASK
-
-    text = _compiled(terms, text.isascii()).sub(term, text)
+    # The whole self-description goes, not only the name: its wording ("developed by",
+    # "created by", "trained by") differs from vendor to vendor and would tell them apart.
+    # Then the words, in what is left.
+    for pattern in (SELF_ID, None):
+        pieces, last = [], 0
+        for start, end in _spans(pattern, text, terms):
+            pieces += [text[last:start], MASK]
+            last = end
+            hits += 1
+        if pieces:
+            text = "".join([*pieces, text[last:]])
     return Masked(text=text, hits=hits)
+
+
+# Compatibility characters a reader takes for the letters they stand for: the full-width
+# forms of CJK typesetting ("ＧＰＴ－４ｏ", "私はＣｌａｕｄｅです"), mathematical bold or script
+# letters ("𝐂𝐥𝐚𝐮𝐝𝐞"), ligatures, superscripts. The words are looked for in the text with these
+# characters in their NFKC form, and what matched is replaced in the text as written (the
+# rest stays as written).
+@lru_cache(maxsize=1)
+def _compat() -> dict[int, str]:
+    """{character: its NFKC form} for the characters NFKC writes in ASCII (all below
+    U+30000), a str.translate table built on first use (20-30 ms). Left out: those that would
+    start or end a word where the text has none ("Claude™" is not "ClaudeTM")."""
+    table = {}
+    for cp in range(0x80, 0x30000):
+        char = chr(cp)
+        if 0xD800 <= cp < 0xE000 or unicodedata.is_normalized("NFKC", char):
+            continue
+        form = unicodedata.normalize("NFKC", char)
+        is_word, all_word = re.fullmatch(r"\w", char), re.fullmatch(r"\w+", form)
+        if form.isascii() and (is_word is None) == (all_word is None):
+            table[cp] = form
+    return table
+
+
+def _origin(text: str) -> list[int]:
+    """For each character of text.translate(_compat()), the index of the one in `text` it
+    came from (one became several: "ﬁ", "…")."""
+    table, origin = _compat(), []
+    for i, char in enumerate(text):
+        origin += [i] * len(table.get(ord(char), char))
+    return origin
+
+
+def _spans(pattern: re.Pattern | None, text: str, terms: tuple[str, ...]):
+    """(start, end) in `text` of what `pattern` (None: the words to mask) finds in it, read
+    with its compatibility characters in their NFKC form."""
+    view = text if text.isascii() else text.translate(_compat())
+    pattern = pattern or _compiled(terms, view.isascii())
+    origin, last = None, 0
+    for match in pattern.finditer(view):
+        start, end = match.span()
+        if len(view) != len(text):
+            origin = origin or _origin(text)
+            # A character that became several is replaced whole.
+            start, end = max(origin[start], last), origin[end - 1] + 1
+        if end > start:
+            yield start, end
+            last = end
 
 
 def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
@@ -267,9 +311,9 @@ def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
     if _HAS_MARKUP.search(sources[0]):
         sources.append(_INLINE_MARKUP.sub("", unescape(sources[0]).translate(_LOOKALIKES)))
     for source in sources:
-        for pattern in (SELF_ID, _compiled(tuple(terms), source.isascii())):
-            for match in pattern.finditer(source):
-                word = " ".join(match.group(0).split())
+        for pattern in (SELF_ID, None):
+            for start, end in _spans(pattern, source, tuple(terms)):
+                word = " ".join(source[start:end].split())
                 found.setdefault(word.casefold(), word)
     return sorted(found.values(), key=str.casefold)
 

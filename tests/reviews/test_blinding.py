@@ -149,6 +149,25 @@ class MaskingTests(TestCase):
         text = "Claudette, Bardot and Kimiko wrote 中文."
         assert blinding.mask_identity(text, terms) == blinding.Masked(text, 0)
 
+    def test_it_masks_names_written_in_full_width_or_mathematical_letters(self):
+        terms = ("zz-secret-model-9",)
+        for text, shown in [
+            ("ＧＰＴ－４ｏに聞いた。", "[redacted]に聞いた。"),
+            ("私はＣｌａｕｄｅです。", "私は[redacted]です。"),
+            ("Ask 𝐂𝐥𝐚𝐮𝐝𝐞 or 𝒜𝓃𝓉𝒽𝓇𝑜𝓅𝒾𝒸", "Ask [redacted] or [redacted]"),
+            ("I am 𝐂𝐥𝐚𝐮𝐝𝐞, made by 𝒜𝓃𝓉𝒽𝓇𝑜𝓅𝒾𝒸.", "[redacted]."),  # the self-description
+            ("This is ｚｚ－ｓｅｃｒｅｔ－ｍｏｄｅｌ－９…", "This is [redacted]…"),
+            # Around it the text stays as written, where NFKC changes lengths ("ﬁ", "…").
+            ("ﬁne… ＯｐｅｎＡＩ… ﬁ", "ﬁne… [redacted]… ﬁ"),
+            ("I am Claude™.", "I am [redacted]™."),
+        ]:
+            masked = blinding.mask_identity(text, terms)
+            assert masked.text == shown and masked.hits == shown.count("[redacted]"), text
+        assert blinding.identity_words("Judge like ＧＰＴ－４ｏ.", ()) == ["ＧＰＴ－４ｏ"]
+        # Full-width text without a name keeps every character.
+        text = "返金は３０日以内に、ﬁ…（注文ページ）"
+        assert blinding.mask_identity(text, terms) == blinding.Masked(text, 0)
+
     def test_it_names_the_words_it_would_mask_for_the_author(self):
         text = "Judge like _Claude_ would; compare with Cl&#97;ude and GPT-4o. Ignore zz-model."
         assert blinding.identity_words(text, ("zz-model",)) == ["Claude", "GPT-4o", "zz-model"]
