@@ -527,3 +527,26 @@ def test_a_short_conversation_shows_its_last_turn_without_scrolling(browser_page
     last = box.locator(".turn").last
     assert "Still down." in last.inner_text()
     assert box.evaluate("el => el.scrollHeight <= el.clientHeight")  # nothing clipped
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_cards_headings_line_up(browser_page, live_server):
+    """The task card's heading sat a heading margin lower in its card than the outputs' (and
+    the arbitration page's cards all had that gap): a card's first heading starts at its
+    padding."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    reviewer = UserFactory(username="kb-cards", roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    start_reviewing(page)
+    gaps = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#review .card > h2:first-child'),
+          (h) => Math.round(h.getBoundingClientRect().top - h.parentElement.getBoundingClientRect().top))"""
+    )
+    assert len(gaps) == 3 and len(set(gaps)) == 1, gaps  # the task and outputs A and B
+    padding = page.evaluate(
+        "parseFloat(getComputedStyle(document.querySelector('.card')).paddingTop)"
+    )
+    assert gaps[0] <= padding + 1, (gaps, padding)
