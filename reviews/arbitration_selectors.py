@@ -20,7 +20,7 @@ from . import blinding
 from .arbitration import FLAGS, labels_for
 from .disputes import disputed_cells
 from .models import Arbitration, ItemOutput, Review, ReviewItem
-from .selectors import instructions_shown, task_json
+from .selectors import conversation_shown, instructions_shown, task_json, text_shown
 from .services import campaign_identity_terms, campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
@@ -55,16 +55,11 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         candidates.append({"label": label, "text": text, "html": html})
 
     task = item.task
-    conversation = [
-        {
-            "role": m.get("role", "user"),
-            "content": m.get("content", ""),
-            "html": blinding.render_markdown(str(m.get("content", ""))),
-        }
-        for m in task.conversation()
-    ]
-    reference = task.reference if campaign.show_reference else ""
-    reference_html = blinding.render_markdown(reference) if reference else ""
+    conversation = conversation_shown(task, terms)
+    reference = reference_html = ""
+    if campaign.show_reference and task.reference:
+        shown = text_shown(task.reference, terms)
+        reference, reference_html = shown["text"], shown["html"]
 
     reviews = list(item.reviews.prefetch_related("scores").order_by("submitted_at", "pk"))
     reviewer_rows = []

@@ -206,13 +206,31 @@ def _rubric(campaign: Campaign) -> list[dict]:
     return rows
 
 
+def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
+    """Text of the campaign or its test set (instructions, a task's messages, its reference)
+    as reviewers and arbiters see it: masked like the outputs, as an admin naming a contender
+    there, or a logged conversation whose assistant says who it is, must not unblind the
+    campaign."""
+    masked = blinding.mask_identity(text, terms).text
+    return {"text": masked, "html": blinding.render_markdown(masked) if html else None}
+
+
 def instructions_shown(campaign: Campaign, terms: tuple[str, ...], *, html: bool = True):
-    """The campaign's instructions as reviewers and arbiters see them: masked like the outputs
-    (an admin naming a contender there must not unblind the campaign); None without any."""
+    """The campaign's instructions as reviewers and arbiters see them (None without any)."""
     if not campaign.instructions:
         return None
-    masked = blinding.mask_identity(campaign.instructions, terms)
-    return {"text": masked.text, "html": blinding.render_markdown(masked.text) if html else None}
+    return text_shown(campaign.instructions, terms, html=html)
+
+
+def conversation_shown(task: Task, terms: tuple[str, ...], *, html: bool = True) -> list[dict]:
+    """The task's messages (or its prompt as one), masked."""
+    rows = []
+    for m in task.conversation():
+        shown = text_shown(str(m.get("content", "")), terms, html=html)
+        rows.append(
+            {"role": str(m.get("role", "user")), "content": shown["text"], "html": shown["html"]}
+        )
+    return rows
 
 
 def review_screen(
@@ -251,20 +269,10 @@ def review_screen(
         # Lazily, for admins: the outputs needed masking. No LLM call, one small UPDATE.
         Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
 
-    conversation = [
-        {
-            "role": str(m.get("role", "user")),
-            "content": str(m.get("content", "")),
-            "html": blinding.render_markdown(str(m.get("content", ""))) if html else None,
-        }
-        for m in task.conversation()
-    ]
+    conversation = conversation_shown(task, terms, html=html)
     reference = None
     if campaign.show_reference and task.reference:
-        reference = {
-            "text": task.reference,
-            "html": blinding.render_markdown(task.reference) if html else None,
-        }
+        reference = text_shown(task.reference, terms, html=html)
     wants_scores, wants_preference = campaign_wants(campaign)
     return {
         "token": assignment.token,

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews import blinding
-from reviews.models import Assignment, ItemOutput, ReviewItem
+from reviews.models import Arbitration, Assignment, ItemOutput, ReviewItem
 from tasks.models import Generation
 from tests.factories import (
     CampaignFactory,
@@ -428,6 +428,54 @@ def ReviewItemFactory_ready(campaign, task):  # noqa: N802 - a factory-like help
         state="open",
         shuffle_key=12345,
     )
+
+
+class TaskTextMaskingTests(TestCase):
+    """The task's messages and reference are masked as the outputs are, for reviewers and
+    arbiters, in pages and the API."""
+
+    @classmethod
+    def setUpTestData(cls):
+        from tests.factories import ReviewItemFactory
+        from tests.reviews.test_arbitration import disputed_item
+
+        cls.users = personas()
+        contenders = [ContenderFactory(name="zz-secret-model-9"), ContenderFactory()]
+        task_texts = {
+            "messages": [
+                {"role": "user", "content": "Who are you?"},
+                # A conversation logged from the production model, which is a contender.
+                {"role": "assistant", "content": "I'm zz-secret-model-9, made by Anthropic."},
+                {"role": "user", "content": "Explain the refund policy."},
+            ],
+            "reference": "Refunds in 30 days (zz-secret-model-9 wrote this).",
+        }
+        campaign = CampaignFactory(slug="chat", contenders=contenders, show_reference=True)
+        task = TaskFactory(testset=campaign.testset, prompt="", **task_texts)
+        ReviewItemFactory(campaign=campaign, task=task)
+        cls.disputed = CampaignFactory(slug="disp", contenders=contenders, show_reference=True)
+        task = TaskFactory(testset=cls.disputed.testset, prompt="", **task_texts)
+        disputed_item(cls.disputed, cls.users["reviewer_a"], cls.users["reviewer_b"], task=task)
+
+    def assert_masked(self, response):
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert "zz-secret-model-9" not in body and "Anthropic" not in body
+        assert "Refunds in 30 days ([redacted] wrote this)." in body
+        assert "Explain the refund policy." in body and "[redacted]" in body
+
+    def test_it_masks_the_conversation_and_reference_for_reviewers(self):
+        self.client.force_login(self.users["reviewer_a"])
+        self.assert_masked(self.client.get(self.client.post("/review/chat/next").url))
+        api = {"HTTP_AUTHORIZATION": f"Bearer {ApiToken.issue(self.users['reviewer_b'])}"}
+        self.assert_masked(self.client.post("/api/v1/campaigns/chat/next", **api))
+
+    def test_it_masks_the_conversation_and_reference_for_arbiters(self):
+        self.client.force_login(self.users["arbiter"])
+        self.assert_masked(self.client.get(self.client.post("/arbitration/disp/next").url))
+        Arbitration.objects.update(state="open", arbiter=None)
+        api = {"HTTP_AUTHORIZATION": f"Bearer {ApiToken.issue(self.users['arbiter'])}"}
+        self.assert_masked(self.client.post("/api/v1/campaigns/disp/arbitration/next", **api))
 
 
 class CampaignScanTests(TestCase):
