@@ -76,6 +76,26 @@ BUILTIN_TERMS: tuple[str, ...] = (
     "HuggingChat",
     "Ollama",
     "vLLM",
+    # As Chinese, Japanese and Korean answers write them (the models' own self-introductions:
+    # "我是通义千问", "我是文心一言"). Not 豆包 (Doubao), also a bun.
+    "通义千问",
+    "通义",
+    "千问",
+    "文心一言",
+    "文心",
+    "智谱清言",
+    "智谱",
+    "月之暗面",
+    "深度求索",
+    "讯飞星火",
+    "混元",
+    "百川智能",
+    "零一万物",
+    "克劳德",
+    "クロード",
+    "클로드",
+    "ジェミニ",
+    "제미나이",
 )
 # A word character, for where a name starts and ends: Python's \w less the letters of scripts
 # written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Myanmar) and of
@@ -109,6 +129,13 @@ SELF_ID = re.compile(
     r"(?P<between>[^.\n]{0,60}?)"
     r"(?P<lead>\b(?:developed|created|made|trained|built|designed|engineered|provided)\s+by)"
     r"\s+(?P<who>(?:the\s+)?[A-Z](?:[\w\-]|\.(?=\w))*(?:\s+[A-Z](?:[\w\-]|\.(?=\w))*){0,2}(?:\s+team)?)",
+    re.IGNORECASE,
+)
+# The same in Chinese: "我是一个大型语言模型，由 Google 训练", "由阿里云开发".
+SELF_ID_ZH = re.compile(
+    r"(?:我(?!们)|本助手|本模型|语言模型|人工智能助手|AI助手)[^。！？\n]{0,30}?"
+    r"由\s*[^\s，。、,.!?！？]{1,12}?\s*(?:公司|团队|集团)?\s*"
+    r"(?:开发|训练|研发|打造|创建|构建|推出|设计)",
     re.IGNORECASE,
 )
 _ADDRESS = re.compile(r"^[\d.:]+$")
@@ -147,6 +174,8 @@ def _compiled(extra: tuple[str, ...], ascii: bool = False) -> re.Pattern:
     terms = sorted(
         {t.strip() for t in (*BUILTIN_TERMS, *extra) if len(t.strip()) >= 2}, key=len, reverse=True
     )
+    if ascii:
+        terms = [t for t in terms if t.isascii()]  # the others cannot occur
     # The word boundaries (which also hold for terms starting or ending in punctuation,
     # "01.AI") wrap the whole alternation rather than each term: the same matches, as the
     # alternation still tries the terms longest first and backtracks into it when the
@@ -239,12 +268,17 @@ def _mask_identity(text: str, terms: tuple[str, ...]) -> Masked:
     return masked
 
 
+def _passes(text: str) -> tuple[re.Pattern | None, ...]:
+    """The self-descriptions, then the words (None); Chinese ones cannot be in ASCII text."""
+    return (SELF_ID, None) if text.isascii() else (SELF_ID, SELF_ID_ZH, None)
+
+
 def _mask_words(text: str, terms: tuple[str, ...]) -> Masked:
     hits = 0
     # The whole self-description goes, not only the name: its wording ("developed by",
     # "created by", "trained by") differs from vendor to vendor and would tell them apart.
-    # Then the words, in what is left.
-    for pattern in (SELF_ID, None):
+    # Then the words (None), in what is left.
+    for pattern in _passes(text):
         pieces, last = [], 0
         for start, end in _spans(pattern, text, terms):
             pieces += [text[last:start], MASK]
@@ -311,7 +345,7 @@ def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
     if _HAS_MARKUP.search(sources[0]):
         sources.append(_INLINE_MARKUP.sub("", unescape(sources[0]).translate(_LOOKALIKES)))
     for source in sources:
-        for pattern in (SELF_ID, None):
+        for pattern in _passes(source):
             for start, end in _spans(pattern, source, tuple(terms)):
                 word = " ".join(source[start:end].split())
                 found.setdefault(word.casefold(), word)

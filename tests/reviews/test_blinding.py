@@ -145,6 +145,16 @@ class MaskingTests(TestCase):
             ("GPT-4o的回答更准确", "[redacted]的回答更准确"),
         ]:
             assert blinding.mask_identity(text, terms) == blinding.Masked(shown, 1), text
+        # Names and self-descriptions as the models write them in Chinese or Japanese.
+        for text, shown in [
+            ("我是通义千问，很高兴为你服务。", "我是[redacted]，很高兴为你服务。"),
+            ("私はクロードです。", "私は[redacted]です。"),
+            ("我是一个大型语言模型，由 Google 训练。", "[redacted]。"),
+            ("我是一个AI助手，由阿里云开发。", "[redacted]。"),
+        ]:
+            assert blinding.mask_identity(text, terms) == blinding.Masked(shown, 1), text
+        text = "我们的系统由IT部门开发，这座桥由中建公司建造。"
+        assert blinding.mask_identity(text, terms) == blinding.Masked(text, 0)
         # A name's word still ends at a Latin letter: these are other words.
         text = "Claudette, Bardot and Kimiko wrote 中文."
         assert blinding.mask_identity(text, terms) == blinding.Masked(text, 0)
