@@ -114,9 +114,21 @@ def _builtin_patterns(w: str) -> tuple[str, ...]:
     """Versioned family names (GPT-4o, gpt-3.5-turbo, Llama-3.1-70B, Phi-3, o1-preview, ...),
     their version running on over word characters `w`."""
     rest = rf"(?:{w}|-|\.(?={w}))*"
+    # A family name and what follows it to name one model: versions, sizes and tiers ("Claude
+    # 3.5 Sonnet", "Claude Opus 4.1", "Gemini 1.5 Pro", "DeepSeek-V3", "Kimi K2", "GPT-4o mini",
+    # "Llama 3.1 70B Instruct"), masked whole: "[redacted] Sonnet" still said which model.
+    piece = (
+        rf"(?:v?\d{rest}|[rk]\d+{w}*|opus|sonnet|haiku|instant|pro|flash|ultra|nano|mini|turbo"
+        rf"|large|medium|small|tiny|coder|chat|instruct|preview|thinking|reasoner|plus)(?!{w})"
+    )
+    families = (
+        "chatgpt|llama|qwen|mistral|mixtral|codestral|gemma|phi|claude|gemini|deepseek|grok|yi|kimi"
+    )
+    # At a word's start ("Delphi 7" is not Phi-7; \b is that start where \w is the word
+    # character, and cheaper than the lookbehind), but GPT anywhere ("openai_gpt-4o.json").
+    start = r"\b" if w == r"\w" else rf"(?<!{w})"
     return (
-        rf"gpt[-\s]?\d{rest}",
-        rf"(?:llama|qwen|mistral|mixtral|gemma|phi|claude|gemini|deepseek|grok|yi)[-\s]?\d{rest}",
+        rf"(?:{start}(?:{families})|gpt)(?:[-\s]?\d{rest}(?:[-\s]{piece})*|(?:[-\s]{piece})+)",
         r"o[1-4](?:-(?:preview|mini|pro))\b",
     )
 

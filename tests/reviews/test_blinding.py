@@ -72,6 +72,30 @@ class MaskingTests(TestCase):
         )
         assert masked.hits == 4
 
+    def test_it_masks_a_models_tier_and_size_with_its_family_name(self):
+        # "[redacted] Sonnet" or "[redacted]-V3" would still say which model wrote it.
+        for text in (
+            "I am Claude 3.5 Sonnet.",
+            "I am Claude Opus 4.1.",
+            "I am Gemini 1.5 Pro.",
+            "I am Gemini 2.5 Flash.",
+            "I am DeepSeek-V3.",
+            "I am DeepSeek-R1.",
+            "I am Kimi K2.",
+            "I am GPT-4o mini.",
+            "I am Llama 3.1 70B Instruct.",
+            "I am Mistral Large 2.",
+            "I am ＧＰＴ－４ｏ ｍｉｎｉ.",
+        ):
+            assert blinding.mask_identity(text) == blinding.Masked("I am [redacted].", 1), text
+        # What follows that is not part of a model's name stays, and so do other words.
+        for text, shown in (
+            ("Claude 2 answered in 5 seconds.", "[redacted] answered in 5 seconds."),
+            ("Ask GPT-4 and 5 others.", "Ask [redacted] and 5 others."),
+            ("Shakespeare's Sonnet 18, in Delphi 7.", "Shakespeare's Sonnet 18, in Delphi 7."),
+        ):
+            assert blinding.mask_identity(text).text == shown
+
     def test_it_masks_self_identification_but_not_ordinary_use_of_by(self):
         masked = blinding.mask_identity(
             "As an AI developed by Google, I can't. The bridge was built by Contoso."
