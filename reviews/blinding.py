@@ -250,10 +250,17 @@ def _entity_in_word(match: re.Match) -> str:
     return char if len(char) == 1 and char in _JOINING and inside else match.group(0)
 
 
+# The zero-width (non-)joiners mean something only in the scripts and emoji that need them:
+# between two Latin letters or digits ("Cl\u200caude") they only hide a name.
+_LATIN_JOINER = re.compile(r"(?<=[A-Za-z0-9])[\u200c\u200d]+(?=[A-Za-z0-9])")
+
+
 def _as_read(text: str) -> str:
     """`text` with name-splitting entities and characters written plainly (see above)."""
     if "&" in text:
         text = _ENTITY.sub(_entity_in_word, text)
+    if "\u200c" in text or "\u200d" in text:
+        text = _LATIN_JOINER.sub("", text)
     return text.translate(_LOOKALIKES)
 
 

@@ -138,6 +138,8 @@ class MaskingTests(TestCase):
             "I am Cl\u00adaude.",
             "I am Clau\u200bde.",
             "I am Cl&shy;aude.",
+            "I am Cl\u200caude.",  # zero-width non-joiner
+            "I am Clau\u200dde.",  # zero-width joiner
             "zz\u2010secret\u2011model-9 here",
         ):
             masked = blinding.mask_identity(text, terms)
@@ -153,8 +155,10 @@ class MaskingTests(TestCase):
         # Entities that mean something to Markdown, or stand outside a word, stay as written.
         text = "R&amp;D &lt;b&gt; &#42;x&#42; 1&#46; item &#45; dash"
         assert blinding.mask_identity(text, terms) == blinding.Masked(text=text, hits=0)
-        # Dashes, minus signs and emoji joiners are left as written.
+        # Dashes, minus signs, emoji joiners and a Persian word's non-joiner stay as written.
         text = "Steps 1\u20133 \u2013 then x = \u22125. Thanks! \U0001f468\u200d\U0001f469\u200d\U0001f467"
+        assert blinding.mask_identity(text).text == text
+        text = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
         assert blinding.mask_identity(text).text == text
 
     def test_it_masks_names_written_against_chinese_japanese_or_korean_text(self):
