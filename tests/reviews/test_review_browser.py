@@ -23,6 +23,15 @@ def start_reviewing(page):
     page.wait_for_selector("#review [data-cell].focused")  # the first item, ready for keys
 
 
+def review_first_item(page, campaign, username: str):
+    """A new reviewer, logged in, on the first item of `campaign` (keyboard ready)."""
+    reviewer = UserFactory(username=username, roles=["reviewer"])
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{campaign.slug}/")
+    start_reviewing(page)
+    return reviewer
+
+
 def arrange_opposite_orders(campaign, first, second):
     """Give the two items shuffle keys at the two reviewers' offsets: each reviewer's order
     starts at their own offset, so one gets [x, y] and the other [y, x]."""
@@ -226,11 +235,7 @@ def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_s
     with its text is not read out: the page keeps one region for it across the swaps."""
     page = browser_page
     campaign = campaign_ready(items=2, overlap=1)
-    reviewer = UserFactory(username="sr-reviewer", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    page.wait_for_selector("button[autofocus]:focus")
-    start_reviewing(page)
+    review_first_item(page, campaign, "sr-reviewer")
     page.evaluate("window.__region = document.querySelector('[role=status][data-announce]')")
 
     def announced():
@@ -251,11 +256,7 @@ def test_a_screen_reader_hears_saved_and_the_finished_queue(browser_page, live_s
 def test_a_reviewer_skips_with_the_keyboard_only(browser_page, live_server):
     page = browser_page
     campaign = campaign_ready(items=2, overlap=1)
-    reviewer = UserFactory(username="kb-skipper", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    page.wait_for_selector("button[autofocus]:focus")
-    start_reviewing(page)
+    reviewer = review_first_item(page, campaign, "kb-skipper")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
     page.keyboard.press("4")  # an answer, kept as a draft until the item is skipped
     assert page.evaluate(DRAFTS) == [f"evalsite-draft:review:{first.token}"]
@@ -312,10 +313,7 @@ def review_form_state(page):
 def test_unsaved_answers_come_back_after_a_reload_and_go_once_submitted(browser_page, live_server):
     page = browser_page
     campaign = campaign_ready(items=2, overlap=1)
-    reviewer = UserFactory(username="kb-drafter", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    start_reviewing(page)
+    reviewer = review_first_item(page, campaign, "kb-drafter")
     first = Assignment.objects.get(reviewer=reviewer, state="active")
     # Two scores with the keyboard, a flag with the mouse, a comment.
     page.keyboard.press("4")
@@ -363,10 +361,7 @@ def test_unsaved_answers_come_back_after_a_reload_and_go_once_submitted(browser_
 def test_a_stale_draft_or_no_storage_does_not_break_the_review_page(browser_page, live_server):
     page = browser_page
     campaign = campaign_ready(items=2, overlap=1)
-    reviewer = UserFactory(username="kb-stale", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    start_reviewing(page)
+    reviewer = review_first_item(page, campaign, "kb-stale")
     token = Assignment.objects.get(reviewer=reviewer, state="active").token
     # A draft from before the rubric changed: a dimension that is gone, a value off the scale,
     # a flag that no longer exists; and one answer that still fits.
@@ -419,10 +414,7 @@ def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page,
     campaign = campaign_ready(items=1, overlap=1)
     long_prompt = "\n\n".join(f"Paragraph {n} of a long question." for n in range(80))
     Task.objects.filter(review_items__campaign=campaign).update(prompt=long_prompt)
-    reviewer = UserFactory(username="kb-task-scroller", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    start_reviewing(page)
+    review_first_item(page, campaign, "kb-task-scroller")
     box = page.get_by_label("Task text")
     assert box.get_attribute("tabindex") == "0"
     assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
@@ -441,10 +433,7 @@ def test_a_question_reached_with_tab_is_the_one_the_digits_score(browser_page, l
     question that has the focus, not the one highlighted before."""
     page = browser_page
     campaign = campaign_ready(items=1, overlap=1)
-    reviewer = UserFactory(username="kb-tabber", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    start_reviewing(page)
+    review_first_item(page, campaign, "kb-tabber")
 
     def highlighted():
         return page.get_attribute("#review [data-cell].focused", "aria-label")
@@ -489,10 +478,7 @@ def test_a_table_in_an_output_keeps_its_words_whole(browser_page, live_server):
     is wider than its whole column."""
     page = browser_page
     campaign = campaign_ready(items=1, overlap=1, outputs=[TABLE, "No table."])
-    reviewer = UserFactory(username="kb-tables", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    start_reviewing(page)
+    review_first_item(page, campaign, "kb-tables")
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 800})
         page.reload()
@@ -537,10 +523,7 @@ def test_the_cards_headings_line_up(browser_page, live_server):
     padding."""
     page = browser_page
     campaign = campaign_ready(items=1, overlap=1)
-    reviewer = UserFactory(username="kb-cards", roles=["reviewer"])
-    browser_login(page, reviewer.username, PASSWORD)
-    page.goto(f"/review/{campaign.slug}/")
-    start_reviewing(page)
+    review_first_item(page, campaign, "kb-cards")
     gaps = page.evaluate(
         """() => Array.from(document.querySelectorAll('#review .card > h2:first-child'),
           (h) => Math.round(h.getBoundingClientRect().top - h.parentElement.getBoundingClientRect().top))"""
