@@ -533,3 +533,20 @@ def test_the_cards_headings_line_up(browser_page, live_server):
         "parseFloat(getComputedStyle(document.querySelector('.card')).paddingTop)"
     )
     assert gaps[0] <= padding + 1, (gaps, padding)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_shortcuts_dialog_heading_starts_at_its_padding(browser_page, live_server):
+    """The dialog's heading had a heading's top margin on top of the dialog's padding."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    review_first_item(page, campaign, "kb-shortcuts")
+    page.keyboard.press("?")
+    gap, padding = page.evaluate(
+        """() => { const d = document.getElementById('shortcuts');
+          const h = d.querySelector('h2'); const s = getComputedStyle(d);
+          return [h.getBoundingClientRect().top - d.getBoundingClientRect().top,
+                  parseFloat(s.paddingTop) + parseFloat(s.borderTopWidth)]; }"""
+    )
+    assert gap <= padding + 1, (gap, padding)
