@@ -82,11 +82,13 @@
     const fieldset = rows()[row];
     const cell = fieldset && cells(fieldset)[col];
     const na = cell?.querySelector("input[value=na]");
-    if (na) {
-      na.checked = true;
-      answered(cell);
-      advance();
+    if (!na) {
+      setStatus("N/A is not a choice here");
+      return;
     }
+    na.checked = true;
+    answered(cell);
+    advance();
   }
 
   function submit() {

@@ -550,3 +550,20 @@ def test_the_shortcuts_dialog_heading_starts_at_its_padding(browser_page, live_s
                   parseFloat(s.paddingTop) + parseFloat(s.borderTopWidth)]; }"""
     )
     assert gap <= padding + 1, (gap, padding)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_x_where_na_is_not_allowed_says_so(browser_page, live_server):
+    """`x` on a question without N/A did nothing and said nothing; a digit that is not a
+    choice says so, and so does `x` now."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)  # accuracy has no N/A, completeness has
+    review_first_item(page, campaign, "kb-na")
+    page.keyboard.press("x")
+    assert page.inner_text("#review [data-status]") == "N/A is not a choice here"
+    assert page.get_attribute("#review [data-cell].focused", "aria-label") == "Accuracy, output A"
+    assert page.locator("#review-form input:checked").count() == 0
+    for key in ("4", "4", "x"):  # A and B accuracy, then N/A for A's completeness
+        page.keyboard.press(key)
+    assert page.locator("input[name=score-A-completeness][value=na]").is_checked()
