@@ -177,6 +177,9 @@
         skip.open = true;
         skip.querySelector("[data-skip-reason]")?.focus();
       }
+    } else if (key === "Escape") {
+      // Back to the grid from a flag (`f`), an output or a summary, as from the comment.
+      focusCell(row, col);
     } else if (key === "Enter") {
       // Buttons, links and <summary> keep their own Enter.
       if (target.matches?.("button, a, summary")) return;

@@ -537,19 +537,20 @@ def test_the_cards_headings_line_up(browser_page, live_server):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_the_shortcuts_dialog_heading_starts_at_its_padding(browser_page, live_server):
-    """The dialog's heading had a heading's top margin on top of the dialog's padding."""
+def test_escape_from_the_flags_goes_back_to_the_question(browser_page, live_server):
+    """`f` then Esc left the focus on a flag's checkbox: Esc returns to the highlighted
+    question, as it does from the comment."""
     page = browser_page
     campaign = campaign_ready(items=1, overlap=1)
-    review_first_item(page, campaign, "kb-shortcuts")
-    page.keyboard.press("?")
-    gap, padding = page.evaluate(
-        """() => { const d = document.getElementById('shortcuts');
-          const h = d.querySelector('h2'); const s = getComputedStyle(d);
-          return [h.getBoundingClientRect().top - d.getBoundingClientRect().top,
-                  parseFloat(s.paddingTop) + parseFloat(s.borderTopWidth)]; }"""
-    )
-    assert gap <= padding + 1, (gap, padding)
+    review_first_item(page, campaign, "kb-flagger")
+    page.keyboard.press("4")  # A-accuracy; B-accuracy is highlighted now
+    page.keyboard.press("f")
+    assert page.evaluate("document.activeElement.closest('details.flags') !== null")
+    page.keyboard.press("Escape")
+    focused = page.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert focused == "Accuracy, output B"
+    assert page.get_attribute("#review [data-cell].focused", "aria-label") == focused
+    assert page.js_errors == []
 
 
 @pytest.mark.browser
@@ -567,3 +568,20 @@ def test_x_where_na_is_not_allowed_says_so(browser_page, live_server):
     for key in ("4", "4", "x"):  # A and B accuracy, then N/A for A's completeness
         page.keyboard.press(key)
     assert page.locator("input[name=score-A-completeness][value=na]").is_checked()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_shortcuts_dialog_heading_starts_at_its_padding(browser_page, live_server):
+    """The dialog's heading had a heading's top margin on top of the dialog's padding."""
+    page = browser_page
+    campaign = campaign_ready(items=1, overlap=1)
+    review_first_item(page, campaign, "kb-shortcuts")
+    page.keyboard.press("?")
+    gap, padding = page.evaluate(
+        """() => { const d = document.getElementById('shortcuts');
+          const h = d.querySelector('h2'); const s = getComputedStyle(d);
+          return [h.getBoundingClientRect().top - d.getBoundingClientRect().top,
+                  parseFloat(s.paddingTop) + parseFloat(s.borderTopWidth)]; }"""
+    )
+    assert gap <= padding + 1, (gap, padding)
