@@ -132,10 +132,11 @@ def api_endpoint(
     too_big: str = "",
 ) -> Callable:
     """`query`: the query (or header) parameters the view reads, name -> description, or a dict
-    with "description" and any of "enum", "required", "type", "in" ("header") and "methods"
-    (the methods that read it, when not all). `responses`: status -> description, or a dict
-    with "description" and "methods" for a status only those methods answer. `too_big`: how
-    to send data over the body limit, where there is a way; it ends the 413's message."""
+    with "description" and any of "enum", "minimum", "pattern", "required", "type", "in"
+    ("header") and "methods" (the methods that read it, when not all). `responses`: status ->
+    description, or a dict with "description" and "methods" for a status only those methods
+    answer. `too_big`: how to send data over the body limit, where there is a way; it ends the
+    413's message."""
 
     def decorator(view):
         @csrf_exempt

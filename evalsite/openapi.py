@@ -43,8 +43,7 @@ def _answers(responses: dict, method: str) -> dict:
 def _parameter(name: str, spec) -> dict:
     spec = {"description": spec} if isinstance(spec, str) else spec
     schema = {"type": spec.get("type", "string")}
-    if "enum" in spec:
-        schema["enum"] = spec["enum"]
+    schema.update({k: spec[k] for k in ("enum", "minimum", "pattern") if k in spec})
     return {
         "name": name,
         "in": spec.get("in", "query"),

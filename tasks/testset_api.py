@@ -1,5 +1,7 @@
 """JSON API for test sets: import (multipart or JSON), list, detail."""
 
+import re
+
 from django.http import Http404, HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
@@ -106,15 +108,20 @@ def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
     return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}"
 
 
-VERSION = {"description": "a version number; the latest when left out", "type": "integer"}
+VERSION = {
+    "description": "a version number (1, 2, ...); the latest when left out",
+    "type": "integer",
+    "minimum": 1,
+}
 NOT_FOUND = "no such test set, or no such version of it (the message lists the versions)"
 
 
 def _testset(request: HttpRequest, name: str):
     """The version ?version=N asks for (the latest without it), or a 404 saying what exists."""
     version = request.GET.get("version")
-    if version is not None and not version.isdigit():
-        raise ApiError("version must be a whole number")
+    # ASCII digits only: str.isdigit() also takes '²' or '①', which int() refuses (a 500).
+    if version is not None and not re.fullmatch(r"[0-9]+", version):
+        raise ApiError(f"version must be a whole number such as 1 or 2, not {version[:20]!r}")
     try:
         return selectors.testset_get(name=name, version=int(version) if version else None)
     except Http404:

@@ -157,6 +157,20 @@ class TestSetApiTests(TestCase):
             missing = self.client.get(path.replace("support", "nope"), headers=self.auth("lead"))
             assert missing.json() == {"error": "no test set 'nope'"}, path
 
+    def test_it_rejects_a_version_that_is_not_ascii_digits(self):
+        # '²' and '①' pass str.isdigit() but not int(): that was a 500.
+        self.post_json("admin", {"name": "support", "format": "jsonl", "content": JSONL})
+        for path in ("/api/v1/testsets/support", "/api/v1/testsets/support/tasks"):
+            for version in ("²", "①", "-1", "1.0", " 1", ""):
+                response = self.client.get(path, {"version": version}, headers=self.auth("lead"))
+                assert response.status_code == 400, (path, version)
+                assert response.json()["error"] == (
+                    f"version must be a whole number such as 1 or 2, not {version!r}"
+                )
+        parameters = self.client.get("/api/v1/schema").json()["paths"]["/api/v1/testsets/{name}"]
+        version = next(p for p in parameters["get"]["parameters"] if p["name"] == "version")
+        assert version["schema"] == {"type": "integer", "minimum": 1}
+
     def test_it_downloads_the_tasks_as_jsonl_or_escaped_csv(self):
         evil = JSONL.replace("Charged twice?", "=1+1")
         self.post_json("admin", {"name": "support", "format": "jsonl", "content": evil})
