@@ -242,7 +242,10 @@ class SchemaTests(TestCase):
         assert params(reviews, "get")["format"]["schema"]["enum"] == ["jsonl", "csv"]
         assert set(params(reviews, "post")) == {"format"}  # unblind is for downloads only
         assert set(params("/api/v1/testsets/{name}/tasks", "get")) == {"format", "version"}
-        assert params("/api/v1/testsets/{name}", "get")["version"]["schema"] == {"type": "integer"}
+        assert params("/api/v1/testsets/{name}", "get")["version"]["schema"] == {
+            "type": "integer",
+            "minimum": 1,
+        }
         contender = params("/api/v1/campaigns/{slug}/outputs", "post")["contender"]
         assert contender["required"] is True
         assert "404" in paths["/api/v1/campaigns/{slug}/generate"]["post"]["responses"]
