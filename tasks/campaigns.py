@@ -124,6 +124,7 @@ class _Reader:
     def integer(self, data: dict, key: str, where: str, default=None, lo=None, hi=None):
         value = data.get(key, default)
         if value is None:
+            self._null(key, where, default, "an integer")
             return None
         if isinstance(value, bool) or not isinstance(value, int):
             self.errors.append(f"{where}{key}: must be an integer")
@@ -136,6 +137,7 @@ class _Reader:
     def number(self, data: dict, key: str, where: str, default=None, lo=None, hi=None):
         value = data.get(key, default)
         if value is None:
+            self._null(key, where, default, "a number")
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.errors.append(f"{where}{key}: must be a number")
@@ -172,6 +174,16 @@ class _Reader:
             self.errors.append(f"{where}{key}: must be true or false")
             return default
         return value
+
+    def _null(self, key: str, where: str, default, what: str) -> None:
+        # An explicit null where the value has a default (YAML's `overlap:` with nothing after
+        # it) was taken and stored: a 500 for overlap, and for a scale's min every later
+        # review of the campaign. It stays None here, so cross-checks skip it (the campaign
+        # form passes a field that failed its own checks as None; this error is then dropped).
+        if default is not None:
+            self.errors.append(
+                f"{where}{key}: must be {what}, not null (leave it out for {default})"
+            )
 
     def unknown(self, data: dict, allowed: set, where: str):
         for key in sorted(set(data) - allowed):
@@ -286,7 +298,7 @@ def contender_validate(raw, where: str, errors: list[str]) -> dict | None:
     out["system_prompt"] = r.string(raw, "system_prompt", w, max_len=20000)
     out["version_label"] = r.string(raw, "version_label", w, max_len=100)
     for price in ("price_in_per_mtok", "price_out_per_mtok"):
-        value = r.number(raw, price, w, default=0, lo=0, hi=MAX_PRICE)
+        value = r.number(raw, price, w, lo=0, hi=MAX_PRICE)  # null, as left out, is 0
         out[price] = _decimal(value if value is not None else 0)
     out["max_concurrency"] = r.integer(raw, "max_concurrency", w, default=4, lo=1, hi=1000)
     return out
@@ -418,11 +430,12 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
             errors.append("weights.categories: must map a category to a weight")
         else:
             for cat in categories:
-                r.number(categories, cat, "weights.categories.", lo=0, hi=MAX_WEIGHT)
+                r.number(categories, cat, "weights.categories.", 1, lo=0, hi=MAX_WEIGHT)
             if testset is not None:
                 warnings += _weight_category_warnings(categories, testset)
-        r.number(weights, "quality", "weights.", lo=0, hi=MAX_WEIGHT)
-        r.number(weights, "stability", "weights.", lo=0, hi=MAX_WEIGHT)
+        # The defaults the report uses; a null stored here made every report a 500.
+        r.number(weights, "quality", "weights.", 0.7, lo=0, hi=MAX_WEIGHT)
+        r.number(weights, "stability", "weights.", 0.3, lo=0, hi=MAX_WEIGHT)
     redact = data.get("redact") or []
     if not isinstance(redact, list) or not all(isinstance(w, str) and w.strip() for w in redact):
         errors.append("redact: must be a list of words")

@@ -204,6 +204,40 @@ class DefinitionTests(TestCase):
         data["contenders"][0]["price_in_per_mtok"] = 999_999
         campaign_create(definition=data)
 
+    def test_it_rejects_null_where_a_number_has_a_default(self):
+        # Each null was taken: overlap (YAML `overlap:` with nothing after it) was an
+        # IntegrityError, a 500 over the API; a scale's min broke every later review, a null
+        # weight every report.
+        make_testset()
+        data = json.loads(SPEC_EXAMPLE)
+        nulls = ("samples_per_task", "reviewed_samples", "overlap", "lease_minutes")
+        data.update({key: None for key in nulls}, pass_threshold=None)
+        data["rubric"] = [{"key": "accuracy", "min": None, "max": None, "max_gap": None}]
+        data["contenders"][0]["max_concurrency"] = None
+        data["weights"] = {"quality": None, "stability": None, "categories": {"billing": None}}
+        with pytest.raises(DefinitionError) as info:
+            campaign_create(definition=data)
+        assert info.value.errors == [
+            "contenders[0].max_concurrency: must be an integer, not null (leave it out for 4)",
+            "samples_per_task: must be an integer, not null (leave it out for 1)",
+            "reviewed_samples: must be an integer, not null (leave it out for 1)",
+            "overlap: must be an integer, not null (leave it out for 2)",
+            "rubric[0].min: must be an integer, not null (leave it out for 1)",
+            "rubric[0].max: must be an integer, not null (leave it out for 5)",
+            "rubric[0].max_gap: must be a number, not null (leave it out for 1)",
+            "weights.categories.billing: must be a number, not null (leave it out for 1)",
+            "weights.quality: must be a number, not null (leave it out for 0.7)",
+            "weights.stability: must be a number, not null (leave it out for 0.3)",
+            "lease_minutes: must be an integer, not null (leave it out for 20)",
+            "pass_threshold: must be a number, not null (leave it out for 0.6)",
+        ]
+        assert not Campaign.objects.exists()
+        # Optional values without a default stay optional; a null price is 0, as before.
+        data = json.loads(SPEC_EXAMPLE)
+        data["contenders"][0].update(price_in_per_mtok=None, params={"seed": None})
+        campaign, _ = campaign_create(definition=data)
+        assert campaign.contenders.get().price_in_per_mtok == 0
+
     def test_it_rejects_duplicate_keys_and_nan_in_json(self):
         with pytest.raises(DefinitionError, match="duplicate key 'slug'"):
             campaign_definition_load('{"slug": "a", "slug": "b"}')
