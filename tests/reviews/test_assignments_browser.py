@@ -1,8 +1,12 @@
 """An admin or lead works the assignments page in a real Chromium, keyboard included."""
 
-import pytest
+from datetime import timedelta
 
-from reviews.models import ReviewItem
+import pytest
+from django.utils import timezone
+
+from reviews import services
+from reviews.models import Assignment, ReviewItem
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, campaign_ready, personas
 
@@ -25,4 +29,45 @@ def test_the_arrow_keys_go_through_the_item_states(browser_page, live_server):
     assert wait_until(page, lambda: "state=open" in page.url)
     assert wait_until(page, lambda: page.locator("#items tbody tr").count() == 2)
     assert page.evaluate("document.activeElement.name") == "state"
+    assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_releasing_a_lease_in_use_asks_first(browser_page, live_server):
+    """A click on "release" took a live lease from a reviewer at work, unasked (their
+    answers are then not saved); a lapsed lease is released without a question."""
+    users = personas()
+    campaign = campaign_ready(items=2, overlap=1)
+    live = services.assignment_claim_next(campaign=campaign, reviewer=users["reviewer_a"])
+    lapsed = services.assignment_claim_next(campaign=campaign, reviewer=users["reviewer_b"])
+    Assignment.objects.filter(pk=lapsed.assignment.pk).update(
+        lease_expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    page = browser_page
+    asked = []
+
+    def answer(dialog):
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", answer)
+    browser_login(page, "lead", PASSWORD)
+    page.goto(f"/campaigns/{campaign.slug}/assignments/")
+    row = page.locator("#items .row", has_text="reviewer_a")
+    row.get_by_role("button", name="release").click()
+    assert wait_until(page, lambda: len(asked) == 1)
+    assert "reviewer_a" in asked[0] and "not saved" in asked[0]
+    page.wait_for_timeout(300)  # declined: nothing is sent
+    assert Assignment.objects.get(pk=live.assignment.pk).state == "active"
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.remove_listener("dialog", answer)
+    with page.expect_navigation():
+        row.get_by_role("button", name="release").click()
+    assert page.get_by_text("Lease released").is_visible()
+    assert Assignment.objects.get(pk=live.assignment.pk).state == "released"
+    with page.expect_navigation():
+        page.locator("#items .row", has_text="reviewer_b").get_by_role("button").click()
+    assert Assignment.objects.get(pk=lapsed.assignment.pk).state == "released"
+    assert len(asked) == 1
     assert page.js_errors == []
