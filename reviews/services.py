@@ -135,9 +135,13 @@ def reviewer_barred_message(*, campaign: Campaign, reviewer: AbstractBaseUser) -
     """Why `reviewer` may not review `campaign` any more, for them to read ('' if they may)."""
     if campaign.status not in REVIEWABLE:
         return barred_message(removed=False)
-    if ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists():
+    if reviewer_removed(campaign=campaign, reviewer=reviewer):
         return barred_message(removed=True)
     return ""
+
+
+def reviewer_removed(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+    return ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists()
 
 
 def barred_message(*, removed: bool) -> str:

@@ -70,11 +70,18 @@ def _skip_options() -> str:
     return render_to_string(SKIP_OPTIONS_TEMPLATE, {"skip_reasons": services.SKIP_REASONS})
 
 
-def _campaign_for_reviewer(request: HttpRequest, slug: str) -> Campaign:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
-        raise Http404
-    return campaign
+def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool) -> HttpResponse:
+    """A campaign this reviewer may no longer review, on one of its pages: say why."""
+    return render(
+        request,
+        "reviews/review_closed.html",
+        {
+            "campaign": {"slug": campaign.slug, "name": campaign.name},
+            "text": services.barred_message(removed=removed),
+            "closed_for_good": True,
+        },
+        status=403,
+    )
 
 
 def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
@@ -158,6 +165,10 @@ def _next_response(
     try:
         claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
     except services.NotReviewable:
+        if services.reviewer_removed(campaign=campaign, reviewer=request.user):
+            # Removed since their page loaded (a start page, "Try again"): its entry says so.
+            url = reverse("review_campaign", args=[campaign.slug])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
         raise Http404 from None
     except services.ClaimBusy:
         # Not "finished": every candidate was taken concurrently; the reviewer retries.
@@ -206,7 +217,12 @@ def reviewer_home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
     """A campaign's entry: resume the open item, or offer to start, or say the queue is done."""
-    campaign = _campaign_for_reviewer(request, slug)
+    campaign = get_object_or_404(Campaign, slug=slug)
+    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+        # Removed: a bookmark or an open tab brings them here; say why, not a bare 404.
+        if services.reviewer_removed(campaign=campaign, reviewer=request.user):
+            return _closed_for_good(request, campaign, removed=True)
+        raise Http404
     current = (
         Assignment.objects.filter(
             reviewer=request.user, campaign=campaign, state=Assignment.State.ACTIVE
@@ -246,16 +262,7 @@ def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     assignment, campaign = page.assignment, page.campaign
     if not page.may_review:
         # The reviewer's own link, to a campaign they may no longer review: say why.
-        return render(
-            request,
-            "reviews/review_closed.html",
-            {
-                "campaign": {"slug": campaign.slug, "name": campaign.name},
-                "text": services.barred_message(removed=page.removed),
-                "closed_for_good": True,
-            },
-            status=403,
-        )
+        return _closed_for_good(request, campaign, removed=page.removed)
     if assignment.state != Assignment.State.ACTIVE:
         return render(
             request,

@@ -300,6 +300,29 @@ class ReviewerPageTests(TestCase):
         submit = reverse("review_submit", args=[self.campaign.slug, assignment.token])
         assert self.client.post(submit, form_data(assignment)).status_code == 404
 
+    def test_it_tells_a_removed_reviewer_why_at_the_campaign_entry(self):
+        """Their start page, a bookmark or "Start reviewing" on a page open since: a bare
+        404 there said nothing of the removal."""
+        from reviews import services
+
+        services.reviewer_remove_from_campaign(
+            campaign=self.campaign, reviewer=self.reviewer, by=self.users["admin"]
+        )
+        entry = reverse("review_campaign", args=[self.campaign.slug])
+        response = self.client.get(entry)
+        assert response.status_code == 403
+        assert "An administrator removed you from this campaign" in response.content.decode()
+        start = reverse("review_next", args=[self.campaign.slug])
+        assert self.client.post(start).url == entry
+        assert self.client.post(start, headers=HTMX)["HX-Redirect"] == entry
+        assert not Assignment.objects.filter(reviewer=self.reviewer).exists()
+        # A campaign they were never removed from and cannot review stays a plain 404.
+        self.campaign.status = "draft"
+        self.campaign.save(update_fields=["status"])
+        services.reviewer_restore_to_campaign(campaign=self.campaign, reviewer=self.reviewer)
+        assert self.client.get(entry).status_code == 404
+        assert self.client.post(start).status_code == 404
+
     def test_it_shows_a_closed_item_for_what_it_is(self):
         assignment, url = self.start()
         self.client.post(
@@ -392,9 +415,10 @@ class AssignmentAdminTests(TestCase):
         other.refresh_from_db()
         assert other.state == "released"
         self.client.force_login(self.users["reviewer_b"])
-        assert (
-            self.client.post(reverse("review_next", args=[self.campaign.slug])).status_code == 404
-        )
+        # No more items: the campaign's entry says why instead.
+        response = self.client.post(reverse("review_next", args=[self.campaign.slug]))
+        assert response.url == reverse("review_campaign", args=[self.campaign.slug])
+        assert not Assignment.objects.filter(reviewer=self.users["reviewer_b"], state="active")
         assert self.campaign.name.encode() not in self.client.get(reverse("reviewer_home")).content
         self.client.force_login(self.users["reviewer_a"])
         assert (
