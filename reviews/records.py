@@ -51,6 +51,8 @@ from .models import FLAGS, Arbitration, ItemOutput, Preference, Review, ReviewIt
 from .readiness import item_rotations
 from .readiness import pair_key as readiness_pair_key
 
+MAX_SECONDS = 2**31 - 1  # what Review.seconds_spent holds on every database
+
 JSONL_KEYS = (
     "task_id",
     "category",
@@ -782,10 +784,11 @@ def _check_record(
         elif timezone.is_naive(when):
             when = timezone.make_aware(when, UTC)
     seconds = raw.get("seconds")
+    # Review.seconds_spent is a 32-bit column: 2**31 was a 500 on PostgreSQL, 2**63 on SQLite.
     if seconds is not None and (
-        isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0
+        isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= MAX_SECONDS
     ):
-        err("seconds", "must be a whole number of seconds >= 0")
+        err("seconds", f"must be a whole number of seconds from 0 to {MAX_SECONDS}")
     arbitration = raw.get("arbitration")
     if arbitration is not None and not isinstance(arbitration, bool):
         err("arbitration", "must be true or false")

@@ -544,6 +544,17 @@ class BadInputTests(TestCase):
             jsonl(rec(sample=2)), "field sample: must be an integer from 0 to 1", "jsonl"
         )
 
+    def test_it_rejects_seconds_the_database_cannot_hold(self):
+        # 2**31 was a 500 on PostgreSQL (a 32-bit column), 2**63 on SQLite as well.
+        for seconds in (2**31, 2**63, -1, 1.5):
+            self.assert_rejected(
+                jsonl(rec(seconds=seconds)),
+                "line 1, field seconds: must be a whole number of seconds from 0 to 2147483647",
+                "jsonl",
+            )
+        reviews_import(campaign=self.campaign, data=jsonl(rec(seconds=2**31 - 1)), fmt="jsonl")
+        assert Review.objects.get().seconds_spent == 2**31 - 1
+
     def test_it_rejects_a_bad_timestamp(self):
         self.assert_rejected(
             jsonl(rec(submitted_at="yesterday")), "field submitted_at: must be an ISO 8601", "jsonl"
