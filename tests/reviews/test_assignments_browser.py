@@ -71,3 +71,35 @@ def test_releasing_a_lease_in_use_asks_first(browser_page, live_server):
     assert Assignment.objects.get(pk=lapsed.assignment.pk).state == "released"
     assert len(asked) == 1
     assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_actions_are_in_view_and_task_ids_whole(browser_page, live_server):
+    """At 390 px the tables scrolled sideways: Remove and release were out of view, and
+    the task ids broke at their hyphen ("T-" over "1000")."""
+    users = personas()
+    campaign = campaign_ready(items=2, overlap=1)
+    services.assignment_claim_next(campaign=campaign, reviewer=users["reviewer_a"])
+    page = browser_page
+    browser_login(page, "admin", PASSWORD)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/campaigns/{campaign.slug}/assignments/")
+    # Nothing to scroll sideways, so each row's action is on screen with the row.
+    widths = (
+        "Array.from(document.querySelectorAll('.table-wrap'), (w) => w.scrollWidth - w.clientWidth)"
+    )
+    assert page.evaluate(widths) == [0, 0]  # the reviewers and the items
+    for button in (
+        page.get_by_role("button", name="Remove from campaign"),
+        page.locator("#items").get_by_role("button", name="release"),
+    ):
+        box = button.bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= 390, box
+    task_lines = page.locator("#items tbody td:first-child").first.evaluate(
+        """el => { const r = document.createRange(); r.selectNodeContents(el);
+        return new Set(Array.from(r.getClientRects(), (b) => Math.round(b.top))).size; }"""
+    )
+    assert task_lines == 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.js_errors == []
