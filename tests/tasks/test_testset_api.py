@@ -157,6 +157,31 @@ class TestSetApiTests(TestCase):
             missing = self.client.get(path.replace("support", "nope"), headers=self.auth("lead"))
             assert missing.json() == {"error": "no test set 'nope'"}, path
 
+    def test_it_rejects_an_unknown_field_and_imports_nothing(self):
+        # "version": 3 was dropped without a word and the file imported as v1.
+        response = self.post_json(
+            "admin", {"name": "support", "format": "jsonl", "content": JSONL, "version": 3}
+        )
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "nothing imported: unknown field 'version'; this body takes name, format, "
+            "content",
+            "errors": ["version: unknown field; accepted: name, format, content"],
+        }
+        upload = SimpleUploadedFile("support.jsonl", JSONL.encode())
+        response = self.client.post(
+            "/api/v1/testsets",
+            {"name": "support", "file": upload, "fromat": "csv"},
+            headers=self.auth("admin"),
+        )
+        assert response.status_code == 400
+        assert response.json()["errors"] == ["fromat: unknown field; accepted: name, format, file"]
+        assert not TestSet.objects.exists()
+        schema = self.client.get("/api/v1/schema").json()
+        content = schema["paths"]["/api/v1/testsets"]["post"]["requestBody"]["content"]
+        assert content["application/json"]["schema"]["required"] == ["name", "format", "content"]
+        assert all(c["schema"]["additionalProperties"] is False for c in content.values())
+
     def test_it_rejects_a_version_that_is_not_ascii_digits(self):
         # '²' and '①' pass str.isdigit() but not int(): that was a 500.
         self.post_json("admin", {"name": "support", "format": "jsonl", "content": JSONL})
