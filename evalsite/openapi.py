@@ -53,6 +53,16 @@ def _parameter(name: str, spec) -> dict:
     }
 
 
+# What Django's path converters match: any other value is the catch-all's 404.
+CONVERTER_PATTERNS = {"slug": "^[-a-zA-Z0-9_]+$", "str": "^[^/]+$", "": "^[^/]+$"}
+
+
+def _path_schema(converter: str) -> dict:
+    if converter == "int":
+        return {"type": "integer", "minimum": 0}
+    return {"type": "string", "pattern": CONVERTER_PATTERNS.get(converter, "^[^/]+$")}
+
+
 def build_schema() -> dict:
     paths: dict = {}
     for route, callback in _walk(get_resolver().url_patterns):
@@ -61,8 +71,8 @@ def build_schema() -> dict:
             continue
         path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
         in_path = [
-            {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-            for n in re.findall(r"{(\w+)}", path)
+            {"name": name, "in": "path", "required": True, "schema": _path_schema(converter)}
+            for converter, name in re.findall(r"<(?:(\w+):)?(\w+)>", route)
         ]
         for method in doc["methods"]:
             reads_body = bool(doc["body"]) and method in ("POST", "PUT", "PATCH")

@@ -119,11 +119,19 @@ USER_BODY = {
         "schema": {
             "type": "object",
             "required": ["username", "roles"],
+            "additionalProperties": False,
             "properties": {
-                "username": {"type": "string"},
-                "roles": {"type": "array", "items": {"type": "string", "enum": list(ROLES)}},
-                "password": {"type": "string", "description": "omit for an API-only user"},
-                "email": {"type": "string"},
+                "username": {"type": "string", "minLength": 1, "maxLength": 150},
+                "roles": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "enum": list(ROLES)},
+                },
+                "password": {
+                    "type": ["string", "null"],
+                    "description": "omit (or null) for an API-only user",
+                },
+                "email": {"type": "string", "maxLength": 254},
             },
         }
     }
@@ -200,9 +208,10 @@ def users_api(request: HttpRequest) -> JsonResponse:
         "application/json": {
             "schema": {
                 "type": "object",
+                "additionalProperties": False,
                 "properties": {
                     "roles": {"type": "array", "items": {"type": "string", "enum": list(ROLES)}},
-                    "email": {"type": "string"},
+                    "email": {"type": "string", "maxLength": 254},
                     "is_active": {"type": "boolean"},
                 },
             }

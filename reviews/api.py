@@ -31,7 +31,7 @@ SUBMIT_BODY = {
                     "type": "object",
                     "description": 'per label: ["hallucination", "refusal", "format_violation", "unsafe", "identity_leak"]',
                 },
-                "comment": {"type": "string"},
+                "comment": {"type": "string", "maxLength": 5000},
                 "seconds_spent": {"type": "integer"},
                 "key": {
                     "type": "string",

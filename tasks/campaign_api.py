@@ -12,7 +12,14 @@ from evalsite.roles import ADMIN, LEAD, has_role
 from .campaign_selectors import campaign_list, campaign_progress
 from .campaigns import (
     CONTENDER_KEYS,
+    ENV_RE,
     INSTRUCTIONS_MAX_CHARS,
+    KEY_RE,
+    LEVELS,
+    MAX_PRICE,
+    MAX_WEIGHT,
+    SCALE_LIMIT,
+    SLUG_RE,
     DefinitionError,
     campaign_create,
     campaign_instructions_set,
@@ -24,7 +31,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
-from .models import Campaign
+from .models import Campaign, Mode, Provider
 from .providers.imported import ImportErrors
 
 
@@ -73,6 +80,119 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
     return data
 
 
+# The create_campaign format (tasks.campaigns validates it and lists every problem). A null
+# is refused where a value has a default: leave the key out instead.
+_INTEGER, _NUMBER, _OPTIONAL_NUMBER = (
+    {"type": "integer"},
+    {"type": "number"},
+    {"type": ["number", "null"]},
+)
+PRICE = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_PRICE, "description": "null: 0"}
+DEFINITION_SCHEMA = {
+    "type": "object",
+    "required": ["slug", "testset", "contenders"],
+    "additionalProperties": False,
+    "properties": {
+        "slug": {"type": "string", "pattern": SLUG_RE.pattern},
+        "name": {"type": "string", "maxLength": 200},
+        "testset": {
+            "description": "a test set's name (its latest version) or {name, version}",
+            "oneOf": [
+                {"type": "string", "minLength": 1},
+                {
+                    "type": "object",
+                    "required": ["name"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "name": {"type": "string"},
+                        "version": {"type": ["integer", "null"], "description": "null: latest"},
+                    },
+                },
+            ],
+        },
+        "contenders": {
+            "type": "array",
+            "minItems": 1,
+            "description": "a contender's name (an existing one) or its definition",
+            "items": {
+                "oneOf": [
+                    {"type": "string", "minLength": 1},
+                    {
+                        "type": "object",
+                        "required": ["name"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "name": {"type": "string", "maxLength": 100},
+                            "provider": {"type": "string", "enum": list(Provider.values)},
+                            "base_url": {"type": "string", "maxLength": 200},
+                            "model": {"type": "string", "maxLength": 200},
+                            "api_key_env": {"type": "string", "pattern": f"^$|{ENV_RE.pattern}"},
+                            "params": {
+                                "type": ["object", "null"],
+                                "description": "passed to the provider as given",
+                                "properties": {
+                                    "temperature": {**_OPTIONAL_NUMBER, "minimum": 0, "maximum": 2},
+                                    "top_p": {**_OPTIONAL_NUMBER, "minimum": 0, "maximum": 1},
+                                    "max_tokens": {"type": ["integer", "null"], "minimum": 1},
+                                    "seed": {"type": ["integer", "null"]},
+                                },
+                            },
+                            "system_prompt": {"type": "string", "maxLength": 20000},
+                            "price_in_per_mtok": PRICE,
+                            "price_out_per_mtok": PRICE,
+                            "version_label": {"type": "string", "maxLength": 100},
+                            "max_concurrency": {**_INTEGER, "minimum": 1, "maximum": 1000},
+                        },
+                    },
+                ]
+            },
+        },
+        "samples_per_task": {**_INTEGER, "minimum": 1, "maximum": 100},
+        "reviewed_samples": {**_INTEGER, "minimum": 1},
+        "overlap": {**_INTEGER, "minimum": 1, "maximum": 20},
+        "mode": {"type": "string", "enum": list(Mode.values)},
+        "rubric": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key"],
+                "additionalProperties": False,
+                "properties": {
+                    "key": {"type": "string", "pattern": KEY_RE.pattern},
+                    "label": {"type": "string", "maxLength": 100},
+                    "description": {"type": "string", "maxLength": 2000},
+                    "min": {**_INTEGER, "minimum": -SCALE_LIMIT, "maximum": SCALE_LIMIT},
+                    "max": {**_INTEGER, "minimum": -SCALE_LIMIT, "maximum": SCALE_LIMIT},
+                    "anchors": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "level": {"type": "string", "enum": list(LEVELS)},
+                    "direction": {"type": "string", "enum": ["higher", "lower"]},
+                    "max_gap": {**_NUMBER, "minimum": 0, "maximum": 2 * SCALE_LIMIT},
+                    "allow_na": {"type": "boolean"},
+                },
+            },
+        },
+        "weights": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "categories": {
+                    "type": "object",
+                    "additionalProperties": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
+                },
+                "quality": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
+                "stability": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
+            },
+        },
+        "redact": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        "lease_minutes": {**_INTEGER, "minimum": 1, "maximum": 24 * 60},
+        "pass_threshold": {**_NUMBER, "minimum": 0, "maximum": 1},
+        "show_reference": {"type": "boolean"},
+        "flags_dispute": {"type": "boolean"},
+        "instructions": {"type": "string", "maxLength": INSTRUCTIONS_MAX_CHARS},
+    },
+}
+
+
 def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
     return found_or_404(Campaign.objects.select_related("testset"), "campaign", slug=slug)
 
@@ -82,11 +202,7 @@ def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
     LEAD,
     methods=("GET", "POST"),
     summary="List campaigns (admin, lead) or create one from a definition (admin; the create_campaign format).",
-    body={
-        "application/json": {
-            "schema": {"type": "object", "required": ["slug", "testset", "contenders"]}
-        }
-    },
+    body={"application/json": {"schema": DEFINITION_SCHEMA}},
     responses={
         "200": "campaign list",
         "201": {"description": "created", "methods": ("POST",)},
@@ -128,7 +244,15 @@ def campaigns(request: HttpRequest) -> JsonResponse:
         "application/json": {
             "schema": {
                 "type": "object",
-                "properties": {"instructions": {"type": "string", "description": "Markdown"}},
+                "required": ["instructions"],
+                "additionalProperties": False,
+                "properties": {
+                    "instructions": {
+                        "type": "string",
+                        "maxLength": INSTRUCTIONS_MAX_CHARS,
+                        "description": "Markdown",
+                    }
+                },
             }
         }
     },

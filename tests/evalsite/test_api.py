@@ -6,6 +6,7 @@ import inspect
 import json
 import sys
 import textwrap
+import time
 from unittest import mock
 
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -254,3 +255,58 @@ class SchemaTests(TestCase):
         operations = [op for methods in paths.values() for op in methods.values()]
         assert all("413" in op["responses"] for op in operations if "requestBody" in op)
         assert "multipart/form-data" in paths[reviews]["post"]["requestBody"]["content"]
+
+    def test_every_json_body_declares_what_the_view_refuses(self):
+        # Each of these views refuses a field it does not know (400, nothing written) and
+        # PATCH campaign refuses a body without instructions; the schema said neither, and
+        # declared no types for a campaign definition at all.
+        from tasks.checks import schema_errors
+        from tests.tasks.test_campaigns import SPEC_EXAMPLE
+
+        paths = self.client.get("/api/v1/schema").json()["paths"]
+
+        def body(path, method):
+            return paths[path][method]["requestBody"]["content"]["application/json"]["schema"]
+
+        refusing = [
+            ("/api/v1/users", "post"),
+            ("/api/v1/users/{username}", "patch"),
+            ("/api/v1/campaigns", "post"),
+            ("/api/v1/campaigns/{slug}", "patch"),
+            ("/api/v1/testsets", "post"),
+            ("/api/v1/assignments/{token}/submit", "post"),
+            ("/api/v1/arbitrations/{token}/resolve", "post"),
+        ]
+        assert [p for p in refusing if body(*p).get("additionalProperties") is not False] == []
+        assert body("/api/v1/campaigns/{slug}", "patch")["required"] == ["instructions"]
+        definition = body("/api/v1/campaigns", "post")
+
+        def problems(value):
+            return schema_errors(value, definition, deadline=time.monotonic() + 10)
+
+        spec = json.loads(SPEC_EXAMPLE)
+        assert problems(spec) == []
+        full = {
+            **spec,
+            "testset": {"name": "support-v3", "version": None},
+            "contenders": [
+                {**spec["contenders"][0], "system_prompt": "", "version_label": "v1"},
+                {"name": "vendor-x", "provider": "imported", "max_concurrency": 4},
+                "model-y",
+            ],
+            "rubric": [{**spec["rubric"][0], "label": "Accuracy", "allow_na": True}],
+            "lease_minutes": 20,
+            "pass_threshold": 0.6,
+            "show_reference": False,
+            "flags_dispute": True,
+            "instructions": "Score accuracy.",
+        }
+        assert problems(full) == []
+        assert set(problems({**spec, "overlap": None, "slug": "Bad Slug", "extra": 1})) == {
+            "$: unexpected property 'extra'",
+            "$.overlap: expected integer",
+            "$.slug: does not match ^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$",
+        }
+        # Path parameters say what the URL pattern matches (anything else is a 404).
+        next_slug = paths["/api/v1/campaigns/{slug}/next"]["post"]["parameters"][0]
+        assert next_slug["schema"] == {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"}
