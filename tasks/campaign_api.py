@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
@@ -334,8 +336,18 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
 @api_endpoint(
     ADMIN,
     methods=("POST",),
-    summary="Import outputs for an imported contender: the JSONL file as the request body, ?contender=NAME.",
-    body={"application/x-ndjson": {"schema": {"type": "string"}}},
+    summary="Import outputs for an imported contender: the JSONL file as the request body (or "
+    "the multipart field `file`), ?contender=NAME.",
+    body={
+        "application/x-ndjson": {"schema": {"type": "string"}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            }
+        },
+    },
     query={"contender": {"description": "the imported contender's name", "required": True}},
     responses={
         "200": "imported",
@@ -351,7 +363,20 @@ def campaign_outputs(request: HttpRequest, slug: str) -> JsonResponse:
     if not name:
         raise ApiError("give the contender: ?contender=NAME")
     try:
-        result = outputs_import(campaign=campaign, contender_name=name, raw=request.body)
+        result = outputs_import(campaign=campaign, contender_name=name, raw=_outputs_file(request))
     except ImportErrors as exc:
         raise ApiError("nothing imported", errors=exc.errors) from None
     return JsonResponse(result)
+
+
+def _outputs_file(request: HttpRequest) -> bytes:
+    if request.content_type != "multipart/form-data":
+        return request.body
+    # A form upload (curl -F file=@vendor.jsonl), as the test-set and review-record imports
+    # take one: its body was read as the JSONL itself, every boundary line "not valid JSON".
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ApiError("send the outputs as the multipart field 'file', or the JSONL as the body")
+    if upload.size > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        raise RequestDataTooBig  # the 413 a raw body of that size gets
+    return upload.read()

@@ -611,6 +611,34 @@ class ApiTests(TestCase):
         )
 
     @pytest.mark.timeout(60)
+    def test_admin_imports_outputs_as_a_multipart_file_too(self):
+        # curl -F file=@vendor.jsonl, as the other imports take: the multipart body was read
+        # as the JSONL, and every boundary line listed as "not valid JSON".
+        from django.core.files.uploadedfile import SimpleUploadedFile
+        from django.test import override_settings
+
+        make_testset(n=1)
+        campaign_create(definition=imported_pairwise("api-form", ("a", "b")))
+        url = "/api/v1/campaigns/api-form/outputs?contender=a"
+        upload = SimpleUploadedFile("vendor.jsonl", b'{"task_id": "T-1", "output": "hello"}\n')
+        response = self.client.post(url, {"file": upload}, headers=self.auth("admin"))
+        assert response.status_code == 200, response.content
+        assert response.json()["stored"] == 1
+        missing = self.client.post(url, {"other": "x"}, headers=self.auth("admin"))
+        assert missing.status_code == 400
+        assert missing.json() == {
+            "error": "send the outputs as the multipart field 'file', or the JSONL as the body"
+        }
+        # No bigger than a raw body may be (multipart file parts do not count against it).
+        with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000):
+            big = SimpleUploadedFile("big.jsonl", b" " * 1001)
+            too_big = self.client.post(url, {"file": big}, headers=self.auth("admin"))
+        assert too_big.status_code == 413 and "manage.py import_outputs" in too_big.json()["error"]
+        content = self.client.get("/api/v1/schema").json()["paths"][
+            "/api/v1/campaigns/{slug}/outputs"
+        ]["post"]["requestBody"]["content"]
+        assert set(content) == {"application/x-ndjson", "multipart/form-data"}
+
     def test_an_import_stops_a_pattern_that_backtracks_without_end(self):
         # (a|a)+$ on a run of a's tries every split of the run: with Python's re this request
         # would run for ages; the check stops at its time limit and says so on the campaign page.
