@@ -8,6 +8,7 @@ from tasks.models import Campaign
 
 from .records import FORMATS, RecordImportError, export_filename, records_export, reviews_import
 
+UNBLIND_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 CONTENT_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 
 
@@ -67,7 +68,9 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
             "enum": list(FORMATS),
         },
         "unblind": {
-            "description": "1 (or true, yes) adds the model identities; leads only",
+            "description": "1 (or true, yes) adds the model identities, leads only; 0 (false, no)"
+            " or left out: blind",
+            "enum": ["0", "1", "true", "false", "yes", "no"],
             "methods": ("GET",),
         },
     },
@@ -75,7 +78,7 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
     "100 MiB by default), or use `manage.py import_reviews`",
     responses={
         "200": "records (GET) or the import summary (POST)",
-        "400": "invalid records, listed per line",
+        "400": "invalid records, listed per line; or an unknown format or unblind value",
         "403": "role does not allow this",
         "404": "no such campaign",
     },
@@ -86,7 +89,12 @@ def campaign_reviews(request: HttpRequest, slug: str):
         fmt = request.GET.get("format", "jsonl")
         if fmt not in FORMATS:
             raise ApiError("format must be jsonl or csv")
-        unblind = request.GET.get("unblind") in ("1", "true", "yes")
+        # Python's requests sends params={"unblind": True} as "True": read case-blind, and
+        # refuse a word it is not, rather than hand back a blind file without a word.
+        unblind = (request.GET.get("unblind") or "0").strip().lower()
+        if unblind not in UNBLIND_WORDS:
+            raise ApiError("unblind must be 1 (or true, yes) or 0 (or false, no)")
+        unblind = UNBLIND_WORDS[unblind]
         if unblind and not has_role(request.user, LEAD):
             raise ApiError("only leads may export with model identities", status=403)
         return export_response(campaign=campaign, fmt=fmt, unblind=unblind)

@@ -938,6 +938,21 @@ class ApiTests(TestCase):
         response = self.get("lead", "?format=csv")
         assert response["Content-Type"].startswith("text/csv")
 
+    def test_it_reads_unblind_case_blind_and_refuses_other_words(self):
+        # requests sends params={"unblind": True} as "True": that was a blind file, silently.
+        for word in ("True", "YES", "1"):
+            body = b"".join(self.get("lead", f"?unblind={word}").streaming_content).decode()
+            assert SECRET_NAMES[0] in body, word
+        for word in ("False", "0", "no", ""):
+            body = b"".join(self.get("lead", f"?unblind={word}").streaming_content).decode()
+            assert SECRET_NAMES[0] not in body, word
+        for word in ("on", "maybe"):
+            response = self.get("lead", f"?unblind={word}")
+            assert response.status_code == 400
+            assert response.json() == {
+                "error": "unblind must be 1 (or true, yes) or 0 (or false, no)"
+            }
+
     def test_it_gives_admins_only_blind_exports(self):
         response = self.get("admin", "?format=csv")
         assert response.status_code == 200
