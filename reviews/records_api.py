@@ -70,7 +70,7 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
         "unblind": {
             "description": "1 (or true, yes) adds the model identities, leads only; 0 (false, no)"
             " or left out: blind",
-            "enum": ["0", "1", "true", "false", "yes", "no"],
+            "enum": ["", "0", "1", "true", "false", "yes", "no"],
             "methods": ("GET",),
         },
     },

@@ -946,6 +946,18 @@ class ApiTests(TestCase):
         for word in ("False", "0", "no", ""):
             body = b"".join(self.get("lead", f"?unblind={word}").streaming_content).decode()
             assert SECRET_NAMES[0] not in body, word
+        words = self.client.get("/api/v1/schema").json()["paths"][
+            "/api/v1/campaigns/{slug}/reviews"
+        ]["get"]["parameters"]
+        assert next(p for p in words if p["name"] == "unblind")["schema"]["enum"] == [
+            "",
+            "0",
+            "1",
+            "true",
+            "false",
+            "yes",
+            "no",
+        ]
         for word in ("on", "maybe"):
             response = self.get("lead", f"?unblind={word}")
             assert response.status_code == 400
