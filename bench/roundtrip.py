@@ -31,9 +31,7 @@ def backend_cpu(pid: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/postgres"
-    )
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--n", type=int, default=5000, help="statements per measurement")
     args = parser.parse_args()
     os.environ.update(
@@ -76,7 +74,9 @@ def main() -> None:
             fn()
         cpu = time.process_time() - cpu
         pg, wall = backend_cpu(pid) - pg, time.perf_counter() - wall
-        print(f"| {name} | {1e6 * cpu / args.n:.0f} | {1e6 * pg / args.n:.0f} | {1e6 * wall / args.n:.0f} |")
+        print(
+            f"| {name} | {1e6 * cpu / args.n:.0f} | {1e6 * pg / args.n:.0f} | {1e6 * wall / args.n:.0f} |"
+        )
 
 
 if __name__ == "__main__":
