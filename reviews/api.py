@@ -35,8 +35,9 @@ SUBMIT_BODY = {
                 "seconds_spent": {"type": "integer"},
                 "key": {
                     "type": "string",
-                    "description": "client-generated idempotency key (or the Idempotency-Key header): "
-                    "repeat it when retrying so a review is never saved twice",
+                    "description": "client-generated idempotency key (or the Idempotency-Key header), "
+                    "at most 64 characters: repeat it when retrying so a review is never saved twice",
+                    "maxLength": 64,
                 },
             },
         },

@@ -73,6 +73,7 @@ REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
 # A heartbeat extends the lease by the campaign's lease length, up to this many lease lengths
 # after the claim: an open but forgotten tab cannot hold a slot for ever.
 HEARTBEAT_CAP_LEASES = 4
+SUBMIT_KEY_MAX = Assignment._meta.get_field("submit_key").max_length
 CLAIM_ATTEMPTS = 12
 SHUFFLE_SPACE = 2**31  # shuffle_key is drawn from [0, 2**31)
 SKIP_REASONS = {
@@ -934,8 +935,17 @@ def assignment_submit(
     - Lease ran out and the slot went to someone else -> "reassigned", nothing saved.
     Raises Assignment.DoesNotExist for a token that is not the reviewer's.
     """
-    key = (key or "").strip()[:64]
+    key = (key or "").strip()
     assignment = _submit_assignment(token=token, reviewer=reviewer)
+    if len(key) > SUBMIT_KEY_MAX:
+        # Refused, not cut: two keys that share their first characters would be one key,
+        # and the second review would be taken for a retry of the first.
+        return SubmitResult(
+            "invalid",
+            "Some answers are missing or invalid.",
+            assignment,
+            errors={"key": f"at most {SUBMIT_KEY_MAX} characters (a UUID has 36)"},
+        )
     if assignment.state == Assignment.State.SUBMITTED:
         result = _settled_result(assignment, key)
         if result.code == "duplicate" and not _same_answers(assignment, data):

@@ -487,6 +487,8 @@ class ReviewApiTests(TestCase):
             "flags": {"B": ["hallucination"]},
             "comment": "B made it up",
         }
+        too_long = self.post(body["submit_url"], review, **{"Idempotency-Key": "abc" * 22})
+        assert too_long.status_code == 400 and set(too_long.json()["errors"]) == {"key"}
         saved = self.post(body["submit_url"], review, **{"Idempotency-Key": "abc"})
         assert saved.status_code == 201 and saved.json()["status"] == "saved"
         duplicate = self.post(body["submit_url"], {**review, "key": "abc"})
@@ -594,6 +596,8 @@ class ReviewApiTests(TestCase):
             ({"seconds_spent": "abc"}, {"seconds_spent": "must be a number of seconds"}),
             ({"seconds_spent": True}, {"seconds_spent": "must be a number of seconds"}),
             ({"key": {"a": 1}}, {"key": "must be a string"}),
+            # Cut to 64, two keys sharing their start would be one: refused instead.
+            ({"key": "k" * 65}, {"key": "at most 64 characters (a UUID has 36)"}),
             (
                 {"comment": 5, "flags": []},
                 {"comment": "must be text", "flags": "must be an object keyed by label"},
