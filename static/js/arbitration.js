@@ -4,6 +4,7 @@
 //   1-9  set the current field (the focused one, else the first unset disputed one): a score,
 //        or in the preference the n-th choice; then focus the next unset disputed field
 //   x    N/A for the current score field, where offered
+//   (a key that is not a choice there says so in the status line, as on the review page)
 //   ?    show or hide the list of keys
 //   Ctrl+Enter (or Cmd+Enter)  resolve, also from the note
 // It also keeps the lease alive while the form is open (a heartbeat, as on the review page).
@@ -37,13 +38,22 @@
     if (note) note.focus();
   }
 
+  function setStatus(text) {
+    const el = form()?.querySelector("[data-status]");
+    if (el) el.textContent = text;
+  }
+
   // A digit is a score's value, or the n-th choice of the preference (as on the review page).
+  // A key that is no choice here says so, in the review page's words.
   function choose(group, key) {
     let input;
     if (key === "x") input = group.querySelector("input[type=radio][value=na]");
     else if (group.dataset.arbGroup === "preference") input = group.querySelectorAll("input[type=radio]")[Number(key) - 1];
     else input = group.querySelector(`input[type=radio][value="${key}"]`);
-    if (!input) return false;
+    if (!input) {
+      setStatus(`${key === "x" ? "N/A" : key} is not a choice here`);
+      return false;
+    }
     input.checked = true;
     input.dispatchEvent(new Event("change", { bubbles: true }));
     return true;

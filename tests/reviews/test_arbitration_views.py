@@ -987,3 +987,30 @@ def test_a_long_output_or_task_scrolls_in_its_box_and_the_grid_stays_near(browse
         page.keyboard.press("ArrowDown")
     assert wait_until(page, lambda: pane.evaluate("el => el.scrollTop") > 0)
     assert page.js_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_key_that_is_no_choice_says_so(browser_page):
+    """`x` on a score without N/A, or a digit off the scale, did nothing and said nothing;
+    the review page says so, and so does this one now."""
+    users = personas()
+    item = disputed_item(CampaignFactory(), users["reviewer_a"], users["reviewer_b"])
+    page = browser_page
+    browser_login(page, "arbiter", PASSWORD)
+    page.goto("/arbitration/")
+    page.get_by_role("button", name="Start arbitrating").click()
+    page.wait_for_url(re.compile(r"/arbitration/t/"))
+    label = o1_label(Arbitration.objects.get(item=item))
+    status = "#arb-form [data-status]"
+    assert wait_until(page, lambda: page.evaluate("() => document.activeElement?.type") == "radio")
+    page.keyboard.press("x")  # the disputed accuracy offers no N/A
+    assert page.inner_text(status) == "N/A is not a choice here"
+    page.keyboard.press("9")  # accuracy runs 1-5
+    assert page.inner_text(status) == "9 is not a choice here"
+    assert page.locator("#arb-form [data-disputed] input:checked").count() == 0
+    assert page.evaluate("document.activeElement.name") == f"score-{label}-accuracy"
+    page.keyboard.press("4")  # the keys go on as before
+    assert page.locator(f"input[name=score-{label}-accuracy][value='4']").is_checked()
+    assert page.evaluate("document.activeElement.name") == "preference"
+    assert page.js_errors == []
