@@ -6,7 +6,7 @@ from django.http import JsonResponse
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.views.decorators.csrf import csrf_exempt
 
-from .api import method_not_allowed
+from .api import answered_methods, method_not_allowed
 
 
 def _walk(patterns, prefix=""):
@@ -105,7 +105,7 @@ def build_schema() -> dict:
 @csrf_exempt  # a JSON answer to any method; no session is read
 def schema_view(request):
     if request.method not in ("GET", "HEAD"):
-        return method_not_allowed(request, ["GET"])
+        return method_not_allowed(request, answered_methods(["GET"]))
     return JsonResponse(build_schema(), json_dumps_params={"indent": 2})
 
 

@@ -9,6 +9,7 @@ import textwrap
 import time
 from unittest import mock
 
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, TestCase, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -151,6 +152,48 @@ class ApiErrorTests(TestCase):
             ("admin", "/api/v1/campaigns/nope/reviews"),
         ):
             assert self.assert_json(self.post(persona, path, ""), 404) == "no such campaign"
+
+
+class HeadTests(TestCase):
+    """HEAD was a 405 wherever GET answered; HTTP says it is a GET without the body."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.auth = {"Authorization": f"Bearer {ApiToken.issue(cls.users['admin'])}"}
+        CampaignFactory(slug="camp")
+
+    def test_it_answers_head_as_get_without_the_body(self):
+        for path in ("/api/v1/whoami", "/api/v1/campaigns/camp", "/api/v1/users"):
+            get = self.client.get(path, headers=self.auth)
+            head = self.client.head(path, headers=self.auth)
+            assert (head.status_code, get.status_code) == (200, 200), path
+            assert head.headers["Content-Type"] == get.headers["Content-Type"], path
+            assert head.headers["Content-Length"] == str(len(get.content)), path
+            assert head.content == b"", path
+
+    def test_it_runs_the_get_of_a_view_that_also_writes(self):
+        users = get_user_model().objects.count()
+        assert self.client.head("/api/v1/users", headers=self.auth).status_code == 200
+        assert self.client.head("/api/v1/users/reviewer_a", headers=self.auth).status_code == 200
+        assert get_user_model().objects.count() == users
+
+    def test_it_lists_head_in_the_allow_header_where_get_is(self):
+        for method, path, allow in (
+            ("delete", "/api/v1/whoami", "GET, HEAD"),
+            ("delete", "/api/v1/users", "GET, POST, HEAD"),
+            ("put", "/api/v1/campaigns/camp", "GET, PATCH, HEAD"),
+            ("head", "/api/v1/campaigns/camp/generate", "POST"),
+            ("post", "/api/v1/schema", "GET, HEAD"),
+        ):
+            response = getattr(self.client, method)(path, headers=self.auth)
+            assert response.status_code == 405, (method, path)
+            assert response.headers["Allow"] == allow, (method, path)
+
+    def test_the_schema_documents_no_head_operation(self):
+        paths = self.client.get("/api/v1/schema").json()["paths"]
+        assert not [p for p, ops in paths.items() if "head" in ops]
+        assert self.client.head("/api/v1/schema").status_code == 200
 
 
 def api_views():
