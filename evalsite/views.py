@@ -209,6 +209,7 @@ def users_api(request: HttpRequest) -> JsonResponse:
             "schema": {
                 "type": "object",
                 "additionalProperties": False,
+                "minProperties": 1,
                 "properties": {
                     "roles": {"type": "array", "items": {"type": "string", "enum": list(ROLES)}},
                     "email": {"type": "string", "maxLength": 254},
@@ -217,7 +218,8 @@ def users_api(request: HttpRequest) -> JsonResponse:
             }
         }
     },
-    summary="""A user (GET), or change their roles, email or access (PATCH; keys left out stay).
+    summary="""A user (GET), or change their roles, email or access (PATCH; keys left out stay;
+a body naming none of them is 400).
 
 PATCH answers the user and {"released": {"leases", "disputes"}}: the open review leases and
 disputes returned to the queues because the user lost the reviewer or arbiter role or was
@@ -237,12 +239,19 @@ def user_api(request: HttpRequest, username: str) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(user_json(user))
     data = json_body(request)
-    unknown = sorted(set(data) - {"roles", "email", "is_active"})
+    changeable = ("roles", "email", "is_active")
+    if not data:
+        # An empty body changed nothing and answered 200, as if a change had been made.
+        raise ApiError(f"nothing to change: send any of {', '.join(changeable)}")
+    unknown = sorted(set(data) - set(changeable))
     # Keys left out stay: the user's role groups (a superuser's admin is not a group).
     held = sorted(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
     roles, email = data.get("roles", held), data.get("email", user.email)
     is_active = data.get("is_active", user.is_active)
-    errors = [f"{key}: not a field you can change here" for key in unknown]
+    errors = [
+        f"{key}: not a field you can change here; accepted: {', '.join(changeable)}"
+        for key in unknown
+    ]
     if not isinstance(roles, list) or not all(r in ROLES for r in roles):
         errors.append(f"roles: a list of {', '.join(ROLES)} (empty for none)")
     if problem := email_problem(email):

@@ -510,6 +510,22 @@ class UsersApiTests(TestCase):
         assert self.patch("reviewer_b", {"roles": []}, auth=lead_auth).status_code == 403
         assert roles("reviewer_b") == {"reviewer"}
 
+    def test_patch_refuses_a_body_that_changes_nothing(self):
+        # It answered 200 and changed nothing, as if the change had been made.
+        for body in ({}, ""):
+            response = self.patch("lead", body)
+            assert response.status_code == 400, body
+            error = response.json()["error"]
+            assert error == "nothing to change: send any of roles, email, is_active", body
+        unknown = self.patch("lead", {"role": ["admin"]})
+        assert unknown.json()["errors"] == [
+            "role: not a field you can change here; accepted: roles, email, is_active"
+        ]
+        assert roles("lead") == {"lead"}
+        schema = self.client.get("/api/v1/schema").json()
+        patch = schema["paths"]["/api/v1/users/{username}"]["patch"]["requestBody"]
+        assert patch["content"]["application/json"]["schema"]["minProperties"] == 1
+
     def test_patching_a_superuser_leaves_their_groups_alone(self):
         User.objects.create_superuser("root", password=PASSWORD)
         response = self.patch("root", {"email": "root@example.org"})
