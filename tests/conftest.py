@@ -111,6 +111,14 @@ def browser_login(page, username: str, password: str) -> None:
     page.wait_for_url(lambda url: "/login/" not in url)
 
 
+def arrows_scroll(page, box) -> bool:
+    """Whether the down arrow, pressed in `box` (a clipped text), scrolls it."""
+    box.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowDown")
+    return wait_until(page, lambda: box.evaluate("el => el.scrollTop") > 0)
+
+
 def wait_until(page, condition, seconds: float = 3.0) -> bool:
     """Poll `condition` (the browser may scroll smoothly); a page under CSP refuses the string
     predicates of wait_for_function."""

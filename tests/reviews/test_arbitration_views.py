@@ -14,7 +14,7 @@ from reviews.arbitration import labels_for
 from reviews.disputes import item_settle
 from reviews.models import Arbitration, ItemOutput, ReviewItem
 from tasks.models import Contender, Generation
-from tests.conftest import browser_login, wait_until
+from tests.conftest import arrows_scroll, browser_login, wait_until
 from tests.factories import (
     PASSWORD,
     CampaignFactory,
@@ -982,10 +982,7 @@ def test_a_long_output_or_task_scrolls_in_its_box_and_the_grid_stays_near(browse
     for box in (page.get_by_label("Task text"), pane):
         assert box.get_attribute("tabindex") == "0"
         assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
-    pane.focus()
-    for _ in range(5):
-        page.keyboard.press("ArrowDown")
-    assert wait_until(page, lambda: pane.evaluate("el => el.scrollTop") > 0)
+    assert arrows_scroll(page, pane)
     assert page.js_errors == []
 
 

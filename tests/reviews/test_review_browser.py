@@ -7,7 +7,7 @@ import pytest
 from reviews import services
 from reviews.models import Assignment, ReviewItem
 from tasks.models import Task
-from tests.conftest import browser_login, wait_until
+from tests.conftest import arrows_scroll, browser_login, wait_until
 from tests.factories import PASSWORD, UserFactory, campaign_ready
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -195,10 +195,7 @@ def test_the_home_action_fits_a_phone_and_an_output_scrolls_with_the_arrows(
     page.wait_for_selector("button[autofocus]:focus")
     start_reviewing(page)
     pane = page.locator("#review .output-body").first
-    pane.focus()
-    for _ in range(5):
-        page.keyboard.press("ArrowDown")
-    assert wait_until(page, lambda: pane.evaluate("el => el.scrollTop") > 0)
+    assert arrows_scroll(page, pane)
     # the keys scrolled the pane and did not move between questions
     assert page.evaluate("document.activeElement.classList.contains('output-body')")
 
@@ -418,10 +415,7 @@ def test_the_task_box_is_a_focus_stop_that_scrolls_with_the_arrows(browser_page,
     box = page.get_by_label("Task text")
     assert box.get_attribute("tabindex") == "0"
     assert box.evaluate("el => el.scrollHeight > el.clientHeight")  # clipped
-    box.focus()
-    for _ in range(5):
-        page.keyboard.press("ArrowDown")
-    assert wait_until(page, lambda: box.evaluate("el => el.scrollTop") > 0)
+    assert arrows_scroll(page, box)
     # the keys scrolled the box and did not move between questions
     assert page.evaluate("document.activeElement.matches('.task .prompt')")
 
