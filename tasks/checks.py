@@ -11,11 +11,17 @@ properties, required, additionalProperties, items, min/maxItems, min/maxLength, 
 minimum/maximum, exclusiveMinimum/Maximum, anyOf/oneOf/allOf/not). Unknown keywords are ignored,
 as the standard says. The output may be wrapped in a ```json fence.
 
+A schema must be valid under its metaschema (`$schema`, Draft 2020-12 by default; the
+`jsonschema` package checks it): intake refuses one that is not, and a stored one that is not
+(imported before that rule) is a failed check with the reason. A check that cannot run is always
+a failed check with its reason, never an exception: in a worker that would retry a paid call.
+
 The patterns (`regex`, and `pattern` in a schema) come from whoever wrote the test set and run
 on the `regex` engine rather than Python's re, because it can stop a search: a pattern that
 backtracks without end (`(a|a)+$` on a long run of a's) would otherwise hold a Celery worker,
-or the web request of an output import, until it is killed. The patterns of one output share
-PATTERN_TIMEOUT_SECONDS; past it the check fails with "pattern took too long".
+or the web request of an output import, until it is killed. All the checks of one output share
+CHECKS_TIMEOUT_SECONDS (a big schema walks a big output slowly too); past it a pattern fails
+with "pattern took too long" and the checks not done with "time budget exceeded".
 """
 
 from __future__ import annotations
@@ -25,8 +31,13 @@ import re
 import time
 
 import regex
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
 
-KNOWN = ("json_schema", "regex", "max_chars", "must_include")
+# The order the checks run in: the linear ones first, so the budget a pattern or a schema
+# used up never costs an output its length and term results.
+KNOWN = ("max_chars", "must_include", "regex", "json_schema")
 _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -40,9 +51,10 @@ _TYPES = {
 }
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.S)
 
-# Time the patterns of one output's checks may take together (a schema's pattern may run on
-# every item of an array, so a limit per search would not bound a check).
-PATTERN_TIMEOUT_SECONDS = 1.0
+# Time all the checks of one output may take together (a schema's pattern may run on every
+# item of an array, and an allOf of many schemas walks a big output many times, so a limit per
+# search or per check would not bound a run).
+CHECKS_TIMEOUT_SECONDS = 1.0
 # The engine expands counted repeats when it compiles, which no timeout covers: a 30-character
 # (?:(?:(?:a{1000}){1000}){1000}) takes gigabytes. A pattern is refused past this many items
 # (compiling one at the limit takes some 50 ms).
@@ -57,8 +69,37 @@ _TOKEN = regex.compile(
 )
 
 
-class PatternError(Exception):
+class CheckError(Exception):
+    """A check that cannot run on this output; its message is the check's detail."""
+
+
+class PatternError(CheckError):
     """A pattern that the checks cannot run: it does not compile, or it took too long."""
+
+
+class BudgetExceeded(CheckError):
+    def __init__(self) -> None:
+        super().__init__(
+            f"check could not run: time budget exceeded ({CHECKS_TIMEOUT_SECONDS:g} s for all "
+            "the checks of this output)"
+        )
+
+
+def schema_problem(schema) -> str | None:
+    """Why schema is not a valid JSON Schema under its metaschema, or None. Formats are not
+    asserted: `pattern` is checked by compile_pattern with the engine the checks use, which
+    accepts more than Python's re."""
+    declared = schema.get("$schema", "") if isinstance(schema, dict) else ""
+    draft = Draft202012Validator
+    if isinstance(declared, str):
+        draft = validator_for(schema, default=Draft202012Validator)
+    try:
+        draft.check_schema(schema, format_checker=None)
+    except SchemaError as exc:
+        return f"not a valid JSON Schema: at {exc.json_path}: {exc.message}"
+    except RecursionError:
+        return "not a valid JSON Schema: nested too deeply"
+    return None
 
 
 def _items(pattern: str) -> int:
@@ -107,69 +148,108 @@ def _search(pattern: str, text: str, deadline: float, flags: int = 0) -> bool:
         return compiled.search(text, timeout=max(deadline - time.monotonic(), 0)) is not None
     except TimeoutError:
         raise PatternError(
-            f"pattern took too long (stopped after {PATTERN_TIMEOUT_SECONDS:g} s on this "
+            f"pattern took too long (stopped after {CHECKS_TIMEOUT_SECONDS:g} s on this "
             f"output): {pattern}"
         ) from None
 
 
 def schema_errors(value, schema, path: str = "$", deadline: float = float("inf")) -> list[str]:
-    """The ways value breaks schema. Raises PatternError for a pattern that cannot run, rather
-    than count it as a mismatch (under "not" that would pass the check)."""
-    if schema is True or not isinstance(schema, dict):
-        return []
+    """The ways value breaks schema (a valid one: see schema_problem). Raises PatternError for
+    a pattern that cannot run and BudgetExceeded past deadline, rather than count either as a
+    mismatch (under "not" that would pass the check)."""
+    if time.monotonic() >= deadline:
+        raise BudgetExceeded
     if schema is False:
         return [f"{path}: no value allowed"]
-    errors: list[str] = []
+    if not isinstance(schema, dict):
+        return []
     expected = schema.get("type")
     if expected is not None:
         names = expected if isinstance(expected, list) else [expected]
         if not any(_TYPES.get(name, lambda v: True)(value) for name in names):
             return [f"{path}: expected {' or '.join(names)}"]
+    errors: list[str] = []
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{path}: must be one of {schema['enum']}")
     if "const" in schema and value != schema["const"]:
         errors.append(f"{path}: must be {schema['const']!r}")
     if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append(f"{path}: shorter than {schema['minLength']}")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(f"{path}: longer than {schema['maxLength']}")
-        if "pattern" in schema and not _search(schema["pattern"], value, deadline):
-            errors.append(f"{path}: does not match {schema['pattern']}")
+        errors += _string_errors(value, schema, path, deadline)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: below {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: above {schema['maximum']}")
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            errors.append(f"{path}: must be above {schema['exclusiveMinimum']}")
-        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-            errors.append(f"{path}: must be below {schema['exclusiveMaximum']}")
+        errors += _number_errors(value, schema, path)
     if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                errors.append(f"{path}: missing required property {key!r}")
-        properties = schema.get("properties", {})
-        for key, sub in properties.items():
-            if key in value:
-                errors.extend(schema_errors(value[key], sub, f"{path}.{key}", deadline))
-        extra = schema.get("additionalProperties", True)
-        for key in value.keys() - properties.keys():
-            if extra is False:
-                errors.append(f"{path}: unexpected property {key!r}")
-            elif isinstance(extra, dict):
-                errors.extend(schema_errors(value[key], extra, f"{path}.{key}", deadline))
+        errors += _object_errors(value, schema, path, deadline)
     if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            errors.append(f"{path}: fewer than {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append(f"{path}: more than {schema['maxItems']} items")
-        if isinstance(schema.get("items"), dict):
-            for i, item in enumerate(value):
-                errors.extend(schema_errors(item, schema["items"], f"{path}[{i}]", deadline))
-    for key in ("allOf",):
-        for sub in schema.get(key, []):
-            errors.extend(schema_errors(value, sub, path, deadline))
+        errors += _array_errors(value, schema, path, deadline)
+    return errors + _combined_errors(value, schema, path, deadline)
+
+
+def _string_errors(value: str, schema: dict, path: str, deadline: float) -> list[str]:
+    errors = []
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        errors.append(f"{path}: shorter than {schema['minLength']}")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        errors.append(f"{path}: longer than {schema['maxLength']}")
+    if "pattern" in schema and not _search(schema["pattern"], value, deadline):
+        errors.append(f"{path}: does not match {schema['pattern']}")
+    return errors
+
+
+def _number_errors(value, schema: dict, path: str) -> list[str]:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    # Draft 4's exclusiveMinimum/Maximum are booleans that make minimum/maximum exclusive.
+    if above is True:
+        above, low = low, None
+    if below is True:
+        below, high = high, None
+    errors = []
+    if low is not None and value < low:
+        errors.append(f"{path}: below {low}")
+    if high is not None and value > high:
+        errors.append(f"{path}: above {high}")
+    if not isinstance(above, bool | None) and value <= above:
+        errors.append(f"{path}: must be above {above}")
+    if not isinstance(below, bool | None) and value >= below:
+        errors.append(f"{path}: must be below {below}")
+    return errors
+
+
+def _object_errors(value: dict, schema: dict, path: str, deadline: float) -> list[str]:
+    errors = [
+        f"{path}: missing required property {key!r}"
+        for key in schema.get("required", [])
+        if key not in value
+    ]
+    properties = schema.get("properties", {})
+    for key, sub in properties.items():
+        if key in value:
+            errors += schema_errors(value[key], sub, f"{path}.{key}", deadline)
+    extra = schema.get("additionalProperties", True)
+    for key in value.keys() - properties.keys():
+        if extra is False:
+            errors.append(f"{path}: unexpected property {key!r}")
+        elif isinstance(extra, dict):
+            errors += schema_errors(value[key], extra, f"{path}.{key}", deadline)
+    return errors
+
+
+def _array_errors(value: list, schema: dict, path: str, deadline: float) -> list[str]:
+    errors = []
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        errors.append(f"{path}: fewer than {schema['minItems']} items")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        errors.append(f"{path}: more than {schema['maxItems']} items")
+    if isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            errors += schema_errors(item, schema["items"], f"{path}[{i}]", deadline)
+    return errors
+
+
+def _combined_errors(value, schema: dict, path: str, deadline: float) -> list[str]:
+    errors = []
+    for sub in schema.get("allOf", []):
+        errors += schema_errors(value, sub, path, deadline)
     if "anyOf" in schema and not any(
         not schema_errors(value, s, path, deadline) for s in schema["anyOf"]
     ):
@@ -209,25 +289,22 @@ def _json_schema(output: str, schema, deadline: float) -> tuple[bool, str]:
     fenced = _FENCE.match(output)
     if fenced:
         text = fenced.group(1)
+    problem = schema_problem(schema)
+    if problem:  # stored before intake checked schemas
+        raise CheckError(f"check could not run: {problem}")
     try:
         value = json.loads(text)
     except ValueError as exc:
         return False, f"not JSON: {exc}"
-    try:
-        errors = schema_errors(value, schema, deadline=deadline)
-    except PatternError as exc:
-        return False, str(exc)
+    errors = schema_errors(value, schema, deadline=deadline)
     return (not errors), "; ".join(errors[:5]) or "valid"
 
 
 def _regex(output: str, patterns, deadline: float) -> tuple[bool, str]:
     patterns = patterns if isinstance(patterns, list) else [patterns]
     for pattern in patterns:
-        try:
-            if not _search(pattern, output, deadline, regex.M):
-                return False, f"no match for {pattern}"
-        except PatternError as exc:
-            return False, str(exc)
+        if not _search(pattern, output, deadline, regex.M):
+            return False, f"no match for {pattern}"
     return True, "matched"
 
 
@@ -276,14 +353,25 @@ def normalize(checks) -> dict:
 
 
 def run_checks(output: str, checks) -> tuple[dict, bool | None]:
-    results = {}
-    deadline = time.monotonic() + PATTERN_TIMEOUT_SECONDS
-    for kind, spec in normalize(checks).items():
-        try:
-            passed, detail = RUNNERS[kind](output, spec, deadline)
-        except (TypeError, ValueError) as exc:
-            passed, detail = False, f"check could not run: {exc}"
-        results[kind] = {"passed": passed, "detail": detail[:300]}
+    """Every check of the task on output, within one CHECKS_TIMEOUT_SECONDS budget. Never
+    raises: a check that cannot run is a failed result that says why."""
+    deadline = time.monotonic() + CHECKS_TIMEOUT_SECONDS
+    specs = normalize(checks)
+    results = {
+        kind: _run_one(kind, output, specs[kind], deadline) for kind in KNOWN if kind in specs
+    }
     if not results:
         return {}, None
     return results, all(r["passed"] for r in results.values())
+
+
+def _run_one(kind: str, output: str, spec, deadline: float) -> dict:
+    try:
+        if time.monotonic() >= deadline:
+            raise BudgetExceeded
+        passed, detail = RUNNERS[kind](output, spec, deadline)
+    except CheckError as exc:
+        passed, detail = False, str(exc)
+    except Exception as exc:  # noqa: BLE001 - a worker would retry a paid call for it
+        passed, detail = False, f"check could not run: {type(exc).__name__}: {exc}"
+    return {"passed": passed, "detail": detail[:300]}

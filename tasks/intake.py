@@ -22,7 +22,7 @@ from django.conf import settings
 from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, decode_utf8, strict_json
 
-from .checks import PatternError, compile_pattern, schema_patterns
+from .checks import PatternError, compile_pattern, schema_patterns, schema_problem
 
 # Limits (documented in README "Test sets").
 MAX_ERRORS = 200
@@ -284,6 +284,9 @@ def _checks(value: Any) -> dict:
                 raise RowError(
                     "checks.json_schema", f"pattern {pattern!r} does not compile: {exc}"
                 ) from None
+        problem = schema_problem(schema)
+        if problem:
+            raise RowError("checks.json_schema", problem)
         out["json_schema"] = schema
     if "regex" in value:
         pattern = value["regex"]

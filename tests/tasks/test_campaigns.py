@@ -659,6 +659,24 @@ class ApiTests(TestCase):
         self.client.force_login(self.users["lead"])
         assert detail in self.client.get("/campaigns/slow-check/").content.decode()
 
+    def test_an_import_records_a_check_that_cannot_run_instead_of_a_500(self):
+        # a schema stored before intake checked it against its metaschema
+        make_testset(n=1).tasks.update(checks={"json_schema": {"properties": [1]}})
+        campaign_create(definition=imported_pairwise("bad-schema", ("a", "b")))
+        response = self.client.post(
+            "/api/v1/campaigns/bad-schema/outputs?contender=a",
+            json.dumps({"task_id": "T-1", "output": '{"x": 1}'}),
+            content_type="application/x-ndjson",
+            headers=self.auth("admin"),
+        )
+        assert response.status_code == 200 and response.json()["stored"] == 1
+        gen = Generation.objects.get(campaign__slug="bad-schema", contender__name="a")
+        assert gen.checks_passed is False
+        assert gen.check_results["json_schema"]["detail"] == (
+            "check could not run: not a valid JSON Schema: at $.properties: "
+            "[1] is not of type 'object'"
+        )
+
     def test_generate_reports_a_missing_key_variable(self):
         make_testset()
         campaign_create(definition=json.loads(SPEC_EXAMPLE))

@@ -136,6 +136,19 @@ class ServiceTests(TestCase):
         assert generation_run(generation_id=row.pk).action == "skip"
         assert len(self.fake.calls_for("oa")) == calls
 
+    def test_a_check_that_cannot_run_is_recorded_and_the_call_is_not_repeated(self):
+        # an invalid stored schema used to raise after the call: retried to the attempt cap,
+        # a paid call each time, and no cause shown
+        campaign = make_campaign(self.fake, tasks=1, checks={"json_schema": {"properties": [1]}})
+        row = Generation.objects.get(campaign=campaign, contender__name="oa")
+        assert generation_run(generation_id=row.pk).action == "done"
+        row.refresh_from_db()
+        assert row.attempts == 1 and len(self.fake.calls_for("oa")) == 1
+        assert row.checks_passed is False
+        assert row.check_results["json_schema"]["detail"].startswith(
+            "check could not run: not a valid JSON Schema: at $.properties"
+        )
+
     def test_it_schedules_retries_and_fails_at_the_attempt_cap(self):
         campaign = make_campaign(
             self.fake,
@@ -542,6 +555,38 @@ class CheckTests(TestCase):
         assert results["regex"]["detail"] == (
             "invalid pattern (its counted repeats expand to over 10,000 items): (?:a{100}){1000}"
         )
+
+    def test_it_fails_a_stored_schema_that_is_not_valid_with_the_reason(self):
+        # a schema imported before intake checked the metaschema: a result, not an exception
+        for schema, reason in (
+            ({"properties": [1]}, "at $.properties: [1] is not of type 'object'"),
+            ({"required": 5}, "at $.required: 5 is not of type 'array'"),
+        ):
+            results, passed = run_checks('{"a": 1}', {"json_schema": schema, "max_chars": 9})
+            assert passed is False and results["max_chars"]["passed"]
+            assert results["json_schema"] == {
+                "passed": False,
+                "detail": f"check could not run: not a valid JSON Schema: {reason}",
+            }
+
+    @pytest.mark.timeout(60)
+    def test_all_the_checks_of_an_output_share_one_time_budget(self):
+        # an allOf of many schemas walks a big output once per schema: this held a request
+        # for minutes; it now stops at the budget and says so
+        output = json.dumps([{"id": i, "name": "x" * 4} for i in range(40_000)])
+        item = {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0}}}
+        schema = {"allOf": [{"type": "array", "items": item}] * 400}
+        started = time.monotonic()
+        results, passed = run_checks(output, {"json_schema": schema, "must_include": ["id"]})
+        assert time.monotonic() - started < 5
+        budget = "check could not run: time budget exceeded (1 s for all the checks of this output)"
+        assert passed is False and results["json_schema"]["detail"] == budget
+        assert results["must_include"]["passed"]
+        # a pattern that used up the budget leaves the schema check as an error, not a hang
+        hostile = "a" * 40 + "b"
+        results, _ = run_checks(hostile, {"json_schema": {"allOf": [{}] * 9}, "regex": "(a|a)+$"})
+        assert results["regex"]["detail"].startswith("pattern took too long")
+        assert results["json_schema"] == {"passed": False, "detail": budget}
 
 
 # -- real workers on Redis + PostgreSQL -------------------------------------------------------------

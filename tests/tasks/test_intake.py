@@ -281,6 +281,31 @@ class BadInputTests(TestCase):
         )
         assert result.testset.tasks.get().checks == checks
 
+    def test_it_rejects_a_schema_its_metaschema_refuses(self):
+        # these used to be imported, then crashed the output import (a 500) or retried a paid
+        # generation to its attempt cap
+        data = jsonl(
+            row(checks={"json_schema": {"type": "object"}}),
+            row(external_id="T-2", checks={"json_schema": {"properties": [1]}}),
+            row(external_id="T-3", checks={"json_schema": {"items": {"minLength": "5"}}}),
+        )
+        errors = self.assert_rejected(
+            data,
+            "line 2, field checks.json_schema: not a valid JSON Schema: at $.properties: "
+            "[1] is not of type 'object'",
+        )
+        assert (
+            "line 3, field checks.json_schema: not a valid JSON Schema: at $.items.minLength: "
+            "'5' is not of type 'integer'" in errors
+        )
+        # a declared draft is checked against its own metaschema (draft 4's boolean
+        # exclusiveMinimum is valid there, not in 2020-12)
+        draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 1}
+        bad = row(checks={"json_schema": {"minimum": 1, "exclusiveMinimum": True}})
+        self.assert_rejected(jsonl(bad), "True is not of type 'number'")
+        ok = row(checks={"json_schema": {**draft4, "exclusiveMinimum": True}})
+        services.testset_import(name="d4", data=jsonl(ok), filename="a.jsonl")
+
     def test_it_rejects_bad_messages(self):
         data = jsonl(
             row(
