@@ -100,14 +100,24 @@ class MaskingTests(TestCase):
         masked = blinding.mask_identity(
             "As an AI developed by Google, I can't. The bridge was built by Contoso."
         )
-        assert masked.text == "As an [redacted], I can't. The bridge was built by Contoso."
-        # The vendors' wordings of the same self-description come out alike.
-        variants = [
-            "As an AI developed by OpenAI, I can't.",
-            "As an AI created by Anthropic, I can't.",
-            "As an AI trained by Google, I can't.",
-        ]
-        assert {blinding.mask_identity(v).text for v in variants} == {"As an [redacted], I can't."}
+        assert (
+            masked.text
+            == "As an AI developed by [redacted], I can't. The bridge was built by Contoso."
+        )
+        # Only the maker goes, never the words after it: the answer keeps its meaning.
+        text = "As an AI developed by OpenAI I cannot see your account."
+        assert blinding.mask_identity(text).text == (
+            "As an AI developed by [redacted] I cannot see your account."
+        )
+        for text, shown in (
+            ("I was trained by Google DeepMind.", "I was trained by [redacted]."),
+            ("I'm a language model from Meta AI.", "I'm a language model from [redacted]."),
+            (
+                "This assistant was built by Contoso Labs.",
+                "This assistant was built by [redacted].",
+            ),
+        ):
+            assert blinding.mask_identity(text).text == shown
 
     def test_it_masks_the_campaigns_words_and_contender_names(self):
         terms = blinding.identity_terms(
@@ -177,8 +187,11 @@ class MaskingTests(TestCase):
         for text, shown in [
             ("我是通义千问，很高兴为你服务。", "我是[redacted]，很高兴为你服务。"),
             ("私はクロードです。", "私は[redacted]です。"),
-            ("我是一个大型语言模型，由 Google 训练。", "[redacted]。"),
-            ("我是一个AI助手，由阿里云开发。", "[redacted]。"),
+            (
+                "我是一个大型语言模型，由 Google 训练。",
+                "我是一个大型语言模型，由 [redacted] 训练。",
+            ),
+            ("我是一个AI助手，由阿里云开发。", "我是一个AI助手，由[redacted]开发。"),
         ]:
             assert blinding.mask_identity(text, terms) == blinding.Masked(shown, 1), text
         text = "我们的系统由IT部门开发，这座桥由中建公司建造。"
@@ -193,7 +206,7 @@ class MaskingTests(TestCase):
             ("ＧＰＴ－４ｏに聞いた。", "[redacted]に聞いた。"),
             ("私はＣｌａｕｄｅです。", "私は[redacted]です。"),
             ("Ask 𝐂𝐥𝐚𝐮𝐝𝐞 or 𝒜𝓃𝓉𝒽𝓇𝑜𝓅𝒾𝒸", "Ask [redacted] or [redacted]"),
-            ("I am 𝐂𝐥𝐚𝐮𝐝𝐞, made by 𝒜𝓃𝓉𝒽𝓇𝑜𝓅𝒾𝒸.", "[redacted]."),  # the self-description
+            ("I am 𝐂𝐥𝐚𝐮𝐝𝐞, made by 𝒜𝓃𝓉𝒽𝓇𝑜𝓅𝒾𝒸.", "I am [redacted], made by [redacted]."),
             ("This is ｚｚ－ｓｅｃｒｅｔ－ｍｏｄｅｌ－９…", "This is [redacted]…"),
             # Around it the text stays as written, where NFKC changes lengths ("ﬁ", "…").
             ("ﬁne… ＯｐｅｎＡＩ… ﬁ", "ﬁne… [redacted]… ﬁ"),

@@ -1,0 +1,233 @@
+"""Finding a model's identity in a text, and masking exactly what was found.
+
+The words are looked for in the text's view (reviews/skeleton.py: decoded, look-alikes folded,
+invisible characters gone), where the separators between a long name's letters are optional
+("Open AI", "zz_secret_model_9", "C l a u d e", "[Cl](x)[aude](y)"), and a name must start
+and end at a word's edge (camelCase and snake_case edges included), so "geminate" and
+"Claudette" stay. What matched is replaced in the original text, and only that: the markup
+characters inside a match (emphasis, brackets, table pipes, line breaks) are kept so the
+Markdown around it keeps its structure, and nothing outside a match changes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import identity_terms as data
+from .skeleton import LINK_DESTINATION, View, build_view, read_as
+
+# Letters of the scripts written with spaces between words, after look-alikes are folded:
+# a name may not run on into one of them. (Chinese, Japanese, Korean, Thai ... may: "我是Claude".)
+_WORD = r"A-Za-z0-9\u00c0-\u024f\u0370-\u03ff\u0400-\u052f"
+_CAMEL = r"(?-i:(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+START = rf"(?:(?<![{_WORD}])|{_CAMEL})"
+# A name may be followed by digits ("Claude3", "gpt4o": the version) and a plural s.
+END = rf"(?:s?(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u052f])|{_CAMEL})"
+# Between the letters of a long name: a few characters that are not letters or digits.
+_GAP = r"[\W_]{0,6}"
+_WRITTEN_GAP = r"[\W_]{0,3}"
+# Between a family name and its version, size or tier: separators within one line.
+_QSEP = r"(?:[ \t\-_.:/\u2010-\u2015]{0,2})"
+FREE_GAPS_FROM = 5  # letters and digits; shorter names must be written as they are
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What was found, where (offsets in the original text) and why: for admins only."""
+
+    start: int
+    end: int
+    text: str
+    reason: str
+
+
+def _letter(c: str) -> str:
+    # A capital I reads as a small l in most fonts ("CIaude"), and rn as m ("Anthroprn...").
+    if c in "lL":
+        return "[lI]"
+    if c in "mM":
+        return "(?:m|rn)"
+    return re.escape(c)
+
+
+def term_pattern(term: str) -> str | None:
+    """A name as a pattern over views: its letters in order, separators optional (a long
+    name) or as written (a short one), at a word's edges."""
+    view = read_as(term.strip())
+    alnum = sum(c.isalnum() for c in view)
+    if alnum < 2:
+        return None
+    free = alnum >= FREE_GAPS_FROM
+    parts, pending_gap = [], False
+    for c in view:
+        if not c.isalnum():
+            pending_gap = True
+            continue
+        if parts:
+            parts.append(_GAP if free else (_WRITTEN_GAP if pending_gap else ""))
+        parts.append(_letter(c))
+        pending_gap = False
+    body = "".join(parts)
+    if not any(c.isascii() or "\u0370" <= c <= "\u052f" for c in view if c.isalnum()):
+        return body  # CJK, kana, Hangul: no spaces to mark a word's edges
+    if any("\u0400" <= c <= "\u052f" for c in view):
+        return rf"{START}{body}[\u0400-\u052fa-z]{{0,3}}"  # Russian inflects the name
+    return rf"{START}{body}{END}"
+
+
+def _alternation(terms) -> str:
+    patterns = sorted({p for t in terms if (p := term_pattern(t))}, key=len, reverse=True)
+    return "|".join(f"(?:{p})" for p in patterns)
+
+
+def _qualifier() -> str:
+    words = "|".join(sorted(data.QUALIFIERS, key=len, reverse=True))
+    version = r"(?:v?\d+(?:x\d+)?[a-z]{0,2}|[a-z]\d+[a-z]?|" + words + ")"
+    return rf"(?:{_QSEP}{version}(?![A-Za-z0-9]))"
+
+
+@lru_cache(maxsize=1)
+def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
+    """(reason, pattern) for the built-in names, families with their qualifiers and the short
+    model names."""
+    q = _qualifier()
+    families = _alternation(data.FAMILIES)
+    needs_version = _alternation(data.FAMILIES_WITH_VERSION)
+    version_next = rf"(?={_QSEP}(?:v?\d|[a-z]\d))"
+    tiers = "|".join(data.TIERS)
+    short = "|".join(data.SHORT_MODELS)
+    short_q = "|".join(data.SHORT_QUALIFIERS)
+    cased = "|".join(f"(?-i:{re.escape(t[0])}){re.escape(t[1:])}" for t in data.CASED_NAMES)
+    model = (
+        rf"(?:(?:{families})(?:{q}){{0,8}}"
+        rf"|(?:{needs_version}){version_next}(?:{q}){{1,8}}"
+        rf"|{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
+        rf"|(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d))"
+    )
+    names = rf"{_alternation((*data.NAMES, *data.HOSTS_AND_KEYS))}|{START}(?:{cased}){END}"
+    return (
+        ("model name", re.compile(model, re.IGNORECASE)),
+        ("model or vendor name", re.compile(names, re.IGNORECASE)),
+    )
+
+
+@lru_cache(maxsize=256)
+def campaign_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+    alternation = _alternation(terms)
+    return re.compile(alternation, re.IGNORECASE) if alternation else None
+
+
+# Self-descriptions: the maker named after "developed by", "trained by", ... near an
+# assistant's words about itself. Only the maker is masked, never the words around it ("As an
+# AI developed by [redacted] I cannot see your account" keeps its meaning).
+_VERBS = (
+    r"developed|created|made|trained|built|designed|engineered|provided|released|owned"
+    r"|powered|fine-?tuned|produced|programmed|brought\s+to\s+you"
+)
+_SUFFIXES = "|".join(data.VENDOR_SUFFIXES)
+_VENDORS = _alternation(data.VENDORS)
+MAKER = re.compile(
+    rf"(?:\b(?:{_VERBS})\s+(?:by|at|from)|\b(?:AI|assistant|model|LLM|chatbot)\s+(?:from|by))\s+"
+    r"(?:the\s+|a\s+team\s+(?:at|of)\s+|(?:team|engineers|researchers|folks|people)\s+(?:at|of)\s+)?"
+    rf"(?P<who>(?:{_VENDORS}|(?-i:[A-Z])[\w.\-]*\w)(?:\s+(?:{_SUFFIXES})\b)*)",
+    re.IGNORECASE,
+)
+ABOUT_ITSELF = re.compile(
+    r"\b(?:I(?:['’]m|\s+am|\s+was|['’]ve\s+been|\s+have\s+been)|AI|assistant|language\s+model"
+    r"|LLM|chatbot|model)\b",
+    re.IGNORECASE,
+)
+# "I'm Sonnet", "my name is Opus": a tier name as the speaker's own.
+SELF_NAME = re.compile(
+    r"\b(?:I['’]m|I\s+am|my\s+name\s+is|call\s+me|this\s+is)\s+(?:an?\s+|the\s+)?"
+    r"(?P<who>sonnet|opus|haiku)\b",
+    re.IGNORECASE,
+)
+SELF_CJK = re.compile(
+    r"(?:我(?!们)|本助手|本模型|语言模型|人工智能|助手|AI)[^。！？\n]{0,30}?由\s*"
+    r"(?P<who>[^\s，。、,.!?！？]{1,12}?)\s*(?:公司|团队|集团)?\s*"
+    r"(?:开发|训练|研发|打造|创建|构建|推出|设计|发布)"
+    r"|(?:私|わたし|AI|モデル|アシスタント)[^。！？\n]{0,30}?"
+    r"(?P<who_ja>[^\s、。,.!?！？はがのにでを]{1,12}?)\s*(?:によって|により|が)\s*"
+    r"(?:開発|訓練|トレーニング|作成|構築)",
+    re.IGNORECASE,
+)
+_NOT_A_MAKER = frozenset({"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us"})
+_SENTENCE_END = re.compile(r"[.!?\n。！？](?=\s|$)")
+
+
+def _maker_spans(view: str):
+    for match in MAKER.finditer(view):
+        who = match.group("who")
+        if who.casefold() in _NOT_A_MAKER:
+            continue
+        before = view[max(0, match.start() - 100) : match.start()]
+        ends = list(_SENTENCE_END.finditer(before))
+        if ends:
+            before = before[ends[-1].end() :]
+        if ABOUT_ITSELF.search(before) or ABOUT_ITSELF.match(view, match.start()):
+            yield match.span("who")
+    for match in SELF_NAME.finditer(view):
+        yield match.span("who")
+    if not view.isascii():
+        for match in SELF_CJK.finditer(view):
+            group = "who" if match.group("who") else "who_ja"
+            yield match.span(group)
+
+
+def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
+    """Every identity in `text`, as spans of the original, sorted and merged."""
+    view = build_view(text, skip_links=True)
+    spans: list[tuple[int, int, str]] = []
+    passes = [*builtin_patterns()]
+    if (campaign := campaign_pattern(terms)) is not None:
+        passes.append(("contender name, model id or redaction word", campaign))
+    for reason, pattern in passes:
+        spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
+    spans += [(s, e, "self-description") for s, e in _maker_spans(view.text) if e > s]
+    found = _merged(text, view, spans)
+    if "](" in text:
+        # The link destinations the view left out, each on its own.
+        for link in LINK_DESTINATION.finditer(text):
+            offset = link.start(1)
+            found += [
+                Finding(f.start + offset, f.end + offset, f.text, f.reason)
+                for f in find(link.group(1), terms)
+            ]
+        found = _merged(text, View(text, ()), [(f.start, f.end, f.reason) for f in found])
+    return found
+
+
+def _merged(text: str, view: View, spans) -> list[Finding]:
+    found: list[list] = []
+    for vstart, vend, reason in sorted(spans):
+        start, end = view.original_span(vstart, vend)
+        if found and start <= found[-1][1]:
+            found[-1][1] = max(found[-1][1], end)
+        else:
+            found.append([start, end, reason])
+    return [Finding(s, e, text[s:e], r) for s, e, r in found]
+
+
+# Characters kept inside a masked span: they may open or close Markdown structure (emphasis,
+# code, links, tables, lines) that starts or ends outside it.
+_KEEP = frozenset("*~`[]()<>|\n\r")
+
+
+def masked(text: str, findings: list[Finding], token: str) -> str:
+    """`text` with each finding replaced by `token`, its markup characters kept."""
+    out, last = [], 0
+    for f in findings:
+        out.append(text[last : f.start])
+        placed = False
+        for c in f.text:
+            if c in _KEEP:
+                out.append(c)
+            elif not placed:
+                out.append(token)
+                placed = True
+        last = f.end
+    out.append(text[last:])
+    return "".join(out)
