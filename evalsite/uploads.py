@@ -210,10 +210,60 @@ class _StrictYamlLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# Nodes a YAML document may stand for once its aliases are expanded (a campaign definition has
+# a few hundred): "billion laughs" nests aliases to a billion from a few lines, and a recursive
+# alias (`redact: &r [*r]`) never ends; both hung the walk over the value and create_campaign.
+MAX_YAML_NODES = 100_000
+
+
+def _yaml_nodes(root: yaml.Node) -> int:
+    """How many nodes root stands for with every alias expanded, counted once per node (so a
+    bomb costs its size in lines, not in expansions); YAMLError when an alias contains itself
+    or past MAX_YAML_NODES."""
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()  # the nodes being counted: the current one's ancestors
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children = node.value if isinstance(node, yaml.CollectionNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in children for part in pair]
+        if done:
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[id(node)] > MAX_YAML_NODES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"with its aliases expanded the document has over {MAX_YAML_NODES:,} "
+                    "values; write it out or split it",
+                    node.start_mark,
+                )
+            entered.discard(id(node))
+        elif id(node) in entered:
+            raise yaml.composer.ComposerError(
+                None, None, "an alias refers to a value that contains it", node.start_mark
+            )
+        elif id(node) not in sizes:
+            entered.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+    return sizes[id(root)]
+
+
 def strict_yaml(text: str) -> Any:
-    """yaml.safe_load that refuses duplicate keys and strings no database can store; errors
-    are yaml.YAMLError."""
-    value = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
+    """yaml.safe_load that refuses duplicate keys, strings no database can store, alias bombs
+    and recursive aliases; errors are yaml.YAMLError."""
+    loader = _StrictYamlLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _yaml_nodes(node)
+        value = loader.construct_document(node)
+    except RecursionError:
+        raise yaml.YAMLError("the YAML is nested too deeply") from None
+    finally:
+        loader.dispose()
     try:
         _check_strings(value)  # "\0" and "\ud800" escapes exist in YAML too
     except ValueError as exc:

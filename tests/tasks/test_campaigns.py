@@ -64,6 +64,14 @@ def imported_pairwise(slug: str, names: tuple[str, ...]) -> dict:
     }
 
 
+def alias_bomb(levels: int = 9) -> str:
+    """'Billion laughs': each level lists the one before nine times (9**9 strings)."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "slug: bomb\n" + "\n".join(lines) + "\n"
+
+
 class DefinitionTests(TestCase):
     def test_it_loads_the_spec_example_as_written(self):
         ts = make_testset()
@@ -265,6 +273,27 @@ class DefinitionTests(TestCase):
             "invalid YAML: line 2, column 8: mapping values are not allowed here"
         ]
 
+    @pytest.mark.timeout(30)
+    def test_it_refuses_alias_bombs_and_recursive_aliases_quickly(self):
+        # both used to hang create_campaign (a recursive alias looped forever)
+        for text, expected in (
+            (
+                alias_bomb(),
+                "invalid YAML: line 7, column 5: with its aliases expanded the document has "
+                "over 100,000 values; write it out or split it",
+            ),
+            (
+                "slug: a\nredact: &r [*r]\n",
+                "invalid YAML: line 2, column 9: an alias refers to a value that contains it",
+            ),
+        ):
+            with pytest.raises(DefinitionError) as info:
+                campaign_definition_load(text, filename="c.yaml")
+            assert info.value.errors == [expected]
+        # aliases within the limit still work
+        data = campaign_definition_load("redact: &w [Acme]\nmore: *w\n", filename="c.yaml")
+        assert data["more"] == ["Acme"]
+
 
 class CommandTests(TestCase):
     def test_create_campaign_prints_a_summary_and_lists_errors(
@@ -294,6 +323,20 @@ class CommandTests(TestCase):
             with pytest.raises(CommandError) as info:
                 call_command("create_campaign", str(bad))
             assert "already exists" in str(info.value) and "contenders: required" in str(info.value)
+
+    @pytest.mark.timeout(30)
+    def test_create_campaign_refuses_an_alias_bomb_with_one_line(self):
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in (("bomb.yaml", alias_bomb()), ("loop.yml", "redact: &r [*r]\n")):
+                path = Path(tmp) / name
+                path.write_text(text)
+                with pytest.raises(CommandError) as info:
+                    call_command("create_campaign", str(path))
+                assert "invalid YAML: line" in str(info.value)
+        assert not Campaign.objects.exists()
 
     def test_file_commands_refuse_a_directory_or_a_missing_file_with_one_line(self):
         import tempfile
@@ -1161,6 +1204,18 @@ class PageTests(TestCase):
         assert campaign.rubric[0]["anchors"] == {"1": "wrong", "5": "right"}
         assert campaign.show_reference and not campaign.flags_dispute
         assert campaign.generations.count() == 2 * 2
+
+    @pytest.mark.timeout(30)
+    def test_campaign_form_refuses_a_recursive_alias_or_a_bomb_in_the_rubric(self):
+        self.login("admin")
+        data = self.campaign_form_data("alias-form")
+        for rubric in ("- &r {key: x, anchors: [*r]}\n", alias_bomb()):
+            data["rubric"] = rubric
+            response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
+            body = response.content.decode()
+            assert response.status_code == 200
+            assert "Rubric is neither valid JSON nor valid YAML (line" in body
+        assert not Campaign.objects.filter(slug="alias-form").exists()
 
     def campaign_form_data(self, slug: str) -> dict:
         return {
