@@ -20,7 +20,7 @@ from . import blinding
 from .arbitration import FLAGS, labels_for
 from .disputes import disputed_cells
 from .models import Arbitration, ItemOutput, Review, ReviewItem
-from .selectors import conversation_shown, instructions_shown, task_json, text_shown
+from .selectors import conversation_shown, instructions_shown, task_json, text_shown, words_shown
 from .services import campaign_identity_terms, campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
@@ -87,7 +87,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
                     if label != "?"
                 },
                 # Comments are free text by blind reviewers; mask them all the same.
-                "comment": blinding.mask_identity(review.comment or "", terms).text,
+                "comment": words_shown(review.comment or "", terms),
                 "seen": seen,
             }
         )
@@ -105,12 +105,17 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     for dim in campaign.rubric or []:
         key = dim["key"]
         lo, hi = int(dim.get("min", 1)), int(dim.get("max", 5))
-        anchors = {str(k): v for k, v in (dim.get("anchors") or {}).items()}
+        # Masked as on the review page: the label, description and anchors are text of the
+        # campaign's author, shown in the page, its attributes (title=) and the API.
+        label = words_shown(dim.get("label") or key, terms)
+        anchors = {
+            str(k): words_shown(str(v), terms) for k, v in (dim.get("anchors") or {}).items()
+        }
         rubric.append(
             {
                 "key": key,
-                "label": dim.get("label") or key,
-                "description": dim.get("description", ""),
+                "label": label,
+                "description": words_shown(dim.get("description", ""), terms),
                 "min": lo,
                 "max": hi,
                 "allow_na": bool(dim.get("allow_na")),
@@ -120,7 +125,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
                 ],
             }
         )
-        row = {"key": key, "label": dim.get("label") or key, "cells": [], "disputed": False}
+        row = {"key": key, "label": label, "cells": [], "disputed": False}
         for label, pk in labels.items():
             disputed = (key, pk) in cells
             row["disputed"] = row["disputed"] or disputed
@@ -189,7 +194,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         "lease_expires_at": arbitration.lease_expires_at,
         "campaign": {"name": campaign.name, "slug": campaign.slug},
         "task": {
-            "category": task.category,
+            "category": words_shown(task.category, terms),
             "multi_turn": bool(task.messages),
             "conversation": conversation,
             "reference": reference,

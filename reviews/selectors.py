@@ -184,16 +184,23 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
     )
 
 
-def _rubric(campaign: Campaign) -> list[dict]:
+def _rubric(campaign: Campaign, terms: tuple[str, ...]) -> list[dict]:
+    """The rubric as reviewers read it: label, description and anchors masked (they end up in
+    the page's text and in attributes: title=, aria-label=). The key is an identifier (form
+    field names, the API): shown as written, so the campaign's definition warns about it."""
     rows = []
     for dim in campaign.rubric or []:
         lo, hi = int(dim.get("min", 1)), int(dim.get("max", 5))
-        anchors = {str(k): str(v) for k, v in (dim.get("anchors") or {}).items()}
+        anchors = {
+            str(k): words_shown(str(v), terms) for k, v in (dim.get("anchors") or {}).items()
+        }
         rows.append(
             {
                 "key": dim["key"],
-                "label": dim.get("label") or dim["key"].replace("_", " ").capitalize(),
-                "description": dim.get("description", ""),
+                "label": words_shown(
+                    dim.get("label") or dim["key"].replace("_", " ").capitalize(), terms
+                ),
+                "description": words_shown(dim.get("description", ""), terms),
                 "min": lo,
                 "max": hi,
                 "allow_na": bool(dim.get("allow_na")),
@@ -213,6 +220,12 @@ def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
     campaign."""
     masked = blinding.mask_identity(text, terms).text
     return {"text": masked, "html": blinding.render_markdown(masked) if html else None}
+
+
+def words_shown(text: str, terms: tuple[str, ...]) -> str:
+    """A short plain text of the campaign or its test set (a rubric label, an anchor, a task's
+    category, a reviewer's comment) as reviewers and arbiters see it: text_shown's text."""
+    return text_shown(text, terms, html=False)["text"] if text else text
 
 
 def instructions_shown(campaign: Campaign, terms: tuple[str, ...], *, html: bool = True):
@@ -280,14 +293,14 @@ def review_screen(
         "lease_expires_at": assignment.lease_expires_at,
         "campaign": {"slug": campaign.slug, "name": campaign.name, "mode": campaign.mode},
         "task": {
-            "category": task.category,
+            "category": words_shown(task.category, terms),
             "multi_turn": bool(task.messages),
             "conversation": conversation,
             "reference": reference,
         },
         "candidates": candidates,
         "instructions": instructions_shown(campaign, terms, html=html),
-        "rubric": _rubric(campaign) if wants_scores else [],
+        "rubric": _rubric(campaign, terms) if wants_scores else [],
         "wants_scores": wants_scores,
         "wants_preference": wants_preference,
         "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
