@@ -176,11 +176,6 @@ FAMILIES: tuple[str, ...] = (
 FAMILIES_WITH_VERSION: tuple[str, ...] = (
     "Phi",
     "Yi",
-    "Falcon",
-    "Granite",
-    "Command",
-    "Titan",
-    "Arctic",
     "DBRX",
     "StarCoder",
     "WizardLM",

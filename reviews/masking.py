@@ -130,7 +130,7 @@ _SUFFIXES = "|".join(data.VENDOR_SUFFIXES)
 _VENDORS = _alternation(data.VENDORS)
 MAKER = re.compile(
     rf"(?:\b(?:{_VERBS})\s+(?:by|at|from)|\b(?:AI|assistant|model|LLM|chatbot)\s+(?:from|by))\s+"
-    r"(?:the\s+|a\s+team\s+(?:at|of)\s+|(?:team|engineers|researchers|folks|people)\s+(?:at|of)\s+)?"
+    r"(?:the\s+|a\s+)?(?:(?:team|engineers|researchers|folks|people)\s+(?:at|of)\s+)?"
     rf"(?P<who>(?:{_VENDORS}|(?-i:[A-Z])[\w.\-]*\w)(?:\s+(?:{_SUFFIXES})\b)*)",
     re.IGNORECASE,
 )

@@ -103,12 +103,16 @@ def fold(char: str) -> str:
     return "".join(out)
 
 
-_LATIN_NAME = re.compile(r"LATIN (SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL )?([A-Z])(?: WITH .*)?")
+_LATIN_NAME = re.compile(
+    r"(?:(?:NEGATIVE |SQUARED |CIRCLED )+)?LATIN (SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL )?"
+    r"([A-Z])(?: WITH .*)?"
+)
 
 
 def _latin_letter(char: str) -> str | None:
     """The Latin letter a character is named after where TR39 has no prototype for it: small
-    capitals (ᴄʟᴀᴜᴅᴇ), letters with a stroke or hook that do not decompose (ł, ƈ)."""
+    capitals (ᴄʟᴀᴜᴅᴇ), letters with a stroke or hook that do not decompose (ł, ƈ), negative
+    circled and squared letters (🅒🅛🅐🅤🅓🅔)."""
     match = _LATIN_NAME.fullmatch(unicodedata.name(char, ""))
     if not match:
         return None
