@@ -8,6 +8,7 @@ import json
 import math
 import re
 import sys
+import unicodedata
 from collections.abc import Hashable
 from typing import Any
 
@@ -142,6 +143,14 @@ def strict_json(text: str) -> Any:
     if _UNSTORABLE_ESCAPE.search(text):  # rare: walk the value only when an escape may be one
         _check_strings(value)
     return value
+
+
+def clean_id(text: str) -> str:
+    """An identifier as it is stored and compared: without invisible format characters (a
+    byte-order mark, zero-width spaces, direction marks: category Cf), NFC-normalized and
+    stripped, so two ids that look the same are the same id."""
+    visible = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return unicodedata.normalize("NFC", visible).strip()
 
 
 def decode_utf8(data: bytes) -> tuple[str | None, list[tuple[int, str]]]:

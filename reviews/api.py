@@ -9,7 +9,7 @@ from evalsite.api import ApiError, api_endpoint, json_body, no_content
 from evalsite.roles import REVIEWER
 
 from . import selectors, services
-from .models import Assignment
+from .models import COMMENT_MAX_CHARS, Assignment
 
 SUBMIT_BODY = {
     "application/json": {
@@ -31,7 +31,7 @@ SUBMIT_BODY = {
                     "type": "object",
                     "description": 'per label: ["hallucination", "refusal", "format_violation", "unsafe", "identity_leak"]',
                 },
-                "comment": {"type": "string", "maxLength": 5000},
+                "comment": {"type": "string", "maxLength": COMMENT_MAX_CHARS},
                 "seconds_spent": {"type": "integer"},
                 "key": {
                     "type": "string",

@@ -169,6 +169,8 @@ class Assignment(models.Model):
 
 # The per-output flags a reviewer (or arbiter) may raise; stored in Review.flags.
 FLAGS = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
+# A review's comment, submitted or imported in a review record.
+COMMENT_MAX_CHARS = 5000
 
 
 class Preference(models.TextChoices):

@@ -47,7 +47,16 @@ from evalsite.uploads import decode_utf8, strict_json
 from tasks.models import Campaign, Generation
 
 from .disputes import not_whole_error
-from .models import FLAGS, Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from .models import (
+    COMMENT_MAX_CHARS,
+    FLAGS,
+    Arbitration,
+    ItemOutput,
+    Preference,
+    Review,
+    ReviewItem,
+    Score,
+)
 from .readiness import item_rotations
 from .readiness import pair_key as readiness_pair_key
 
@@ -769,6 +778,9 @@ def _check_record(
         comment = ""
     if not isinstance(comment, str):
         err("comment", "must be a string")
+    elif len(comment) > COMMENT_MAX_CHARS and raw.get("arbitration") is not True:
+        # the submit API's limit; an arbitration record's note is checked as the note it is
+        err("comment", f"is {len(comment):,} characters long; the limit is {COMMENT_MAX_CHARS:,}")
     blind = raw.get("blind")
     if blind is not None and not isinstance(blind, bool):
         err("blind", "must be true or false")

@@ -53,6 +53,7 @@ from tasks.models import Campaign, Generation, Mode, Task
 from . import blinding, pagerows
 from .disputes import item_settle, not_whole_error, unknown_field_errors
 from .models import (
+    COMMENT_MAX_CHARS,
     Assignment,
     ItemOutput,
     Preference,
@@ -806,8 +807,8 @@ def review_payload_parse(
     elif not isinstance(comment, str):
         errors["comment"] = "must be text"
         comment = ""
-    elif len(comment) > 5000:
-        errors["comment"] = "at most 5000 characters"
+    elif len(comment) > COMMENT_MAX_CHARS:
+        errors["comment"] = f"at most {COMMENT_MAX_CHARS} characters"
 
     # A number from the API, text from the review page's hidden field (which the browser's
     # clock fills: negative if the clock was set back, so clamped, never refused: the reviewer

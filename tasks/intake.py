@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from evalsite.text import more_problems
-from evalsite.uploads import DuplicateKey, decode_utf8, strict_json
+from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
 
 from .checks import PatternError, compile_pattern, schema_patterns, schema_problem
 
@@ -61,7 +61,8 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # What the upload page says about each field, from the limits above so it cannot drift from
 # the parser (README "Test sets" says the same in prose).
 FIELD_RULES = {
-    "external_id": f"unique in the file, up to {MAX_ID_CHARS} characters",
+    "external_id": f"unique in the file, up to {MAX_ID_CHARS} characters; stored NFC-normalized, "
+    "without invisible characters",
     "category": f"free text up to {MAX_CATEGORY_CHARS} characters, e.g. billing",
     "tier": " or ".join(TIERS),
     "case_type": " or ".join(CASE_TYPES),
@@ -350,10 +351,13 @@ def validate_row(row: dict) -> tuple[dict, list[RowError]]:
         except RowError as exc:
             problems.append(exc)
 
+    external_id = row.get("external_id")
+    if isinstance(external_id, str):  # stored cleaned, so duplicates are found as people see them
+        external_id = clean_id(external_id)
     check(
         "external_id",
         _text,
-        row.get("external_id"),
+        external_id,
         "external_id",
         limit=MAX_ID_CHARS,
         required=True,

@@ -534,6 +534,14 @@ class BadInputTests(TestCase):
             "jsonl",
         )
 
+    def test_it_rejects_a_comment_longer_than_the_submit_api_takes(self):
+        # the submit API refuses over 5,000 characters; an import let any length in
+        self.assert_rejected(
+            jsonl(rec(comment="x" * 5001)),
+            "line 1, field comment: is 5,001 characters long; the limit is 5,000",
+            "jsonl",
+        )
+
     def test_it_rejects_unknown_flags(self):
         self.assert_rejected(
             jsonl(rec(flags={"A": ["rude"]})), "field flags.A: unknown flag(s) rude", "jsonl"
@@ -851,6 +859,17 @@ class CommandTests(TestCase):
         assert "line 1, field task_id: 'T-404' is not in test set" in err.getvalue()
         assert Review.objects.count() == 0
 
+    def test_it_refuses_an_over_long_comment_from_the_command_line(self):
+        path = self.tmp / "long.jsonl"
+        path.write_bytes(jsonl(rec(comment="x" * 5001)))
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="nothing imported"):
+            call_command("import_reviews", str(path), "--campaign", "camp", stderr=err)
+        assert "line 1, field comment: is 5,001 characters long" in err.getvalue()
+        path.write_bytes(jsonl(rec(comment="x" * 5000)))
+        call_command("import_reviews", str(path), "--campaign", "camp", stdout=io.StringIO())
+        assert Review.objects.get().comment == "x" * 5000
+
     def test_it_says_how_many_problems_there_are_beyond_those_listed(self):
         path = self.tmp / "huge.jsonl"
         path.write_bytes(
@@ -982,6 +1001,19 @@ class ApiTests(TestCase):
             )
             assert response.status_code == 403
         assert self.client.get("/api/v1/campaigns/camp/reviews").status_code == 401
+
+    def test_it_refuses_an_over_long_comment_over_the_api(self):
+        response = self.client.post(
+            "/api/v1/campaigns/camp/reviews",
+            data=jsonl(rec(comment="x" * 5001)),
+            content_type="application/x-ndjson",
+            HTTP_AUTHORIZATION=f"Bearer {self.tokens['admin']}",
+        )
+        assert response.status_code == 400
+        assert (
+            "line 1, field comment: is 5,001 characters long; the limit is 5,000"
+            in response.json()["errors"]
+        )
 
     def test_it_returns_404_for_an_unknown_campaign(self):
         response = self.client.get(

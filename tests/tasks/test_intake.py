@@ -306,6 +306,29 @@ class BadInputTests(TestCase):
         ok = row(checks={"json_schema": {**draft4, "exclusiveMinimum": True}})
         services.testset_import(name="d4", data=jsonl(ok), filename="a.jsonl")
 
+    def test_ids_that_look_the_same_are_duplicates(self):
+        # composed and decomposed é, a leading byte-order mark, a trailing zero-width space
+        data = jsonl(
+            row(external_id="caf\u00e9"),
+            row(external_id="T-2"),
+            row(external_id="cafe\u0301"),
+            row(external_id="\ufeffT-2"),
+            row(external_id="T-2\u200b"),
+        )
+        errors = self.assert_rejected(
+            data, "line 3, field external_id: duplicate 'caf\u00e9' (first used on line 1)"
+        )
+        assert "line 4, field external_id: duplicate 'T-2' (first used on line 2)" in errors
+        assert "line 5, field external_id: duplicate 'T-2' (first used on line 2)" in errors
+        assert self.assert_rejected(
+            jsonl(row(external_id="\u200b\ufeff ")), "line 1, field external_id: is required"
+        )
+
+    def test_it_stores_the_cleaned_id(self):
+        data = jsonl(row(external_id="\ufeffcafe\u0301\u200b"))
+        result = services.testset_import(name="ids", data=data, filename="a.jsonl")
+        assert result.testset.tasks.get().external_id == "caf\u00e9"
+
     def test_it_rejects_bad_messages(self):
         data = jsonl(
             row(
