@@ -74,6 +74,22 @@ def test_it_passes_the_deployment_checks_with_production_variables(tmp_path):
     assert "no issues" in result.stdout
 
 
+def test_the_default_hosts_are_the_local_ones_and_not_the_test_clients(tmp_path):
+    # outside the test runner (which adds "testserver" itself) a request for that host is a 400
+    script = (
+        "import django; django.setup(); from django.test import Client; c = Client(); "
+        "print([c.get('/api/v1/schema', headers={'host': h}).status_code "
+        "for h in ('testserver', 'localhost', '127.0.0.1:8000', '[::1]')])"
+    )
+    env = {**os.environ, "EVALSITE_DATA_DIR": str(tmp_path), "DEBUG": "0"}
+    env.pop("ALLOWED_HOSTS", None)
+    env["DJANGO_SETTINGS_MODULE"] = "evalsite.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.stdout.strip() == "[400, 200, 200, 200]", result.stdout + result.stderr
+
+
 def test_it_reads_the_review_import_limit_from_the_environment(tmp_path):
     # The 413 and the import's error name REVIEWS_IMPORT_MAX_BYTES: it must be settable.
     env = {
