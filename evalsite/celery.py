@@ -88,6 +88,19 @@ app.conf.beat_schedule = {
 app.autodiscover_tasks()
 
 
+def broker_queued(timeout: float = 1.0) -> int:
+    """Messages waiting in the default queue, from a new connection that gives up after about
+    `timeout` seconds (kombu.exceptions.OperationalError). For /healthz and the reconciler."""
+    options = {
+        **app.conf.broker_transport_options,
+        "socket_connect_timeout": timeout,
+        "socket_timeout": timeout,
+        "max_retries": 0,
+    }
+    with app.connection_for_read(transport_options=options) as conn:
+        return conn.default_channel.queue_declare(app.conf.task_default_queue).message_count
+
+
 @app.task(name="evalsite.health")
 def health(value: int = 1) -> int:
     """Trivial round-trip task used to prove a worker is alive."""

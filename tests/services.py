@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,24 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log.close()
+
+
+# Nothing listens there: Redis or the broker "down" without stopping the shared servers.
+CLOSED_REDIS_URL = "redis://127.0.0.1:6390/0"
+
+
+@contextmanager
+def broker_at(url: str):
+    """Point this process's Celery app at another broker (its new connections and producers)."""
+    from evalsite.celery import app
+
+    saved = app.conf.broker_url, app._pool, app.amqp._producer_pool
+    app.conf.broker_url, app._pool, app.amqp._producer_pool = url, None, None
+    try:
+        yield
+    finally:
+        # Not closed: kombu shares the producer pool with later connections to the same URL.
+        app.conf.broker_url, app._pool, app.amqp._producer_pool = saved
 
 
 def purge_broker() -> None:
