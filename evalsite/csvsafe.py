@@ -2,7 +2,9 @@
 
 Cells are attacker-influenced (LLM outputs, uploaded prompts). A text cell starting with
 =, +, -, @, TAB or CR would run as a formula in Excel/LibreOffice/Sheets, so it gets a
-leading apostrophe (OWASP "CSV injection"). Numbers are written as numbers.
+leading apostrophe (OWASP "CSV injection"); so does one starting with their full-width forms
+(＝ ＋ － ＠), which spreadsheets in CJK locales read as the ASCII ones. Numbers are written as
+numbers.
 """
 
 import csv
@@ -11,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from django.http import StreamingHttpResponse
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def escape_cell(value):
