@@ -3,6 +3,8 @@
 An item is one task + sample shown with >= 2 outputs. It is created as soon as its generation
 rows exist ("waiting") and becomes ready ("open") only once every one of its outputs is done:
 offering an item with a missing side would tell the reviewer which model failed or was slow.
+An output held for an admin's approval (it names a model: reviews/identity_hold.py) counts as
+not done yet.
 
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
 robin from a shuffled list of all pairs over the tasks grouped by category and tier (see
@@ -19,7 +21,7 @@ from collections import Counter
 from itertools import combinations
 
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -180,8 +182,9 @@ def review_items_sync(
             ItemOutput.objects.bulk_create(outputs, batch_size=1000, ignore_conflicts=True)
         created = len(wanted)
     waiting = items.filter(ready=False, state=ReviewItem.State.WAITING)
-    blocked = ItemOutput.objects.filter(item__in=waiting).exclude(
-        generation__status=Generation.Status.DONE
+    # Not there yet: an output not done, or one held until an admin approves its masked view.
+    blocked = ItemOutput.objects.filter(item__in=waiting).filter(
+        ~Q(generation__status=Generation.Status.DONE) | Q(generation__identity_held=True)
     )
     ready_ids = list(
         waiting.exclude(pk__in=blocked.values("item_id"))
@@ -196,8 +199,9 @@ def review_items_sync(
 
 
 def review_items_open_sql(*, generation_id: int) -> tuple[str, list]:
-    """The UPDATE that opens the items showing this (just finished) generation once all their
-    outputs are done: (sql, params), so a caller may fold it into a larger statement."""
+    """The UPDATE that opens the items showing this (just finished, or just released)
+    generation once all their outputs are done and none is held for an admin's approval:
+    (sql, params), so a caller may fold it into a larger statement."""
     item, output = ReviewItem._meta.db_table, ItemOutput._meta.db_table
     generation = Generation._meta.db_table
     sql = (
@@ -205,7 +209,7 @@ def review_items_open_sql(*, generation_id: int) -> tuple[str, list]:
         f"WHERE id IN (SELECT item_id FROM {output} WHERE generation_id = %s) "
         f"AND ready = %s AND state = %s AND NOT EXISTS ("
         f"SELECT 1 FROM {output} AS io JOIN {generation} AS g ON g.id = io.generation_id "
-        f"WHERE io.item_id = {item}.id AND g.status <> %s)"
+        f"WHERE io.item_id = {item}.id AND (g.status <> %s OR g.identity_held = %s))"
     )
     params = [
         True,
@@ -214,6 +218,7 @@ def review_items_open_sql(*, generation_id: int) -> tuple[str, list]:
         False,
         ReviewItem.State.WAITING,
         Generation.Status.DONE,
+        True,
     ]
     return sql, params
 

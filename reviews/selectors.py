@@ -266,21 +266,16 @@ def review_screen(
         task, generations = item_outputs(assignment.item_id)
     terms = campaign_identity_terms(campaign)
     labels = labels_for(len(assignment.order))
-    candidates, leaking = [], []
+    candidates = []
     for label, output_id in zip(labels, assignment.order, strict=True):
         generation = generations[output_id]
-        # The API sends text only: mask, but skip the Markdown rendering.
+        # The API sends text only: mask, but skip the Markdown rendering. (Flagging for
+        # admins happens when the output is stored: reviews/identity_hold.py.)
         if html:
-            text, rendered, hits = blinding.render_output(generation.output, terms)
+            text, rendered, _ = blinding.render_output(generation.output, terms)
         else:
-            masked = blinding.mask_identity(generation.output or "", terms)
-            text, rendered, hits = masked.text, None, masked.hits
-        if hits and not generation.identity_leak:
-            leaking.append(generation.pk)
+            text, rendered = blinding.mask_identity(generation.output or "", terms).text, None
         candidates.append({"label": label, "text": text, "html": rendered})
-    if leaking:
-        # Lazily, for admins: the outputs needed masking. No LLM call, one small UPDATE.
-        Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
 
     conversation = conversation_shown(task, terms, html=html)
     reference = None

@@ -1220,30 +1220,6 @@ def reviewer_restore_to_campaign(*, campaign: Campaign, reviewer: AbstractBaseUs
     return ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).delete()[0] > 0
 
 
-def generations_flag_identity(
-    *, campaign: Campaign, generation_ids: list[int] | None = None
-) -> int:
-    """Mark outputs that needed identity masking (`Generation.identity_leak`) for admins.
-
-    Pure text work, no LLM. The review selector calls it lazily for the outputs it renders;
-    it can also run over a whole campaign. Returns how many rows were newly flagged.
-    """
-    terms = campaign_identity_terms(campaign)
-    rows = Generation.objects.filter(
-        campaign=campaign, identity_leak=False, status=Generation.Status.DONE
-    )
-    if generation_ids is not None:
-        rows = rows.filter(pk__in=generation_ids)
-    leaking = [
-        pk
-        for pk, text in rows.values_list("pk", "output")
-        if blinding.mask_identity(text, terms).hits
-    ]
-    if not leaking:
-        return 0
-    return Generation.objects.filter(pk__in=leaking, identity_leak=False).update(identity_leak=True)
-
-
 _TERMS_CACHE: dict[int, tuple[float, tuple, tuple[str, ...]]] = {}
 TERMS_TTL_SECONDS = 30.0
 

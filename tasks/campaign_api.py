@@ -10,6 +10,7 @@ from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
+from reviews.identity_hold import IdentityNotHeld, generation_identity_approve
 
 from .campaign_selectors import campaign_list, campaign_progress
 from .campaigns import (
@@ -33,7 +34,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
-from .models import Campaign, Mode, Provider
+from .models import Campaign, Generation, Mode, Provider
 from .providers.imported import ImportErrors
 
 
@@ -74,6 +75,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "pass_threshold": campaign.pass_threshold,
         "show_reference": campaign.show_reference,
         "flags_dispute": campaign.flags_dispute,
+        "hold_identity_leaks": campaign.hold_identity_leaks,
         "instructions": campaign.instructions,
         "created_at": campaign.created_at.isoformat(),
     }
@@ -190,6 +192,12 @@ DEFINITION_SCHEMA = {
         "pass_threshold": {**_NUMBER, "minimum": 0, "maximum": 1},
         "show_reference": {"type": "boolean"},
         "flags_dispute": {"type": "boolean"},
+        "hold_identity_leaks": {
+            "type": "boolean",
+            "default": True,
+            "description": "an output that names a model keeps its items from reviewers "
+            "until an admin approves its masked view",
+        },
         "instructions": {"type": "string", "maxLength": INSTRUCTIONS_MAX_CHARS},
     },
 }
@@ -380,3 +388,39 @@ def _outputs_file(request: HttpRequest) -> bytes:
     if upload.size > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
         raise RequestDataTooBig  # the 413 a raw body of that size gets
     return upload.read()
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("POST",),
+    summary="Approve the masked view of an output held because it names a model or vendor "
+    "(campaign setting hold_identity_leaks): reviewers then get it masked, and its review "
+    "items open once their other outputs are ready. No body.",
+    responses={
+        "200": '{"output": id, "approved_by": "...", "approved_at": "...", "items_opened": n}',
+        "404": "no such campaign, or no such self-identifying output in it",
+        "409": "the output is not held (already approved, or never held)",
+    },
+)
+def campaign_output_approve_identity(
+    request: HttpRequest, slug: str, output_id: int
+) -> JsonResponse:
+    campaign = _admin_campaign(request, slug)
+    generation = found_or_404(
+        Generation.objects.filter(campaign=campaign, identity_leak=True),
+        "self-identifying output",
+        pk=output_id,
+    )
+    try:
+        opened = generation_identity_approve(generation=generation, user=request.user)
+    except IdentityNotHeld as exc:
+        raise ApiError(str(exc), status=409) from None
+    generation.refresh_from_db(fields=["identity_approved_at"])
+    return JsonResponse(
+        {
+            "output": generation.pk,
+            "approved_by": request.user.get_username(),
+            "approved_at": generation.identity_approved_at.isoformat(),
+            "items_opened": opened,
+        }
+    )

@@ -293,6 +293,13 @@ class CampaignForm(LabelledForm):
         help_text="a flag raised by some of an item's reviewers and not others disputes the "
         "item (otherwise it is only recorded)",
     )
+    hold_identity_leaks = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Hold self-identifying outputs",
+        help_text="an output that names a model or vendor keeps its items from reviewers until "
+        "an admin approves its masked view (otherwise it is offered masked at once)",
+    )
 
     def clean_rubric(self):
         value = _structured(self.cleaned_data.get("rubric", ""), "Rubric")
@@ -338,6 +345,7 @@ class CampaignForm(LabelledForm):
             "pass_threshold": d.get("pass_threshold"),
             "show_reference": d.get("show_reference", False),
             "flags_dispute": d.get("flags_dispute", False),
+            "hold_identity_leaks": d.get("hold_identity_leaks", False),
             "instructions": d.get("instructions"),
         }
 

@@ -9,6 +9,9 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from reviews import blinding
+from reviews.services import campaign_identity_terms
+
 from .models import Campaign, Contender, Generation
 
 S = Generation.Status
@@ -193,6 +196,10 @@ OUTPUT_FILTERS = {
     "": ("all outputs", Q(status=S.DONE)),
     "checks": ("failed an automatic check", Q(status=S.DONE, checks_passed=False)),
     "identity": ("self-identifying (masked for reviewers)", Q(status=S.DONE, identity_leak=True)),
+    "held": (
+        "held: awaiting an admin's approval of the masked view",
+        Q(status=S.DONE, identity_held=True),
+    ),
     "failed": ("generation failed", Q(status=S.FAILED)),
 }
 
@@ -206,6 +213,43 @@ def campaign_outputs(*, campaign: Campaign, only: str = "", contender: str = "")
     return rows.select_related("task", "contender").order_by(
         "task__position", "contender__name", "sample_index"
     )
+
+
+def finding_rows(findings: list[dict] | None) -> list[dict]:
+    """A stored output's findings, each matched text and reason once (in order of appearance)."""
+    rows = {}
+    for f in findings or []:
+        rows.setdefault((f.get("text", ""), f.get("reason", "")), None)
+    return [{"text": text, "reason": reason} for text, reason in rows]
+
+
+def identity_review(*, campaign: Campaign, pk: int) -> dict:
+    """One self-identifying output as its approval page shows it: the original text in plain
+    and matched parts (each with its reason), and the masked view exactly as reviewers get it
+    (found again with the campaign's current words, so both sides agree)."""
+    gen = get_object_or_404(
+        Generation.objects.select_related("task", "contender", "identity_approved_by"),
+        campaign=campaign,
+        pk=pk,
+        status=S.DONE,
+        identity_leak=True,
+    )
+    terms = campaign_identity_terms(campaign)
+    findings = blinding.mask_identity(gen.output, terms).findings
+    _, masked_html, _ = blinding.render_output(gen.output, terms)
+    parts, last = [], 0
+    for f in findings:
+        if f.start > last:
+            parts.append({"text": gen.output[last : f.start], "reason": ""})
+        parts.append({"text": gen.output[f.start : f.end], "reason": f.reason})
+        last = f.end
+    parts.append({"text": gen.output[last:], "reason": ""})
+    return {
+        "generation": gen,
+        "parts": [p for p in parts if p["text"]],
+        "findings": finding_rows([{"text": f.text, "reason": f.reason} for f in findings]),
+        "masked_html": masked_html,
+    }
 
 
 def campaign_items_summary(*, campaign: Campaign) -> dict:
@@ -240,6 +284,8 @@ def campaign_items_summary(*, campaign: Campaign) -> dict:
         "blocked": waiting_on(Generation.Status.FAILED),
         "cancelled": waiting_on(Generation.Status.CANCELLED),
         "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),
+        # Outputs that name a model, kept from reviewers until an admin approves them.
+        "held_outputs": Generation.objects.filter(campaign=campaign, identity_held=True).count(),
     }
 
 

@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from reviews.blinding import render_markdown
+from reviews.identity_hold import IdentityNotHeld, generation_identity_approve
 from reviews.selectors import instructions_shown
 from reviews.services import campaign_identity_terms
 
@@ -35,7 +36,9 @@ from .campaign_selectors import (
     campaign_progress,
     contender_list,
     failed_checks,
+    finding_rows,
     format_eta,
+    identity_review,
 )
 from .campaigns import DefinitionError, campaign_create, campaign_instructions_set
 from .generation import (
@@ -276,6 +279,7 @@ def campaign_outputs_view(request: HttpRequest, slug: str) -> HttpResponse:
     for gen in page:
         gen.html = render_markdown(gen.output)
         gen.failed_checks = failed_checks(gen.check_results)
+        gen.findings = finding_rows(gen.identity_findings)
     return render(
         request,
         "tasks/campaign_outputs.html",
@@ -319,3 +323,45 @@ def campaign_import_outputs(request: HttpRequest, slug: str) -> HttpResponse:
     if request.htmx:
         return render(request, "tasks/campaign_detail.html#upload-form", context)
     return render(request, "tasks/campaign_detail.html", context)
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def campaign_output_identity(request: HttpRequest, slug: str, output_id: int) -> HttpResponse:
+    """One self-identifying output side by side: the original with what was found marked, and
+    the masked text as reviewers see it; admins approve a held one here (leads only read)."""
+    campaign = campaign_get(slug=slug)
+    context = {
+        **identity_review(campaign=campaign, pk=output_id),
+        "campaign": campaign,
+        "is_admin": has_role(request.user, ADMIN),
+    }
+    return render(request, "tasks/campaign_output_identity.html", context)
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_output_approve(request: HttpRequest, slug: str, output_id: int) -> HttpResponse:
+    """Approve a held output's masked view: its items open for reviewers if all else is ready.
+    htmx gets the decision region back; without JavaScript, the page again with a message."""
+    campaign = campaign_get(slug=slug)
+    context = {
+        **identity_review(campaign=campaign, pk=output_id),
+        "campaign": campaign,
+        "is_admin": True,
+    }
+    try:
+        opened = generation_identity_approve(generation=context["generation"], user=request.user)
+    except IdentityNotHeld as exc:
+        note, opened = str(exc), None
+    else:
+        note = (
+            f"Approved: reviewers see the masked view; {counted(opened, 'review item')} "
+            "opened for review."
+        )
+        context["generation"].refresh_from_db()
+    if not request.htmx:
+        (messages.success if opened is not None else messages.info)(request, note)
+        return redirect("campaign_output_identity", slug=campaign.slug, output_id=output_id)
+    context["note"] = note
+    return render(request, "tasks/campaign_output_identity.html#decision", context)

@@ -41,6 +41,7 @@ CAMPAIGN_KEYS = {
     "pass_threshold",
     "show_reference",
     "flags_dispute",
+    "hold_identity_leaks",
     "instructions",
 }
 INSTRUCTIONS_MAX_CHARS = 20_000
@@ -485,6 +486,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         "pass_threshold": r.number(data, "pass_threshold", "", default=0.6, lo=0, hi=1),
         "show_reference": r.boolean(data, "show_reference", "", False),
         "flags_dispute": r.boolean(data, "flags_dispute", "", False),
+        "hold_identity_leaks": r.boolean(data, "hold_identity_leaks", "", True),
     }
     if errors:
         raise DefinitionError(errors)

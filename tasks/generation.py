@@ -30,9 +30,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from evalsite.text import counted
-from reviews import blinding
+from reviews.identity_hold import identity_fields
 from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
-from reviews.services import campaign_identity_terms
 
 from . import providers
 from .checks import run_checks
@@ -192,13 +191,6 @@ def backoff_seconds(attempt: int, retry_after: float | None) -> float:
     if retry_after is not None:
         delay = max(delay, min(retry_after, settings.GENERATION_BACKOFF_MAX))
     return delay
-
-
-def identity_leak(text: str, campaign: Campaign) -> bool:
-    """Whether a reviewer's page will mask anything in this output: the same words and
-    phrases (built-in model and vendor names, self-descriptions, the campaign's redact words,
-    its contenders' names and model ids), so the admins' count is right from the start."""
-    return bool(blinding.mask_identity(text or "", campaign_identity_terms(campaign)).hits)
 
 
 # Columns a claim, call and store never read: not fetched (nor JSON-decoded) on the hot path.
@@ -492,7 +484,8 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "error": "",
             "check_results": check_results,
             "checks_passed": checks_passed,
-            "identity_leak": identity_leak(result.text, gen.campaign),
+            # What masking hides, and whether the items wait for an admin (identity_hold).
+            **identity_fields(text=result.text, campaign=gen.campaign),
             "finished_at": timezone.now(),
             "lease_expires_at": None,
             "claim_token": "",
@@ -697,7 +690,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
                 error="",
                 check_results=check_results,
                 checks_passed=checks_passed,
-                identity_leak=identity_leak(row.output, campaign),
+                **identity_fields(text=row.output, campaign=campaign),
                 attempts=1,
                 started_at=now,
                 finished_at=now,

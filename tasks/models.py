@@ -152,6 +152,11 @@ class Campaign(models.Model):
     flags_dispute = models.BooleanField(
         default=False, help_text="a flag raised by one reviewer only disputes the item"
     )
+    hold_identity_leaks = models.BooleanField(
+        default=True,
+        help_text="an output that names a model waits for an admin to approve its masked view "
+        "before its items are offered to reviewers",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -218,6 +223,20 @@ class Generation(models.Model):
     check_results = models.JSONField(default=dict, blank=True)
     checks_passed = models.BooleanField(null=True)
     identity_leak = models.BooleanField(default=False)
+    # What masking hides in the output, and why: [{"text", "reason", "start", "end"}], found
+    # when the output is stored (admins and leads only; reviewers see the masked text).
+    identity_findings = models.JSONField(default=list, blank=True)
+    # Flagged, and its campaign holds such outputs: its items stay waiting (not ready) until
+    # an admin approves the masked view (reviews.identity_hold).
+    identity_held = models.BooleanField(default=False)
+    identity_approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    identity_approved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

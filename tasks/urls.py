@@ -68,6 +68,16 @@ urlpatterns += [
         campaign_views.campaign_outputs_view,
         name="campaign_outputs",
     ),
+    path(
+        "campaigns/<slug:slug>/generations/<int:output_id>/identity",
+        campaign_views.campaign_output_identity,
+        name="campaign_output_identity",
+    ),
+    path(
+        "campaigns/<slug:slug>/generations/<int:output_id>/approve-identity",
+        campaign_views.campaign_output_approve,
+        name="campaign_output_approve",
+    ),
 ]
 api_urlpatterns += [
     path("campaigns", campaign_api.campaigns, name="api_campaigns"),
@@ -85,5 +95,10 @@ api_urlpatterns += [
     ),
     path(
         "campaigns/<slug:slug>/outputs", campaign_api.campaign_outputs, name="api_campaign_outputs"
+    ),
+    path(
+        "campaigns/<slug:slug>/outputs/<int:output_id>/approve-identity",
+        campaign_api.campaign_output_approve_identity,
+        name="api_campaign_output_approve_identity",
     ),
 ]

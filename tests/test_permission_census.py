@@ -78,6 +78,10 @@ class PermissionCensusTests(TestCase):
         )
         assert cls.arbitration is not None
         cls.contender = cls.campaign.contenders.first()
+        # A self-identifying output, for the pages that compare it with its masked view.
+        cls.flagged = cls.campaign.generations.order_by("pk").first()
+        cls.flagged.identity_leak = True
+        cls.flagged.save(update_fields=["identity_leak"])
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (
@@ -91,6 +95,7 @@ class PermissionCensusTests(TestCase):
             "version": self.campaign.testset.version,
             "fmt": "jsonl",
             "pk": self.contender.pk,
+            "output_id": self.flagged.pk,
             "user_id": self.users["reviewer_a"].pk,
             "username": self.users["reviewer_a"].username,
             "token": token,

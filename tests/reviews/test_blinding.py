@@ -448,7 +448,9 @@ class BlindingCanaryTests(TestCase):
         )
         assert len(seen) == 30
 
-    def test_it_masks_and_flags_self_identifying_outputs_for_admins(self):
+    def test_it_masks_self_identifying_outputs_and_writes_nothing_while_reading(self):
+        # Flags are set when an output is stored (tests/tasks/test_identity_hold.py): the
+        # reviewer's page only reads.
         self.client.force_login(self.users["reviewer_a"])
         assert not Generation.objects.filter(identity_leak=True).exists()
         self.client.post(reverse("review_next", args=["canary"]))
@@ -456,9 +458,7 @@ class BlindingCanaryTests(TestCase):
             reverse("review_page", args=["canary", Assignment.objects.get().token])
         )
         assert page.content.count(b"[redacted]") >= 4
-        assert set(
-            Generation.objects.filter(identity_leak=True).values_list("id", flat=True)
-        ) == set(IDS["generation"])
+        assert not Generation.objects.filter(identity_leak=True).exists()
 
     def test_it_offers_no_item_whose_outputs_are_not_all_there(self):
         ReviewItem.objects.filter(pk=self.item.pk).update(ready=False, state="waiting")
@@ -531,7 +531,7 @@ class TaskTextMaskingTests(TestCase):
 
 class CampaignScanTests(TestCase):
     def test_it_flags_every_self_identifying_output_of_a_campaign_without_a_reviewer(self):
-        from reviews.services import generations_flag_identity
+        from reviews.identity_hold import generations_flag_identity
 
         contender = ContenderFactory(name="acme-large", model="acme-large-2")
         campaign = CampaignFactory(contenders=[contender, ContenderFactory()], redact=["Globex"])

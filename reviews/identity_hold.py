@@ -1,0 +1,89 @@
+"""Outputs that name a model: flagged for admins with what was found and why, and held out of
+reviewers' queues until an admin approves the masked view (issue 22, "flag and hold").
+
+Findings are computed once, when the output is stored (generation or outputs import), never
+in a reviewer's request. A held output keeps every item that shows it waiting (not ready), so
+the claim, the queue and the API's `next` need no rule of their own: readiness
+(reviews/readiness.py) counts a held output as not there yet, and approving one runs the same
+opening step a finished generation runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from tasks.models import Campaign, Generation
+
+from . import blinding
+from .readiness import review_items_open_for
+from .services import campaign_identity_terms
+
+# An output that repeats a name hundreds of times needs no hundred entries to be judged.
+MAX_FINDINGS = 100
+
+
+def findings_json(findings: Iterable[blinding.Finding]) -> list[dict]:
+    """The stored form of a mask's findings: what was matched, why, and where."""
+    return [
+        {"text": f.text, "reason": f.reason, "start": f.start, "end": f.end}
+        for f in list(findings)[:MAX_FINDINGS]
+    ]
+
+
+def identity_fields(*, text: str, campaign: Campaign) -> dict:
+    """The identity columns of an output being stored: whether reviewers will see anything
+    masked in it, what and why (admins and leads only), and whether it waits for an admin's
+    approval (the campaign holds such outputs)."""
+    masked = blinding.mask_identity(text or "", campaign_identity_terms(campaign))
+    leak = bool(masked.hits)
+    return {
+        "identity_leak": leak,
+        "identity_findings": findings_json(masked.findings),
+        "identity_held": leak and campaign.hold_identity_leaks,
+    }
+
+
+class IdentityNotHeld(Exception):
+    """The output is not waiting for approval (approved already, or never held)."""
+
+
+def generation_identity_approve(*, generation: Generation, user: AbstractBaseUser) -> int:
+    """Release a held output: record who approved its masked view and when, then open the
+    items that show it whose other outputs are ready too. Returns how many items opened.
+
+    A conditional UPDATE: two admins approving at once release it once; the other (and
+    anyone approving an output that is not held) gets IdentityNotHeld.
+    """
+    released = Generation.objects.filter(pk=generation.pk, identity_held=True).update(
+        identity_held=False, identity_approved_by=user, identity_approved_at=timezone.now()
+    )
+    if not released:
+        raise IdentityNotHeld("this output is not waiting for approval")
+    # Its own statement, after the release committed (autocommit): a concurrent finish of an
+    # item's other output sees this row released, or this statement sees that one done.
+    return review_items_open_for(generation_id=generation.pk)
+
+
+def generations_flag_identity(
+    *, campaign: Campaign, generation_ids: list[int] | None = None
+) -> int:
+    """Flag (with findings) done outputs that need masking but were not flagged when stored,
+    e.g. after the built-in list of names grew. Never holds them: their items may already be
+    in review. Pure text work, no LLM. Returns how many rows were newly flagged."""
+    terms = campaign_identity_terms(campaign)
+    rows = Generation.objects.filter(
+        campaign=campaign, identity_leak=False, status=Generation.Status.DONE
+    )
+    if generation_ids is not None:
+        rows = rows.filter(pk__in=generation_ids)
+    flagged = 0
+    for pk, text in rows.values_list("pk", "output"):
+        masked = blinding.mask_identity(text, terms)
+        if masked.hits:
+            flagged += Generation.objects.filter(pk=pk, identity_leak=False).update(
+                identity_leak=True, identity_findings=findings_json(masked.findings)
+            )
+    return flagged
