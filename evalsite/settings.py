@@ -323,8 +323,12 @@ GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", CELERY_TASK_TIME_
 # Exponential backoff with jitter (a random delay in [d/2, d], d = base * 2^n, capped).
 GENERATION_BACKOFF_BASE = float(env_str("GENERATION_BACKOFF_BASE", "2"))
 GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
-# The reconciler re-enqueues a queued row whose message has not been picked up after this long.
+# The reconciler re-enqueues a queued row whose message has not been picked up: after the first
+# while the broker holds other messages (it may be waiting among them: a backlog is not sent
+# twice), after the second once the broker's queue is empty (its message was lost, or never
+# sent while the broker or the database was down).
 GENERATION_REQUEUE_AFTER = env_int("GENERATION_REQUEUE_AFTER", 900)
+GENERATION_REQUEUE_IDLE_AFTER = env_int("GENERATION_REQUEUE_IDLE_AFTER", 60)
 
 LOGGING = {
     "version": 1,
