@@ -29,6 +29,7 @@ from .campaigns import (
 )
 from .generation import (
     GenerationError,
+    GenerationNotSent,
     generation_cancel,
     generation_enqueue,
     generation_retry_failed,
@@ -301,12 +302,16 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
         "202": "queued",
         "400": "e.g. a missing API key variable",
         "404": "no such campaign",
+        "503": '{"error": "...", "queued": n}: queued, but the broker is unreachable; the '
+        "reconciler sends them once it is back",
     },
 )
 def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     try:
         queued = generation_enqueue(campaign=campaign)
+    except GenerationNotSent as exc:
+        raise ApiError(str(exc), status=503, queued=exc.count) from None
     except GenerationError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse({"queued": queued}, status=202)
@@ -331,11 +336,14 @@ def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
         "202": '{"queued": n}',
         "400": "e.g. a missing API key variable",
         "404": "no such campaign",
+        "503": '{"error": "...", "queued": n}: queued, but the broker is unreachable',
     },
 )
 def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     try:
         count = generation_retry_failed(campaign=_admin_campaign(request, slug))
+    except GenerationNotSent as exc:
+        raise ApiError(str(exc), status=503, queued=exc.count) from None
     except GenerationError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse({"queued": count}, status=202)

@@ -15,6 +15,7 @@ The database is the source of truth. A Celery message only says "look at row N":
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -28,6 +29,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.text import counted
 from reviews.identity_hold import identity_fields
@@ -54,11 +56,36 @@ class RunOutcome:
     detail: str = ""
 
 
+class GenerationNotSent(GenerationError):
+    """Rows are queued in the database but the broker did not take their messages."""
+
+    def __init__(self, count: int):
+        self.count = count
+        super().__init__(
+            f"{counted(count, 'generation')} queued but not yet sent to the workers: the task "
+            "broker (Redis) is unreachable. They stay queued, and are sent within about two "
+            "minutes of the broker answering again; there is no need to start them again."
+        )
+
+
 def _enqueue(ids) -> None:
+    """One message per row once the transaction has committed (a worker must find the row).
+
+    If the broker does not take one, GenerationNotSent is raised out of the commit, after
+    it, and the rows not sent (Django drops the later callbacks) stay queued in the
+    database for the reconciler."""
+    for position, pk in enumerate(ids):
+        transaction.on_commit(functools.partial(_send, pk, unsent=len(ids) - position))
+
+
+def _send(pk: int, *, unsent: int) -> None:
     from .tasks import generation_run_task
 
-    for pk in ids:
-        generation_run_task.delay_on_commit(pk)
+    try:
+        generation_run_task.delay(pk)
+    except BrokerError as exc:
+        log.warning("broker unreachable, %d generations left for the reconciler: %s", unsent, exc)
+        raise GenerationNotSent(unsent) from exc
 
 
 def generation_rows_create(*, campaign: Campaign) -> int:
@@ -575,38 +602,61 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
         campaign_status_refresh(campaign_id=gen.campaign_id)
 
 
-def generation_reconcile(*, requeue_after: float | None = None, limit: int = 5000) -> dict:
+def generation_reconcile(
+    *, requeue_after: float | None = None, limit: int = 5000, broker_idle: bool | None = None
+) -> dict:
     """Beat job: re-enqueue lost work.
 
     - running rows whose lease lapsed (their worker died): back to pending and queued;
-    - queued rows nobody picked up for `requeue_after` seconds (a lost message): queued again.
-    Duplicates are harmless: the claim lets one through.
+    - queued rows nobody picked up (a lost message: never sent while the broker was down, or
+      taken by a job that failed while the database was down): queued again. A row whose
+      message waits behind a backlog looks the same, so the threshold depends on the broker:
+      with its queue empty (`broker_idle`, asked when None) no row has a message waiting,
+      and a row due for GENERATION_REQUEUE_IDLE_AFTER seconds is lost; with messages waiting,
+      only after `requeue_after` (GENERATION_REQUEUE_AFTER), so a long backlog is not sent
+      twice. Duplicates are harmless anyway: the claim lets one through.
     """
     requeue_after = settings.GENERATION_REQUEUE_AFTER if requeue_after is None else requeue_after
+    if broker_idle is None:
+        broker_idle = _broker_idle()
+    if broker_idle:
+        requeue_after = min(requeue_after, settings.GENERATION_REQUEUE_IDLE_AFTER)
     now = timezone.now()
     live = ~Q(campaign__status=Campaign.Status.CANCELLED)
-    with transaction.atomic():
-        lapsed = list(
-            Generation.objects.filter(live, status=S.RUNNING, lease_expires_at__lt=now).values_list(
-                "pk", flat=True
-            )[:limit]
-        )
-        Generation.objects.filter(pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now).update(
-            status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now
-        )
-        stale = list(
-            Generation.objects.filter(
-                live, status=S.PENDING, queued_at__lt=now - timedelta(seconds=requeue_after)
+    try:
+        with transaction.atomic():
+            lapsed = list(
+                Generation.objects.filter(
+                    live, status=S.RUNNING, lease_expires_at__lt=now
+                ).values_list("pk", flat=True)[:limit]
             )
-            .exclude(contender__provider=Provider.IMPORTED)
-            .values_list("pk", flat=True)[:limit]
-        )
-        Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
-        _enqueue(lapsed + stale)
+            Generation.objects.filter(
+                pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now
+            ).update(status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now)
+            stale = list(
+                Generation.objects.filter(
+                    live, status=S.PENDING, queued_at__lt=now - timedelta(seconds=requeue_after)
+                )
+                .exclude(contender__provider=Provider.IMPORTED)
+                .values_list("pk", flat=True)[:limit]
+            )
+            Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
+            _enqueue(lapsed + stale)
+    except GenerationNotSent:
+        pass  # logged by _send; the rows stay queued for the next run
     for campaign in Campaign.objects.filter(status=Campaign.Status.GENERATING):
         review_items_sync(campaign=campaign)  # safety net: items missed by a crash between steps
         campaign_status_refresh(campaign_id=campaign.pk)
     return {"lapsed": len(lapsed), "requeued": len(stale)}
+
+
+def _broker_idle() -> bool:
+    from evalsite.celery import broker_queued
+
+    try:
+        return broker_queued() == 0
+    except BrokerError:
+        return False  # nothing can be sent now anyway
 
 
 def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> dict:
