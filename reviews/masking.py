@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from . import identity_terms as data
-from .skeleton import LINK_DESTINATION, View, build_view, read_as
+from .skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
 
 # Letters of the scripts written with spaces between words, after look-alikes are folded:
 # a name may not run on into one of them. (Chinese, Japanese, Korean, Thai ... may: "我是Claude".)
@@ -52,9 +52,11 @@ def _letter(c: str) -> str:
     return re.escape(c)
 
 
-def term_pattern(term: str) -> str | None:
-    """A name as a pattern over views: its letters in order, separators optional (a long
-    name) or as written (a short one), at a word's edges."""
+def term_pattern(term: str) -> tuple[str, list[str]] | None:
+    """A name as a pattern over views, as (edges, [first letter, rest]): its letters in
+    order, separators optional (a long name) or as written (a short one). `edges` says how
+    its ends are bounded: "word" (at a word's edges), "stem" (Russian inflects the name), or
+    "none" (CJK, kana, Hangul: no spaces mark a word's edges)."""
     view = read_as(term.strip())
     alnum = sum(c.isalnum() for c in view)
     if alnum < 2:
@@ -69,17 +71,40 @@ def term_pattern(term: str) -> str | None:
             parts.append(_GAP if free else (_WRITTEN_GAP if pending_gap else ""))
         parts.append(_letter(c))
         pending_gap = False
-    body = "".join(parts)
-    if not any(c.isascii() or "\u0370" <= c <= "\u052f" for c in view if c.isalnum()):
-        return body  # CJK, kana, Hangul: no spaces to mark a word's edges
-    if any("\u0400" <= c <= "\u052f" for c in view):
-        return rf"{START}{body}[\u0400-\u052fa-z]{{0,3}}"  # Russian inflects the name
-    return rf"{START}{body}{END}"
+    letters = [c for c in view if c.isalnum()]
+    if not any(c.isascii() or "\u0370" <= c <= "\u052f" for c in letters):
+        edges = "none"
+    elif any("\u0400" <= c <= "\u052f" for c in letters):
+        edges = "stem"
+    else:
+        edges = "word"
+    return edges, [parts[0], "".join(parts[1:])]
 
 
 def _alternation(terms) -> str:
-    patterns = sorted({p for t in terms if (p := term_pattern(t))}, key=len, reverse=True)
-    return "|".join(f"(?:{p})" for p in patterns)
+    """One pattern for many names. The edge tests stand once outside the alternation, and
+    the names are grouped by first letter: Python's re tries the alternatives one by one at
+    every position, and this keeps that to a word's starts and one test per first letter."""
+    groups: dict[str, dict[str, set[str]]] = {"word": {}, "stem": {}, "none": {}}
+    for term in terms:
+        if found := term_pattern(term):
+            edges, (first, rest) = found
+            groups[edges].setdefault(first, set()).add(rest)
+
+    def grouped(by_first: dict[str, set[str]]) -> str:
+        return "|".join(
+            f"{first}(?:{'|'.join(sorted(rests, key=len, reverse=True))})"
+            for first, rests in sorted(by_first.items())
+        )
+
+    parts = []
+    if groups["word"]:
+        parts.append(rf"{START}(?:{grouped(groups['word'])}){END}")
+    if groups["stem"]:
+        parts.append(rf"{START}(?:{grouped(groups['stem'])})[\u0400-\u052fa-z]{{0,3}}")
+    if groups["none"]:
+        parts.append(grouped(groups["none"]))
+    return "|".join(f"(?:{p})" for p in parts)
 
 
 def _qualifier() -> str:
@@ -117,6 +142,41 @@ def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
 def campaign_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
     alternation = _alternation(terms)
     return re.compile(alternation, re.IGNORECASE) if alternation else None
+
+
+def triggers(terms) -> frozenset[str]:
+    """Letters any match of these names must contain, in the text's skeleton (its letters and
+    digits, case-folded): each name's own, with I for l and rn for m as the patterns allow. A text without any of them cannot match, and skips the patterns: Python's re
+    walks every position of a text the patterns are run on, and most answers name no model."""
+    out = set()
+    for term in terms:
+        head = skeleton(term)
+        variants = {""}
+        for c in head:
+            options = {"l": ("l", "i"), "m": ("m", "rn")}.get(c, (c,))
+            variants = {v + o for v in variants for o in options}
+        out |= {v for v in variants if len(v) >= 2}
+    return frozenset(out)
+
+
+@lru_cache(maxsize=1)
+def builtin_triggers() -> frozenset[str]:
+    return triggers(
+        (
+            *data.NAMES,
+            *data.HOSTS_AND_KEYS,
+            *data.CASED_NAMES,
+            *data.FAMILIES,
+            *data.FAMILIES_WITH_VERSION,
+            *data.TIERS,
+            *data.SHORT_MODELS,
+        )
+    )
+
+
+@lru_cache(maxsize=256)
+def campaign_triggers(terms: tuple[str, ...]) -> frozenset[str]:
+    return triggers(terms)
 
 
 # Self-descriptions: the maker named after "developed by", "trained by", ... near an
@@ -158,6 +218,43 @@ _NOT_A_MAKER = frozenset({"i", "a", "an", "the", "me", "my", "you", "it", "this"
 _SENTENCE_END = re.compile(r"[.!?\n。！？](?=\s|$)")
 
 
+# What the self-description patterns need (case-folded): a text without it skips them.
+_MAKER_WORDS = (
+    "develop",
+    "creat",
+    "made",
+    "train",
+    "built",
+    "design",
+    "engineer",
+    "provid",
+    "releas",
+    "owned",
+    "power",
+    "tuned",
+    "produc",
+    "programm",
+    "brought",
+    "ai ",
+    "assistant",
+    "model",
+    "llm",
+    "chatbot",
+)
+_OTHER_HINTS = ("sonnet", "opus", "haiku", "由", "によ", "が")
+
+
+def _may_describe_itself(folded: str) -> bool:
+    if any(h in folded for h in _OTHER_HINTS):
+        return True
+    return any(w in folded for w in ("by", "from", " at")) and any(
+        w in folded for w in _MAKER_WORDS
+    )
+
+
+_ALNUM = re.compile(r"[^\W_]+")
+
+
 def _maker_spans(view: str):
     for match in MAKER.finditer(view):
         who = match.group("who")
@@ -180,13 +277,18 @@ def _maker_spans(view: str):
 def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
     """Every identity in `text`, as spans of the original, sorted and merged."""
     view = build_view(text, skip_links=True)
+    folded = view.text.casefold()
+    letters = "".join(_ALNUM.findall(folded))
+    passes = []
+    if any(t in letters for t in builtin_triggers()):
+        passes += builtin_patterns()
+    if terms and any(t in letters for t in campaign_triggers(terms)):
+        passes.append(("contender name, model id or redaction word", campaign_pattern(terms)))
     spans: list[tuple[int, int, str]] = []
-    passes = [*builtin_patterns()]
-    if (campaign := campaign_pattern(terms)) is not None:
-        passes.append(("contender name, model id or redaction word", campaign))
     for reason, pattern in passes:
         spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
-    spans += [(s, e, "self-description") for s, e in _maker_spans(view.text) if e > s]
+    if _may_describe_itself(folded):
+        spans += [(s, e, "self-description") for s, e in _maker_spans(view.text) if e > s]
     found = _merged(text, view, spans)
     if "](" in text:
         # The link destinations the view left out, each on its own.

@@ -218,8 +218,10 @@ def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
     as reviewers and arbiters see it: masked like the outputs, as an admin naming a contender
     there, or a logged conversation whose assistant says who it is, must not unblind the
     campaign."""
-    masked = blinding.mask_identity(text, terms).text
-    return {"text": masked, "html": blinding.render_markdown(masked) if html else None}
+    if not html:
+        return {"text": blinding.mask_identity(text, terms).text, "html": None}
+    masked, rendered, _ = blinding.render_output(text, terms)
+    return {"text": masked, "html": rendered}
 
 
 def words_shown(text: str, terms: tuple[str, ...]) -> str:
