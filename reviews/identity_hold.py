@@ -50,7 +50,7 @@ class IdentityNotHeld(Exception):
     """The output is not waiting for approval (approved already, or never held)."""
 
 
-def generation_identity_approve(*, generation: Generation, user: AbstractBaseUser) -> int:
+def generation_identity_approve(*, generation: Generation, user: AbstractBaseUser | None) -> int:
     """Release a held output: record who approved its masked view and when, then open the
     items that show it whose other outputs are ready too. Returns how many items opened.
 
