@@ -73,7 +73,8 @@ def _telling(value: str) -> bool:
     """Whether a contender-derived word says who it is rather than being an ordinary word:
     at least four letters and digits, or three with a digit, and not a common word."""
     alnum = "".join(c for c in value.casefold() if c.isalnum())
-    if alnum in data.COMMON_WORDS:
+    letters = "".join(c for c in alnum if not c.isdigit())
+    if alnum in data.COMMON_WORDS or letters in data.COMMON_WORDS:  # "it", "large-2", "v1"
         return False
     has_digit = any(c.isdigit() for c in alnum)
     return len(alnum) >= 4 or (len(alnum) == 3 and has_digit and not alnum.isdigit())

@@ -96,6 +96,9 @@ NAMES: tuple[str, ...] = (
     "제미나이",
     "제미니",
     "딥시크",
+    "كلود",
+    "أنثروبيك",
+    "جيميني",
     "克劳德",
     "通义千问",
     "通义",
@@ -134,6 +137,9 @@ HOSTS_AND_KEYS: tuple[str, ...] = (
     "TOGETHER_API_KEY",
     "FIREWORKS_API_KEY",
     "HF_TOKEN",
+    # API keys' own prefixes
+    "sk-ant-",
+    "sk-proj-",
 )
 
 # Families: masked together with the versions, sizes and tiers written after them ("Claude

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from . import identity_terms as data
+from . import self_description
 from .skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
 
 # Letters of the scripts written with spaces between words, after look-alikes are folded:
@@ -27,7 +28,10 @@ START = rf"(?:(?<![{_WORD}])|{_CAMEL})"
 END = rf"(?:s?(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u052f])|{_CAMEL})"
 # Between the letters of a long name: a few characters that are not letters or digits.
 _GAP = r"[\W_]{0,6}"
-_WRITTEN_GAP = r"[\W_]{0,3}"
+_WRITTEN_GAP = r"[^\w\s]{0,3}"
+# Between the letters of a short one: punctuation or markup, but no space ("G.P.T", "**G**PT";
+# not "x ai").
+_MARKUP_GAP = r"[^\w\s]{0,2}"
 # Between a family name and its version, size or tier: separators within one line.
 _QSEP = r"(?:[ \t\-_.:/\u2010-\u2015]{0,2})"
 FREE_GAPS_FROM = 5  # letters and digits; shorter names must be written as they are
@@ -68,7 +72,7 @@ def term_pattern(term: str) -> tuple[str, list[str]] | None:
             pending_gap = True
             continue
         if parts:
-            parts.append(_GAP if free else (_WRITTEN_GAP if pending_gap else ""))
+            parts.append(_GAP if free else (_WRITTEN_GAP if pending_gap else _MARKUP_GAP))
         parts.append(_letter(c))
         pending_gap = False
     letters = [c for c in view if c.isalnum()]
@@ -81,7 +85,7 @@ def term_pattern(term: str) -> tuple[str, list[str]] | None:
     return edges, [parts[0], "".join(parts[1:])]
 
 
-def _alternation(terms) -> str:
+def alternation(terms) -> str:
     """One pattern for many names. The edge tests stand once outside the alternation, and
     the names are grouped by first letter: Python's re tries the alternatives one by one at
     every position, and this keeps that to a word's starts and one test per first letter."""
@@ -113,13 +117,16 @@ def _qualifier() -> str:
     return rf"(?:{_QSEP}{version}(?![A-Za-z0-9]))"
 
 
+_ALNUM = re.compile(r"[^\W_]+")
+
+
 @lru_cache(maxsize=1)
 def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
     """(reason, pattern) for the built-in names, families with their qualifiers and the short
     model names."""
     q = _qualifier()
-    families = _alternation(data.FAMILIES)
-    needs_version = _alternation(data.FAMILIES_WITH_VERSION)
+    families = alternation(data.FAMILIES)
+    needs_version = alternation(data.FAMILIES_WITH_VERSION)
     version_next = rf"(?={_QSEP}(?:v?\d|[a-z]\d))"
     tiers = "|".join(data.TIERS)
     short = "|".join(data.SHORT_MODELS)
@@ -131,7 +138,7 @@ def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
         rf"|{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
         rf"|(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d))"
     )
-    names = rf"{_alternation((*data.NAMES, *data.HOSTS_AND_KEYS))}|{START}(?:{cased}){END}"
+    names = rf"{alternation((*data.NAMES, *data.HOSTS_AND_KEYS))}|{START}(?:{cased}){END}"
     return (
         ("model name", re.compile(model, re.IGNORECASE)),
         ("model or vendor name", re.compile(names, re.IGNORECASE)),
@@ -140,8 +147,8 @@ def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
 
 @lru_cache(maxsize=256)
 def campaign_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
-    alternation = _alternation(terms)
-    return re.compile(alternation, re.IGNORECASE) if alternation else None
+    pattern = alternation(terms)
+    return re.compile(pattern, re.IGNORECASE) if pattern else None
 
 
 def triggers(terms) -> frozenset[str]:
@@ -179,101 +186,6 @@ def campaign_triggers(terms: tuple[str, ...]) -> frozenset[str]:
     return triggers(terms)
 
 
-# Self-descriptions: the maker named after "developed by", "trained by", ... near an
-# assistant's words about itself. Only the maker is masked, never the words around it ("As an
-# AI developed by [redacted] I cannot see your account" keeps its meaning).
-_VERBS = (
-    r"developed|created|made|trained|built|designed|engineered|provided|released|owned"
-    r"|powered|fine-?tuned|produced|programmed|brought\s+to\s+you"
-)
-_SUFFIXES = "|".join(data.VENDOR_SUFFIXES)
-_VENDORS = _alternation(data.VENDORS)
-MAKER = re.compile(
-    rf"(?:\b(?:{_VERBS})\s+(?:by|at|from)|\b(?:AI|assistant|model|LLM|chatbot)\s+(?:from|by))\s+"
-    r"(?:the\s+|a\s+)?(?:(?:team|engineers|researchers|folks|people)\s+(?:at|of)\s+)?"
-    rf"(?P<who>(?:{_VENDORS}|(?-i:[A-Z])[\w.\-]*\w)(?:\s+(?:{_SUFFIXES})\b)*)",
-    re.IGNORECASE,
-)
-ABOUT_ITSELF = re.compile(
-    r"\b(?:I(?:['’]m|\s+am|\s+was|['’]ve\s+been|\s+have\s+been)|AI|assistant|language\s+model"
-    r"|LLM|chatbot|model)\b",
-    re.IGNORECASE,
-)
-# "I'm Sonnet", "my name is Opus": a tier name as the speaker's own.
-SELF_NAME = re.compile(
-    r"\b(?:I['’]m|I\s+am|my\s+name\s+is|call\s+me|this\s+is)\s+(?:an?\s+|the\s+)?"
-    r"(?P<who>sonnet|opus|haiku)\b",
-    re.IGNORECASE,
-)
-SELF_CJK = re.compile(
-    r"(?:我(?!们)|本助手|本模型|语言模型|人工智能|助手|AI)[^。！？\n]{0,30}?由\s*"
-    r"(?P<who>[^\s，。、,.!?！？]{1,12}?)\s*(?:公司|团队|集团)?\s*"
-    r"(?:开发|训练|研发|打造|创建|构建|推出|设计|发布)"
-    r"|(?:私|わたし|AI|モデル|アシスタント)[^。！？\n]{0,30}?"
-    r"(?P<who_ja>[^\s、。,.!?！？はがのにでを]{1,12}?)\s*(?:によって|により|が)\s*"
-    r"(?:開発|訓練|トレーニング|作成|構築)",
-    re.IGNORECASE,
-)
-_NOT_A_MAKER = frozenset({"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us"})
-_SENTENCE_END = re.compile(r"[.!?\n。！？](?=\s|$)")
-
-
-# What the self-description patterns need (case-folded): a text without it skips them.
-_MAKER_WORDS = (
-    "develop",
-    "creat",
-    "made",
-    "train",
-    "built",
-    "design",
-    "engineer",
-    "provid",
-    "releas",
-    "owned",
-    "power",
-    "tuned",
-    "produc",
-    "programm",
-    "brought",
-    "ai ",
-    "assistant",
-    "model",
-    "llm",
-    "chatbot",
-)
-_OTHER_HINTS = ("sonnet", "opus", "haiku", "由", "によ", "が")
-
-
-def _may_describe_itself(folded: str) -> bool:
-    if any(h in folded for h in _OTHER_HINTS):
-        return True
-    return any(w in folded for w in ("by", "from", " at")) and any(
-        w in folded for w in _MAKER_WORDS
-    )
-
-
-_ALNUM = re.compile(r"[^\W_]+")
-
-
-def _maker_spans(view: str):
-    for match in MAKER.finditer(view):
-        who = match.group("who")
-        if who.casefold() in _NOT_A_MAKER:
-            continue
-        before = view[max(0, match.start() - 100) : match.start()]
-        ends = list(_SENTENCE_END.finditer(before))
-        if ends:
-            before = before[ends[-1].end() :]
-        if ABOUT_ITSELF.search(before) or ABOUT_ITSELF.match(view, match.start()):
-            yield match.span("who")
-    for match in SELF_NAME.finditer(view):
-        yield match.span("who")
-    if not view.isascii():
-        for match in SELF_CJK.finditer(view):
-            group = "who" if match.group("who") else "who_ja"
-            yield match.span(group)
-
-
 def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
     """Every identity in `text`, as spans of the original, sorted and merged."""
     view = build_view(text, skip_links=True)
@@ -287,8 +199,8 @@ def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
     spans: list[tuple[int, int, str]] = []
     for reason, pattern in passes:
         spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
-    if _may_describe_itself(folded):
-        spans += [(s, e, "self-description") for s, e in _maker_spans(view.text) if e > s]
+    if self_description.may_occur(folded):
+        spans += [(s, e, "self-description") for s, e in self_description.spans(view.text)]
     found = _merged(text, view, spans)
     if "](" in text:
         # The link destinations the view left out, each on its own.
