@@ -12,7 +12,7 @@ from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 from reviews.identity_hold import IdentityNotHeld, generation_identity_approve
 
-from .campaign_selectors import campaign_list, campaign_progress
+from .campaign_selectors import campaign_held_outputs, campaign_list, campaign_progress
 from .campaigns import (
     CONTENDER_KEYS,
     ENV_RE,
@@ -432,3 +432,16 @@ def campaign_output_approve_identity(
             "items_opened": opened,
         }
     )
+
+
+@api_endpoint(
+    ADMIN,
+    LEAD,
+    summary="The outputs held because they name a model or vendor, waiting for an admin to "
+    "approve their masked view: id (for approve-identity), task, contender, sample, what was "
+    "found and why, and the text reviewers will get.",
+    responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
+)
+def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
+    campaign = _admin_campaign(request, slug)
+    return JsonResponse({"outputs": campaign_held_outputs(campaign=campaign)})

@@ -223,6 +223,31 @@ def finding_rows(findings: list[dict] | None) -> list[dict]:
     return [{"text": text, "reason": reason} for text, reason in rows]
 
 
+def campaign_held_outputs(*, campaign: Campaign) -> list[dict]:
+    """The outputs waiting for an admin to approve their masked view (admins and leads: the
+    contender is named), each with what was found and the text reviewers will get."""
+    terms = campaign_identity_terms(campaign)
+    rows = (
+        Generation.objects.filter(campaign=campaign, identity_held=True)
+        .order_by("task__position", "contender__name", "sample_index")
+        .values("pk", "task__external_id", "contender__name", "sample_index", "output")
+    )
+    return [
+        {
+            "id": row["pk"],
+            "task_id": row["task__external_id"],
+            "contender": row["contender__name"],
+            "sample": row["sample_index"],
+            "findings": finding_rows(
+                [{"text": f.text, "reason": f.reason} for f in masked.findings]
+            ),
+            "masked": masked.text,
+        }
+        for row in rows
+        for masked in [blinding.mask_identity(row["output"], terms)]
+    ]
+
+
 def identity_review(*, campaign: Campaign, pk: int) -> dict:
     """One self-identifying output as its approval page shows it: the original text in plain
     and matched parts (each with its reason), and the masked view exactly as reviewers get it

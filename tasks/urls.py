@@ -97,6 +97,11 @@ api_urlpatterns += [
         "campaigns/<slug:slug>/outputs", campaign_api.campaign_outputs, name="api_campaign_outputs"
     ),
     path(
+        "campaigns/<slug:slug>/held-outputs",
+        campaign_api.campaign_held_outputs_view,
+        name="api_campaign_held_outputs",
+    ),
+    path(
         "campaigns/<slug:slug>/outputs/<int:output_id>/approve-identity",
         campaign_api.campaign_output_approve_identity,
         name="api_campaign_output_approve_identity",

@@ -246,8 +246,8 @@ class SchemaTests(TestCase):
         paths = self.client.get("/api/v1/schema").json()["paths"]
         missing = []
         for route, view in api_views():
-            path = "/" + route.replace("<slug:slug>", "{slug}").replace("<str:", "{")
-            path = path.replace(">", "}")
+            path = "/" + route.replace("<slug:slug>", "{slug}")
+            path = path.replace("<str:", "{").replace("<int:", "{").replace(">", "}")
             names, statuses = what_the_code_reads_and_answers(view)
             declared_names, declared_statuses = set(), set()
             for op in paths[path].values():

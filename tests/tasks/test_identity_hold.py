@@ -145,6 +145,17 @@ class HoldTests(TestCase):
         self.leaky.refresh_from_db()
         assert self.leaky.identity_held
 
+    def test_the_api_lists_held_outputs_for_admins_and_leads(self):
+        url = f"/api/v1/campaigns/{self.campaign.slug}/held-outputs"
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {self.tokens['lead']}"}
+        (held,) = self.client.get(url, **auth).json()["outputs"]
+        assert held["id"] == self.leaky.pk and held["contender"] == "vendor-a"
+        assert held["task_id"] == "T-1" and held["sample"] == 0
+        assert {"text": "OpenAI", "reason": "model or vendor name"} in held["findings"]
+        assert "OpenAI" not in held["masked"] and "[redacted]" in held["masked"]
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {self.tokens['reviewer_a']}"}
+        assert self.client.get(url, **auth).status_code == 403
+
     def test_the_api_approves_for_admins_only(self):
         url = f"/api/v1/campaigns/{self.campaign.slug}/outputs/{self.leaky.pk}/approve-identity"
         assert self.api("lead", url).status_code == 403
