@@ -70,10 +70,11 @@ class Reviewer:
         self.app = WSGIHandler()
 
     def call(self, method: str, path: str, body: bytes = b"", headers=()) -> tuple[str, bytes]:
+        path, _, query = path.partition("?")
         environ = {
             "REQUEST_METHOD": method,
             "PATH_INFO": path,
-            "QUERY_STRING": "",
+            "QUERY_STRING": query,
             "SERVER_NAME": "127.0.0.1",
             "SERVER_PORT": "80",
             "HTTP_HOST": "127.0.0.1",

@@ -5,6 +5,7 @@ words, or one text's rendering, where another would be rendered.
 """
 
 import re
+from unittest.mock import patch
 
 from django.db import connection
 from django.test import SimpleTestCase, TestCase
@@ -13,42 +14,56 @@ from django.urls import reverse
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviews import blinding, selectors
+from reviews import blinding, identity_terms, masking, selectors
 from reviews.models import Assignment, ReviewerRemoval
 from tasks.models import Campaign
 from tests.factories import ContenderFactory, campaign_ready, personas
 
-
-def _per_term_pattern(extra: tuple[str, ...]) -> re.Pattern:
-    """The masking pattern as first written (one boundary pair per term): the reference."""
-    w = blinding.WORD_CHAR
-    terms = sorted(
-        {t.strip() for t in (*blinding.BUILTIN_TERMS, *extra) if len(t.strip()) >= 2},
-        key=len,
-        reverse=True,
-    )
-    parts = [*blinding.BUILTIN_PATTERNS, *(rf"(?<!{w}){re.escape(t)}(?!{w})" for t in terms)]
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
-
-
 EXTRA = ("Claude Sonnet", "zz-model-9", "01.AI", "Acme Brain", "Kimi K2", "İnci")
 PIECES = st.sampled_from(
-    [*blinding.BUILTIN_TERMS, *EXTRA, "gpt-4o", "GPT 3.5", "o1-preview", "llama-3.1", "Phi-3"]
+    [*identity_terms.NAMES, *identity_terms.FAMILIES, *identity_terms.VENDORS, *EXTRA]
+    + ["gpt-4o", "GPT 3.5", "o1-preview", "llama-3.1", "Phi-3", "Sonnet 3.5", "I'm", "by"]
     + ["claude", "CLAUDE", "Gemını", "ſonnet", "\u212aimi", "chat", "x", "_", "-", ".", "9"]
+    + ["developed by", "trained by", "I am", "AI", "\u200b", "&#97;", "%61", "С", "由", "开发"]
 )
 TEXTS = st.lists(
-    st.one_of(PIECES, st.sampled_from([" ", "\n", ", ", "é", "a", "1", "(", ")"])), max_size=25
+    st.one_of(PIECES, st.sampled_from([" ", "\n", ", ", "é", "a", "1", "(", ")", "*", "|"])),
+    max_size=25,
 ).map("".join)
 
 
-class MaskingPatternTests(SimpleTestCase):
+class MaskingShortcutTests(SimpleTestCase):
     @settings(max_examples=400, deadline=None)
     @given(TEXTS, st.lists(st.sampled_from(EXTRA), max_size=3).map(tuple))
-    def test_it_masks_exactly_what_the_per_term_pattern_masks(self, text, extra):
+    def test_it_finds_what_it_finds_without_the_shortcuts(self, text, extra):
+        # A text whose letters hold no name (or no self-description's words) skips those
+        # patterns: the findings must be the same as when every pattern runs.
         terms = tuple(sorted(set(extra)))
-        reference = _per_term_pattern(terms)
-        assert blinding._compiled(terms).sub("#", text) == reference.sub("#", text)
-        assert len(blinding._compiled(terms).findall(text)) == len(reference.findall(text))
+        fast = masking.find(text, terms)
+        with (
+            patch.object(masking, "builtin_triggers", lambda: frozenset({""})),
+            patch.object(masking, "campaign_triggers", lambda terms: frozenset({""})),
+            patch.object(masking.self_description, "may_occur", lambda folded: True),
+        ):
+            assert masking.find(text, terms) == fast
+
+    @settings(max_examples=300, deadline=None)
+    @given(TEXTS, st.lists(st.sampled_from(EXTRA), max_size=3).map(tuple))
+    def test_it_changes_nothing_outside_what_it_found(self, text, extra):
+        terms = tuple(sorted(set(extra)))
+        found = masking.find(text, terms)
+        shown = masking.masked(text, found, "#")
+        # Between the findings the text is the same, character for character.
+        pieces, last = [], 0
+        for f in found:
+            pieces.append(text[last : f.start])
+            last = f.end
+        pieces.append(text[last:])
+        rest = shown
+        for piece in pieces:
+            assert piece in rest
+            rest = rest[rest.index(piece) + len(piece) :]
+        assert (shown == text) == (not found)
 
 
 # Lines of words, numbers and punctuation, some with Markdown meaning (lists, headings, breaks,
