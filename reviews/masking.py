@@ -12,6 +12,7 @@ Markdown around it keeps its structure, and nothing outside a match changes.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -214,10 +215,21 @@ def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
     return found
 
 
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _trails(char: str) -> bool:
+    """A mark or an invisible character (but not a bidi control, which orders what follows)."""
+    return unicodedata.category(char) in ("Mn", "Me", "Cf") and char not in _BIDI
+
+
 def _merged(text: str, view: View, spans) -> list[Finding]:
     found: list[list] = []
     for vstart, vend, reason in sorted(spans):
         start, end = view.original_span(vstart, vend)
+        # The marks and invisible characters on the name's last letter go with it.
+        while end < len(text) and _trails(text[end]):
+            end += 1
         if found and start <= found[-1][1]:
             found[-1][1] = max(found[-1][1], end)
         else:
