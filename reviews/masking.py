@@ -200,6 +200,7 @@ def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
     spans: list[tuple[int, int, str]] = []
     for reason, pattern in passes:
         spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
+    spans += list(_vendors_beside(view.text, spans))
     if self_description.may_occur(folded):
         spans += [(s, e, "self-description") for s, e in self_description.spans(view.text)]
     found = _merged(text, view, spans)
@@ -213,6 +214,26 @@ def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
             ]
         found = _merged(text, View(text, ()), [(f.start, f.end, f.reason) for f in found])
     return found
+
+
+@lru_cache(maxsize=1)
+def _vendor_patterns() -> tuple[re.Pattern, re.Pattern]:
+    vendors = alternation(data.VENDORS)
+    return (
+        re.compile(rf"(?:{vendors})(?:['’]s)?[\s\-/]{{1,2}}$", re.IGNORECASE),
+        re.compile(rf"[\s,]{{1,2}}(?:by|from|of)\s+(?P<who>{vendors})", re.IGNORECASE),
+    )
+
+
+def _vendors_beside(view: str, spans):
+    """A generic vendor's name attached to a model's ("Google's Gemini", "Microsoft Phi-4",
+    "Gemini from Google"): it says as much as the model's name does."""
+    before, after = _vendor_patterns()
+    for start, end, reason in list(spans):
+        if match := before.search(view, max(0, start - 40), start):
+            yield match.start(), start, reason
+        if match := after.match(view, end):
+            yield *match.span("who"), reason
 
 
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -48,7 +48,7 @@ _CJK = (
     r"(?P<ko>[^\s,.!?]{1,15}?)(?:에서|이|가|에\s*의해)\s*(?:개발|훈련|학습|만든|만들)"
     # Russian: "разработан компанией X", "обучен X" (its words as the view reads them: the
     # Cyrillic letters that look Latin are Latin there)
-    r"|(?:{ru_verbs})\w*\s+(?:{ru_company}\s+|в\s+)?(?P<ru>[^\s,.!?]{2,20})"
+    r"|(?:{ru_verbs})\w*\s+(?:{ru_company}\s+|{ru_in}\s+)?(?P<ru>[^\s,.!?]{2,20})"
 )
 _RU_VERBS = ("разработ", "обуч", "создан", "сделан")
 _NOT_A_MAKER = frozenset({"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us"})
@@ -98,6 +98,7 @@ def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     )
     cjk = _CJK.replace("{vendors}", vendors).replace("{ru_company}", read_as("компанией"))
     cjk = cjk.replace("{ru_verbs}", "|".join(read_as(v) for v in _RU_VERBS))
+    cjk = cjk.replace("{ru_in}", read_as("в"))
     cjk = re.compile(cjk, re.IGNORECASE)
     return maker, owned, cjk
 

@@ -99,8 +99,21 @@ def fold(char: str) -> str:
         elif category == "Nd":
             out.append(str(unicodedata.digit(c)))
         else:
-            out.append(_prototypes().get(c) or _latin_letter(c) or c)
+            out.append(_prototype(c) or _latin_letter(c) or c)
     return "".join(out)
+
+
+def _prototype(char: str) -> str | None:
+    """The ASCII letter `char` looks like, in `char`'s case: TR39 lists some letters in one
+    case only (Cyrillic К is K, but к is not listed), and a name must read the same in both."""
+    table = _prototypes()
+    if found := table.get(char):
+        return found
+    if char.islower() and (found := table.get(char.upper())):
+        return found.lower()
+    if char.isupper() and (found := table.get(char.lower())):
+        return found.upper()
+    return None
 
 
 _LATIN_NAME = re.compile(
