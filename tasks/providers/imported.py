@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from evalsite.text import more_problems
-from evalsite.uploads import decode_utf8, strict_json
+from evalsite.uploads import clean_id, decode_utf8, strict_json
 
 from .base import PermanentError
 
@@ -123,7 +123,8 @@ def parse_outputs_collect(
         if not isinstance(task_id, str) or not task_id.strip():
             row_errors.append(f"line {number}, field task_id: required, a non-empty string")
         else:
-            valid["task_id"] = task_id
+            # as test-set intake stores ids: NFC, invisible characters dropped
+            task_id = valid["task_id"] = clean_id(task_id)
         sample = data.get("sample", data.get("sample_index", 0))
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
             row_errors.append(f"line {number}, field sample: must be an integer >= 0")

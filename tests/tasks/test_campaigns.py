@@ -448,6 +448,22 @@ class CommandTests(TestCase):
             assert "Imported 0 outputs for b (2 unchanged" in out.getvalue()
         assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
 
+    def test_import_outputs_finds_a_task_whatever_invisible_characters_its_id_carries(self):
+        # Intake stores ids NFC-normalized without invisible characters; an outputs file written
+        # by another tool (a BOM, a zero-width space, a decomposed accent) names the same task.
+        from tasks.generation import outputs_import
+
+        make_testset(n=2)
+        campaign, _ = campaign_create(definition=imported_pairwise("clean", ("a", "b")))
+        lines = [{"task_id": "\ufeffT-1", "output": "x"}, {"task_id": "T-2\u200b", "output": "y"}]
+        raw = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        outputs_import(campaign=campaign, contender_name="a", raw=raw)
+        done = Generation.objects.filter(campaign=campaign, contender__name="a", status="done")
+        assert sorted(done.values_list("task__external_id", "output")) == [
+            ("T-1", "x"),
+            ("T-2", "y"),
+        ]
+
     def test_import_outputs_lists_field_and_campaign_problems_in_one_run(self):
         from tasks.generation import outputs_import
         from tasks.providers.imported import MAX_ERRORS, ImportErrors
