@@ -16,8 +16,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 app = Celery("evalsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
-    # A job is acknowledged only after it ran; a killed child puts it back (RELIABILITY.md).
-    # Redeliveries have no cap of their own: the database counts attempts.
+    # A job is acknowledged only after it ran; a killed child puts it back (docs/operations.md,
+    # "Celery delivery"). Redeliveries have no cap of their own: the database counts attempts.
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
@@ -79,13 +79,17 @@ def one_task_thread(**kwargs) -> None:
 
 
 app.conf.beat_schedule = {
-    # Re-enqueue generation rows whose worker died (lapsed lease) or whose message was lost.
+    # Re-enqueue generation rows whose worker died (lapsed lease) or whose message was lost
+    # (tasks/jobs.py, generation_reconcile_job).
     "generation-reconcile": {"task": "tasks.generation_reconcile", "schedule": 60.0},
     # Expire review leases that ran out, so abandoned items go back to other reviewers even
-    # when nobody claims in that campaign for a while (claims expire lazily as well).
+    # when nobody claims in that campaign for a while (claims expire lazily as well;
+    # reviews/jobs.py, lease_sweep_job).
     "review-lease-sweep": {"task": "reviews.sweep_expired_leases", "schedule": 60.0},
 }
-app.autodiscover_tasks()
+# Celery jobs live in each app's `jobs` module (tasks/jobs.py, reviews/jobs.py), not `tasks`:
+# here "tasks" is the app of test sets and test cases.
+app.autodiscover_tasks(related_name="jobs")
 
 
 def broker_queued(timeout: float = 1.0) -> int:

@@ -1,4 +1,8 @@
-"""Celery entry points for the review side."""
+"""Celery jobs of the review side: entry points only (take ids, call one service).
+
+The registered name keeps its old spelling for the beat schedule and messages in flight
+(docs/decisions/0005-celery-job-names.md).
+"""
 
 from celery import shared_task
 
@@ -6,6 +10,6 @@ from .services import assignment_sweep_expired
 
 
 @shared_task(name="reviews.sweep_expired_leases", soft_time_limit=120, time_limit=150)
-def sweep_expired_leases() -> int:
+def lease_sweep_job() -> int:
     """Return the slots of abandoned review leases to the pool (claims also do this lazily)."""
     return assignment_sweep_expired()

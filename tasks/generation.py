@@ -79,10 +79,10 @@ def _enqueue(ids) -> None:
 
 
 def _send(pk: int, *, unsent: int) -> None:
-    from .tasks import generation_run_task
+    from .jobs import generation_run_job
 
     try:
-        generation_run_task.delay(pk)
+        generation_run_job.delay(pk)
     except BrokerError as exc:
         log.warning("broker unreachable, %d generations left for the reconciler: %s", unsent, exc)
         raise GenerationNotSent(unsent) from exc

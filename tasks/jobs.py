@@ -1,7 +1,11 @@
-"""Celery entry points only: take ids, call one service, own the re-enqueueing.
+"""Celery jobs of the tasks app (test sets, contenders, generation): entry points only.
 
-Retries are scheduled here from the service's decision (the row already says when); acks,
-time limits and the worker-lost policy come from the app config (evalsite/celery.py).
+Each job takes ids and calls one service; retries are scheduled here from the service's
+decision (the row already says when); acks, time limits and the worker-lost policy come from
+the app config (evalsite/celery.py). The module is `jobs`, not `tasks`, so that "tasks" means
+only the app and its test cases. The registered names (`name=`) keep their old spelling:
+messages already in the broker (retries waiting out a countdown) and the beat schedule name
+them, so they must not change with a deploy (docs/decisions/0005-celery-job-names.md).
 """
 
 from celery import shared_task
@@ -17,15 +21,15 @@ from .generation import CLAIM_WAIT_SECONDS, generation_reconcile, generation_run
     soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     time_limit=settings.CELERY_TASK_TIME_LIMIT,
 )
-def generation_run_task(generation_id: int) -> str:
+def generation_run_job(generation_id: int) -> str:
     # A claim that finds every slot taken may wait here a little before it is re-queued (only
     # where the worker process has threads to spare: CLAIM_THREADS_PER_WAITER).
     outcome = generation_run(generation_id=generation_id, claim_wait=CLAIM_WAIT_SECONDS)
     if outcome.action in ("retry", "busy"):
-        generation_run_task.apply_async((generation_id,), countdown=outcome.countdown)
+        generation_run_job.apply_async((generation_id,), countdown=outcome.countdown)
     return outcome.action
 
 
 @shared_task(name="tasks.generation_reconcile", acks_late=True, soft_time_limit=100, time_limit=120)
-def generation_reconcile_task() -> dict:
+def generation_reconcile_job() -> dict:
     return generation_reconcile()

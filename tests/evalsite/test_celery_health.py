@@ -105,3 +105,23 @@ def test_it_gives_every_task_a_soft_limit_below_its_hard_limit():
         assert soft <= hard, f"{task.name}: soft {soft} > hard {hard}"
     for entry in app.conf.beat_schedule.values():
         assert entry["task"] in app.tasks
+
+
+def test_it_finds_the_jobs_modules_by_autodiscovery():
+    # Celery jobs live in `<app>/jobs.py` ("tasks" is the app of test cases): the worker must
+    # still find them, and no `tasks` module of jobs is left to import by mistake.
+    import importlib.util
+    import sys
+
+    from evalsite.celery import app
+
+    app.loader.import_default_modules()
+    assert "tasks.jobs" in sys.modules and "reviews.jobs" in sys.modules
+    assert importlib.util.find_spec("tasks.tasks") is None
+    assert importlib.util.find_spec("reviews.tasks") is None
+    for name in (
+        "tasks.generation_run",
+        "tasks.generation_reconcile",
+        "reviews.sweep_expired_leases",
+    ):
+        assert name in app.tasks

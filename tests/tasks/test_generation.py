@@ -767,7 +767,7 @@ def test_a_worker_killed_mid_job_loses_nothing(workers, fake):
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_duplicate_delivery_makes_one_call_and_one_output(workers, fake):
-    from tasks.tasks import generation_run_task
+    from tasks.jobs import generation_run_job
 
     campaign = make_campaign(
         fake,
@@ -783,11 +783,11 @@ def test_duplicate_delivery_makes_one_call_and_one_output(workers, fake):
     Generation.objects.filter(pk=row.pk).update(queued_at=timezone.now())
     workers(concurrency=3)
     for _ in range(3):
-        generation_run_task.delay(row.pk)
+        generation_run_job.delay(row.pk)
     wait_until(
         lambda: Generation.objects.get(pk=row.pk).status == "done", timeout=60, message="row done"
     )
-    generation_run_task.delay(row.pk)  # a late redelivery after it finished
+    generation_run_job.delay(row.pk)  # a late redelivery after it finished
     wait_until(lambda: len(fake.calls) >= 1, timeout=5)
 
     time.sleep(2)
@@ -1116,7 +1116,7 @@ def test_generate_wait_exits_non_zero_after_the_summary_when_a_generation_failed
 
 
 def test_the_reconciler_runs_every_minute_on_beat():
-    import tasks.tasks  # noqa: F401 - what the worker's autodiscovery imports
+    import tasks.jobs  # noqa: F401 - what the worker's autodiscovery imports
     from evalsite.celery import app
 
     entry = app.conf.beat_schedule["generation-reconcile"]
