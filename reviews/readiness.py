@@ -65,6 +65,8 @@ def item_plan(campaign: Campaign, *, task_id: int | None = None, sample_index: i
     """[(task_id, sample_index, pair_key, contender_ids)] for the reviewed samples, in test-set
     order. A pure function of the campaign, its contenders and its (frozen) tasks, so running
     it again never moves an item to another pair."""
+    if campaign.kind == Campaign.Kind.MONITOR_RUN:
+        return []  # a monitor run is graded by its checks: nothing for reviewers
     contenders = sorted(campaign.contenders.values_list("pk", flat=True))
     if len(contenders) < 2:
         return []

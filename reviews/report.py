@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -26,20 +25,17 @@ import pandas as pd
 from tasks.models import Campaign, Generation, Task
 
 from .models import ItemOutput, Review, ReviewItem, Score
-from .stats import (
-    agreement,
-    bias,
-    bradley_terry,
-    costs,
-    head_to_head,
-    quality,
-    reviewers,
-    stability,
+from .report_build import build_report as _build
+from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
+    SETTLED,
+    check_scores,
+    final_outcomes,
+    output_quality_frame,
 )
+from .stats import head_to_head
 
 SEED = 20261130
 N_BOOT = 1000
-SETTLED = (ReviewItem.State.AGREED, ReviewItem.State.RESOLVED)
 
 
 @dataclass

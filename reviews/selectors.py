@@ -38,7 +38,10 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
     """The reviewer's home: campaigns open to them, with their own progress only."""
     removed = ReviewerRemoval.objects.filter(reviewer=reviewer).values("campaign_id")
     campaigns = (
-        Campaign.objects.filter(status__in=REVIEWABLE).exclude(pk__in=removed).order_by("name")
+        Campaign.objects.filter(status__in=REVIEWABLE)
+        .exclude(pk__in=removed)
+        .exclude(kind=Campaign.Kind.MONITOR_RUN)
+        .order_by("name")
     )
     rows = []
     for campaign in campaigns:

@@ -25,7 +25,8 @@ def campaign_get(*, slug: str) -> Campaign:
 
 def campaign_list() -> list[dict]:
     campaigns = (
-        Campaign.objects.select_related("testset")
+        Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN)
+        .select_related("testset")
         .annotate(
             total=Count("generations", distinct=True),
             done=Count("generations", filter=Q(generations__status=S.DONE), distinct=True),

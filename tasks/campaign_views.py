@@ -50,6 +50,7 @@ from .generation import (
 )
 from .models import Campaign, Contender, Generation, Provider
 from .providers.imported import ImportErrors
+from .served import served_model_drift, served_models
 
 PROGRESS_TARGET = "generation-progress"
 
@@ -142,6 +143,9 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
     return {
         "campaign": campaign,
         "progress": progress,
+        # Admins and leads only (the view's role check): which contender was served more
+        # than one model, with the counts.
+        "served_drift": served_model_drift(served_models(campaign_id=campaign.pk)),
         "is_admin": is_admin,
         "poll_target": PROGRESS_TARGET,
         # The last worker flips generating -> reviewing just after its row is done: keep

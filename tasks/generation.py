@@ -508,6 +508,8 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "ttft_ms": result.ttft_ms,
             "cost": cost_of(gen.contender, result.input_tokens, result.output_tokens),
             "finish_reason": (result.finish_reason or "")[:50],
+            "served_model": result.served_model,
+            "fingerprint": result.fingerprint,
             "error": "",
             "check_results": check_results,
             "checks_passed": checks_passed,

@@ -120,6 +120,13 @@ class Mode(models.TextChoices):
 class Campaign(models.Model):
     """A blind test: frozen test set x contenders x samples, reviewed with a rubric."""
 
+    class Kind(models.TextChoices):
+        BLIND = "blind"
+        # The hidden campaign a monitor run owns, so that the run's generation is the same
+        # pipeline as a campaign's (docs/decisions/0006-monitor-runs-own-a-campaign.md):
+        # never listed, never offered to reviewers.
+        MONITOR_RUN = "monitor_run", "monitor run"
+
     class Status(models.TextChoices):
         DRAFT = "draft"
         GENERATING = "generating"
@@ -158,6 +165,7 @@ class Campaign(models.Model):
         "before its items are offered to reviewers",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.BLIND)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -219,6 +227,10 @@ class Generation(models.Model):
     ttft_ms = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     finish_reason = models.CharField(max_length=50, blank=True)
+    # The model the endpoint answered with (OpenAI-compatible `model`, Anthropic's
+    # `message.model`) and OpenAI's `system_fingerprint`: what was really served.
+    served_model = models.CharField(max_length=200, blank=True)
+    fingerprint = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True, help_text="provider message; admins only")
     check_results = models.JSONField(default=dict, blank=True)
     checks_passed = models.BooleanField(null=True)

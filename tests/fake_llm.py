@@ -46,6 +46,11 @@ class FakeLLM:
         self.always: dict[str, str] = {}
         self.calls: list[dict] = []
         self.delays: dict[str, float] = {}
+        # model asked for -> (model answered with, system_fingerprint): what a test switches
+        # to play an endpoint that routes to another model or updates its backend.
+        self.served: dict[str, tuple[str, str]] = {}
+        # model -> function of the usual answer: what a test switches to make answers change.
+        self.rewrites: dict = {}
         self.active: dict[str, int] = defaultdict(int)
         self.max_active: dict[str, int] = defaultdict(int)
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -68,6 +73,17 @@ class FakeLLM:
 
     def set_always(self, model: str, fault: str) -> None:
         self.always[model] = fault
+
+    def serve(self, model: str, served: str, fingerprint: str = "") -> None:
+        """Answer requests for `model` as `served` (with this system_fingerprint)."""
+        self.served[model] = (served, fingerprint)
+
+    def rewrite(self, model: str, change) -> None:
+        """Answer requests for `model` with change(usual answer) (None: the usual again)."""
+        if change is None:
+            self.rewrites.pop(model, None)
+        else:
+            self.rewrites[model] = change
 
     def set_delay(self, model: str, seconds: float) -> None:
         """Extra latency before this model's first byte (to catch a worker mid-job)."""
@@ -236,6 +252,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self._common_fault(fault, anthropic=False):
             return
         answer = answer_for(model, body.get("messages") or [])
+        if model in self.fake.rewrites:
+            answer = self.fake.rewrites[model](answer)
+        model, fingerprint = self.fake.served.get(model, (model, "fp-" + model))
         words = answer.split(" ")
         prompt_tokens = sum(
             len(str(m.get("content", "")).split()) for m in body.get("messages") or []
@@ -254,6 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "id": "cmpl-1",
                     "object": "chat.completion",
                     "model": model,
+                    "system_fingerprint": fingerprint,
                     "choices": [
                         {
                             "index": 0,
@@ -277,6 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "id": "c",
                     "object": "chat.completion.chunk",
                     "model": model,
+                    "system_fingerprint": fingerprint,
                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
                 }
                 self._chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
@@ -302,6 +323,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self._common_fault(fault, anthropic=True):
             return
         answer = answer_for(model, body.get("messages") or [])
+        if model in self.fake.rewrites:
+            answer = self.fake.rewrites[model](answer)
+        model = self.fake.served.get(model, (model, ""))[0]
         words = answer.split(" ")
         input_tokens = sum(
             len(str(m.get("content", "")).split()) for m in body.get("messages") or []

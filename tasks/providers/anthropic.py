@@ -46,6 +46,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
     answer = OutputText()
     input_tokens = output_tokens = None
     finish_reason, stopped = "", False
+    served_model = ""
     for event, raw in iter_sse(response):
         data = load_json(raw, "stream event")
         kind = data.get("type", event)
@@ -56,6 +57,8 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
                 f"error in stream: {err.get('type', '')}: {err.get('message', '')}"
             )
         if kind == "message_start":
+            model = (data.get("message") or {}).get("model")
+            served_model = model[:200] if isinstance(model, str) else served_model
             usage = (data.get("message") or {}).get("usage") or {}
             input_tokens = usage.get("input_tokens", input_tokens)
             output_tokens = usage.get("output_tokens", output_tokens)
@@ -80,6 +83,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         latency_ms=call.latency_ms(),
         ttft_ms=call.ttft_ms(),
         finish_reason=finish_reason,
+        served_model=served_model,
     )
 
 

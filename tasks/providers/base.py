@@ -62,6 +62,11 @@ class ProviderResult:
     latency_ms: int
     ttft_ms: int | None
     finish_reason: str
+    # What the endpoint says it served: the `model` of its answer (it may differ from the one
+    # asked for: a dated snapshot, or a lighter model it routed to) and OpenAI's
+    # `system_fingerprint` (the backend configuration). Empty when the endpoint sends none.
+    served_model: str = ""
+    fingerprint: str = ""
 
 
 def cost_of(contender, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:

@@ -59,7 +59,13 @@ def _parse_full(data: dict, call: StreamingCall) -> ProviderResult:
         latency_ms=call.latency_ms(),
         ttft_ms=None,
         finish_reason=choice.get("finish_reason") or "",
+        served_model=_text(data.get("model")),
+        fingerprint=_text(data.get("system_fingerprint")),
     )
+
+
+def _text(value) -> str:
+    return value[:200] if isinstance(value, str) else ""
 
 
 def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
@@ -70,6 +76,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         return _parse_full(load_json(body.decode("utf-8", "replace"), "completion"), call)
     text = OutputText()
     finish_reason, usage, done = "", {}, False
+    served_model = fingerprint = ""
     for _event, raw in iter_sse(response):
         if raw.strip() == "[DONE]":
             done = True
@@ -79,6 +86,10 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             raise RetryableError(f"error in stream: {chunk['error']}")
         if chunk.get("usage"):
             usage = chunk["usage"]
+        # Every chunk names the model; the first that does is kept (some servers leave the
+        # usage chunk's empty).
+        served_model = served_model or _text(chunk.get("model"))
+        fingerprint = fingerprint or _text(chunk.get("system_fingerprint"))
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             content = delta.get("content")
@@ -96,6 +107,8 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         latency_ms=call.latency_ms(),
         ttft_ms=call.ttft_ms(),
         finish_reason=finish_reason,
+        served_model=served_model,
+        fingerprint=fingerprint,
     )
 
 
