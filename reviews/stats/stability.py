@@ -90,3 +90,30 @@ def contender_pass(samples: pd.DataFrame, k: int) -> dict:
             "n_tasks": int(len(frame)),
         }
     return out
+
+
+MAX_SD = 0.5  # the largest population SD a score on a 0..1 scale can have
+
+
+def task_spreads(sample_quality: pd.DataFrame) -> pd.DataFrame:
+    """Per (contender, task) with two or more scored samples: the population SD (ddof = 0) of
+    its normalized sample scores, ``sampling_sd``. Rows: contender, task, sample, quality."""
+    if sample_quality.empty:
+        return pd.DataFrame(columns=["contender", "task", "sampling_sd"])
+    per_sample = sample_quality.groupby(["contender", "task", "sample"], sort=True)[
+        "quality"
+    ].mean()
+    per_sample = per_sample[np.isfinite(per_sample)]
+    agg = per_sample.groupby(level=["contender", "task"], sort=True).agg(["std", "size"])
+    agg = agg[agg["size"] >= 2]
+    sd = (agg["std"] * np.sqrt((agg["size"] - 1) / agg["size"])).round(15)
+    return sd.rename("sampling_sd").reset_index()
+
+
+def spread_stability(sampling_sd: float | None) -> float | None:
+    """Stage-2 stability: 1 - sampling_sd / 0.5, clipped to [0, 1]. It reads the spread on the
+    scale people scored, so equal spreads give equal stability whatever the mean (1 - CV gave
+    0.5 at mean 0.2 and 0.875 at mean 0.8 for the same spread)."""
+    if sampling_sd is None or not np.isfinite(sampling_sd):
+        return None
+    return float(min(1.0, max(0.0, 1 - sampling_sd / MAX_SD)))
