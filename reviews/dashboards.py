@@ -274,6 +274,15 @@ def interval_chart(
             if ci and len(ci) == 2 and ci[0] is not None and ci[1] is not None:
                 row["x_lo"], row["x_hi"] = x(ci[0]), x(ci[1])
                 row["text"] += f"  [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+            elif ci and len(ci) == 2 and (ci[0] is not None or ci[1] is not None):
+                # an undefeated (winless) contender: only one side of its interval is known
+                row["x_lo"] = x(ci[0]) if ci[0] is not None else left
+                row["x_hi"] = x(ci[1]) if ci[1] is not None else left + plot
+                row["text"] += (
+                    f"  [>= {fmt.format(ci[0])}]"
+                    if ci[0] is not None
+                    else f"  [<= {fmt.format(ci[1])}]"
+                )
         rows.append(row)
     height = top + len(points) * row_h + 28
     axis_y = top + len(points) * row_h + 4
@@ -341,6 +350,27 @@ def _overview(report: dict) -> dict:
     return {"tables": tables, "progress": p, "disputes": report["disputes"]}
 
 
+AGREEMENT_NOTE = (
+    "Alpha: agreement beyond what the reviewers' overall use of each score would give by chance "
+    "(1 = perfect, 0 = chance). AC1 / AC2 (Gwet): the same idea with a chance term that stays "
+    "small when nearly every rating is one value, so it does not collapse where alpha does. "
+    "Bands are judged on alpha's 95% interval: reliable only if its low end is >= 0.800, "
+    "unreliable if its high end is below 0.667, tentative otherwise; no interval (fewer than "
+    "10 test cases), no band."
+)
+
+
+def _no_band(a: dict) -> str:
+    return f"no band: {a['ci_reason']}" if a.get("ci_reason") else "no data"
+
+
+def _agreement_note(a: dict) -> str:
+    parts = [a.get("reason") or "", a.get("note") or ""]
+    if a.get("small_sample"):
+        parts.append(f"small sample ({a.get('n_items')} test cases)")
+    return "; ".join(p for p in parts if p)
+
+
 def _agreement(report: dict) -> dict:
     rows = []
     for dim, a in report["agreement"].items():
@@ -350,12 +380,14 @@ def _agreement(report: dict) -> dict:
                 a.get("level"),
                 a.get("alpha"),
                 a.get("ci95"),
-                a.get("band") or "no data",
+                a.get("band") or _no_band(a),
+                a.get("ac1", a.get("ac2")),
                 a.get("n_units"),
+                a.get("n_items"),
                 a.get("n_ratings"),
                 a.get("exact"),
                 a.get("within_one"),
-                a.get("reason") or "",
+                _agreement_note(a),
             ]
         )
     pa = report.get("preference_agreement") or {}
@@ -366,12 +398,14 @@ def _agreement(report: dict) -> dict:
                 pa.get("level"),
                 pa.get("alpha"),
                 pa.get("ci95"),
-                pa.get("band") or "no data",
+                pa.get("band") or _no_band(pa),
+                pa.get("ac1"),
                 pa.get("n_units"),
+                pa.get("n_items"),
                 pa.get("n_ratings"),
                 pa.get("exact"),
                 pa.get("within_one"),
-                pa.get("reason") or "",
+                _agreement_note(pa),
             ]
         )
     columns = [
@@ -380,7 +414,9 @@ def _agreement(report: dict) -> dict:
         Column("alpha", "num"),
         Column("alpha", "ci"),
         Column("band"),
+        Column("AC1 / AC2", "num"),
         Column("units", "int"),
+        Column("test cases", "int"),
         Column("ratings", "int"),
         Column("exact agreement", "pct"),
         Column("within one", "pct"),
@@ -400,7 +436,7 @@ def _agreement(report: dict) -> dict:
                 "Agreement per dimension (raw reviews, before arbitration)",
                 columns,
                 rows,
-                note="Bands: alpha >= 0.800 reliable, 0.667-0.800 tentative, below unreliable.",
+                note=AGREEMENT_NOTE,
             )
         ],
         "chart": chart,
@@ -456,14 +492,19 @@ def _leaderboard(report: dict) -> dict:
         Column("rank", "int"),
         Column("contender", "name"),
         Column("rating", "num"),
+        Column("rating bound"),
         Column("rating", "ci"),
+        Column("rank interval"),
+        Column("P(best)", "pct"),
         Column("wins", "int"),
         Column("losses", "int"),
         Column("ties", "int"),
         Column("quality", "num"),
         Column("quality", "ci"),
+        Column("test cases", "int"),
         Column("stability", "num"),
         Column("pass@1", "pct"),
+        Column("pass basis"),
         Column("cost per task (one answer)", "money"),
         Column("decision score", "num"),
     ]
@@ -472,14 +513,19 @@ def _leaderboard(report: dict) -> dict:
             r["rank"],
             r["contender"],
             r["rating"],
+            r.get("rating_bound") or "",
             r["ci95"],
+            "–".join(map(str, r["rank_ci95"])) if r.get("rank_ci95") else "",
+            r.get("p_best"),
             r["wins"],
             r["losses"],
             r["ties"],
             r["quality"],
             r.get("quality_ci95"),
+            r.get("quality_n"),
             r["stability"],
             r["pass_at_1"],
+            r.get("pass_basis") or "",
             r["cost_per_task"],
             r["decision_score"],
         ]
@@ -495,9 +541,12 @@ def _leaderboard(report: dict) -> dict:
             "Leaderboard",
             columns,
             rows,
-            note="Bradley-Terry on final (adjudicated) outcomes, Elo scale centred on 1000; 95% item-bootstrap "
-            "intervals. Rank = 1 + the number of contenders whose interval lies entirely above; "
-            "contenders with overlapping intervals share a rank. Ordered by rank, then rating.",
+            note="Bradley-Terry on final (adjudicated) outcomes, Elo scale centred on 1000; 95% "
+            "intervals from one bootstrap over test cases (none below 10 test cases). Rank rule: "
+            "rank = 1 + the number of contenders whose interval lies entirely above, so "
+            "overlapping intervals share a rank; the rank interval and P(best) come from the "
+            "resamples. A contender that never lost (never won) has only a bound. "
+            "Ordered by rank, then rating.",
         ),
         Table(
             "dimension-means",
@@ -583,25 +632,50 @@ def _stability(report: dict) -> dict:
     columns = [
         Column("contender", "name"),
         Column("stability", "num"),
+        Column("stability", "ci"),
+        Column("within-task SD", "num"),
         Column("measured on"),
         Column("tasks with 2+ samples measured", "int"),
         Column("pass@1", "pct"),
         Column("pass@k", "pct"),
         Column("pass^k", "pct"),
         Column("k", "int"),
+        Column("pass basis"),
+        Column("pending", "int"),
     ]
     rows = [
         [
             c,
             s.get("stability"),
+            s.get("stability_ci95"),
+            s.get("sampling_sd"),
             STABILITY_SOURCES.get(s.get("source"), ""),
             s.get("n_tasks"),
             s.get("pass_at_1"),
             s.get("pass_at_k"),
             s.get("pass_hat_k"),
             s.get("k"),
+            s.get("pass_basis") or "",
+            s.get("pending"),
         ]
         for c, s in report["stability"].items()
+    ]
+    basis_rows = [
+        [
+            c,
+            basis,
+            (p.get(basis) or {}).get("pass_at_1"),
+            (p.get(basis) or {}).get("ci95"),
+            ", ".join(
+                f"@{pt['k']} {100 * pt['pass_at_k']:.1f}%"
+                for pt in (p.get(basis) or {}).get("curve", [])
+            ),
+            (p.get(basis) or {}).get("n_samples"),
+            (p.get(basis) or {}).get("n_tasks"),
+            p.get("pending"),
+        ]
+        for c, p in (report.get("passes") or {}).items()
+        for basis in ("human", "checks", "combined")
     ]
     return {
         "tables": [
@@ -610,11 +684,29 @@ def _stability(report: dict) -> dict:
                 "Stability over samples and pass@k",
                 columns,
                 rows,
-                note="Stability = 1 - coefficient of variation of a task's sample scores, averaged over "
-                "tasks. A sample passes when its automatic checks pass and its final quality reaches "
+                note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
+                "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
                 f"the pass threshold ({report['settings']['pass_threshold']}). pass@k: the chance "
                 "that at least one of k samples of a task passes; pass^k: that all k pass.",
-            )
+            ),
+            Table(
+                "pass-bases",
+                "Pass rates per basis, and the pass@k curve",
+                [
+                    Column("contender", "name"),
+                    Column("basis"),
+                    Column("pass@1", "pct"),
+                    Column("pass@1", "ci"),
+                    Column("pass@k curve"),
+                    Column("samples", "int"),
+                    Column("tasks", "int"),
+                    Column("pending", "int"),
+                ],
+                basis_rows,
+                note="human: final quality reaches the pass threshold; checks: every automatic "
+                "check passes; combined: both, where both exist. A sample in an unresolved "
+                "dispute is pending: neither pass nor fail, and out of the denominators.",
+            ),
         ]
     }
 
@@ -650,6 +742,10 @@ def _cost(report: dict) -> dict:
             r["stability"],
             r.get("normalized_cost"),
             r["decision_score"],
+            r.get("decision_ci95"),
+            r.get("decision_rank"),
+            "below floor" if r.get("below_floor") else "",
+            "yes" if r.get("pareto") else "",
         ]
         for r in lb
     ]
@@ -667,9 +763,16 @@ def _cost(report: dict) -> dict:
                     Column("stability", "num"),
                     Column("normalized cost", "num"),
                     Column("decision score", "num"),
+                    Column("decision score", "ci"),
+                    Column("decision rank", "int"),
+                    Column(f"quality floor ({decision.get('min_quality')})"),
+                    Column("cost-quality Pareto front"),
                 ],
                 decision_rows,
-                note=f"decision = {decision['formula']}",
+                note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
+                "over test cases. A contender whose quality is below the floor is not ranked on "
+                "decision. On the Pareto front: no other contender is both better and cheaper."
+                + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
             ),
             Table(
                 "decision-weights",
