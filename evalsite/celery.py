@@ -86,6 +86,10 @@ app.conf.beat_schedule = {
     # when nobody claims in that campaign for a while (claims expire lazily as well;
     # reviews/jobs.py, lease_sweep_job).
     "review-lease-sweep": {"task": "reviews.sweep_expired_leases", "schedule": 60.0},
+    # Monitors: start the runs whose cron time is due (one per due time, however many beats:
+    # a unique constraint), grade runs whose generation ended, resend lost alert deliveries
+    # (tasks/monitor_jobs.py, monitor_tick_job).
+    "monitor-tick": {"task": "tasks.monitor_tick", "schedule": 60.0},
 }
 # Celery jobs live in each app's `jobs` module (tasks/jobs.py, reviews/jobs.py), not `tasks`:
 # here "tasks" is the app of test sets and test cases.

@@ -330,6 +330,15 @@ GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
 GENERATION_REQUEUE_AFTER = env_int("GENERATION_REQUEUE_AFTER", 900)
 GENERATION_REQUEUE_IDLE_AFTER = env_int("GENERATION_REQUEUE_IDLE_AFTER", 60)
 
+# Monitors (docs/monitors.md): alert webhooks are signed with this secret (X-Evalsite-Signature,
+# HMAC-SHA256 of the raw body); a delivery is tried this many times with exponential backoff.
+MONITOR_WEBHOOK_SECRET = env_str("MONITOR_WEBHOOK_SECRET")
+MONITOR_WEBHOOK_ATTEMPTS = env_int("MONITOR_WEBHOOK_ATTEMPTS", 5)
+MONITOR_WEBHOOK_TIMEOUT = float(env_str("MONITOR_WEBHOOK_TIMEOUT", "10"))
+# Alert email: Django's backend (console unless EMAIL_BACKEND says otherwise).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "evalsite@localhost")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

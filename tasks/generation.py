@@ -199,13 +199,31 @@ def campaign_status_refresh(*, campaign_id: int) -> None:
     )
     if active.exists():
         return
-    Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.GENERATING).update(
+    if Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.GENERATING).update(
         status=Campaign.Status.REVIEWING
-    )
+    ):
+        _generation_ended(campaign_id)
     if not Generation.objects.filter(campaign_id=campaign_id, status=S.PENDING).exists():
         Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.DRAFT).update(
             status=Campaign.Status.REVIEWING
         )
+
+
+def _generation_ended(campaign_id: int) -> None:
+    """A monitor run's generation ended: grade it in a job (the monitor tick is the net)."""
+    if not Campaign.objects.filter(pk=campaign_id, kind=Campaign.Kind.MONITOR_RUN).exists():
+        return
+    from .monitor_jobs import monitor_run_finish_job
+
+    def send() -> None:
+        try:
+            monitor_run_finish_job.delay(campaign_id)
+        except BrokerError:
+            log.warning(
+                "broker unreachable: monitor run of campaign %s left for the tick", campaign_id
+            )
+
+    transaction.on_commit(send)
 
 
 def backoff_seconds(attempt: int, retry_after: float | None) -> float:

@@ -261,3 +261,7 @@ class Generation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.campaign_id}/{self.task_id}/{self.contender_id}/{self.sample_index}"
+
+
+# Monitors' models live in their own module; imported here so Django registers them.
+from .monitor_models import AlertDelivery, Monitor, MonitorAlert, MonitorRun  # noqa: E402, F401

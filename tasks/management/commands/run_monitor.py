@@ -1,0 +1,75 @@
+import json
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks.generation import GenerationError
+from tasks.models import Monitor, MonitorRun
+from tasks.monitor_summary import comparison_summary
+from tasks.monitors import (
+    MonitorError,
+    monitor_run_active,
+    monitor_run_finish,
+    monitor_run_progress,
+    monitor_run_start,
+)
+
+WITHIN, CROSSED = 0, 3
+
+
+class Command(BaseCommand):
+    help = (
+        "Start a monitor run. With --wait: wait for it, print the comparison with the baseline "
+        "as JSON on stdout (a summary on stderr) and exit 0 within thresholds, 3 when one was "
+        "crossed (alerts sent), 1 on an error."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("monitor", help="monitor slug")
+        parser.add_argument("--wait", action="store_true", help="wait for the run and compare")
+        parser.add_argument("--baseline", type=int, help="compare with this run number")
+        parser.add_argument("--interval", type=float, default=1.0)
+        parser.add_argument("--timeout", type=float, default=0, help="give up after N seconds")
+
+    def handle(self, *args, **options):
+        monitor = Monitor.objects.filter(slug=options["monitor"]).first()
+        if monitor is None:
+            raise CommandError(f"no monitor {options['monitor']!r}")
+        try:
+            run = monitor_run_start(monitor=monitor, baseline=options["baseline"])
+        except (MonitorError, GenerationError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(f"Started {monitor.slug}#{run.number}.")
+        if not options["wait"]:
+            self.stdout.write(json.dumps({"monitor": monitor.slug, "run": run.number}))
+            return
+        started = time.monotonic()
+        while monitor_run_active(run):
+            if options["timeout"] and time.monotonic() - started > options["timeout"]:
+                raise CommandError(f"{monitor.slug}#{run.number} still running after the timeout")
+            p = monitor_run_progress(run)
+            self.stderr.write(
+                f"\r{p['done'] + p['failed'] + p['cancelled']}/{p['total']} done",
+                ending="",
+            )
+            time.sleep(options["interval"])
+        self.stderr.write("")
+        # The worker's finish job may not have run yet: grading is idempotent.
+        monitor_run_finish(run_id=run.pk)
+        run = MonitorRun.objects.select_related("monitor").get(pk=run.pk)
+        if run.status != MonitorRun.Status.DONE:
+            raise CommandError(f"{monitor.slug}#{run.number}: {run.status} {run.error}")
+        comparison = run.comparison or {
+            "monitor": monitor.slug,
+            "baseline": None,
+            "run": run.number,
+            "contenders": {},
+            "alerts": [],
+            "metrics": run.metrics,
+        }
+        self.stdout.write(json.dumps(comparison, indent=2, sort_keys=True))
+        self.stderr.write(comparison_summary(comparison, metrics=run.metrics))
+        if comparison["alerts"]:
+            sys.exit(CROSSED)
+        return

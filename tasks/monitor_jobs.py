@@ -1,0 +1,42 @@
+"""Celery jobs of monitors: entry points only (ids in, one service call, retries here).
+
+Imported by tasks/jobs.py, the module Celery's autodiscovery reads.
+"""
+
+from celery import shared_task
+
+from .monitor_alerts import alert_deliver, alert_deliveries_resend, retry_countdown
+
+
+@shared_task(name="tasks.monitor_tick", acks_late=True, soft_time_limit=100, time_limit=120)
+def monitor_tick_job() -> dict:
+    """Every minute (beat): start the due runs, grade runs whose generation ended (a lost
+    finish job), resend deliveries whose message was lost."""
+    from .monitor_schedule import monitor_schedule_tick
+    from .monitors import monitor_runs_finish_due
+
+    result = monitor_schedule_tick()
+    result["finished"] = monitor_runs_finish_due()
+    result["resent"] = alert_deliveries_resend()
+    return result
+
+
+@shared_task(name="tasks.monitor_run_finish", acks_late=True, soft_time_limit=100, time_limit=120)
+def monitor_run_finish_job(campaign_id: int) -> str:
+    from .monitors import monitor_campaign_finished
+
+    monitor_campaign_finished(campaign_id=campaign_id)
+    return "ok"
+
+
+@shared_task(name="tasks.alert_deliver", acks_late=True, soft_time_limit=60, time_limit=90)
+def alert_deliver_job(delivery_id: int) -> str:
+    from .models import AlertDelivery
+
+    outcome = alert_deliver(delivery_id=delivery_id)
+    if outcome == "retry":
+        attempts = AlertDelivery.objects.filter(pk=delivery_id).values_list("attempts", flat=True)
+        alert_deliver_job.apply_async(
+            (delivery_id,), countdown=retry_countdown(attempts.first() or 1)
+        )
+    return outcome

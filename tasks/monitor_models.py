@@ -1,0 +1,126 @@
+"""Monitors: a frozen test-set version re-run against contenders, graded, compared, alerted.
+
+Imported by tasks/models.py (the app's models module); the services live in tasks/monitors.py.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Monitor(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    testset = models.ForeignKey("tasks.TestSet", on_delete=models.PROTECT, related_name="+")
+    contenders = models.ManyToManyField("tasks.Contender", related_name="monitors")
+    samples_per_task = models.PositiveIntegerField(default=1)
+    # 5-field cron in UTC; '' = runs only on demand.
+    schedule = models.CharField(max_length=100, blank=True)
+    # "first" | "previous" | a run number, as text
+    baseline = models.CharField(max_length=20, default="first")
+    thresholds = models.JSONField(default=list, blank=True)
+    # {"webhook": url, "email": [addresses]}
+    alerts = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class MonitorRun(models.Model):
+    """One run: its hidden campaign holds the generation rows (the ordinary pipeline)."""
+
+    class Status(models.TextChoices):
+        GENERATING = "generating"
+        DONE = "done"
+        FAILED = "failed"
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs")
+    number = models.PositiveIntegerField()
+    campaign = models.OneToOneField(
+        "tasks.Campaign", on_delete=models.PROTECT, related_name="monitor_run"
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.GENERATING, db_index=True
+    )
+    # The due time a scheduled run stands for (None: started by hand). Unique per monitor: two
+    # beat processes (or workers) that both see a time due insert one row between them.
+    scheduled_for = models.DateTimeField(null=True, blank=True)
+    baseline_number = models.PositiveIntegerField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    comparison = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["monitor", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["monitor", "number"], name="monitor_run_number_unique"),
+            models.UniqueConstraint(
+                fields=["monitor", "scheduled_for"],
+                condition=Q(scheduled_for__isnull=False),
+                name="monitor_run_due_time_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.monitor.slug}#{self.number}"
+
+
+class MonitorAlert(models.Model):
+    """One crossed threshold of one run and contender: recorded once (the constraint)."""
+
+    run = models.ForeignKey(MonitorRun, on_delete=models.CASCADE, related_name="alerts")
+    contender = models.CharField(max_length=100)
+    metric = models.CharField(max_length=100)
+    rule = models.CharField(max_length=16)  # max_drop | max_rise | max | on_change
+    threshold = models.JSONField()
+    baseline_value = models.JSONField(null=True)
+    run_value = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "contender", "metric", "rule"], name="monitor_alert_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.contender}/{self.metric}"
+
+
+class AlertDelivery(models.Model):
+    class Channel(models.TextChoices):
+        WEBHOOK = "webhook"
+        EMAIL = "email"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    alert = models.ForeignKey(MonitorAlert, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=16, choices=Channel.choices)
+    target = models.CharField(max_length=500)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    response_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["alert", "channel"], name="alert_delivery_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alert_id}/{self.channel}"
