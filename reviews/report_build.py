@@ -8,9 +8,10 @@ from tasks.models import Generation
 
 from . import report_figures as fig
 from . import report_sections as sec
+from .models import FLAGS
 from .report_outcomes import battles as make_battles
-from .report_outcomes import final_outcomes, output_table, position_bias
-from .stats import costs, joint, quality, reviewers
+from .report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
+from .stats import costs, joint, quality, rates, reviewers
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
@@ -80,6 +81,9 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
             for name in ctx.names
         },
         "passes": pass_figs,
+        "rates": rates.contender_rates(
+            check_rows(gens, f.tasks), final_flags(f, outputs, FLAGS), ctx.names
+        ),
         "position_bias": position_bias(f, rubric),
         "reviewers": reviewers.reviewer_figures(
             raw[["reviewer", "output", "dimension", "value"]],

@@ -162,7 +162,7 @@ def _paired_battles(ctx: Context, battles: pd.DataFrame, a: str, b: str) -> dict
     if mine.empty:
         out["reason"] = "no pairwise outcome between them"
         return out
-    s = np.where(mine["b"] == b, mine["score"], 1 - mine["score"])
+    s = np.where(mine["a"] == b, mine["score"], 1 - mine["score"])  # battle score is its a's
     per = pd.Series(s, index=mine["task"].to_numpy()).groupby(level=0).mean()
     cl = ctx.clusters(pd.Series(per.index))
     point, boot = joint.group_means(ctx.weights, cl, np.zeros(len(per), int), per.to_numpy(), 1)

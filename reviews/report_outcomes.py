@@ -70,10 +70,60 @@ def final_outcomes(f: CampaignFrames, outputs: pd.DataFrame | None = None):
     outputs = output_table(f) if outputs is None else outputs
     final_scores, final_prefs = _final_tables(f, outputs)
     cols = ["id", "item", "generation", "contender", "task", "sample", "category", "tier"]
+    cols += [c for c in ("case_type",) if c in outputs]
     final_full = final_scores.merge(
         outputs[cols].rename(columns={"id": "output"}), on="output", how="inner"
     ).sort_values(["output", "dimension"])
     return final_scores, final_prefs, final_full
+
+
+def final_flags(f: CampaignFrames, outputs: pd.DataFrame, flag_names) -> pd.DataFrame:
+    """One row per (output of a settled item, flag): contender, tier, case_type, flag, passed
+    (1 where the final outcome raised the flag on that output, else 0)."""
+    settled = f.items[f.items["state"].isin(SETTLED) & f.items["final"].notna()]
+    raised = set()
+    for final in settled["final"]:
+        for output, names in (
+            ((final or {}).get("flags") or {}).items() if isinstance(final, dict) else ()
+        ):
+            if str(output).isdigit() and isinstance(names, list):
+                raised.update((int(output), str(n)) for n in names)
+    judged = outputs[outputs["item"].isin(settled["id"])]
+    rows = [
+        (o, c, t, ct, flag, 1 if (o, flag) in raised else 0)
+        for o, c, t, ct in zip(
+            judged["id"],
+            judged["contender"],
+            judged["tier"],
+            judged["case_type"] if "case_type" in judged else [None] * len(judged),
+            strict=True,
+        )
+        for flag in flag_names
+    ]
+    return pd.DataFrame(
+        rows, columns=["output", "contender", "tier", "case_type", "flag", "passed"]
+    )
+
+
+def check_rows(generations: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """One row per (done generation, check kind it ran): contender, tier, case_type, kind,
+    passed (0/1). ``generations`` carries contender names."""
+    done = generations[
+        (generations["status"] == Generation.Status.DONE)
+        & generations["check_results"].map(lambda r: isinstance(r, dict) and bool(r))
+    ]
+    tier = dict(zip(tasks["id"], tasks["tier"], strict=True))
+    case = dict(
+        zip(tasks["id"], tasks.get("case_type", pd.Series([None] * len(tasks))), strict=True)
+    )
+    rows = [
+        (c, tier.get(t), case.get(t), str(kind), int(bool((r or {}).get("passed"))))
+        for c, t, results in zip(
+            done["contender"], done["task"], done["check_results"], strict=True
+        )
+        for kind, r in sorted(results.items())
+    ]
+    return pd.DataFrame(rows, columns=["contender", "tier", "case_type", "kind", "passed"])
 
 
 def output_quality_frame(f: CampaignFrames, meta: dict) -> pd.DataFrame:

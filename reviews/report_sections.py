@@ -16,7 +16,7 @@ import pandas as pd
 from tasks.models import Generation
 
 from .report_outcomes import check_scores
-from .stats import agreement, joint, passes, reliability, stability
+from .stats import agreement, joint, passes, rates, reliability, stability
 
 
 @dataclass
@@ -238,8 +238,24 @@ def pass_section(ctx: Context, samples: pd.DataFrame) -> dict:
             for point_k in fig["curve"]:
                 point_k["pass_at_k"] = joint.round_figure(point_k["pass_at_k"], 3)
                 point_k["pass_hat_k"] = joint.round_figure(point_k["pass_hat_k"], 3)
+    for name, tiers in _tier_rates(based, ctx.meta["pass_threshold"]).items():
+        if name in figures:
+            figures[name]["by_tier"] = tiers
     empty = {"pending": 0, "headline": None}
     return {name: figures.get(name, empty) for name in ctx.names}, based
+
+
+def _tier_rates(based: pd.DataFrame, pass_threshold) -> dict:
+    """{contender: {tier: {"threshold", human|checks|combined: Wilson rate over samples}}},
+    each tier judged against its own threshold."""
+    out: dict = {}
+    for (name, tier), frame in based.groupby(["contender", "tier"], sort=True):
+        entry = {"threshold": passes.threshold_for(tier, pass_threshold)}
+        for basis in passes.BASES:
+            on = frame[basis].dropna()
+            entry[basis] = rates.rate(int(on.sum()), int(len(on)))
+        out.setdefault(name, {})[str(tier)] = entry
+    return out
 
 
 def stability_section(ctx: Context, outq: pd.DataFrame, gens: pd.DataFrame):

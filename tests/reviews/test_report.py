@@ -155,7 +155,9 @@ class ReportTests(TestCase):
         # six test cases: too few for a bootstrap interval, so no interval and no rank
         for row in board:
             assert row["ci95"] is None and row["rank"] is None
-        assert self.report["rating"]["ci_reason"] == "no intervals and no ranks: too few items (n=6)"
+        assert (
+            self.report["rating"]["ci_reason"] == "no intervals and no ranks: too few items (n=6)"
+        )
         assert self.report["rating"]["ridge"] is None
         # 3 pairs per item: the 2 with the preferred output by preference, the third by scores
         assert self.report["rating"]["sources"] == {"preference": 12, "scores": 6}
@@ -384,7 +386,9 @@ class TinyDataTests(TestCase):
         assert any("automatic checks" in w for w in report["warnings"])
         # pass@1: sample 0 of every task passes its checks and (human) threshold for strong
         # (people scored one sample per task: the headline basis is theirs, pass@3 needs three)
-        assert stab["model-strong"]["pass_at_1"] == 1.0 and stab["model-strong"]["pass_at_k"] is None
+        assert (
+            stab["model-strong"]["pass_at_1"] == 1.0 and stab["model-strong"]["pass_at_k"] is None
+        )
         assert stab["model-strong"]["pass_basis"] == "human"
         assert report["passes"]["model-strong"]["checks"]["pass_at_k"] == 1.0
         # weak: only sample 0 passes checks, and its human quality is below the threshold
@@ -633,3 +637,74 @@ class AgreementLevelTests(TestCase):
         assert agreement["acc"]["band"] is None and agreement["tone"]["band"] is None
         assert agreement["acc"]["ci_reason"] == "too few items (n=5)"
         assert agreement["tone"]["ac1"] is not None and agreement["acc"]["ac2"] is not None
+
+
+class HonestNumbersTests(TestCase):
+    """Stage-2 conventions through the product's own path (database -> report)."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def test_pairwise_mode_gives_a_head_to_head_from_preferences(self):
+        a, b = "hh-alpha", "hh-beta"
+        winners = [(a, b)] * 9 + [(b, a)] * 3
+        report = campaign_report(campaign=pairwise_campaign("hh", [a, b], winners), n_boot=200)
+        (entry,) = report["head_to_head"]
+        assert entry["reason"] == "no task was scored for both contenders"  # no rubric
+        battles = entry["battles"]
+        # b against a: 3 of 12 test cases won -> 0.25; exact sign test 3 vs 9: p = 0.146
+        assert (battles["wins"], battles["losses"], battles["n_tasks"]) == (3, 9, 12)
+        assert battles["win_rate"] == 0.25 and battles["ci95"] is not None
+        assert battles["p_value"] == pytest.approx(0.1460, abs=5e-4)
+        assert entry["battles_p_holm"] == pytest.approx(battles["p_value"])  # one pair
+
+    def test_an_unresolved_dispute_is_pending_in_the_report(self):
+        campaign = build_campaign(slug="pending", plan=PLAN[:3], users=self.users, settle=False)
+        items = list(ReviewItem.objects.filter(campaign=campaign).order_by("pk"))
+        score = (
+            items[0]
+            .reviews.get(reviewer=self.users["reviewer_b"])
+            .scores.filter(output__generation__contender__name="model-strong", dimension="accuracy")
+            .get()
+        )
+        score.value = 2.0
+        score.save()
+        for item in items:
+            item.submitted_count = 2
+            item.save(update_fields=["submitted_count"])
+            item_settle(item)
+        passes = campaign_report(campaign=campaign, n_boot=20)["passes"]["model-strong"]
+        # the disputed item's strong sample has no final outcome: pending, out of the human
+        # denominator; its checks passed, so the checks basis still counts it
+        assert passes["pending"] == 1
+        assert passes["human"]["n_samples"] == 2 and passes["checks"]["n_samples"] == 3
+        assert passes["combined"]["n_samples"] == 2
+
+    def test_rates_per_check_kind_and_flag_with_wilson_intervals(self):
+        campaign = build_campaign(slug="rates", plan=PLAN[:4], users=self.users)
+        gens = Generation.objects.filter(campaign=campaign, contender__name="model-weak")
+        for i, gen in enumerate(gens.order_by("pk")):
+            gen.check_results = {"regex": {"passed": i % 2 == 0}, "max_chars": {"passed": True}}
+            gen.save()
+        item = ReviewItem.objects.filter(campaign=campaign).order_by("pk").first()
+        item.final["flags"] = {
+            str(o.pk): ["hallucination"]
+            for o in item.outputs.filter(generation__contender__name="model-weak")
+        }
+        item.save(update_fields=["final"])
+        weak = campaign_report(campaign=campaign, n_boot=20)["rates"]["model-weak"]
+        # 2 of 4 regex passes: Wilson 95% [0.150, 0.850]
+        assert weak["checks"]["regex"] == {
+            "rate": 0.5,
+            "ci95": [0.15, 0.85],
+            "n": 4,
+            "small_sample": True,
+        }
+        assert weak["checks"]["max_chars"]["rate"] == 1.0
+        # one of four judged outputs flagged: Wilson [0.046, 0.699]
+        assert weak["flags"]["hallucination"]["rate"] == 0.25
+        assert weak["flags"]["hallucination"]["ci95"] == [0.046, 0.699]
+        assert weak["flags"]["refusal"]["rate"] == 0.0
+        assert set(weak["by_tier"]) == {"base", "advanced"}
+        assert "typical" in weak["by_case_type"]
