@@ -11,7 +11,7 @@ from . import report_sections as sec
 from .models import FLAGS
 from .report_outcomes import battles as make_battles
 from .report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
-from .stats import costs, joint, quality, rates, reviewers
+from .stats import costs, joint, quality, rates
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
@@ -85,11 +85,7 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
             check_rows(gens, f.tasks), final_flags(f, outputs, FLAGS), ctx.names
         ),
         "position_bias": position_bias(f, rubric),
-        "reviewers": reviewers.reviewer_figures(
-            raw[["reviewer", "output", "dimension", "value"]],
-            f.reviews[["reviewer", "seconds"]],
-            final_scores,
-        ),
+        "reviewers": sec.reviewer_section(ctx, raw, final_scores),
         "disputes": sec.disputes(ctx, prog),
         "head_to_head": fig.head_to_head_section(ctx, outq, battles),
         "separation": fig.separation(ctx, outq, top),

@@ -233,7 +233,7 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
             )
     formula = formula if free else f"{formula} / normalized_cost"
     with np.errstate(divide="ignore", invalid="ignore"):
-        cheapest = np.nanmin(np.where(c_boot > 0, c_boot, np.nan), axis=1, keepdims=True)
+        cheapest = joint.nanmin_rows(np.where(c_boot > 0, c_boot, np.nan))
         norm_boot = np.ones_like(c_boot) if free else c_boot / cheapest
         top = wq * q_boot + (0 if lacking else ws * s_boot)
         d_boot = (top / (wq if lacking else 1.0)) / norm_boot

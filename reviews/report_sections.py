@@ -16,7 +16,7 @@ import pandas as pd
 from tasks.models import Generation
 
 from .report_outcomes import check_scores
-from .stats import agreement, joint, passes, rates, reliability, stability
+from .stats import agreement, joint, passes, rates, reliability, reviewers, stability
 
 
 @dataclass
@@ -312,3 +312,39 @@ def _stability_warnings(ctx: Context, out: dict) -> None:
             "stability: not measured: it needs two or more samples of a task scored by people "
             "(reviewed_samples of 2 or more) or by automatic checks"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reviewers
+
+
+def reviewer_section(ctx: Context, raw: pd.DataFrame, final_scores: pd.DataFrame) -> dict:
+    """`reviewers.reviewer_figures`, plus the interval of each reviewer's mean offset from the
+    final outcome (over test cases, from the joint bootstrap) and the test cases it rests on."""
+    out = reviewers.reviewer_figures(
+        raw[["reviewer", "output", "dimension", "value"]],
+        ctx.f.reviews[["reviewer", "seconds"]],
+        final_scores,
+    )
+    joined = raw[raw["value"].notna()].merge(
+        final_scores[final_scores["value"].notna()].rename(columns={"value": "final"}),
+        on=["output", "dimension"],
+    )
+    names = sorted(out)
+    if joined.empty or not names:
+        return out
+    index = {n: i for i, n in enumerate(names)}
+    offsets = (joined["value"] - joined["final"]).to_numpy(dtype=float)
+    grp = joined["reviewer"].map(index).to_numpy(dtype=int)
+    cl = joined["cluster"].to_numpy(dtype=int)
+    # one value per (reviewer, test case): the mean of its offsets there
+    per = pd.DataFrame({"g": grp, "c": cl, "v": offsets}).groupby(["g", "c"])["v"].mean()
+    g, c = per.index.get_level_values(0).to_numpy(), per.index.get_level_values(1).to_numpy()
+    point, boot = joint.group_means(ctx.weights, c, g, per.to_numpy(), len(names))
+    n = joint.n_clusters(c, g, per.to_numpy(), len(names))
+    for name, i in index.items():
+        s = joint.summary(point[i], boot[:, i], int(n[i]))
+        out[name]["mean_offset_ci95"] = joint.round_figure(s["ci95"], 3)
+        out[name]["offset_n_cases"] = int(n[i])
+        out[name]["offset_ci_reason"] = s["reason"] if n[i] else None
+    return out

@@ -16,6 +16,8 @@ figure ``small_sample``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 MIN_ITEMS = 10
@@ -43,7 +45,7 @@ def interval(boot: np.ndarray | None, n: int) -> tuple[list[float] | None, str |
     interval of identical values is None with "all equal (n=...)"."""
     if n < MIN_ITEMS:
         return None, too_few(n)
-    if boot is None:
+    if boot is None or len(boot) == 0:
         return None, "no bootstrap rounds"
     x = np.asarray(boot, dtype=float)
     x = x[np.isfinite(x)]
@@ -55,15 +57,11 @@ def interval(boot: np.ndarray | None, n: int) -> tuple[list[float] | None, str |
     return [float(lo), float(hi)], None
 
 
-def percentiles(boot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column-wise 2.5% / 97.5% quantiles of a (B x G) array, ignoring NaN rounds."""
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0)
-    return lo, hi
+def nanmin_rows(x: np.ndarray) -> np.ndarray:
+    """Row-wise minimum ignoring NaN (NaN for a row of NaN), without numpy's warning."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmin(x, axis=1, keepdims=True)
 
 
 def group_means(

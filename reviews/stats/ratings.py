@@ -45,7 +45,8 @@ def joint_ratings(battles: pd.DataFrame, contenders: list, weights: np.ndarray) 
         bt["reason"] = None
     n = bt["n_cases"]
     if n < joint.MIN_ITEMS or len(weights) == 0:
-        bt["ci_reason"] = f"no intervals and no ranks: {joint.too_few(n)}"
+        why = joint.too_few(n) if n < joint.MIN_ITEMS else "no bootstrap rounds"
+        bt["ci_reason"] = f"no intervals and no ranks: {why}"
         return bt
     boot = _boot_elo(battles, rated, bt, weights)
     bt["bootstrap"] = {

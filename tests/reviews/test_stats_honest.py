@@ -233,3 +233,27 @@ def test_bands_are_judged_on_the_interval():
     assert reliability.band_on_interval([0.46, 0.99]) == "tentative"
     assert reliability.band_on_interval([0.2, 0.6]) == "unreliable"
     assert reliability.band_on_interval(None) is None
+
+
+def test_no_bootstrap_rounds_gives_point_figures_and_says_why():
+    bench = bench_module()
+    from reviews.report import CampaignFrames, build_report
+
+    frames, meta = bench.synthetic(tasks=12, contenders=2, samples=2, reviewers=2)
+    report = build_report(CampaignFrames(**frames), meta, n_boot=0, seed=1)
+    assert report["rating"]["ci_reason"] == "no intervals and no ranks: no bootstrap rounds"
+    row = report["leaderboard"][0]
+    assert row["rating"] is not None and row["ci95"] is None
+    assert row["quality"] is not None and row["quality_reason"] == "no bootstrap rounds"
+
+
+def test_reviewer_offsets_get_an_interval_from_the_joint_bootstrap():
+    bench = bench_module()
+    from reviews.report import CampaignFrames, build_report
+
+    frames, meta = bench.synthetic(tasks=30, contenders=2, samples=1, reviewers=3)
+    report = build_report(CampaignFrames(**frames), meta, n_boot=100, seed=2)
+    for figures in report["reviewers"].values():
+        assert figures["offset_n_cases"] >= 10
+        lo, hi = figures["mean_offset_ci95"]
+        assert lo <= figures["mean_offset"] <= hi
