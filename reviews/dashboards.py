@@ -567,6 +567,9 @@ def _leaderboard(report: dict) -> dict:
         domain=(0.0, 1.0),
         fmt="{:.2f}",
     )
+    from .dashboard_extras import separation_table
+
+    tables.append(separation_table(report))
     return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
 
 
@@ -590,7 +593,11 @@ def _capability(report: dict) -> dict:
     contenders = [r["contender"] for r in report["leaderboard"]]
     q = report["quality"]
     detail_rows = []
-    for kind, nested in (("category", q["by_category"]), ("tier", q["by_tier"])):
+    for kind, nested in (
+        ("category", q["by_category"]),
+        ("tier", q["by_tier"]),
+        ("case type", q.get("by_case_type", {})),
+    ):
         for c in contenders:
             for group, cell in sorted(nested.get(c, {}).items()):
                 detail_rows.append(
@@ -601,6 +608,9 @@ def _capability(report: dict) -> dict:
         "tables": [
             _heat_table("category-profile", "Category x contender", q["by_category"], contenders),
             _heat_table("tier-profile", "Tier x contender", q["by_tier"], contenders),
+            _heat_table(
+                "case-type-profile", "Case type x contender", q.get("by_case_type", {}), contenders
+            ),
             Table(
                 "capability-detail",
                 "Quality by category and tier, with intervals",
@@ -707,8 +717,15 @@ def _stability(report: dict) -> dict:
                 "check passes; combined: both, where both exist. A sample in an unresolved "
                 "dispute is pending: neither pass nor fail, and out of the denominators.",
             ),
+            _rates_table(report),
         ]
     }
+
+
+def _rates_table(report: dict) -> Table:
+    from .dashboard_extras import rates_table
+
+    return rates_table(report)
 
 
 def _cost(report: dict) -> dict:
@@ -734,6 +751,8 @@ def _cost(report: dict) -> dict:
         ]
         for r in lb
     ]
+    from .dashboard_extras import pareto_chart
+
     decision = report["decision"]
     decision_rows = [
         [
@@ -752,6 +771,7 @@ def _cost(report: dict) -> dict:
     decision_rows.sort(key=lambda row: (row[4] is None, -(row[4] or 0), row[0]))
     return {
         "decision": decision,
+        "pareto_chart": pareto_chart(report),
         "tables": [
             Table("cost-latency", "Cost and latency", cost_columns, cost_rows),
             Table(
@@ -831,6 +851,8 @@ def _bias(report: dict) -> dict:
 
 def head_to_head_pair(report: dict, a: str, b: str) -> dict | None:
     """The report's comparison of b against a (the report holds each pair once; flip if needed)."""
+    from .dashboard_extras import flip_battles
+
     for entry in report["head_to_head"]:
         if entry["a"] == a and entry["b"] == b:
             return entry
@@ -844,6 +866,7 @@ def head_to_head_pair(report: dict, a: str, b: str) -> dict | None:
                 "ci95": [-ci[1], -ci[0]] if ci else None,
                 "wins": entry["losses"],
                 "losses": entry["wins"],
+                "battles": flip_battles(entry.get("battles")),
                 "regressions": [
                     {"task": r["task"], "diff": -r["diff"]} for r in entry["improvements"]
                 ],
@@ -870,6 +893,8 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
         problem = f"No contender named {unknown} in this campaign: pick two from the lists."
     elif a == b:
         problem = f"Baseline and compared are both {a}: pick two different contenders."
+    from .dashboard_extras import battle_rows
+
     pair = head_to_head_pair(report, a, b) if problem is None else None
     tables = []
     if pair:
@@ -887,6 +912,7 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                     ["tied tasks", pair["ties"]],
                     ["sign test p-value (exact, two-sided)", pair["p_value"]],
                     *([["note", pair["reason"]]] if pair.get("reason") else []),
+                    *battle_rows(pair),
                 ],
             ),
             Table(

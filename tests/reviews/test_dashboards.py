@@ -152,6 +152,23 @@ class DashboardTests(TestCase):
         assert "0.667" in body and "0.800" in body
         assert f'<td class="num">{accuracy["n_units"]}</td>' in body
 
+    def test_it_shows_what_each_figure_rests_on(self):
+        self.login("lead")
+        base = "/campaigns/camp/dashboard"
+        cost = self.client.get(f"{base}/cost/").content.decode()
+        assert "Pareto front" in cost and "quality floor" in cost
+        stability = self.client.get(f"{base}/stability/").content.decode()
+        assert "Pass rates per basis" in stability and "pending" in stability
+        assert "Check and flag rates" in stability and "Wilson" in stability
+        board = self.client.get(f"{base}/leaderboard/").content.decode()
+        assert "How many more items?" in board and "test cases" in board
+        capability = self.client.get(f"{base}/capability/").content.decode()
+        assert "Case type x contender" in capability
+        h2h = self.client.get(f"{base}/head-to-head/").content.decode()
+        assert "paired win rate" in h2h and "Holm-adjusted" in h2h
+        rates = self.client.get(f"{base}/stability/rates.csv")
+        assert rates.status_code == 200 and b"rate ci95 low" in b"".join(rates.streaming_content)
+
     def test_it_shows_capability_heatmaps(self):
         self.login("lead")
         body = self.client.get("/campaigns/camp/dashboard/capability/").content.decode()
@@ -378,9 +395,7 @@ class RatingNoteTests(TestCase):
             "3 pairwise outcomes from 3 items with a final outcome (3 from preferences, "
             "0 from final scores)." in body
         )
-        assert (
-            "No intervals and no ranks: too few items (n=3)." in body
-        )
+        assert "No intervals and no ranks: too few items (n=3)." in body
         assert f"Not rated: {broken} (no comparisons: none of its outputs was compared" in body
         assert "never met" not in body
         rows = {
@@ -479,3 +494,21 @@ def test_the_leaderboard_reads_down_by_rank_then_rating():
         (2, "narrow-mid"),
     ]
     assert "share a rank" in table.note
+
+
+def test_the_pareto_chart_joins_the_front_cheapest_first():
+    from reviews.dashboard_extras import pareto_chart
+
+    rows = [
+        {"contender": "dear-good", "quality": 0.9, "cost_per_task": 0.03, "pareto": True},
+        {"contender": "cheap-ok", "quality": 0.7, "cost_per_task": 0.01, "pareto": True},
+        {"contender": "dear-bad", "quality": 0.5, "cost_per_task": 0.02, "pareto": False},
+        {"contender": "unknown", "quality": None, "cost_per_task": 0.01, "pareto": False},
+    ]
+    chart = pareto_chart({"leaderboard": rows})
+    assert [p["label"] for p in chart.points] == ["dear-good", "cheap-ok", "dear-bad"]
+    cheap, dear = (
+        next(p for p in chart.points if p["label"] == n) for n in ("cheap-ok", "dear-good")
+    )
+    assert chart.front == f"{cheap['x']},{cheap['y']} {dear['x']},{dear['y']}"
+    assert dear["y"] < cheap["y"]  # better quality is higher on the page
