@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import campaign_api, campaign_views, testset_api
+from . import campaign_api, campaign_views, monitor_api, monitor_views, testset_api
 from . import views as testset_views
 
 urlpatterns: list = []
@@ -105,5 +105,40 @@ api_urlpatterns += [
         "campaigns/<slug:slug>/outputs/<int:output_id>/approve-identity",
         campaign_api.campaign_output_approve_identity,
         name="api_campaign_output_approve_identity",
+    ),
+]
+
+# Monitors (issue 26): scheduled golden-set runs, comparisons, alerts.
+
+urlpatterns += [
+    path("monitors/", monitor_views.monitor_list_view, name="monitor_list"),
+    path("monitors/<slug:slug>/", monitor_views.monitor_detail_view, name="monitor_detail"),
+    path(
+        "monitors/<slug:slug>/run", monitor_views.monitor_run_start_view, name="monitor_run_start"
+    ),
+    path(
+        "monitors/<slug:slug>/runs/<int:number>/",
+        monitor_views.monitor_run_view,
+        name="monitor_run",
+    ),
+    path(
+        "monitors/<slug:slug>/runs/<int:number>/review-blind",
+        monitor_views.monitor_review_blind_view,
+        name="monitor_review_blind",
+    ),
+    path(
+        "monitors/<slug:slug>/runs/<int:number>/tasks/<str:task_id>/",
+        monitor_views.monitor_task_view,
+        name="monitor_task",
+    ),
+]
+api_urlpatterns += [
+    path("monitors", monitor_api.monitors, name="api_monitors"),
+    path("monitors/<slug:slug>", monitor_api.monitor_detail, name="api_monitor_detail"),
+    path("monitors/<slug:slug>/runs", monitor_api.monitor_runs, name="api_monitor_runs"),
+    path(
+        "monitors/<slug:slug>/runs/<int:number>",
+        monitor_api.monitor_run_detail,
+        name="api_monitor_run_detail",
     ),
 ]

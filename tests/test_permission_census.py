@@ -82,6 +82,16 @@ class PermissionCensusTests(TestCase):
         cls.flagged = cls.campaign.generations.order_by("pk").first()
         cls.flagged.identity_leak = True
         cls.flagged.save(update_fields=["identity_leak"])
+        # A monitor (named like the campaign, so <slug> fits both) with one run.
+        from tasks.models import Monitor
+        from tasks.monitors import monitor_run_start
+
+        monitor = Monitor.objects.create(
+            slug=cls.campaign.slug, name="census", testset=cls.campaign.testset
+        )
+        monitor.contenders.set(cls.campaign.contenders.all())
+        monitor_run_start(monitor=monitor)
+        cls.task_id = cls.campaign.testset.tasks.first().external_id
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (
@@ -101,6 +111,8 @@ class PermissionCensusTests(TestCase):
             "token": token,
             "page": "leaderboard",
             "table": "leaderboard",
+            "number": 1,
+            "task_id": self.task_id,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 

@@ -16,6 +16,7 @@ NAV_URL_NAMES = (
     "testset_list",
     "contender_list",
     "campaign_list",
+    "monitor_list",
     "reviewer_home",
     "arbiter_home",
     "user_list",

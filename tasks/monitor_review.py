@@ -1,0 +1,91 @@
+""" "Review blind": a campaign from a run's regressed tasks, the baseline's and the run's
+outputs as its two (imported) contenders, for people to judge what the checks flagged.
+
+The regressed tasks are copied into a new test-set version of their own (a campaign is over a
+whole frozen test set); the outputs go in through the outputs import, as any imported
+contender's, so masking, checks and identity holds apply to them as to any campaign.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+from django.db import transaction
+
+from .campaigns import DefinitionError, campaign_create
+from .generation import outputs_import
+from .intake import testset_checksum
+from .models import Campaign, Generation, MonitorRun, Task, TestSet
+from .monitors import MonitorError
+
+RUBRIC = [
+    {"key": "quality", "label": "Overall quality", "min": 1, "max": 5,
+     "anchors": {"1": "unusable", "5": "excellent"}},
+]  # fmt: skip
+
+
+@transaction.atomic
+def review_blind_create(*, run: MonitorRun, contender: str, user=None) -> Campaign:
+    entry = ((run.comparison or {}).get("contenders") or {}).get(contender)
+    if not entry or not entry["regressions"]:
+        raise MonitorError(f"run {run.number} has no regressed task for {contender}")
+    baseline = run.monitor.runs.get(number=run.baseline_number)
+    task_ids = [r["task_id"] for r in entry["regressions"]]
+    source = run.campaign.testset
+    tasks = list(source.tasks.filter(external_id__in=task_ids).order_by("position"))
+    name = f"{source.name}-{run.monitor.slug}-{run.number}-regressions"[:200]
+    version = (
+        TestSet.objects.filter(name=name)
+        .order_by("-version")
+        .values_list("version", flat=True)
+        .first()
+        or 0
+    ) + 1
+    copies = [
+        {"external_id": t.external_id, "category": t.category, "tier": t.tier,
+         "case_type": t.case_type, "prompt": t.prompt, "messages": t.messages,
+         "reference": t.reference, "checks": t.checks, "metadata": t.metadata}
+        for t in tasks
+    ]  # fmt: skip
+    testset = TestSet.objects.create(
+        name=name, version=version, checksum=testset_checksum(copies), task_count=len(copies),
+        created_by=user,
+    )  # fmt: skip
+    Task.objects.bulk_create(
+        Task(testset=testset, position=i, **copy) for i, copy in enumerate(copies)
+    )
+    a_name = f"{run.monitor.slug}#{baseline.number} {contender}"[:100]
+    b_name = f"{run.monitor.slug}#{run.number} {contender}"[:100]
+    # Neither slug nor name carries the contender: both reach reviewers, unmasked.
+    slug = f"{run.monitor.slug}-{run.number}-blind-{secrets.token_hex(3)}"[:100]
+    try:
+        campaign, _ = campaign_create(
+            definition={
+                "slug": slug,
+                "name": f"{run.monitor.name}: run {run.number} vs {baseline.number} (blind)",
+                "testset": {"name": testset.name, "version": testset.version},
+                "contenders": [
+                    {"name": a_name, "provider": "imported"},
+                    {"name": b_name, "provider": "imported"},
+                ],
+                "samples_per_task": 1,
+                "mode": "both",
+                "rubric": RUBRIC,
+            },
+            user=user,
+        )
+    except DefinitionError as exc:
+        # The monitor's own slug or name names a model (both reach reviewers).
+        raise MonitorError("; ".join(exc.errors)) from None
+    for name_, source_run in ((a_name, baseline), (b_name, run)):
+        outputs = Generation.objects.filter(
+            campaign_id=source_run.campaign_id, contender__name=contender,
+            task__external_id__in=task_ids, sample_index=0,
+        ).values_list("task__external_id", "output")  # fmt: skip
+        raw = "\n".join(
+            json.dumps({"task_id": t, "sample": 0, "output": text or "(no answer)"})
+            for t, text in outputs
+        ).encode()
+        outputs_import(campaign=campaign, contender_name=name_, raw=raw)
+    return campaign

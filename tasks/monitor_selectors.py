@@ -1,0 +1,178 @@
+"""Reads for the monitor pages (admins and leads: identities are shown), and the trend chart.
+
+The chart is server-rendered SVG (no script, no CDN): one small chart per metric, a line per
+contender across runs, and for rates a band of each run's 95% Wilson interval.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.db.models import Count
+from django.shortcuts import get_object_or_404
+
+from .models import AlertDelivery, Generation, Monitor, MonitorAlert, MonitorRun
+
+CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
+W, H, PAD = 320, 120, 24
+COLOURS = ("#1f6feb", "#d73a49", "#2da44e", "#bf8700", "#8250df", "#57606a")
+
+
+def monitor_list() -> list[dict]:
+    rows = []
+    for m in Monitor.objects.select_related("testset").annotate(n_runs=Count("runs")):
+        latest = m.runs.order_by("-number").first()
+        rows.append(
+            {
+                "monitor": m,
+                "n_runs": m.n_runs,
+                "latest": latest,
+                "alerts": latest.alerts.count() if latest else 0,
+            }
+        )
+    return rows
+
+
+def monitor_get(*, slug: str) -> Monitor:
+    return get_object_or_404(Monitor.objects.select_related("testset"), slug=slug)
+
+
+def run_get(*, monitor: Monitor, number: int) -> MonitorRun:
+    return get_object_or_404(
+        MonitorRun.objects.select_related("campaign__testset", "monitor"),
+        monitor=monitor,
+        number=number,
+    )
+
+
+def alert_log(*, monitor: Monitor, limit: int = 100) -> list[dict]:
+    alerts = (
+        MonitorAlert.objects.filter(run__monitor=monitor)
+        .select_related("run")
+        .prefetch_related("deliveries")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+    return [
+        {
+            "alert": a,
+            "deliveries": [
+                {
+                    "channel": d.channel,
+                    "status": d.status,
+                    "code": d.response_code,
+                    "attempts": d.attempts,
+                }
+                for d in a.deliveries.all()
+            ],
+        }
+        for a in alerts
+    ]
+
+
+def _wilson(rate: float, n: int) -> tuple[float, float]:
+    if n <= 0:
+        return rate, rate
+    z = 1.959964
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def trend_charts(*, monitor: Monitor) -> list[dict]:
+    """[{metric, svg parts}] for the finished runs, in run order."""
+    runs = list(monitor.runs.filter(status=MonitorRun.Status.DONE).order_by("number"))
+    if not runs:
+        return []
+    names = sorted({name for r in runs for name in r.metrics})
+    charts = []
+    for metric in CHART_METRICS:
+        series = []
+        for c, name in enumerate(names):
+            points = []
+            for r in runs:
+                values = r.metrics.get(name) or {}
+                value = values.get(metric)
+                if value is None:
+                    continue
+                band = None
+                if metric in ("check_pass_rate", "error_rate", "pass_at_1"):
+                    n = values.get("n_samples" if metric != "pass_at_1" else "n_tasks") or 0
+                    band = _wilson(value, n)
+                points.append((r.number, value, band))
+            series.append({"name": name, "colour": COLOURS[c % len(COLOURS)], "points": points})
+        charts.append({"metric": metric, **_layout(series, [r.number for r in runs], metric)})
+    return charts
+
+
+def _layout(series: list[dict], numbers: list[int], metric: str) -> dict:
+    values = [v for s in series for _, v, _ in s["points"]]
+    values += [b for s in series for *_, band in s["points"] if band for b in band]
+    if metric.endswith("rate") or metric.startswith("pass_"):
+        lo, hi = 0.0, 1.0
+    else:
+        lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+        lo = 0.0 if lo >= 0 else lo
+    hi = hi if hi > lo else lo + 1
+    first, last = numbers[0], max(numbers[-1], numbers[0] + 1)
+
+    def x(n: int) -> float:
+        return round(PAD + (W - 2 * PAD) * (n - first) / (last - first), 1)
+
+    def y(v: float) -> float:
+        return round(H - PAD - (H - 2 * PAD) * (v - lo) / (hi - lo), 1)
+
+    lines = []
+    for s in series:
+        pts = " ".join(f"{x(n)},{y(v)}" for n, v, _ in s["points"])
+        upper = [(x(n), y(b[1])) for n, _, b in s["points"] if b]
+        lower = [(x(n), y(b[0])) for n, _, b in s["points"] if b]
+        band = " ".join(f"{a},{b}" for a, b in upper + lower[::-1]) if len(upper) > 1 else ""
+        dots = [
+            {"x": x(n), "y": y(v), "title": f"{s['name']} run {n}: {v:.4g}"}
+            for n, v, _ in s["points"]
+        ]
+        lines.append({**s, "polyline": pts, "band": band, "dots": dots})
+    return {
+        "lines": lines,
+        "width": W,
+        "height": H,
+        "x_labels": [{"x": x(n), "label": f"#{n}"} for n in numbers],
+        "y_top": f"{hi:.4g}",
+        "y_bottom": f"{lo:.4g}",
+        "pad": PAD,
+        "bottom": H - PAD,
+        "right": W - PAD,
+    }
+
+
+def task_side_by_side(*, run: MonitorRun, task_id: str) -> dict:
+    """The task and, per contender, the baseline's and the run's outputs (every sample)."""
+    baseline = run.monitor.runs.filter(number=run.baseline_number).first()
+    task = get_object_or_404(run.campaign.testset.tasks, external_id=task_id)
+
+    def outputs(r: MonitorRun | None) -> dict:
+        if r is None:
+            return {}
+        out: dict[str, list] = {}
+        for g in (
+            Generation.objects.filter(campaign_id=r.campaign_id, task=task)
+            .select_related("contender")
+            .order_by("contender__name", "sample_index")
+        ):
+            out.setdefault(g.contender.name, []).append(g)
+        return out
+
+    base, now = outputs(baseline), outputs(run)
+    return {
+        "task": task,
+        "baseline": baseline,
+        "rows": [
+            {"contender": name, "baseline": base.get(name, []), "run": now.get(name, [])}
+            for name in sorted(set(base) | set(now))
+        ],
+    }
+
+
+def delivery_counts(*, monitor: Monitor) -> dict:
+    rows = AlertDelivery.objects.filter(alert__run__monitor=monitor).values("status")
+    return dict(rows.annotate(n=Count("pk")).values_list("status", "n"))

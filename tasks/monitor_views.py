@@ -1,0 +1,113 @@
+"""Monitor pages: the list, a monitor (trend charts, alert banner and log, latest comparison),
+a run (its comparison), a regressed task side by side; admins start runs and "review blind"."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from evalsite.roles import ADMIN, LEAD, has_role, role_required
+
+from .generation import GenerationError
+from .monitor_review import review_blind_create
+from .monitor_selectors import (
+    alert_log,
+    monitor_get,
+    monitor_list,
+    run_get,
+    task_side_by_side,
+    trend_charts,
+)
+from .monitors import MonitorError, monitor_run_progress, monitor_run_start
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def monitor_list_view(request: HttpRequest) -> HttpResponse:
+    return render(request, "tasks/monitor_list.html", {"rows": monitor_list()})
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    runs = list(monitor.runs.order_by("-number")[:50])
+    latest_done = next((r for r in runs if r.status == "done"), None)
+    return render(
+        request,
+        "tasks/monitor_detail.html",
+        {
+            "monitor": monitor,
+            "runs": runs,
+            "charts": trend_charts(monitor=monitor),
+            "alerts": alert_log(monitor=monitor),
+            # The banner: what the latest graded run crossed.
+            "banner": list(latest_done.alerts.all()) if latest_done else [],
+            "latest": latest_done,
+            "is_admin": has_role(request.user, ADMIN),
+        },
+    )
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    run = run_get(monitor=monitor, number=number)
+    comparison = run.comparison or {}
+    return render(
+        request,
+        "tasks/monitor_run.html",
+        {
+            "monitor": monitor,
+            "run": run,
+            "progress": monitor_run_progress(run),
+            "contenders": sorted((comparison.get("contenders") or {}).items()),
+            "alerts": comparison.get("alerts") or [],
+            "is_admin": has_role(request.user, ADMIN),
+        },
+    )
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN, LEAD)
+def monitor_task_view(request: HttpRequest, slug: str, number: int, task_id: str) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    run = run_get(monitor=monitor, number=number)
+    return render(
+        request,
+        "tasks/monitor_task.html",
+        {"monitor": monitor, "run": run, **task_side_by_side(run=run, task_id=task_id)},
+    )
+
+
+@require_POST
+@role_required(ADMIN)
+def monitor_run_start_view(request: HttpRequest, slug: str) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    try:
+        run = monitor_run_start(monitor=monitor)
+    except (MonitorError, GenerationError) as exc:
+        messages.error(request, str(exc))
+        return redirect(reverse("monitor_detail", args=[slug]))
+    messages.success(request, f"Started run {run.number}.")
+    return redirect(reverse("monitor_run", args=[slug, run.number]))
+
+
+@require_POST
+@role_required(ADMIN)
+def monitor_review_blind_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    run = run_get(monitor=monitor, number=number)
+    try:
+        campaign = review_blind_create(
+            run=run, contender=request.POST.get("contender", ""), user=request.user
+        )
+    except MonitorError as exc:
+        messages.error(request, str(exc))
+        return redirect(reverse("monitor_run", args=[slug, number]))
+    messages.success(request, f"Created campaign {campaign.slug} from the regressed tasks.")
+    return redirect(reverse("campaign_detail", args=[campaign.slug]))
