@@ -223,8 +223,9 @@ class ImportTests(TestCase):
         assert report["progress"]["items"] == 4 and report["progress"]["agreed"] == 4
         assert report["disputes"]["rate"] == 0
         ratings = {r["contender"]: r for r in report["leaderboard"]}
-        assert ratings[zeta]["rating"] == pytest.approx(1095.42, abs=0.01)
-        assert ratings[omega]["rating"] == pytest.approx(904.58, abs=0.01)
+        # the report shows one decimal of Elo (what an interval supports)
+        assert ratings[zeta]["rating"] == pytest.approx(1095.42, abs=0.05)
+        assert ratings[omega]["rating"] == pytest.approx(904.58, abs=0.05)
         assert (ratings[zeta]["wins"], ratings[zeta]["losses"]) == (3, 1)
         # j1 always chose position A, j2 always position B.
         assert (
