@@ -768,7 +768,8 @@ def _cost(report: dict) -> dict:
         ]
         for r in lb
     ]
-    decision_rows.sort(key=lambda row: (row[4] is None, -(row[4] or 0), row[0]))
+    # Below the quality floor is not ranked on decision: listed after the others.
+    decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
     return {
         "decision": decision,
         "pareto_chart": pareto_chart(report),

@@ -512,3 +512,34 @@ def test_the_pareto_chart_joins_the_front_cheapest_first():
     )
     assert chart.front == f"{cheap['x']},{cheap['y']} {dear['x']},{dear['y']}"
     assert dear["y"] < cheap["y"]  # better quality is higher on the page
+
+
+def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
+    from reviews.dashboards import _cost
+
+    def row(name, quality, decision, below):
+        return {
+            "contender": name,
+            "quality": quality,
+            "stability": None,
+            "normalized_cost": 1.0,
+            "decision_score": decision,
+            "decision_ci95": None,
+            "decision_rank": None,
+            "below_floor": below,
+            "pareto": True,
+            "cost_per_task": 0.01,
+        }
+
+    report = {
+        "leaderboard": [row("good", 0.9, 0.3, False), row("cheap-bad", 0.2, 0.9, True)],
+        "decision": {
+            "w_quality": 0.7,
+            "w_stability": 0.3,
+            "formula": "quality",
+            "min_quality": 0.6,
+        },
+    }
+    decision = next(t for t in _cost(report)["tables"] if t.key == "decision")
+    assert [r[0] for r in decision.rows] == ["good", "cheap-bad"]
+    assert decision.rows[1][7] == "below floor"
