@@ -29,4 +29,8 @@ def load(context: dict, stdout) -> dict:
     # The support-demo campaign (three imported contenders, outputs from a shipped file).
     from tasks import campaign_demo
 
-    return {"testset": testset, **campaign_demo.load(context, stdout)}
+    campaign = campaign_demo.load(context, stdout)
+    # The support-golden monitor: four past runs, one regression, one served-model change.
+    from tasks import monitor_demo
+
+    return {"testset": testset, **campaign, **monitor_demo.load(context, stdout)}
