@@ -328,6 +328,15 @@ def _overview(report: dict) -> dict:
                 ["resolved by arbitration", p["resolved"]],
                 ["open (still in review)", p["open"]],
                 ["dispute rate (disputed or resolved / fully reviewed)", p["dispute_rate"]],
+                *[
+                    [f"dispute rate 95% interval, {end}", v]
+                    for end, v in zip(
+                        ("low", "high"),
+                        report["disputes"].get("ci95") or (None, None),
+                        strict=True,
+                    )
+                ],
+                ["test cases with a fully reviewed item", report["disputes"].get("n_cases")],
             ],
         ),
         Table(
@@ -449,6 +458,8 @@ def _reviewers(report: dict) -> dict:
         Column("reviews", "int"),
         Column("median time per item", "s"),
         Column("mean offset from final", "num"),
+        Column("mean offset", "ci"),
+        Column("test cases", "int"),
         Column("mean |offset|", "num"),
         Column("exact agreement with others", "pct"),
         Column("within one of others", "pct"),
@@ -460,6 +471,8 @@ def _reviewers(report: dict) -> dict:
             r.get("reviews"),
             r.get("median_seconds"),
             r.get("mean_offset"),
+            r.get("mean_offset_ci95"),
+            r.get("offset_n_cases"),
             r.get("mean_abs_offset"),
             r.get("agreement_exact"),
             r.get("agreement_within_one"),
@@ -475,7 +488,8 @@ def _reviewers(report: dict) -> dict:
                 columns,
                 rows,
                 empty="No review yet.",
-                note="Offset: the reviewer's score minus the item's final score, on the rubric scale.",
+                note="Offset: the reviewer's score minus the item's final score, on the rubric "
+                "scale; 95% interval over test cases (none below 10).",
             )
         ]
     }

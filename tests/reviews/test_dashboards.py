@@ -166,6 +166,10 @@ class DashboardTests(TestCase):
         assert "Case type x contender" in capability
         h2h = self.client.get(f"{base}/head-to-head/").content.decode()
         assert "paired win rate" in h2h and "Holm-adjusted" in h2h
+        reviewers = self.client.get(f"{base}/reviewers/").content.decode()
+        assert "mean offset ci95" not in reviewers and "interval over test cases" in reviewers
+        overview = self.client.get(f"{base}/").content.decode()
+        assert "test cases with a fully reviewed item" in overview
         rates = self.client.get(f"{base}/stability/rates.csv")
         assert rates.status_code == 200 and b"rate ci95 low" in b"".join(rates.streaming_content)
 
