@@ -116,6 +116,11 @@ def contender_passes(samples: pd.DataFrame, k: int) -> dict:
             headline = None
         out[contender] = {
             **figures,
+            # the same figures keyed the other way round: {"pass_at_1": {basis: value}}
+            **{
+                key: {basis: figures[basis][key] for basis in BASES}
+                for key in ("pass_at_1", "pass_at_k", "pass_hat_k")
+            },
             "pending": int(frame["pending"].sum()),
             "headline": headline,
         }

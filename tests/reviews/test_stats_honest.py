@@ -144,6 +144,7 @@ def test_an_unresolved_dispute_is_pending_not_a_pass():
     # combined: task 1 pass, task 3 fail (human), task 4 checks only; task 2 pending, left out
     assert figs["combined"]["pass_at_1"] == pytest.approx(2 / 3)
     assert figs["headline"] == "human"
+    assert figs["pass_at_1"] == {"human": 0.5, "checks": 1.0, "combined": pytest.approx(2 / 3)}
 
 
 def test_each_tier_is_judged_against_its_own_threshold():
