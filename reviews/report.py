@@ -172,24 +172,39 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     ``campaign`` slug; ``name``; ``settings`` (mode, samples, overlap, weights, pass threshold);
     ``progress`` {items, ready, reviews_done, reviews_needed, settled, agreed, disputed,
     resolved, open, dispute_rate, generations {status: n}};
-    ``agreement`` {dimension: {alpha, level, ci95, band, n_units, n_ratings, exact, within_one,
+    ``agreement`` {dimension: {alpha, level, ci95, ci_reason, band (judged on ci95), ac1|ac2,
+    ac1_ci95|ac2_ci95, note, n_units, n_items, small_sample, n_ratings, exact, within_one,
     reason}}; ``preference_agreement`` (same shape, nominal);
-    ``leaderboard`` [ {contender, rating, ci95, rank, wins, losses, ties, scores {dimension:
-    {mean, ci95, n_tasks}}, quality, quality_ci95, stability, pass_at_1, pass_at_k, pass_hat_k,
-    k, cost_per_task, normalized_cost, latency_ms {p50, p95}, ttft_ms {p50, p95},
-    decision_score, stability_source} ] ordered by rating (then quality, then name);
-    ``rating`` {method, n_battles, n_items, sources {preference, scores}, ridge, undefeated,
-    winless, components, reason, bootstrap {rounds, ridge_rounds, seed}};
-    ``quality`` {weights, by_category {contender: {category: {mean, ci95, n_tasks}}}, by_tier};
-    ``stability`` {contender: {stability, n_tasks, source ("human"|"checks"|null), pass_at_1,
-    pass_at_k, pass_hat_k, k}};
+    ``leaderboard`` [ {contender, rating, rating_bound, ci95 (an open side null), rank,
+    rank_ci95, p_best, n_cases, wins, losses, ties, scores {dimension: {mean, ci95, n_tasks,
+    reason, small_sample}}, quality, quality_ci95, quality_n, quality_reason, small_sample,
+    stability, stability_ci95, sampling_sd, pass_at_1, pass_at_k, pass_hat_k (of pass_basis),
+    pass_basis, pending, k, cost_per_task, normalized_cost, latency_ms {p50, p95}, ttft_ms
+    {p50, p95}, decision_score, decision_ci95, decision_reason, decision_rank, below_floor,
+    pareto, stability_source} ] ordered by rating (then quality, then name);
+    ``rating`` {method, n_battles, n_items, n_cases, sources {preference, scores}, ridge,
+    undefeated, winless, components, unrated, reason, ci_reason, rank_rule, bootstrap};
+    ``quality`` {weights, by_category, by_tier, by_case_type {contender: {group: {mean, ci95,
+    n_tasks, reason, small_sample}}}};
+    ``stability`` {contender: {stability, stability_ci95, sampling_sd, sampling_sd_ci95,
+    n_tasks, source ("human"|"checks"|null), pass_at_1, pass_at_k, pass_hat_k, pass_basis,
+    pending, k}};
+    ``passes`` {contender: {human|checks|combined: {pass_at_1, ci95, pass_at_k, pass_hat_k,
+    curve [{k, pass_at_k, pass_hat_k, n_tasks}], n_samples, n_tasks}, pass_at_1 {basis: ..},
+    pass_at_k, pass_hat_k, pending, headline, by_tier {tier: {threshold, basis: rate}}}};
+    ``rates`` {contender: {checks {kind: rate}, flags {flag: rate}, by_tier, by_case_type}}
+    (a rate = {rate, ci95 (Wilson), n, small_sample});
     ``position_bias`` {first_position_win_rate, ci95, n, expected, p_value, source, reason};
-    ``reviewers`` {username: {reviews, median_seconds, mean_offset, mean_abs_offset,
-    agreement_exact, agreement_within_one, n_compared}};
-    ``disputes`` {disputed_items, rate, reasons {part: items}};
+    ``reviewers`` {username: {reviews, median_seconds, mean_offset, mean_offset_ci95,
+    offset_n_cases, mean_abs_offset, agreement_exact, agreement_within_one, n_compared}};
+    ``disputes`` {disputed_items, rate, ci95, n_items, n_cases, small_sample, reasons};
     ``head_to_head`` [ {a, b, n_tasks, mean_diff (b - a), ci95, wins, losses, ties, p_value,
-    regressions [{task, diff}], improvements, reason} ] for every pair of contenders;
-    ``decision`` {w_quality, w_stability, formula}; ``warnings`` [str];
+    p_holm, regressions [{task, diff}], improvements, reason, battles {n_tasks, win_rate (b's),
+    ci95, wins, losses, ties, p_value}, battles_p_holm} ] for every pair of contenders;
+    ``separation`` {a, b, n_tasks, observed_diff, sd_diff, mdd, n_needed, basis} | null;
+    ``decision`` {w_quality, w_stability, formula, min_quality, pareto_front, free,
+    cost_reason}; ``bootstrap`` {rounds, seed, unit, min_items, small_sample_below};
+    ``warnings`` [str];
     ``served_models`` {contender: {served model id: outputs}}.
     """
     from tasks.served import served_models

@@ -11,11 +11,15 @@ from tasks.models import Campaign
     ADMIN,
     LEAD,
     summary=(
-        "The campaign report: progress, agreement per dimension (Krippendorff's alpha with a 95% "
-        "bootstrap CI and band), the Bradley-Terry leaderboard with CIs and ranks, quality by "
-        "dimension/category/tier, stability and pass@k, cost and latency, decision score, position "
-        "bias, per-reviewer figures, disputes and head-to-head comparisons. Figures without enough "
-        "data are null with a reason."
+        "The campaign report: progress, agreement per dimension (Krippendorff's alpha and Gwet's "
+        "AC1/AC2 with 95% intervals, the band judged on the interval), the Bradley-Terry "
+        "leaderboard with intervals, ranks, rank intervals, P(best) and bounds for undefeated "
+        "contenders, quality by dimension/category/tier/case type, stability (within-task spread), "
+        "pass rates per basis (human, checks, combined; pending apart) with the pass@k curve, "
+        "check and flag rates, cost and latency, decision score with its interval, quality floor "
+        "and Pareto front, position bias, per-reviewer figures, disputes and head-to-head "
+        "comparisons (Holm-adjusted). Every interval comes from one seeded bootstrap over test "
+        "cases; figures without enough data are null with a reason."
     ),
     responses={"200": "the report", "403": "role does not allow this", "404": "no such campaign"},
 )
