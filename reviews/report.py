@@ -69,7 +69,10 @@ def campaign_meta(campaign: Campaign) -> dict:
         "mode": campaign.mode,
         "rubric": list(campaign.rubric or []),
         "weights": dict(campaign.weights or {}),
-        "pass_threshold": float(campaign.pass_threshold),
+        # a number, or {tier: threshold} (tasks/campaign_thresholds.py)
+        "pass_threshold": (campaign.weights or {}).get("pass_thresholds")
+        or float(campaign.pass_threshold),
+        "min_quality": (campaign.weights or {}).get("min_quality"),
         "samples_per_task": int(campaign.samples_per_task),
         "reviewed_samples": int(campaign.reviewed_samples),
         "overlap": int(campaign.overlap),

@@ -70,10 +70,12 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "overlap": campaign.overlap,
         "mode": campaign.mode,
         "rubric": campaign.rubric,
-        "weights": campaign.weights,
+        # per-tier pass thresholds live in weights (tasks/campaign_thresholds.py); shown back
+        # as the definition gave them, so a read definition can be posted again
+        "weights": {k: v for k, v in campaign.weights.items() if k != "pass_thresholds"},
         "redact": campaign.redact,
         "lease_minutes": campaign.lease_minutes,
-        "pass_threshold": campaign.pass_threshold,
+        "pass_threshold": campaign.weights.get("pass_thresholds") or campaign.pass_threshold,
         "show_reference": campaign.show_reference,
         "flags_dispute": campaign.flags_dispute,
         "hold_identity_leaks": campaign.hold_identity_leaks,
@@ -186,11 +188,31 @@ DEFINITION_SCHEMA = {
                 },
                 "quality": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
                 "stability": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
+                "min_quality": {
+                    **_NUMBER,
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "quality floor of the decision score (default: the pass "
+                    "threshold)",
+                },
             },
         },
         "redact": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "lease_minutes": {**_INTEGER, "minimum": 1, "maximum": 24 * 60},
-        "pass_threshold": {**_NUMBER, "minimum": 0, "maximum": 1},
+        "pass_threshold": {
+            "oneOf": [
+                {**_NUMBER, "minimum": 0, "maximum": 1},
+                {
+                    "type": "object",
+                    "properties": {
+                        t: {**_NUMBER, "minimum": 0, "maximum": 1}
+                        for t in ("base", "advanced", "boundary")
+                    },
+                    "additionalProperties": False,
+                },
+            ],
+            "description": "final quality a sample needs to pass, or one per tier",
+        },
         "show_reference": {"type": "boolean"},
         "flags_dispute": {"type": "boolean"},
         "hold_identity_leaks": {

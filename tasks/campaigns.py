@@ -22,6 +22,7 @@ from .campaign_blinding import (
     category_warnings,
     quoted_identity_words,
 )
+from .campaign_thresholds import read_pass_threshold
 from .models import Campaign, Contender, Mode, Provider, TestSet
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
@@ -429,7 +430,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         errors.append("weights: must be an object")
         weights = {}
     else:
-        r.unknown(weights, {"categories", "quality", "stability"}, "weights.")
+        r.unknown(weights, {"categories", "quality", "stability", "min_quality"}, "weights.")
         categories = weights.get("categories") or {}
         if not isinstance(categories, dict):
             errors.append("weights.categories: must map a category to a weight")
@@ -441,6 +442,8 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         # The defaults the report uses; a null stored here made every report a 500.
         r.number(weights, "quality", "weights.", 0.7, lo=0, hi=MAX_WEIGHT)
         r.number(weights, "stability", "weights.", 0.3, lo=0, hi=MAX_WEIGHT)
+        if "min_quality" in weights:  # the decision score's quality floor
+            r.number(weights, "min_quality", "weights.", None, lo=0, hi=1)
     redact = data.get("redact") or []
     if not isinstance(redact, list) or not all(isinstance(w, str) and w.strip() for w in redact):
         errors.append("redact: must be a list of words")
@@ -487,7 +490,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         "weights": weights,
         "redact": [w.strip() for w in redact],
         "lease_minutes": r.integer(data, "lease_minutes", "", default=20, lo=1, hi=24 * 60),
-        "pass_threshold": r.number(data, "pass_threshold", "", default=0.6, lo=0, hi=1),
+        "pass_threshold": read_pass_threshold(data, weights, errors),
         "show_reference": r.boolean(data, "show_reference", "", False),
         "flags_dispute": r.boolean(data, "flags_dispute", "", False),
         "hold_identity_leaks": r.boolean(data, "hold_identity_leaks", "", True),
