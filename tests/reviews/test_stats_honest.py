@@ -258,3 +258,21 @@ def test_reviewer_offsets_get_an_interval_from_the_joint_bootstrap():
         assert figures["offset_n_cases"] >= 10
         lo, hi = figures["mean_offset_ci95"]
         assert lo <= figures["mean_offset"] <= hi
+
+
+def test_the_prevalence_paradox_gets_a_note_beside_alpha():
+    # 100 units, 2 raters, table [[97, 1], [2, 0]]: 97% exact agreement, alpha near 0, AC1 high
+    rows = []
+    for unit in range(100):
+        a, b = (0, 0) if unit < 97 else ((0, 1) if unit == 97 else (1, 0))
+        rows += [(unit, "r1", float(a), unit), (unit, "r2", float(b), unit)]
+    ratings = pd.DataFrame(rows, columns=["unit", "coder", "value", "cluster"])
+    out = reliability.agreement_figures(ratings, "nominal", joint.cluster_weights(100, 200, 1))
+    assert out["exact"] == pytest.approx(0.97)
+    assert abs(out["alpha"]) < 0.02 and out["ac1"] > 0.9
+    assert out["note"] and "disagree" in out["note"]
+    # kappa by hand: pe = 0.99 x 0.98 + 0.01 x 0.02 = 0.9704 -> (0.97 - 0.9704) / 0.0296
+    assert reliability.cohen_kappa([[97, 1], [2, 0]]) == pytest.approx(-0.0135, abs=1e-4)
+    # AC1 by hand: pi_0 = 0.985, pe = 2 x 0.985 x 0.015 = 0.02955 -> (0.97 - pe) / (1 - pe)
+    assert out["ac1"] == pytest.approx((0.97 - 0.02955) / (1 - 0.02955), abs=1e-9)
+    assert out["band"] == "unreliable"  # the whole interval is below 0.667
