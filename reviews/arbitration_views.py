@@ -39,6 +39,7 @@ from .arbitration_selectors import (
     campaign_disputes,
     dispute_rows,
 )
+from .item_selectors import arbiter_resolved
 from .models import Arbitration
 
 PAGE = "reviews/arbitration.html"
@@ -192,9 +193,11 @@ def _same(option: str, selected: str) -> bool:
 @role_required(ARBITER)
 @require_GET
 def arbiter_home(request: HttpRequest) -> HttpResponse:
-    return render(
-        request, "reviews/arbiter_home.html", {"campaigns": arbiter_queue(arbiter=request.user)}
-    )
+    context = {
+        "campaigns": arbiter_queue(arbiter=request.user),
+        "resolved": arbiter_resolved(arbiter=request.user),
+    }
+    return render(request, "reviews/arbiter_home.html", context)
 
 
 @role_required(ARBITER)

@@ -107,7 +107,7 @@ class Column:
     label: str
     kind: str = (
         "text"  # text | name (kept on one line) | int | num | pct | ci | ms | s | money | heat
-    )
+    )  # | task (a task id, linked to its item page)
 
 
 @dataclass
@@ -125,7 +125,8 @@ class Table:
             [
                 {
                     "text": display(v, c.kind),
-                    "num": c.kind not in ("text", "name"),
+                    "num": c.kind not in ("text", "name", "task"),
+                    "task": v if c.kind == "task" else "",
                     "name": c.kind == "name",
                     "heat": heat_class(v) if c.kind == "heat" else "",
                 }
@@ -933,14 +934,14 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
             Table(
                 "regressions",
                 f"Tasks where {b} regressed",
-                [Column("task"), Column("quality difference", "num")],
+                [Column("task", "task"), Column("quality difference", "num")],
                 [[r["task"], r["diff"]] for r in pair["regressions"]],
                 empty=f"No task where {b} scored lower than {a}.",
             ),
             Table(
                 "improvements",
                 f"Tasks where {b} improved",
-                [Column("task"), Column("quality difference", "num")],
+                [Column("task", "task"), Column("quality difference", "num")],
                 [[r["task"], r["diff"]] for r in pair["improvements"]],
                 empty=f"No task where {b} scored higher than {a}.",
             ),

@@ -1,7 +1,14 @@
 from django.urls import path
 
 from . import api as review_api
-from . import arbitration_api, arbitration_views, dashboard_views, records_api, report_api
+from . import (
+    arbitration_api,
+    arbitration_views,
+    dashboard_views,
+    item_views,
+    records_api,
+    report_api,
+)
 from . import views as review_views
 
 urlpatterns: list = []
@@ -139,5 +146,20 @@ urlpatterns += [
         "campaigns/<slug:slug>/reviews/import",
         dashboard_views.campaign_reviews_upload,
         name="campaign_reviews_upload",
+    ),
+]
+
+# The item page (issue 25): one task drilled into; blinded for its arbiter.
+
+urlpatterns += [
+    path(
+        "campaigns/<slug:slug>/items/<path:task_id>",
+        item_views.campaign_item,
+        name="campaign_item",
+    ),
+    path(
+        "arbitration/t/<str:token>/item/",
+        item_views.arbitration_item,
+        name="arbitration_item",
     ),
 ]

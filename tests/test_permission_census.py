@@ -25,6 +25,7 @@ OWNED = {
     "review_heartbeat": "reviewer_a",
     "api_assignment_submit": "reviewer_a",
     "arbitration_page": "arbiter",
+    "arbitration_item": "arbiter",
     "arbitration_resolve": "arbiter",
     "arbitration_release": "arbiter",
     "arbitration_heartbeat": "arbiter",

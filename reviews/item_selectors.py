@@ -1,0 +1,201 @@
+"""One task of a campaign, drilled into: what a lead needs to understand an outcome.
+
+`task_detail` (admins and leads) names contenders and reviewers, unmasked. `arbiter_item`
+(an arbiter's own arbitration) is the arbitration workspace read-only: labels A, B, ...,
+"Reviewer 1", masked texts, and nothing keyed by a primary key.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+
+from tasks.campaign_selectors import failed_checks
+from tasks.models import Campaign, Generation, Task
+
+from . import blinding
+from .arbitration_selectors import _fmt, arbitration_workspace
+from .models import Arbitration, ReviewItem
+from .selectors import words_shown
+from .services import campaign_identity_terms
+
+
+def _checks(check_results: dict | None) -> list[dict]:
+    return [
+        {"kind": kind, "passed": bool(v.get("passed")), "detail": v.get("detail", "")}
+        for kind, v in sorted((check_results or {}).items())
+    ]
+
+
+def _conversation(task: Task) -> list[dict]:
+    return [
+        {"role": m.get("role", "user"), "html": blinding.render_markdown(m.get("content") or "")}
+        for m in task.conversation()
+    ]
+
+
+def _choice(review_or_final_pref: str | None, output_id, name_of: dict) -> str:
+    if review_or_final_pref == "output" and output_id is not None:
+        return name_of.get(str(output_id), "?")
+    if review_or_final_pref in (None, ""):
+        return ""
+    return name_of.get(str(review_or_final_pref), str(review_or_final_pref).replace("_", " "))
+
+
+def _item_block(item: ReviewItem, rubric: list[dict]) -> dict:
+    outputs = list(item.outputs.select_related("generation__contender").order_by("pk"))
+    name_of = {str(o.pk): o.generation.contender.name for o in outputs}
+    dims = [d["key"] for d in rubric]
+    reviews = []
+    for review in (
+        item.reviews.select_related("reviewer")
+        .prefetch_related("scores")
+        .order_by("submitted_at", "pk")
+    ):
+        scores = {(str(s.output_id), s.dimension): s.value for s in review.scores.all()}
+        reviews.append(
+            {
+                "reviewer": review.reviewer.get_username(),
+                "submitted_at": review.submitted_at,
+                "seconds": review.seconds_spent,
+                "preference": _choice(review.preference, review.preferred_output_id, name_of),
+                "comment": review.comment,
+                "rows": [
+                    {
+                        "contender": name_of[str(o.pk)],
+                        "scores": [_fmt(scores.get((str(o.pk), d))) for d in dims],
+                        "flags": [
+                            f.replace("_", " ") for f in (review.flags or {}).get(str(o.pk), [])
+                        ],
+                    }
+                    for o in outputs
+                ],
+            }
+        )
+    final = item.final or {}
+    final_rows = [
+        {
+            "contender": name_of[str(o.pk)],
+            "scores": [
+                _fmt((final.get("scores") or {}).get(str(o.pk), {}).get(d))
+                if d in (final.get("scores") or {}).get(str(o.pk), {})
+                else "—"
+                for d in dims
+            ],
+            "flags": [f.replace("_", " ") for f in (final.get("flags") or {}).get(str(o.pk), [])],
+        }
+        for o in outputs
+    ]
+    arbitration = Arbitration.objects.filter(item=item).select_related("arbiter").first()
+    return {
+        "id": item.pk,
+        "sample": item.sample_index,
+        "pair": item.pair_key,
+        "state": item.get_state_display()
+        if item.state != "open" or item.live_count
+        # Nobody took it yet: "in review" would say someone is at it.
+        else "not started",
+        "reasons": [
+            r.get("detail", "") for r in item.dispute_reasons or [] if r.get("disputes", True)
+        ],
+        "outputs": [
+            {
+                "contender": name_of[str(o.pk)],
+                "model": o.generation.served_model or o.generation.contender.model,
+                "html": blinding.render_markdown(o.generation.output),
+                "checks": _checks(o.generation.check_results),
+                "identity_leak": o.generation.identity_leak,
+            }
+            for o in outputs
+        ],
+        "reviews": reviews,
+        "final": final_rows if final else [],
+        "final_preference": _choice(final.get("preference"), None, name_of),
+        "arbitration": {
+            "state": arbitration.state,
+            "arbiter": arbitration.arbiter.get_username() if arbitration.arbiter else "",
+            "note": arbitration.note,
+            "resolved_at": arbitration.resolved_at,
+        }
+        if arbitration
+        else None,
+    }
+
+
+def task_detail(*, campaign: Campaign, task_id: str) -> dict:
+    """The task (by its id in the test set) and each of its review items in the campaign."""
+    task = Task.objects.filter(testset_id=campaign.testset_id, external_id=task_id).first()
+    if task is None:
+        raise Http404
+    items = ReviewItem.objects.filter(campaign=campaign, task=task).order_by(
+        "sample_index", "pair_key", "pk"
+    )
+    in_items = set(
+        Generation.objects.filter(item_outputs__item__in=items).values_list("pk", flat=True)
+    )
+    # Outputs not on any item (samples past reviewed_samples, failed or missing ones).
+    others = [
+        {
+            "contender": g.contender.name,
+            "sample": g.sample_index,
+            "status": g.status,
+            "checks": _checks(g.check_results),
+            "failed": failed_checks(g.check_results),
+        }
+        for g in Generation.objects.filter(campaign=campaign, task=task)
+        .exclude(pk__in=in_items)
+        .select_related("contender")
+        .order_by("sample_index", "contender__name")
+    ]
+    rubric = campaign.rubric or []
+    return {
+        "task": {
+            "id": task.external_id,
+            "category": task.category,
+            "tier": task.tier,
+            "case_type": task.case_type,
+            "multi_turn": bool(task.messages),
+            "conversation": _conversation(task),
+            "reference_html": blinding.render_markdown(task.reference) if task.reference else "",
+            "check_kinds": sorted(task.checks or {}),
+        },
+        "dimensions": [d.get("label") or d["key"] for d in rubric],
+        "items": [_item_block(item, rubric) for item in items],
+        "other_outputs": others,
+    }
+
+
+def arbiter_item(*, token: str, arbiter) -> dict:
+    """An arbiter's own item (open, at work or resolved by them), blinded as they saw it."""
+    arbitration = (
+        Arbitration.objects.filter(token=token, arbiter=arbiter)
+        .select_related("item__campaign")
+        .first()
+    )
+    if arbitration is None:
+        raise Http404
+    ws = arbitration_workspace(arbitration=arbitration)
+    terms = campaign_identity_terms(arbitration.item.campaign)
+    labels = {pk: label for label, pk in zip(ws["labels"], arbitration.order, strict=False)}
+    checks = {label: [] for label in ws["labels"]}
+    for pk, results in arbitration.item.outputs.values_list("pk", "generation__check_results"):
+        label = labels.get(pk) or labels.get(str(pk))
+        if label:
+            # A check's detail may quote the output: masked as the output is.
+            checks[label] = [
+                {**c, "detail": words_shown(c["detail"], terms)} for c in _checks(results)
+            ]
+    ws["checks"] = [{"label": label, "checks": checks[label]} for label in ws["labels"]]
+    ws["state"] = arbitration.state
+    ws["note"] = arbitration.note
+    ws["resolved_at"] = arbitration.resolved_at
+    return ws
+
+
+def arbiter_resolved(*, arbiter, limit: int = 20) -> list[dict]:
+    """The arbiter's latest resolved items, by token (their item pages)."""
+    rows = (
+        Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)
+        .order_by("-resolved_at", "-pk")
+        .values_list("token", "item__campaign__name", "resolved_at")[:limit]
+    )
+    return [{"token": t, "campaign": name, "resolved_at": at} for t, name, at in rows]
