@@ -81,28 +81,23 @@ def final_flags(f: CampaignFrames, outputs: pd.DataFrame, flag_names) -> pd.Data
     """One row per (output of a settled item, flag): contender, tier, case_type, flag, passed
     (1 where the final outcome raised the flag on that output, else 0)."""
     settled = f.items[f.items["state"].isin(SETTLED) & f.items["final"].notna()]
-    raised = set()
+    raised = []
     for final in settled["final"]:
-        for output, names in (
-            ((final or {}).get("flags") or {}).items() if isinstance(final, dict) else ()
-        ):
+        flags = final.get("flags") if isinstance(final, dict) else None
+        for output, names in (flags or {}).items():
             if str(output).isdigit() and isinstance(names, list):
-                raised.update((int(output), str(n)) for n in names)
+                raised.extend((int(output), str(n)) for n in names)
     judged = outputs[outputs["item"].isin(settled["id"])]
-    rows = [
-        (o, c, t, ct, flag, 1 if (o, flag) in raised else 0)
-        for o, c, t, ct in zip(
-            judged["id"],
-            judged["contender"],
-            judged["tier"],
-            judged["case_type"] if "case_type" in judged else [None] * len(judged),
-            strict=True,
-        )
-        for flag in flag_names
-    ]
-    return pd.DataFrame(
-        rows, columns=["output", "contender", "tier", "case_type", "flag", "passed"]
-    )
+    cols = ["id", "contender", "tier"] + (["case_type"] if "case_type" in judged else [])
+    judged = judged[cols].rename(columns={"id": "output"})
+    if "case_type" not in judged:
+        judged = judged.assign(case_type=None)
+    flags = pd.DataFrame({"flag": list(flag_names)})
+    rows = judged.merge(flags, how="cross")
+    hits = pd.DataFrame(raised, columns=["output", "flag"]).drop_duplicates().assign(passed=1)
+    rows = rows.merge(hits, on=["output", "flag"], how="left")
+    rows["passed"] = rows["passed"].fillna(0).astype(int)
+    return rows[["output", "contender", "tier", "case_type", "flag", "passed"]]
 
 
 def check_rows(generations: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:

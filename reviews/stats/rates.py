@@ -25,11 +25,14 @@ def rate(successes: int, n: int) -> dict:
     }
 
 
-def rates_by(frame: pd.DataFrame, key: str) -> dict:
-    """{key value: rate} from rows (key, passed 0/1)."""
-    out = {}
-    for value, group in frame.groupby(key, sort=True):
-        out[str(value)] = rate(int(group["passed"].sum()), int(len(group)))
+def _nested(frame: pd.DataFrame, by: list[str], key: str) -> dict:
+    """{(by values): {key value: rate}} in one groupby."""
+    if frame.empty:
+        return {}
+    agg = frame.groupby([*by, key], sort=True, dropna=True)["passed"].agg(["sum", "size"])
+    out: dict = {}
+    for idx, s, n in zip(agg.index, agg["sum"], agg["size"], strict=True):
+        out.setdefault(idx[:-1], {})[str(idx[-1])] = rate(int(s), int(n))
     return out
 
 
@@ -38,17 +41,33 @@ def contender_rates(checks: pd.DataFrame, flags: pd.DataFrame, names: list) -> d
     ``flags``: contender, tier, case_type, flag, passed (one row per judged output and flag,
     passed = 1 where the final outcome raised it). Returns {contender: {"checks": {kind: rate},
     "flags": {flag: rate}, "by_tier": {tier: {"checks", "flags"}}, "by_case_type": {...}}}."""
+    overall = {
+        "checks": _nested(checks, ["contender"], "kind"),
+        "flags": _nested(flags, ["contender"], "flag"),
+    }
+    grouped = {
+        column: {
+            "checks": _nested(checks, ["contender", column], "kind"),
+            "flags": _nested(flags, ["contender", column], "flag"),
+        }
+        for column in ("tier", "case_type")
+    }
     out = {}
     for name in names:
-        c = checks[checks["contender"] == name]
-        f = flags[flags["contender"] == name]
-        entry = {"checks": rates_by(c, "kind"), "flags": rates_by(f, "flag")}
+        entry = {kind: overall[kind].get((name,), {}) for kind in ("checks", "flags")}
         for column, key in (("tier", "by_tier"), ("case_type", "by_case_type")):
-            groups = sorted(set(c[column].dropna()) | set(f[column].dropna()), key=str)
+            groups = sorted(
+                {
+                    g
+                    for kind in ("checks", "flags")
+                    for (c, g) in grouped[column][kind]
+                    if c == name
+                },
+                key=str,
+            )
             entry[key] = {
                 str(g): {
-                    "checks": rates_by(c[c[column] == g], "kind"),
-                    "flags": rates_by(f[f[column] == g], "flag"),
+                    kind: grouped[column][kind].get((name, g), {}) for kind in ("checks", "flags")
                 }
                 for g in groups
             }
