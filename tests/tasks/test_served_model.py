@@ -55,6 +55,8 @@ class ServedModelTests(TestCase):
             self.client.force_login(self.people[who])
             page = self.client.get(url).content.decode()
             assert "served more than one model" in page and "oa-small × 1" in page
+        outputs = self.client.get(reverse("campaign_outputs", args=[campaign.slug])).content
+        assert b"served oa-small" in outputs and b"served oa (fp-oa)" in outputs
         self.client.force_login(self.people["reviewer_a"])
         assert self.client.get(url).status_code in (403, 404)
 
