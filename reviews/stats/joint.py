@@ -74,11 +74,11 @@ def group_means(
     and a bootstrap round weights each cluster by its draw count. Returns (point (G,),
     boot (B x G)); NaN where a group has no cluster (in the data or in a round)."""
     t = weights.shape[1]
-    sums = np.zeros((t, n_groups))
-    counts = np.zeros((t, n_groups))
     ok = np.isfinite(values)
-    np.add.at(sums, (cluster[ok], group[ok]), values[ok])
-    np.add.at(counts, (cluster[ok], group[ok]), 1.0)
+    flat = cluster[ok].astype(np.int64) * n_groups + group[ok]
+    size = t * n_groups
+    sums = np.bincount(flat, weights=values[ok], minlength=size).reshape(t, n_groups)
+    counts = np.bincount(flat, minlength=size).astype(float).reshape(t, n_groups)
     present = counts > 0
     means = np.where(present, sums / np.where(present, counts, 1.0), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
