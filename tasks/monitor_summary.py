@@ -11,7 +11,9 @@ def _fmt(value) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def comparison_summary(comparison: dict, *, metrics: dict | None = None) -> str:
+def comparison_summary(
+    comparison: dict, *, metrics: dict | None = None, thresholds: bool = True
+) -> str:
     lines = []
     if comparison.get("baseline") is None:
         lines.append(f"run {comparison.get('run')}: no baseline yet (this run is the first)")
@@ -39,7 +41,9 @@ def comparison_summary(comparison: dict, *, metrics: dict | None = None) -> str:
             )
         )
     alerts = comparison.get("alerts") or []
-    if alerts:
+    if not thresholds:
+        pass  # `compare` checks no thresholds: no verdict
+    elif alerts:
         lines.append(f"{len(alerts)} threshold(s) crossed:")
         lines += [
             f"  {a['contender']} {a['metric']} {a['rule']} {a['threshold'].get(a['rule'])}: "

@@ -134,6 +134,18 @@ class DefinitionTests(TestCase):
         call_command("create_monitor", self._tmp(definition()), stdout=out)
         assert "Created monitor golden" in out.getvalue()
 
+    def test_run_monitor_and_compare_exit_1_on_errors(self):
+        monitor_create(definition=definition())
+        for args, message in (
+            (("run_monitor", "nope"), "no monitor 'nope'"),
+            (("run_monitor", "golden", "--baseline", "9"), "run 9 of golden does not exist"),
+            (("compare", "golden#1", "x"), "no run 1"),
+            (("compare", "nope", "x"), "no campaign 'nope'"),
+        ):
+            with pytest.raises(CommandError, match=message):
+                call_command(*args, stdout=io.StringIO(), stderr=io.StringIO())
+        assert MonitorRun.objects.count() == 0
+
     def _tmp(self, data) -> str:
         import tempfile
 
@@ -324,6 +336,18 @@ class RunTests(TransactionTestCase):
         delivery.refresh_from_db()
         assert delivery.status == "failed" and delivery.attempts == 2
         assert monitor_alerts.alert_deliver(delivery_id=delivery.pk) == "skip"
+
+    def test_an_alert_is_emailed_through_the_django_backend(self):
+        from django.core import mail
+
+        Monitor.objects.filter(pk=self.monitor.pk).update(alerts={"email": ["lead@example.com"]})
+        self._run()
+        self.fake.serve("oa", "oa-small")
+        code, _, _ = self._run()
+        assert code == 3 and len(mail.outbox) == 1
+        assert mail.outbox[0].to == ["lead@example.com"]
+        assert "golden run 2, oa: served_model" in mail.outbox[0].subject
+        assert AlertDelivery.objects.get().status == "sent"
 
     def test_compare_two_runs_and_an_unknown_run(self):
         self._run()

@@ -23,4 +23,4 @@ class Command(BaseCommand):
         except MonitorError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(json.dumps(comparison, indent=2, sort_keys=True))
-        self.stderr.write(comparison_summary(comparison))
+        self.stderr.write(comparison_summary(comparison, thresholds=False))
