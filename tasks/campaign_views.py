@@ -48,6 +48,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
+from .lifecycle import LABELS, STAGES, campaign_close, campaign_lifecycle, campaign_reopen
 from .models import Campaign, Contender, Generation, Provider
 from .providers.imported import ImportErrors
 from .served import served_model_drift, served_models
@@ -105,10 +106,13 @@ def _instructions_preview(campaign: Campaign):
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
 def campaign_list_view(request: HttpRequest) -> HttpResponse:
+    campaigns = campaign_list()
+    for campaign in campaigns:
+        campaign.lifecycle = campaign_lifecycle(campaign)
     return render(
         request,
         "tasks/campaign_list.html",
-        {"campaigns": campaign_list(), "can_create": has_role(request.user, ADMIN)},
+        {"campaigns": campaigns, "can_create": has_role(request.user, ADMIN)},
     )
 
 
@@ -142,6 +146,9 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
     ]
     return {
         "campaign": campaign,
+        "lifecycle": campaign_lifecycle(campaign),
+        "stages": [(s, LABELS[s]) for s in STAGES[:5]]
+        + ([("closed", "Closed")] if campaign.status == Campaign.Status.CLOSED else []),
         "progress": progress,
         # Admins and leads only (the view's role check): which contender was served more
         # than one model, with the counts.
@@ -265,6 +272,28 @@ def campaign_cancel(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(ADMIN)
 def campaign_retry_failed(request: HttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _retry_failed)
+
+
+def _close(campaign: Campaign) -> str:
+    campaign_close(campaign=campaign)
+    return "Campaign closed: reviewers and arbiters can no longer take its items."
+
+
+def _reopen(campaign: Campaign) -> str:
+    campaign_reopen(campaign=campaign)
+    return "Campaign reopened for review."
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_close_view(request: HttpRequest, slug: str) -> HttpResponse:
+    return _campaign_action(request, slug, _close)
+
+
+@require_POST
+@role_required(ADMIN)
+def campaign_reopen_view(request: HttpRequest, slug: str) -> HttpResponse:
+    return _campaign_action(request, slug, _reopen)
 
 
 @require_http_methods(["GET"])

@@ -48,6 +48,10 @@ urlpatterns += [
         "campaigns/<slug:slug>/generate", campaign_views.campaign_generate, name="campaign_generate"
     ),
     path("campaigns/<slug:slug>/cancel", campaign_views.campaign_cancel, name="campaign_cancel"),
+    path("campaigns/<slug:slug>/close", campaign_views.campaign_close_view, name="campaign_close"),
+    path(
+        "campaigns/<slug:slug>/reopen", campaign_views.campaign_reopen_view, name="campaign_reopen"
+    ),
     path(
         "campaigns/<slug:slug>/instructions",
         campaign_views.campaign_instructions,

@@ -1,0 +1,116 @@
+"""A campaign's stage, derived from its rows: draft -> generating -> reviewing -> arbitrating ->
+complete, or closed by an admin (cancelled when its generation was cancelled).
+
+The stored `Campaign.status` says only what generation did last (and whether an admin closed
+it); whether reviewing or arbitration is over is read from the items, so the stage can never
+say "reviewing" about a campaign whose every item is settled.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, F, Q
+
+from .models import Campaign, Generation, Provider
+
+S = Generation.Status
+STAGES = ("draft", "generating", "reviewing", "arbitrating", "complete", "closed", "cancelled")
+LABELS = {
+    "draft": "Draft",
+    "generating": "Generating",
+    "reviewing": "Reviewing",
+    "arbitrating": "Arbitrating",
+    "complete": "Complete",
+    "closed": "Closed",
+    "cancelled": "Cancelled",
+}
+
+
+def _percent(done: int, total: int) -> int:
+    return round(100 * done / total) if total else 0
+
+
+def campaign_lifecycle(campaign: Campaign) -> dict:
+    """{stage, label, review: {done, total, pct}, arbitration: {...}, blockers: [text]}."""
+    from reviews.models import ReviewItem
+
+    gens = Generation.objects.filter(campaign=campaign).aggregate(
+        total=Count("pk"),
+        done=Count("pk", filter=Q(status=S.DONE)),
+        active=Count(
+            "pk", filter=Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False)
+        ),
+    )
+    items = ReviewItem.objects.filter(campaign=campaign).aggregate(
+        total=Count("pk"),
+        ready=Count("pk", filter=Q(ready=True)),
+        reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
+        disputed=Count("pk", filter=Q(state=ReviewItem.State.DISPUTED)),
+        resolved=Count("pk", filter=Q(state=ReviewItem.State.RESOLVED)),
+    )
+    if campaign.status == Campaign.Status.CLOSED:
+        stage = "closed"
+    elif campaign.status == Campaign.Status.CANCELLED and not gens["active"]:
+        stage = "cancelled"
+    elif gens["active"] or campaign.status == Campaign.Status.GENERATING:
+        # Stored "generating" with nothing running: the last worker is about to flip it, or
+        # failures wait for a retry (the page says so).
+        stage = "generating"
+    elif not gens["done"] and not items["ready"]:
+        stage = "draft"
+    elif not items["total"] or items["reviewed"] < items["total"]:
+        stage = "reviewing"
+    elif items["disputed"]:
+        stage = "arbitrating"
+    else:
+        stage = "complete"
+
+    blockers = []
+    if stage not in ("closed", "complete"):
+        missing = (
+            campaign.contenders.filter(provider=Provider.IMPORTED)
+            .annotate(
+                n_done=Count(
+                    "generations",
+                    filter=Q(generations__campaign=campaign, generations__status=S.DONE),
+                )
+            )
+            .filter(n_done=0)
+            .order_by("name")
+        )
+        for contender in missing:
+            blockers.append(
+                f"{contender.name} is an imported contender without outputs: upload its file "
+                "under Import outputs (no item opens for review without them)."
+            )
+        if stage in ("reviewing", "arbitrating") and not items["ready"]:
+            blockers.append(
+                "0 items ready: reviewers have nothing to take until every output of an item "
+                "exists."
+            )
+    arbitrated = items["disputed"] + items["resolved"]
+    return {
+        "stage": stage,
+        "label": LABELS[stage],
+        "review": {
+            "done": items["reviewed"],
+            "total": items["total"],
+            "pct": _percent(items["reviewed"], items["total"]),
+        },
+        "arbitration": {
+            "done": items["resolved"],
+            "total": arbitrated,
+            "pct": _percent(items["resolved"], arbitrated),
+        },
+        "blockers": blockers,
+    }
+
+
+def campaign_close(*, campaign: Campaign) -> None:
+    """An admin's close: no more claims (reviewing needs generating/reviewing status)."""
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CLOSED)
+
+
+def campaign_reopen(*, campaign: Campaign) -> None:
+    Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.CLOSED).update(
+        status=Campaign.Status.REVIEWING
+    )
