@@ -105,9 +105,7 @@ def campaign_report_cached(campaign: Campaign) -> dict:
 @dataclass
 class Column:
     label: str
-    kind: str = (
-        "text"  # text | name (kept on one line) | int | num | pct | ci | ms | s | money | heat
-    )  # | task (a task id, linked to its item page)
+    kind: str = "text"  # text | name (kept on one line) | int | num | pct | ci | ms | s | money | heat  # | task (a task id, linked to its item page)
 
 
 @dataclass
@@ -167,8 +165,14 @@ def display(value, kind: str) -> str:
     if value is None:
         return "–"
     if kind == "ci":
-        if not isinstance(value, list | tuple) or len(value) != 2 or None in value:
+        if isinstance(value, str):  # why there is no interval: "too few items (n=7)"
+            return value
+        if not isinstance(value, list | tuple) or len(value) != 2 or value == [None, None]:
             return "–"
+        if value[1] is None:  # an undefeated contender: only the lower side is known
+            return f"≥ {display(value[0], 'num')}"
+        if value[0] is None:
+            return f"≤ {display(value[1], 'num')}"
         return f"{display(value[0], 'num')} – {display(value[1], 'num')}"
     if kind == "int":
         return f"{value:,}"
@@ -529,14 +533,14 @@ def _leaderboard(report: dict) -> dict:
             r["contender"],
             r["rating"],
             r.get("rating_bound") or "",
-            r["ci95"],
+            r["ci95"] or (report["rating"].get("ci_reason") or "").rpartition(": ")[2] or None,
             "–".join(map(str, r["rank_ci95"])) if r.get("rank_ci95") else "",
             r.get("p_best"),
             r["wins"],
             r["losses"],
             r["ties"],
             r["quality"],
-            r.get("quality_ci95"),
+            r.get("quality_ci95") or r.get("quality_reason"),
             r.get("quality_n"),
             r["stability"],
             r["pass_at_1"],
@@ -672,7 +676,7 @@ def _stability(report: dict) -> dict:
         [
             c,
             s.get("stability"),
-            s.get("stability_ci95"),
+            s.get("stability_ci95") or s.get("ci_reason"),
             s.get("sampling_sd"),
             STABILITY_SOURCES.get(s.get("source"), ""),
             s.get("n_tasks"),
@@ -776,7 +780,7 @@ def _cost(report: dict) -> dict:
             r["stability"],
             r.get("normalized_cost"),
             r["decision_score"],
-            r.get("decision_ci95"),
+            r.get("decision_ci95") or r.get("decision_reason"),
             r.get("decision_rank"),
             "below floor" if r.get("below_floor") else "",
             "yes" if r.get("pareto") else "",

@@ -547,3 +547,13 @@ def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
     decision = next(t for t in _cost(report)["tables"] if t.key == "decision")
     assert [r[0] for r in decision.rows] == ["good", "cheap-bad"]
     assert decision.rows[1][7] == "below floor"
+
+
+def test_an_interval_cell_says_why_it_is_missing_and_shows_an_open_side():
+    from reviews.dashboards import display
+
+    assert display("too few items (n=7)", "ci") == "too few items (n=7)"
+    assert display([1610.0, None], "ci") == "≥ 1,610.0"
+    assert display([None, 820.0], "ci") == "≤ 820.0"
+    assert display([0.25, 0.75], "ci") == "0.250 – 0.750"
+    assert display(None, "ci") == "–"
