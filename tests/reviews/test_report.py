@@ -711,3 +711,18 @@ class HonestNumbersTests(TestCase):
         assert weak["flags"]["refusal"]["rate"] == 0.0
         assert set(weak["by_tier"]) == {"base", "advanced"}
         assert "typical" in weak["by_case_type"]
+
+
+class UndefeatedBoundTests(TestCase):
+    def test_an_undefeated_contender_is_rated_as_a_bound_with_an_open_side(self):
+        plan = [((5, 3, 1), "strong")] * 12  # strong never loses, weak never wins
+        campaign = build_campaign(slug="bound", plan=plan, users=personas())
+        report = campaign_report(campaign=campaign, n_boot=200)
+        board = {r["contender"]: r for r in report["leaderboard"]}
+        strong, mid, weak = board["model-strong"], board["model-mid"], board["model-weak"]
+        assert strong["ci95"][1] is None and strong["rating_bound"] == f">= {strong['ci95'][0]:.0f}"
+        assert weak["ci95"][0] is None and weak["rating_bound"] == f"<= {weak['ci95'][1]:.0f}"
+        assert mid["rating_bound"] is None and None not in mid["ci95"]
+        assert strong["rank"] == 1 and strong["p_best"] == 1.0
+        assert any("rating_bound" in w for w in report["warnings"])
+        assert report_json(report) == report_json(campaign_report(campaign=campaign, n_boot=200))
