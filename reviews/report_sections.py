@@ -238,7 +238,7 @@ def pass_section(ctx: Context, samples: pd.DataFrame) -> dict:
             for point_k in fig["curve"]:
                 point_k["pass_at_k"] = joint.round_figure(point_k["pass_at_k"], 3)
                 point_k["pass_hat_k"] = joint.round_figure(point_k["pass_hat_k"], 3)
-    for name, entry in figures.items():
+    for entry in figures.values():
         for key in ("pass_at_1", "pass_at_k", "pass_hat_k"):
             entry[key] = {basis: entry[basis][key] for basis in passes.BASES}
     for name, tiers in _tier_rates(based, ctx.meta["pass_threshold"]).items():
