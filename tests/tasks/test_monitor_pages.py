@@ -11,7 +11,7 @@ from tasks.models import Campaign, Generation, MonitorRun
 from tasks.monitors import monitor_create, monitor_run_finish, monitor_run_start
 from tests.factories import ContenderFactory, personas
 from tests.fake_llm import FakeLLM
-from tests.tasks.test_monitors import FAILING, definition, make_testset
+from tests.tasks.test_monitors import FAILING, definition, make_testset, steady
 
 
 @override_settings(MONITOR_WEBHOOK_SECRET="s")
@@ -48,6 +48,8 @@ class MonitorApiAndPagesTests(TestCase):
 
     def _two_runs(self):
         monitor = monitor_create(definition=definition(alerts={}))
+        steady(monitor)
+        monitor.refresh_from_db()
         self._graded_run(monitor)
         self.fake.rewrite(
             "oa",

@@ -53,6 +53,13 @@ def make_testset(name="golden", tasks=10):
     return ts
 
 
+def steady(monitor) -> None:
+    """Drop the latency threshold: the fake endpoint's few-millisecond latencies move by more
+    than 25% from run to run on their own."""
+    thresholds = [t for t in monitor.thresholds if not t["metric"].startswith("latency")]
+    Monitor.objects.filter(pk=monitor.pk).update(thresholds=thresholds)
+
+
 def definition(**over):
     data = {
         "slug": "golden",
@@ -323,6 +330,7 @@ class RunTests(TransactionTestCase):
 
     @override_settings(MONITOR_WEBHOOK_ATTEMPTS=2)
     def test_a_failing_webhook_is_retried_and_its_response_recorded(self):
+        steady(self.monitor)
         self._run()
         self.fake.serve("oa", "oa-small")
         Monitor.objects.filter(pk=self.monitor.pk).update(
@@ -341,6 +349,7 @@ class RunTests(TransactionTestCase):
         from django.core import mail
 
         Monitor.objects.filter(pk=self.monitor.pk).update(alerts={"email": ["lead@example.com"]})
+        steady(self.monitor)
         self._run()
         self.fake.serve("oa", "oa-small")
         code, _, _ = self._run()
