@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dashboards import Column, Table, _nice_ticks
+from .dashboard_tables import Column, Table, _nice_ticks
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 Every figure comes from `reviews.report.campaign_report`; this module only arranges it into
 tables (shown as HTML and downloadable as CSV from the same rows) and chart geometry (drawn as
-inline SVG by the templates). Nothing statistical is computed here.
+inline SVG by the templates). Nothing statistical is computed here. Table, Column and the
+interval chart live in ``dashboard_tables``; the agreement, stability and cost pages in
+``dashboard_pages``; the stage-2 pieces (Pareto chart, rates, separation) in ``dashboard_extras``.
 
 The report is cached under a fingerprint of everything it reads (reviews, item states,
 arbitrations, generations, contenders' prices, campaign settings), so a dashboard page costs a
@@ -13,13 +15,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 
 from tasks.models import Campaign, Generation
 
+from .dashboard_extras import battle_rows, flip_battles, separation_table
+from .dashboard_pages import _agreement, _cost, _stability
+from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
+    Column,
+    Table,
+    display,
+    heat_class,
+    interval_chart,
+)
 from .models import Arbitration, Review, ReviewItem
 
 PAGES = [
@@ -99,217 +109,6 @@ def campaign_report_cached(campaign: Campaign) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# Tables
-
-
-@dataclass
-class Column:
-    label: str
-    kind: str = "text"  # text | name (kept on one line) | int | num | pct | ci | ms | s | money | heat  # | task (a task id, linked to its item page)
-
-
-@dataclass
-class Table:
-    key: str
-    title: str
-    columns: list[Column]
-    rows: list[list]
-    note: str = ""
-    empty: str = "No data yet."  # what an empty table says instead
-    html_rows: list[list[dict]] = field(default_factory=list)
-
-    def __post_init__(self):
-        self.html_rows = [
-            [
-                {
-                    "text": display(v, c.kind),
-                    "num": c.kind not in ("text", "name", "task"),
-                    "task": v if c.kind == "task" else "",
-                    "name": c.kind == "name",
-                    "heat": heat_class(v) if c.kind == "heat" else "",
-                }
-                for v, c in zip(row, self.columns, strict=True)
-            ]
-            for row in self.rows
-        ]
-
-    def csv_header(self) -> list[str]:
-        header = []
-        for c in self.columns:
-            header += (
-                [f"{c.label} ci95 low", f"{c.label} ci95 high"] if c.kind == "ci" else [c.label]
-            )
-        return header
-
-    def csv_rows(self) -> list[list]:
-        out = []
-        for row in self.rows:
-            cells = []
-            for v, c in zip(row, self.columns, strict=True):
-                if c.kind == "ci":
-                    cells += (
-                        list(v) if isinstance(v, list | tuple) and len(v) == 2 else [None, None]
-                    )
-                elif c.kind == "heat" and isinstance(v, dict):
-                    cells.append(v.get("mean"))
-                else:
-                    cells.append(v)
-            out.append(cells)
-        return out
-
-
-def display(value, kind: str) -> str:
-    if kind == "heat" and isinstance(value, dict):
-        mean = value.get("mean")
-        return "–" if mean is None else f"{mean:.2f} (n={value.get('n_tasks', 0)})"
-    if value is None:
-        return "–"
-    if kind == "ci":
-        if isinstance(value, str):  # why there is no interval: "too few items (n=7)"
-            return value
-        if not isinstance(value, list | tuple) or len(value) != 2 or value == [None, None]:
-            return "–"
-        if value[1] is None:  # an undefeated contender: only the lower side is known
-            return f"≥ {display(value[0], 'num')}"
-        if value[0] is None:
-            return f"≤ {display(value[1], 'num')}"
-        return f"{display(value[0], 'num')} – {display(value[1], 'num')}"
-    if kind == "int":
-        return f"{value:,}"
-    if kind == "num" and isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    if kind == "num" and isinstance(value, int | float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:,.1f}"
-    if kind == "pct" and isinstance(value, int | float):
-        return f"{100 * value:.1f}%"
-    if kind == "ms" and isinstance(value, int | float):
-        return f"{value:,.0f} ms"
-    if kind == "s" and isinstance(value, int | float):
-        return f"{value:,.1f} s"
-    if kind == "money" and isinstance(value, int | float):
-        return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
-    return str(value)
-
-
-def heat_class(cell) -> str:
-    """heat-0 .. heat-9 by the 0..1 quality; CSS colours them (no inline styles under CSP)."""
-    mean = cell.get("mean") if isinstance(cell, dict) else None
-    if mean is None:
-        return "heat-none"
-    return f"heat-{min(9, max(0, int(mean * 10)))}"
-
-
-# --------------------------------------------------------------------------------------------
-# Charts: geometry only; templates draw it
-
-
-@dataclass
-class IntervalChart:
-    """Horizontal interval plot: one row per label with a point and its 95% interval."""
-
-    width: int
-    height: int
-    left: int
-    rows: list[dict]
-    ticks: list[dict]
-    marks: list[dict]
-    title: str
-
-
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    span = hi - lo
-    if span <= 0:
-        return [lo]
-    raw = span / n
-    magnitude = 10 ** int(f"{raw:e}".split("e")[1])
-    step = min((m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw), default=raw)
-    first = (lo // step) * step
-    ticks, t = [], first
-    while t <= hi + 1e-9:
-        if t >= lo - 1e-9:
-            ticks.append(round(t, 10))
-        t += step
-    return ticks
-
-
-def interval_chart(
-    points: list[tuple[str, float | None, list | None]],
-    *,
-    title: str,
-    domain: tuple[float, float] | None = None,
-    marks: list[tuple[float, str]] | None = None,
-    fmt: str = "{:.0f}",
-) -> IntervalChart | None:
-    """points: (label, value, [low, high]); None values are listed as 'no data'."""
-    known = [(v, ci) for _, v, ci in points if v is not None]
-    if not known:
-        return None
-    values = [v for v, _ in known] + [x for _, ci in known if ci for x in ci]
-    lo, hi = domain or (min(values), max(values))
-    if domain is None:
-        pad = (hi - lo) * 0.08 or max(abs(hi) * 0.05, 1.0)
-        lo, hi = lo - pad, hi + pad
-    for value, _ in marks or []:
-        lo, hi = min(lo, value), max(hi, value)
-    width, left, right, row_h, top = 720, 190, 30, 30, 16
-    plot = width - left - right
-
-    def x(v: float) -> float:
-        return (
-            round(left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot, 1)
-            if hi > lo
-            else left + plot / 2
-        )
-
-    rows = []
-    for i, (label, value, ci) in enumerate(points):
-        y = top + i * row_h + row_h / 2
-        row = {
-            "label": label,
-            "y": y,
-            "ty": y + 4,
-            "value": value,
-            "x": None,
-            "x_lo": None,
-            "x_hi": None,
-            "text": "no data" if value is None else fmt.format(value),
-        }
-        if value is not None:
-            row["x"] = x(value)
-            if ci and len(ci) == 2 and ci[0] is not None and ci[1] is not None:
-                row["x_lo"], row["x_hi"] = x(ci[0]), x(ci[1])
-                row["text"] += f"  [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
-            elif ci and len(ci) == 2 and (ci[0] is not None or ci[1] is not None):
-                # an undefeated (winless) contender: only one side of its interval is known
-                row["x_lo"] = x(ci[0]) if ci[0] is not None else left
-                row["x_hi"] = x(ci[1]) if ci[1] is not None else left + plot
-                row["text"] += (
-                    f"  [>= {fmt.format(ci[0])}]"
-                    if ci[0] is not None
-                    else f"  [<= {fmt.format(ci[1])}]"
-                )
-        rows.append(row)
-    height = top + len(points) * row_h + 28
-    axis_y = top + len(points) * row_h + 4
-    ticks = [
-        {"x": x(t), "label": fmt.format(t), "y": axis_y + 16, "y0": top, "y1": axis_y}
-        for t in _nice_ticks(lo, hi)
-    ]
-    drawn_marks = [
-        {"x": x(v), "label": label, "y0": top - 6, "y1": axis_y} for v, label in marks or []
-    ]
-    return IntervalChart(
-        width=width,
-        height=height,
-        left=left,
-        rows=rows,
-        ticks=ticks,
-        marks=drawn_marks,
-        title=title,
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # Pages
 
 
@@ -362,99 +161,6 @@ def _overview(report: dict) -> dict:
         ),
     ]
     return {"tables": tables, "progress": p, "disputes": report["disputes"]}
-
-
-AGREEMENT_NOTE = (
-    "Alpha: agreement beyond what the reviewers' overall use of each score would give by chance "
-    "(1 = perfect, 0 = chance). AC1 / AC2 (Gwet): the same idea with a chance term that stays "
-    "small when nearly every rating is one value, so it does not collapse where alpha does. "
-    "Bands are judged on alpha's 95% interval: reliable only if its low end is >= 0.800, "
-    "unreliable if its high end is below 0.667, tentative otherwise; no interval (fewer than "
-    "10 test cases), no band."
-)
-
-
-def _no_band(a: dict) -> str:
-    return f"no band: {a['ci_reason']}" if a.get("ci_reason") else "no data"
-
-
-def _agreement_note(a: dict) -> str:
-    parts = [a.get("reason") or "", a.get("note") or ""]
-    if a.get("small_sample"):
-        parts.append(f"small sample ({a.get('n_items')} test cases)")
-    return "; ".join(p for p in parts if p)
-
-
-def _agreement(report: dict) -> dict:
-    rows = []
-    for dim, a in report["agreement"].items():
-        rows.append(
-            [
-                dim,
-                a.get("level"),
-                a.get("alpha"),
-                a.get("ci95"),
-                a.get("band") or _no_band(a),
-                a.get("ac1", a.get("ac2")),
-                a.get("n_units"),
-                a.get("n_items"),
-                a.get("n_ratings"),
-                a.get("exact"),
-                a.get("within_one"),
-                _agreement_note(a),
-            ]
-        )
-    pa = report.get("preference_agreement") or {}
-    if pa:
-        rows.append(
-            [
-                "preference",
-                pa.get("level"),
-                pa.get("alpha"),
-                pa.get("ci95"),
-                pa.get("band") or _no_band(pa),
-                pa.get("ac1"),
-                pa.get("n_units"),
-                pa.get("n_items"),
-                pa.get("n_ratings"),
-                pa.get("exact"),
-                pa.get("within_one"),
-                _agreement_note(pa),
-            ]
-        )
-    columns = [
-        Column("dimension"),
-        Column("level"),
-        Column("alpha", "num"),
-        Column("alpha", "ci"),
-        Column("band"),
-        Column("AC1 / AC2", "num"),
-        Column("units", "int"),
-        Column("test cases", "int"),
-        Column("ratings", "int"),
-        Column("exact agreement", "pct"),
-        Column("within one", "pct"),
-        Column("note"),
-    ]
-    chart = interval_chart(
-        [(r[0], r[2], r[3]) for r in rows],
-        title="Krippendorff's alpha with 95% bootstrap interval",
-        domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
-        marks=[(0.667, "0.667"), (0.8, "0.800")],
-        fmt="{:.2f}",
-    )
-    return {
-        "tables": [
-            Table(
-                "agreement",
-                "Agreement per dimension (raw reviews, before arbitration)",
-                columns,
-                rows,
-                note=AGREEMENT_NOTE,
-            )
-        ],
-        "chart": chart,
-    }
 
 
 def _reviewers(report: dict) -> dict:
@@ -586,8 +292,6 @@ def _leaderboard(report: dict) -> dict:
         domain=(0.0, 1.0),
         fmt="{:.2f}",
     )
-    from .dashboard_extras import separation_table
-
     tables.append(separation_table(report))
     return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
 
@@ -654,176 +358,6 @@ def _capability(report: dict) -> dict:
     }
 
 
-STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
-
-
-def _stability(report: dict) -> dict:
-    columns = [
-        Column("contender", "name"),
-        Column("stability", "num"),
-        Column("stability", "ci"),
-        Column("within-task SD", "num"),
-        Column("measured on"),
-        Column("tasks with 2+ samples measured", "int"),
-        Column("pass@1", "pct"),
-        Column("pass@k", "pct"),
-        Column("pass^k", "pct"),
-        Column("k", "int"),
-        Column("pass basis"),
-        Column("pending", "int"),
-    ]
-    rows = [
-        [
-            c,
-            s.get("stability"),
-            s.get("stability_ci95") or s.get("ci_reason"),
-            s.get("sampling_sd"),
-            STABILITY_SOURCES.get(s.get("source"), ""),
-            s.get("n_tasks"),
-            s.get("pass_at_1"),
-            s.get("pass_at_k"),
-            s.get("pass_hat_k"),
-            s.get("k"),
-            s.get("pass_basis") or "",
-            s.get("pending"),
-        ]
-        for c, s in report["stability"].items()
-    ]
-    basis_rows = [
-        [
-            c,
-            basis,
-            (p.get(basis) or {}).get("pass_at_1"),
-            (p.get(basis) or {}).get("ci95"),
-            ", ".join(
-                f"@{pt['k']} {100 * pt['pass_at_k']:.1f}%"
-                for pt in (p.get(basis) or {}).get("curve", [])
-            ),
-            (p.get(basis) or {}).get("n_samples"),
-            (p.get(basis) or {}).get("n_tasks"),
-            p.get("pending"),
-        ]
-        for c, p in (report.get("passes") or {}).items()
-        for basis in ("human", "checks", "combined")
-    ]
-    return {
-        "tables": [
-            Table(
-                "stability",
-                "Stability over samples and pass@k",
-                columns,
-                rows,
-                note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
-                "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
-                f"the pass threshold ({report['settings']['pass_threshold']}). pass@k: the chance "
-                "that at least one of k samples of a task passes; pass^k: that all k pass.",
-            ),
-            Table(
-                "pass-bases",
-                "Pass rates per basis, and the pass@k curve",
-                [
-                    Column("contender", "name"),
-                    Column("basis"),
-                    Column("pass@1", "pct"),
-                    Column("pass@1", "ci"),
-                    Column("pass@k curve"),
-                    Column("samples", "int"),
-                    Column("tasks", "int"),
-                    Column("pending", "int"),
-                ],
-                basis_rows,
-                note="human: final quality reaches the pass threshold; checks: every automatic "
-                "check passes; combined: both, where both exist. A sample in an unresolved "
-                "dispute is pending: neither pass nor fail, and out of the denominators.",
-            ),
-            _rates_table(report),
-        ]
-    }
-
-
-def _rates_table(report: dict) -> Table:
-    from .dashboard_extras import rates_table
-
-    return rates_table(report)
-
-
-def _cost(report: dict) -> dict:
-    lb = report["leaderboard"]
-    cost_columns = [
-        Column("contender", "name"),
-        Column("cost per task (one answer)", "money"),
-        Column("normalized cost", "num"),
-        Column("latency p50", "ms"),
-        Column("latency p95", "ms"),
-        Column("TTFT p50", "ms"),
-        Column("TTFT p95", "ms"),
-    ]
-    cost_rows = [
-        [
-            r["contender"],
-            r["cost_per_task"],
-            r.get("normalized_cost"),
-            (r.get("latency_ms") or {}).get("p50"),
-            (r.get("latency_ms") or {}).get("p95"),
-            (r.get("ttft_ms") or {}).get("p50"),
-            (r.get("ttft_ms") or {}).get("p95"),
-        ]
-        for r in lb
-    ]
-    from .dashboard_extras import pareto_chart
-
-    decision = report["decision"]
-    decision_rows = [
-        [
-            r["contender"],
-            r["quality"],
-            r["stability"],
-            r.get("normalized_cost"),
-            r["decision_score"],
-            r.get("decision_ci95") or r.get("decision_reason"),
-            r.get("decision_rank"),
-            "below floor" if r.get("below_floor") else "",
-            "yes" if r.get("pareto") else "",
-        ]
-        for r in lb
-    ]
-    # Below the quality floor is not ranked on decision: listed after the others.
-    decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
-    return {
-        "decision": decision,
-        "pareto_chart": pareto_chart(report),
-        "tables": [
-            Table("cost-latency", "Cost and latency", cost_columns, cost_rows),
-            Table(
-                "decision",
-                "Decision score",
-                [
-                    Column("contender", "name"),
-                    Column("quality", "num"),
-                    Column("stability", "num"),
-                    Column("normalized cost", "num"),
-                    Column("decision score", "num"),
-                    Column("decision score", "ci"),
-                    Column("decision rank", "int"),
-                    Column(f"quality floor ({decision.get('min_quality')})"),
-                    Column("cost-quality Pareto front"),
-                ],
-                decision_rows,
-                note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
-                "over test cases. A contender whose quality is below the floor is not ranked on "
-                "decision. On the Pareto front: no other contender is both better and cheaper."
-                + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
-            ),
-            Table(
-                "decision-weights",
-                "Weights",
-                [Column("weight"), Column("value", "num")],
-                [["w_quality", decision["w_quality"]], ["w_stability", decision["w_stability"]]],
-            ),
-        ],
-    }
-
-
 def _interval_rows(ci: list | None) -> list[list]:
     """A 95% interval in a figure / value table: its two ends as numbers (so the CSV has
     numbers, not a "low – high" text cell)."""
@@ -871,7 +405,6 @@ def _bias(report: dict) -> dict:
 
 def head_to_head_pair(report: dict, a: str, b: str) -> dict | None:
     """The report's comparison of b against a (the report holds each pair once; flip if needed)."""
-    from .dashboard_extras import flip_battles
 
     for entry in report["head_to_head"]:
         if entry["a"] == a and entry["b"] == b:
@@ -913,8 +446,6 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
         problem = f"No contender named {unknown} in this campaign: pick two from the lists."
     elif a == b:
         problem = f"Baseline and compared are both {a}: pick two different contenders."
-    from .dashboard_extras import battle_rows
-
     pair = head_to_head_pair(report, a, b) if problem is None else None
     tables = []
     if pair:

@@ -1,0 +1,264 @@
+"""Dashboard pages on agreement, stability and pass rates, and cost and decision.
+
+Each builder turns the campaign report into tables and charts for one page (see
+``reviews.dashboards``); nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+from .dashboard_extras import pareto_chart, rates_table
+from .dashboard_tables import Column, Table, interval_chart
+
+AGREEMENT_NOTE = (
+    "Alpha: agreement beyond what the reviewers' overall use of each score would give by chance "
+    "(1 = perfect, 0 = chance). AC1 / AC2 (Gwet): the same idea with a chance term that stays "
+    "small when nearly every rating is one value, so it does not collapse where alpha does. "
+    "Bands are judged on alpha's 95% interval: reliable only if its low end is >= 0.800, "
+    "unreliable if its high end is below 0.667, tentative otherwise; no interval (fewer than "
+    "10 test cases), no band."
+)
+
+
+def _no_band(a: dict) -> str:
+    return f"no band: {a['ci_reason']}" if a.get("ci_reason") else "no data"
+
+
+def _agreement_note(a: dict) -> str:
+    parts = [a.get("reason") or "", a.get("note") or ""]
+    if a.get("small_sample"):
+        parts.append(f"small sample ({a.get('n_items')} test cases)")
+    return "; ".join(p for p in parts if p)
+
+
+def _agreement(report: dict) -> dict:
+    rows = []
+    for dim, a in report["agreement"].items():
+        rows.append(
+            [
+                dim,
+                a.get("level"),
+                a.get("alpha"),
+                a.get("ci95"),
+                a.get("band") or _no_band(a),
+                a.get("ac1", a.get("ac2")),
+                a.get("n_units"),
+                a.get("n_items"),
+                a.get("n_ratings"),
+                a.get("exact"),
+                a.get("within_one"),
+                _agreement_note(a),
+            ]
+        )
+    pa = report.get("preference_agreement") or {}
+    if pa:
+        rows.append(
+            [
+                "preference",
+                pa.get("level"),
+                pa.get("alpha"),
+                pa.get("ci95"),
+                pa.get("band") or _no_band(pa),
+                pa.get("ac1"),
+                pa.get("n_units"),
+                pa.get("n_items"),
+                pa.get("n_ratings"),
+                pa.get("exact"),
+                pa.get("within_one"),
+                _agreement_note(pa),
+            ]
+        )
+    columns = [
+        Column("dimension"),
+        Column("level"),
+        Column("alpha", "num"),
+        Column("alpha", "ci"),
+        Column("band"),
+        Column("AC1 / AC2", "num"),
+        Column("units", "int"),
+        Column("test cases", "int"),
+        Column("ratings", "int"),
+        Column("exact agreement", "pct"),
+        Column("within one", "pct"),
+        Column("note"),
+    ]
+    chart = interval_chart(
+        [(r[0], r[2], r[3]) for r in rows],
+        title="Krippendorff's alpha with 95% bootstrap interval",
+        domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
+        marks=[(0.667, "0.667"), (0.8, "0.800")],
+        fmt="{:.2f}",
+    )
+    return {
+        "tables": [
+            Table(
+                "agreement",
+                "Agreement per dimension (raw reviews, before arbitration)",
+                columns,
+                rows,
+                note=AGREEMENT_NOTE,
+            )
+        ],
+        "chart": chart,
+    }
+
+
+STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
+
+
+def _stability(report: dict) -> dict:
+    columns = [
+        Column("contender", "name"),
+        Column("stability", "num"),
+        Column("stability", "ci"),
+        Column("within-task SD", "num"),
+        Column("measured on"),
+        Column("tasks with 2+ samples measured", "int"),
+        Column("pass@1", "pct"),
+        Column("pass@k", "pct"),
+        Column("pass^k", "pct"),
+        Column("k", "int"),
+        Column("pass basis"),
+        Column("pending", "int"),
+    ]
+    rows = [
+        [
+            c,
+            s.get("stability"),
+            s.get("stability_ci95") or s.get("ci_reason"),
+            s.get("sampling_sd"),
+            STABILITY_SOURCES.get(s.get("source"), ""),
+            s.get("n_tasks"),
+            s.get("pass_at_1"),
+            s.get("pass_at_k"),
+            s.get("pass_hat_k"),
+            s.get("k"),
+            s.get("pass_basis") or "",
+            s.get("pending"),
+        ]
+        for c, s in report["stability"].items()
+    ]
+    basis_rows = [
+        [
+            c,
+            basis,
+            (p.get(basis) or {}).get("pass_at_1"),
+            (p.get(basis) or {}).get("ci95"),
+            ", ".join(
+                f"@{pt['k']} {100 * pt['pass_at_k']:.1f}%"
+                for pt in (p.get(basis) or {}).get("curve", [])
+            ),
+            (p.get(basis) or {}).get("n_samples"),
+            (p.get(basis) or {}).get("n_tasks"),
+            p.get("pending"),
+        ]
+        for c, p in (report.get("passes") or {}).items()
+        for basis in ("human", "checks", "combined")
+    ]
+    return {
+        "tables": [
+            Table(
+                "stability",
+                "Stability over samples and pass@k",
+                columns,
+                rows,
+                note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
+                "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
+                f"the pass threshold ({report['settings']['pass_threshold']}). pass@k: the chance "
+                "that at least one of k samples of a task passes; pass^k: that all k pass.",
+            ),
+            Table(
+                "pass-bases",
+                "Pass rates per basis, and the pass@k curve",
+                [
+                    Column("contender", "name"),
+                    Column("basis"),
+                    Column("pass@1", "pct"),
+                    Column("pass@1", "ci"),
+                    Column("pass@k curve"),
+                    Column("samples", "int"),
+                    Column("tasks", "int"),
+                    Column("pending", "int"),
+                ],
+                basis_rows,
+                note="human: final quality reaches the pass threshold; checks: every automatic "
+                "check passes; combined: both, where both exist. A sample in an unresolved "
+                "dispute is pending: neither pass nor fail, and out of the denominators.",
+            ),
+            rates_table(report),
+        ]
+    }
+
+
+def _cost(report: dict) -> dict:
+    lb = report["leaderboard"]
+    cost_columns = [
+        Column("contender", "name"),
+        Column("cost per task (one answer)", "money"),
+        Column("normalized cost", "num"),
+        Column("latency p50", "ms"),
+        Column("latency p95", "ms"),
+        Column("TTFT p50", "ms"),
+        Column("TTFT p95", "ms"),
+    ]
+    cost_rows = [
+        [
+            r["contender"],
+            r["cost_per_task"],
+            r.get("normalized_cost"),
+            (r.get("latency_ms") or {}).get("p50"),
+            (r.get("latency_ms") or {}).get("p95"),
+            (r.get("ttft_ms") or {}).get("p50"),
+            (r.get("ttft_ms") or {}).get("p95"),
+        ]
+        for r in lb
+    ]
+    decision = report["decision"]
+    decision_rows = [
+        [
+            r["contender"],
+            r["quality"],
+            r["stability"],
+            r.get("normalized_cost"),
+            r["decision_score"],
+            r.get("decision_ci95") or r.get("decision_reason"),
+            r.get("decision_rank"),
+            "below floor" if r.get("below_floor") else "",
+            "yes" if r.get("pareto") else "",
+        ]
+        for r in lb
+    ]
+    # Below the quality floor is not ranked on decision: listed after the others.
+    decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
+    return {
+        "decision": decision,
+        "pareto_chart": pareto_chart(report),
+        "tables": [
+            Table("cost-latency", "Cost and latency", cost_columns, cost_rows),
+            Table(
+                "decision",
+                "Decision score",
+                [
+                    Column("contender", "name"),
+                    Column("quality", "num"),
+                    Column("stability", "num"),
+                    Column("normalized cost", "num"),
+                    Column("decision score", "num"),
+                    Column("decision score", "ci"),
+                    Column("decision rank", "int"),
+                    Column(f"quality floor ({decision.get('min_quality')})"),
+                    Column("cost-quality Pareto front"),
+                ],
+                decision_rows,
+                note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
+                "over test cases. A contender whose quality is below the floor is not ranked on "
+                "decision. On the Pareto front: no other contender is both better and cheaper."
+                + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
+            ),
+            Table(
+                "decision-weights",
+                "Weights",
+                [Column("weight"), Column("value", "num")],
+                [["w_quality", decision["w_quality"]], ["w_stability", decision["w_stability"]]],
+            ),
+        ],
+    }
