@@ -51,7 +51,9 @@
     else if (group.dataset.arbGroup === "preference") input = group.querySelectorAll("input[type=radio]")[Number(key) - 1];
     else input = group.querySelector(`input[type=radio][value="${key}"]`);
     if (!input) {
-      setStatus(`${key === "x" ? "N/A" : key} is not a choice here`);
+      const text = `${key === "x" ? "N/A" : key} is not a choice here`;
+      setStatus(text);
+      window.evalsite.refuse(group, text); // next to the focus: the status line may be out of view
       return false;
     }
     input.checked = true;
@@ -89,6 +91,18 @@
         event.preventDefault();
         instructions.open = !instructions.open;
         if (instructions.open) instructions.scrollIntoView({ block: "nearest" });
+      }
+      return;
+    }
+    if (key === "m") {
+      // "More" on the focused output, else the first clipped one.
+      const active = document.activeElement;
+      const box = active?.matches?.(".output-body, [data-scrollbox]")
+        ? active
+        : document.querySelector("#workspace .output-body.is-clipped, #workspace .output-body.expanded");
+      if (box) {
+        event.preventDefault();
+        window.evalsite.toggleMore(box);
       }
       return;
     }

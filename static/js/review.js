@@ -26,6 +26,12 @@
     if (el) el.textContent = text;
   }
 
+  // Said next to the highlighted cell (the status line may be out of view) and in the status.
+  function refuse(cell, text) {
+    setStatus(text);
+    window.evalsite.refuse(cell, text);
+  }
+
   // The highlighted cell is the one the digits score.
   function highlight(r, c) {
     const all = rows();
@@ -62,7 +68,7 @@
     if (fieldset.dataset.kind === "choice") target = radios[digit - 1];
     else target = radios.find((r) => r.value === String(digit));
     if (!target) {
-      setStatus(`${digit} is not a choice here`);
+      refuse(cell, `${digit} is not a choice here`);
       return;
     }
     target.checked = true;
@@ -83,7 +89,7 @@
     const cell = fieldset && cells(fieldset)[col];
     const na = cell?.querySelector("input[value=na]");
     if (!na) {
-      setStatus("N/A is not a choice here");
+      refuse(cell, "N/A is not a choice here");
       return;
     }
     na.checked = true;
@@ -151,6 +157,13 @@
     } else if (key === "ArrowLeft" || key === "h") {
       event.preventDefault();
       focusCell(row, col - 1);
+    } else if (key === "m") {
+      // "More" on the current output (a focused box: that one), as its button does.
+      event.preventDefault();
+      const box = target.matches?.(".output-body, [data-scrollbox]")
+        ? target
+        : review().querySelector(`[data-col-output="${col}"] .output-body`);
+      window.evalsite.toggleMore(box);
     } else if (key === "c") {
       event.preventDefault();
       review().querySelector("[data-comment]")?.focus();

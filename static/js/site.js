@@ -278,3 +278,63 @@ document.addEventListener("change", (event) => {
   input.setCustomValidity(tooBig ? `${problem} Choose a smaller file.` : "");
   if (tooBig) input.reportValidity();
 });
+
+// A refused key (issue 25) says so next to the focus: the status line under the form may be
+// far out of view, so nothing visibly happened. One note at a time, gone after a while.
+evalsite.refuse = (anchor, text) => {
+  document.querySelectorAll("[data-refused]").forEach((el) => el.remove());
+  if (!anchor) return;
+  const note = document.createElement("span");
+  note.className = "key-refused";
+  note.dataset.refused = "";
+  note.setAttribute("role", "status");
+  note.textContent = text;
+  anchor.appendChild(note);
+  note.scrollIntoView({ block: "nearest" });
+  setTimeout(() => note.remove(), 3000);
+};
+
+// Clipped boxes (an output, a task) get a visible "More" button after them, which shows the
+// whole text (and "Less" again); Tab reaches it, and `m` on the review and arbitration pages
+// presses it for the current output.
+const CLIPPED = ".output-body, [data-scrollbox]";
+evalsite.toggleMore = (box) => {
+  const button = box?.nextElementSibling;
+  if (button?.matches("[data-more]")) button.click();
+};
+function moreCues() {
+  document.querySelectorAll(CLIPPED).forEach((box) => {
+    let button = box.nextElementSibling?.matches("[data-more]") ? box.nextElementSibling : null;
+    const clipped = box.scrollHeight > box.clientHeight + 2;
+    const open = box.classList.contains("expanded");
+    if (!clipped && !open) {
+      button?.remove();
+      box.classList.remove("is-clipped");
+      return;
+    }
+    box.classList.toggle("is-clipped", clipped && !open);
+    if (!button) {
+      button = document.createElement("button");
+      button.type = "button";
+      button.className = "link small more-cue";
+      button.dataset.more = "";
+      button.addEventListener("click", () => {
+        box.classList.toggle("expanded");
+        moreCues();
+        if (!box.classList.contains("expanded")) box.scrollIntoView({ block: "nearest" });
+      });
+      box.after(button);
+    }
+    const expanded = box.classList.contains("expanded");
+    button.setAttribute("aria-expanded", String(expanded));
+    button.innerHTML = expanded ? "Less ↑ <kbd>m</kbd>" : "More ↓ <kbd>m</kbd>";
+  });
+}
+evalsite.moreCues = moreCues;
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", moreCues);
+else moreCues();
+document.addEventListener("htmx:afterSettle", moreCues);
+window.addEventListener("resize", () => {
+  clearTimeout(moreCues.timer);
+  moreCues.timer = setTimeout(moreCues, 150);
+});
