@@ -105,6 +105,13 @@ def _agreement(report: dict) -> dict:
 STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
 
 
+def _thresholds(value) -> str:
+    """0.6, or 'base 0.6, advanced 0.8' for per-tier thresholds."""
+    if isinstance(value, dict):
+        return ", ".join(f"{tier} {v}" for tier, v in value.items())
+    return str(value)
+
+
 def _stability(report: dict) -> dict:
     columns = [
         Column("contender", "name"),
@@ -163,7 +170,8 @@ def _stability(report: dict) -> dict:
                 rows,
                 note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
                 "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
-                f"the pass threshold ({report['settings']['pass_threshold']}). pass@k: the chance "
+                f"the pass threshold ({_thresholds(report['settings']['pass_threshold'])}). "
+                "pass@k: the chance "
                 "that at least one of k samples of a task passes; pass^k: that all k pass.",
             ),
             Table(

@@ -66,3 +66,10 @@ class TierThresholdReportTests(TestCase):
         assert report["decision"]["min_quality"] == 0.5
         assert board["model-weak"]["below_floor"] and not board["model-strong"]["below_floor"]
         assert board["model-weak"]["decision_rank"] is None
+
+
+def test_the_stability_page_names_each_tier_threshold():
+    from reviews.dashboard_pages import _thresholds
+
+    assert _thresholds({"base": 0.6, "advanced": 0.8}) == "base 0.6, advanced 0.8"
+    assert _thresholds(0.6) == "0.6"
