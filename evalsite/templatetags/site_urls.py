@@ -54,3 +54,9 @@ def static_url(path: str) -> str:
     """`{% static path %}`, looked up once: the collected files do not change while the
     process runs (the manifest storage reads its manifest once, too)."""
     return _static_url(path, settings.STATIC_URL, settings.DEBUG)
+
+
+@register.filter
+def is_under(path: str, prefix: str) -> bool:
+    """The top bar's current page: the request's path is the link's or below it."""
+    return bool(prefix) and prefix != "/" and str(path).startswith(prefix)
