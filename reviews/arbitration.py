@@ -18,9 +18,7 @@ The guarantees mirror review assignment (RELIABILITY.md):
 from __future__ import annotations
 
 import copy
-import math
 import secrets
-import string
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -29,16 +27,17 @@ from django.db.models.functions import Now
 
 from tasks.models import Campaign, Mode
 
-from .disputes import disputed_cells, not_whole_error, unknown_field_errors
-from .models import FLAGS, Arbitration, Review, ReviewItem, Score, new_token
+from .disputes import disputed_cells, unknown_field_errors
+from .models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
+from .rubric import WORDING, Rubric, answers_check, label_map
+from .rubric import Mode as AnswerMode
 from .services import LeaseGone, lease_extended
 
-NOTE_MAX_CHARS = 5000
-NA_WORDS = {"na", "n/a"}
+NOTE_MAX_CHARS = COMMENT_MAX_CHARS
 # Errors in the API's words (field keys and the values it takes); the page rewords these.
 VALUE_REQUIRED = "disputed: a value is required"
 CHOOSE_PREFERENCE = "disputed: choose an output, tie or both_bad"
-BAD_PREFERENCE = "must be an output label, tie or both_bad"
+BAD_PREFERENCE = WORDING[AnswerMode.RESOLUTION].preference_bad
 RESOLVE_FIELDS = ("scores", "preference", "flags", "note")
 ALREADY_RESOLVED = (
     "You already resolved this dispute with other values; these were not saved and your "
@@ -71,7 +70,7 @@ class ResolveInvalid(ValueError):
 
 def labels_for(order: list[int]) -> dict[str, str]:
     """{"A": "<ItemOutput id>", ...} in the order the arbiter sees."""
-    return {string.ascii_uppercase[i]: str(pk) for i, pk in enumerate(order)}
+    return label_map(order)
 
 
 def lease_length(campaign: Campaign) -> timedelta:
@@ -240,35 +239,12 @@ def arbiter_arbitrations_release(*, arbiter) -> int:
         return _requeue(Arbitration.objects.filter(arbiter=arbiter).order_by("pk"))
 
 
-def _number(raw, dim: dict, na_allowed: bool) -> tuple[float | None, str | None]:
-    """Parse one submitted score: (value, error). None means N/A."""
-    if raw is None or (isinstance(raw, str) and raw.strip().lower() in NA_WORDS):
-        return (None, None) if na_allowed else (None, "N/A is not allowed here")
-    if isinstance(raw, bool):
-        return None, "must be a number"
-    if isinstance(raw, str):
-        try:
-            raw = float(raw.strip())
-        except ValueError:
-            return None, "must be a number"
-    if not isinstance(raw, int | float) or not math.isfinite(raw):
-        return None, "must be a number"
-    low, high = dim.get("min", 1), dim.get("max", 5)
-    if not low <= raw <= high:
-        return None, f"must be between {low} and {high}"
-    return float(raw), None
-
-
 def note_checked(note) -> tuple[str, str | None]:
     """The arbiter's note, stripped, and what is wrong with it (every resolution needs one)."""
-    if not isinstance(note, str | type(None)):
-        return "", "must be a string: a note explaining the decision"
-    text = (note or "").strip()
-    if not text:
-        return text, "a note explaining the decision is required"
-    if len(text) > NOTE_MAX_CHARS:
-        return text, f"at most {NOTE_MAX_CHARS} characters"
-    return text, None
+    answers = answers_check(
+        rubric=Rubric(), labels=[], data={"note": note}, mode=AnswerMode.RESOLUTION
+    )
+    return answers.comment, answers.errors.get("note")
 
 
 def resolution_build(
@@ -284,26 +260,17 @@ def resolution_build(
 
     Pure apart from reading the item's reviews for N/A permission. Raises ResolveInvalid with
     every problem at once (`unknown_fields`: fields of the request a resolution does not have).
+    The values are parsed by reviews/rubric.py; what is disputed is checked here.
     """
     item = arbitration.item
     campaign = item.campaign
     labels = labels_for(arbitration.order)
     by_output = {v: k for k, v in labels.items()}
-    rubric = {d["key"]: d for d in campaign.rubric or []}
+    rubric = Rubric.of(campaign)
     cells = disputed_cells(item.dispute_reasons or [])
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})
     final.setdefault("flags", {})
-    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS)
-    arbitrated: set[str] = set()
-    corrections: list[dict] = []
-    given_scores: dict[str, dict[str, float | None]] = {}
-
-    if scores is None:
-        scores = {}
-    elif not isinstance(scores, dict):
-        errors["scores"] = "must be an object keyed by output label"
-        scores = {}
     # A reviewer's N/A makes N/A a legitimate final value for that cell.
     na_cells = {
         (dim, str(out))
@@ -311,54 +278,35 @@ def resolution_build(
             "dimension", "output_id"
         )
     }
-    for label, per_dim in scores.items():
-        if label not in labels:
-            errors[f"scores.{label}"] = "unknown output label"
-            continue
-        if not isinstance(per_dim, dict):
-            errors[f"scores.{label}"] = "must be an object keyed by dimension"
-            continue
+
+    def kept(label: str, dim, value: float) -> bool:
+        # A new value must be a point of the scale; keeping an agreed one (the mean of the
+        # reviews, so maybe 3.5) is not a new value.
         output = labels[label]
-        for key, raw in per_dim.items():
-            dim = rubric.get(key)
-            if dim is None:
-                errors[f"scores.{label}.{key}"] = "unknown dimension"
-                continue
-            na_ok = bool(dim.get("allow_na")) or (key, output) in na_cells
-            value, error = _number(raw, dim, na_ok)
-            current = final["scores"].setdefault(output, {}).get(key)
-            if not error and value is not None and ((key, output) in cells or value != current):
-                # A new value must be a point of the scale; keeping an agreed one (the mean
-                # of the reviews, so maybe 3.5) is not a new value.
-                error = not_whole_error(dim, value)
-            if error:
-                errors[f"scores.{label}.{key}"] = error
-                continue
-            given_scores.setdefault(output, {})[key] = value
-            if (key, output) in cells:
-                arbitrated.add(key)
-            elif value != current:
-                corrections.append({"part": key, "output": output, "from": current, "to": value})
-                arbitrated.add(key)
-            final["scores"][output][key] = value
+        current = final["scores"].get(output, {}).get(dim.key)
+        return (dim.key, output) not in cells and value == current
+
+    answers = answers_check(
+        rubric=rubric,
+        labels=list(labels),
+        data={"scores": scores, "preference": preference, "flags": flags, "note": note},
+        mode=AnswerMode.RESOLUTION,
+        wants_preference=campaign.mode != Mode.RUBRIC,
+        na_ok=lambda label, dim: (dim.key, labels[label]) in na_cells,
+        fraction_ok=kept,
+    )
+    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS) | answers.errors
+    arbitrated: set[str] = set()
+    corrections: list[dict] = []
+    given_scores = {labels[label]: dims for label, dims in answers.scores.items() if dims}
+    _apply_scores(given_scores, cells, final, arbitrated, corrections)
     # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
     for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
         if part in rubric and part not in given_scores.get(output, {}):
             errors.setdefault(f"scores.{by_output.get(output, '?')}.{part}", VALUE_REQUIRED)
 
-    choice = (preference or "").strip() if isinstance(preference, str | type(None)) else None
-    mapped_preference: str | None = None
-    if choice is None:
-        errors["preference"] = BAD_PREFERENCE
-    elif choice:
-        if campaign.mode == Mode.RUBRIC:
-            errors["preference"] = "this campaign collects no preference"
-        elif choice in labels:
-            mapped_preference = labels[choice]
-        elif choice in ("tie", "both_bad"):
-            mapped_preference = choice
-        else:
-            errors["preference"] = BAD_PREFERENCE
+    choice = answers.preference
+    mapped_preference = labels.get(choice, choice) if choice else None
     if ("preference", None) in cells:
         if mapped_preference is None and "preference" not in errors:
             errors["preference"] = CHOOSE_PREFERENCE
@@ -377,25 +325,50 @@ def resolution_build(
         arbitrated.add("preference")
         final["preference"] = mapped_preference
 
-    given_flags: dict[str, list[str]] = {}
-    if flags is not None and not isinstance(flags, dict):
-        errors["flags"] = "must be an object keyed by output label"
-        flags = {}
-    for label, names in (flags or {}).items():
-        if label not in labels:
-            errors[f"flags.{label}"] = "unknown output label"
-            continue
-        if not isinstance(names, list) or any(n not in FLAGS for n in names):
-            errors[f"flags.{label}"] = f"must be a list of: {', '.join(FLAGS)}"
-            continue
-        output = labels[label]
-        given_flags[output] = sorted(set(names))
+    given_flags = {labels[label]: sorted(set(f)) for label, f in answers.flags.items()}
+    _apply_flags(given_flags, cells, final, arbitrated, corrections)
+    for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
+        if part.startswith("flag:") and output not in given_flags:
+            errors[f"flags.{by_output.get(output, '?')}"] = (
+                f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
+            )
+
+    if errors:
+        raise ResolveInvalid(errors)
+    final["arbitrated"] = sorted(arbitrated)
+    final["corrections"] = corrections
+    values = {
+        "scores": given_scores,
+        "preference": mapped_preference,
+        "flags": given_flags,
+        "corrected": corrections,
+        "note": answers.comment,
+    }
+    return final, values
+
+
+def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+    """The arbiter's scores into `final`; a change to an agreed value is a correction."""
+    for output, dims in given.items():
+        for key, value in dims.items():
+            current = final["scores"].setdefault(output, {}).get(key)
+            if (key, output) in cells:
+                arbitrated.add(key)
+            elif value != current:
+                corrections.append({"part": key, "output": output, "from": current, "to": value})
+                arbitrated.add(key)
+            final["scores"][output][key] = value
+
+
+def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+    """The arbiter's flags into `final`; a change to a flag the reviewers agreed on is a
+    correction, recorded as such."""
+    for output, names in given.items():
         before, after = set(final["flags"].get(output, [])), set(names)
         decided = {part[5:] for part, out in cells if out == output and part.startswith("flag:")}
         if decided:
             arbitrated.add("flag")
         for name in sorted((before ^ after) - decided):
-            # A change to a flag the reviewers agreed on is a correction, recorded as such.
             corrections.append(
                 {
                     "part": "flag",
@@ -407,28 +380,6 @@ def resolution_build(
             )
             arbitrated.add("flag")
         final["flags"][output] = sorted(after)
-    for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
-        if part.startswith("flag:") and output not in given_flags:
-            errors[f"flags.{by_output.get(output, '?')}"] = (
-                f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
-            )
-
-    text, error = note_checked(note)
-    if error:
-        errors["note"] = error
-
-    if errors:
-        raise ResolveInvalid(errors)
-    final["arbitrated"] = sorted(arbitrated)
-    final["corrections"] = corrections
-    values = {
-        "scores": given_scores,
-        "preference": mapped_preference,
-        "flags": given_flags,
-        "corrected": corrections,
-        "note": text,
-    }
-    return final, values
 
 
 def arbitration_resolve(

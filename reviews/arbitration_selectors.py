@@ -17,9 +17,9 @@ from django.utils import timezone
 from tasks.models import Campaign
 
 from . import blinding
-from .arbitration import FLAGS, labels_for
+from .arbitration import labels_for
 from .disputes import disputed_cells
-from .models import Arbitration, ItemOutput, Review, ReviewItem
+from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
 from .selectors import conversation_shown, instructions_shown, task_json, text_shown, words_shown
 from .services import campaign_identity_terms, campaign_wants
 

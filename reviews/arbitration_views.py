@@ -18,7 +18,6 @@ from tasks.models import Campaign
 from .arbitration import (
     BAD_PREFERENCE,
     CHOOSE_PREFERENCE,
-    FLAGS,
     LEASE_LAPSED,
     VALUE_REQUIRED,
     AlreadyResolved,
@@ -40,7 +39,7 @@ from .arbitration_selectors import (
     dispute_rows,
 )
 from .item_selectors import arbiter_resolved
-from .models import Arbitration
+from .models import FLAGS, Arbitration
 
 PAGE = "reviews/arbitration.html"
 

@@ -37,7 +37,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cache
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -51,9 +50,8 @@ from evalsite.roles import REVIEWER
 from tasks.models import Campaign, Generation, Mode, Task
 
 from . import blinding, pagerows
-from .disputes import item_settle, not_whole_error, unknown_field_errors
+from .disputes import item_settle, unknown_field_errors
 from .models import (
-    COMMENT_MAX_CHARS,
     Assignment,
     ItemOutput,
     Preference,
@@ -62,6 +60,9 @@ from .models import (
     ReviewItem,
     Score,
 )
+from .rubric import Mode as AnswerMode
+from .rubric import Rubric, answers_check
+from .rubric import labels as rubric_labels
 
 log = logging.getLogger(__name__)
 
@@ -672,7 +673,7 @@ def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime:
 
 
 def labels_for(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
+    return rubric_labels(n)
 
 
 def campaign_wants(campaign: Campaign) -> tuple[bool, bool]:
@@ -680,16 +681,6 @@ def campaign_wants(campaign: Campaign) -> tuple[bool, bool]:
     scores = campaign.mode in (Mode.RUBRIC, Mode.BOTH) and bool(campaign.rubric)
     preference = campaign.mode in (Mode.PAIRWISE, Mode.BOTH)
     return scores, preference
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        raise ValueError
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value.strip():
-        return float(value.strip())
-    raise ValueError
 
 
 SUBMIT_FIELDS = ("scores", "preference", "flags", "comment", "seconds_spent", "key")
@@ -704,111 +695,26 @@ def review_payload_parse(
     "flags": {"A": ["hallucination"]}, "comment": "...", "seconds_spent": 42, "key": "..."}.
     "na" or null is N/A where a dimension allows it. Returns (parsed, errors); errors map
     "scores.A.accuracy"-style paths to messages. Any other field is an error: a misspelt one
-    would otherwise be dropped without a word.
+    would otherwise be dropped without a word. The answers are checked by reviews/rubric.py.
     """
     labels = labels_for(len(order))
     by_label = dict(zip(labels, order, strict=True))
     wants_scores, wants_preference = campaign_wants(campaign)
     errors = unknown_field_errors(data, SUBMIT_FIELDS)
-    scores: dict[int, dict[str, float | None]] = {}
-
     if not isinstance(data.get("key"), str | None):
         errors["key"] = "must be a string"
-
-    raw_scores = data.get("scores")
-    if raw_scores is None:
-        raw_scores = {}
-    elif not isinstance(raw_scores, dict):
-        errors["scores"] = "must be an object keyed by label"
-        raw_scores = {}
-    for label in raw_scores:
-        if label not in by_label:
-            errors[f"scores.{label}"] = f"unknown label; this item has {', '.join(labels)}"
-    if wants_scores:
-        for label in labels:
-            given = raw_scores.get(label) or {}
-            if not isinstance(given, dict):
-                errors[f"scores.{label}"] = "must be an object keyed by dimension"
-                continue
-            for key in given:
-                if key not in campaign.dimension_keys:
-                    errors[f"scores.{label}.{key}"] = "unknown dimension"
-            for dim in campaign.rubric:
-                key, path = dim["key"], f"scores.{label}.{dim['key']}"
-                lo, hi = dim.get("min", 1), dim.get("max", 5)
-                value = given.get(key, "")
-                if value is None or (
-                    isinstance(value, str) and value.strip().lower() in {"na", "n/a"}
-                ):
-                    if dim.get("allow_na"):
-                        scores.setdefault(by_label[label], {})[key] = None
-                    else:
-                        errors[path] = "N/A is not allowed here; choose a score"
-                    continue
-                if value == "":
-                    errors[path] = "required"
-                    continue
-                try:
-                    number = _number(value)
-                except ValueError:
-                    errors[path] = f"must be a number from {lo} to {hi}"
-                    continue
-                if not (lo <= number <= hi):
-                    errors[path] = f"must be from {lo} to {hi}"
-                    continue
-                if fraction := not_whole_error(dim, number):
-                    errors[path] = fraction
-                    continue
-                scores.setdefault(by_label[label], {})[key] = number
-    elif raw_scores:
-        errors["scores"] = "this campaign does not collect rubric scores"
-
-    preference, preferred = "", None
-    raw_pref = data.get("preference")
-    choices = ", ".join([*labels, "tie", "both_bad"])
-    if raw_pref is not None and not isinstance(raw_pref, str):
-        errors["preference"] = f"must be a string: one of {choices}"
-    elif wants_preference:
-        raw_pref = (raw_pref or "").strip()
-        if raw_pref in by_label:
-            preference, preferred = Preference.OUTPUT, by_label[raw_pref]
-        elif raw_pref in (Preference.TIE, Preference.BOTH_BAD):
-            preference = raw_pref
-        elif raw_pref == "":
-            bad = "both bad" if len(labels) == 2 else "all bad"
-            errors["preference"] = f"required: choose an output, tie or {bad}"
-        else:
-            errors["preference"] = f"must be one of {choices}"
-    elif raw_pref and raw_pref.strip():
-        errors["preference"] = "this campaign does not ask for a preference"
-
-    flags: dict[str, list[str]] = {}
-    raw_flags = data.get("flags")
-    if raw_flags is None:
-        raw_flags = {}
-    elif not isinstance(raw_flags, dict):
-        errors["flags"] = "must be an object keyed by label"
-        raw_flags = {}
-    for label, names in raw_flags.items():
-        if label not in by_label:
-            errors[f"flags.{label}"] = "unknown label"
-            continue
-        if not isinstance(names, list) or any(n not in blinding.FLAG_CHOICES for n in names):
-            errors[f"flags.{label}"] = (
-                f"must be a list drawn from {', '.join(blinding.FLAG_CHOICES)}"
-            )
-            continue
-        if names:
-            flags[str(by_label[label])] = sorted(set(names))
-
-    comment = data.get("comment")
-    if comment is None:
-        comment = ""
-    elif not isinstance(comment, str):
-        errors["comment"] = "must be text"
-        comment = ""
-    elif len(comment) > COMMENT_MAX_CHARS:
-        errors["comment"] = f"at most {COMMENT_MAX_CHARS} characters"
+    answers = answers_check(
+        rubric=Rubric.of(campaign),
+        labels=labels,
+        data=data,
+        mode=AnswerMode.REVIEW,
+        wants_scores=wants_scores,
+        wants_preference=wants_preference,
+    )
+    errors.update(answers.errors)
+    preference, preferred = answers.preference or "", None
+    if preference in by_label:
+        preference, preferred = Preference.OUTPUT, by_label[preference]
 
     # A number from the API, text from the review page's hidden field (which the browser's
     # clock fills: negative if the clock was set back, so clamped, never refused: the reviewer
@@ -828,11 +734,11 @@ def review_payload_parse(
             seconds = None
 
     parsed = {
-        "scores": scores,
+        "scores": {by_label[label]: dims for label, dims in answers.scores.items() if dims},
         "preference": preference,
         "preferred_output_id": preferred,
-        "flags": flags,
-        "comment": comment.strip(),
+        "flags": {str(by_label[label]): sorted(set(f)) for label, f in answers.flags.items() if f},
+        "comment": answers.comment,
         "seconds_spent": seconds,
     }
     return parsed, errors
