@@ -27,11 +27,15 @@ RUBRIC = [
     {"key": "accuracy", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1},
     {"key": "completeness", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1},
 ]
+# The same rubric where completeness may be N/A (the review page offers N/A there only then).
+RUBRIC_NA = [RUBRIC[0], {**RUBRIC[1], "allow_na": True}]
 SECRET_NAMES = ("zeta-secret-model", "omega-hidden-model")
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def make_campaign(slug="camp", testset=None, contenders=None, n_tasks=4, samples=1) -> Campaign:
+def make_campaign(
+    slug="camp", testset=None, contenders=None, n_tasks=4, samples=1, rubric=RUBRIC
+) -> Campaign:
     if testset is None:
         testset = TestSet.objects.create(
             name=f"set-{slug}", checksum="x" * 64, frozen=True, task_count=n_tasks
@@ -54,7 +58,7 @@ def make_campaign(slug="camp", testset=None, contenders=None, n_tasks=4, samples
         slug=slug,
         name=slug,
         testset=testset,
-        rubric=RUBRIC,
+        rubric=rubric,
         samples_per_task=samples,
         overlap=2,
         mode="both",
@@ -292,6 +296,8 @@ class ImportTests(TestCase):
         assert get_user_model().objects.count() == users  # the new judge was not created
 
     def test_it_accepts_any_number_of_judges_and_missing_scores(self):
+        self.campaign.rubric = RUBRIC_NA
+        self.campaign.save()
         records = [
             rec(
                 judge="j1",
@@ -523,6 +529,25 @@ class BadInputTests(TestCase):
             "jsonl",
         )
 
+    def test_it_rejects_na_on_a_dimension_that_does_not_allow_it(self):
+        # The review page offers no N/A on accuracy and the submit API refuses it; an import
+        # took it in and the item's dispute rules then read it as a real N/A.
+        for line, data, fmt in (
+            (1, jsonl(rec(scores={"A": {"accuracy": None}, "B": {"accuracy": 3}})), "jsonl"),
+            (
+                2,
+                b"task_id,judge,candidates,models.A,models.B,scores.A.accuracy\n"
+                + f"T-1,j1,A;B,{SECRET_NAMES[0]},{SECRET_NAMES[1]},null\n".encode(),
+                "csv",
+            ),
+        ):
+            self.assert_rejected(
+                data,
+                f"line {line}, field scores.A.accuracy: N/A (null) is not allowed: "
+                "this dimension does not allow N/A",
+                fmt,
+            )
+
     def test_it_rejects_a_text_score(self):
         self.assert_rejected(
             jsonl(rec(scores={"A": {"accuracy": "4"}})), "must be a number or null", "jsonl"
@@ -734,12 +759,15 @@ class ExportTests(TestCase):
     def test_an_explicit_na_survives_a_csv_round_trip(self):
         records = sample_records()
         records[0]["scores"]["B"]["completeness"] = None  # N/A, not "not rated"
-        source = make_campaign(slug="na-source")
+        source = make_campaign(slug="na-source", rubric=RUBRIC_NA)
         reviews_import(campaign=source, data=jsonl(*records), fmt="jsonl")
         body = "".join(records_export(campaign=source, fmt="csv", unblind=True))
         assert ",null," in body
         target = make_campaign(
-            slug="na-copy", testset=source.testset, contenders=list(source.contenders.all())
+            slug="na-copy",
+            testset=source.testset,
+            contenders=list(source.contenders.all()),
+            rubric=RUBRIC_NA,
         )
         reviews_import(campaign=target, data=body.encode(), fmt="csv")
         assert self.jsonl_of(target) == self.jsonl_of(source)

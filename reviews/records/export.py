@@ -1,0 +1,314 @@
+"""Export: every review (then every resolved arbitration) of a campaign as records.
+
+Streams: a server-side cursor over the reviews plus one batched lookup of scores and outputs
+per chunk, so memory does not depend on the campaign's size. Exports are blind (no `models`
+key / columns) unless `unblind=True`, which only leads may ask for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from django.db.models import Count, Max
+
+from evalsite.csvsafe import csv_lines
+from tasks.models import Campaign
+
+from ..models import Arbitration, ItemOutput, Preference, Review, Score
+from ..rubric import Rubric, labels
+from .format import CSV_FIXED, EXPORT_CHUNK, FORMATS
+
+
+def _number(value: float | None):
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    return int(value) if value.is_integer() else value
+
+
+def _iso(dt: datetime | None) -> str | None:
+    if dt is None:
+        return None
+    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def records_iter(
+    *, campaign: Campaign, unblind: bool = False, chunk_size: int = EXPORT_CHUNK
+) -> Iterator[dict]:
+    """Every review of the campaign as a record dict, streamed in a stable order."""
+    dims = Rubric.of(campaign).keys
+    dim_rank = {d: i for i, d in enumerate(dims)}
+    contender_names = dict(campaign.contenders.values_list("id", "name"))
+    rows = (
+        Review.objects.filter(item__campaign=campaign)
+        .order_by(
+            "item__task__position",
+            "item__sample_index",
+            "item__pair_key",
+            "item_id",
+            "submitted_at",
+            "id",
+        )
+        .values_list(
+            "id",
+            "item_id",
+            "item__task__external_id",
+            "item__task__category",
+            "item__sample_index",
+            "reviewer__username",
+            "preference",
+            "preferred_output_id",
+            "flags",
+            "comment",
+            "submitted_at",
+            "presented_order",
+            "seconds_spent",
+        )
+        .iterator(chunk_size=chunk_size)
+    )
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= chunk_size:
+            yield from _records_for_batch(batch, dim_rank, contender_names, unblind)
+            batch = []
+    if batch:
+        yield from _records_for_batch(batch, dim_rank, contender_names, unblind)
+    yield from _arbitration_records(campaign, unblind, dim_rank, contender_names, chunk_size)
+
+
+def _arbitration_records(
+    campaign, unblind, dim_rank, contender_names, chunk_size
+) -> Iterator[dict]:
+    """Resolved arbitrations, after all reviews: the arbiter's decisions, so a re-import
+    reproduces the final outcomes too. Marked `"arbitration": true`; `comment` is the note."""
+    rows = (
+        Arbitration.objects.filter(item__campaign=campaign, state=Arbitration.State.RESOLVED)
+        .order_by("item__task__position", "item__sample_index", "item__pair_key", "item_id")
+        .values_list(
+            "item_id",
+            "item__task__external_id",
+            "item__task__category",
+            "item__sample_index",
+            "arbiter__username",
+            "order",
+            "final_values",
+            "note",
+            "resolved_at",
+        )
+        .iterator(chunk_size=chunk_size)
+    )
+    batch: list[tuple] = []
+
+    def flush(batch):
+        output_contender = dict(
+            ItemOutput.objects.filter(item_id__in={r[0] for r in batch}).values_list(
+                "id", "generation__contender_id"
+            )
+        )
+        for _item, task_id, category, sample, arbiter, order, values, note, resolved_at in batch:
+            order = [int(o) for o in order or []]
+            names = labels(len(order))
+            label_of = {str(o): name for o, name in zip(order, names, strict=True)}
+            values = values or {}
+            record = {
+                "task_id": task_id,
+                "category": category,
+                "candidates": names,
+                "scores": {
+                    label_of[o]: {
+                        d: _number(v)
+                        for d, v in sorted(
+                            dims.items(), key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0])
+                        )
+                    }
+                    for o, dims in sorted(
+                        (values.get("scores") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+                    )
+                    if o in label_of
+                },
+                "judge": arbiter or "",
+                "blind": True,
+            }
+            if unblind:
+                record["models"] = {
+                    label_of[str(o)]: contender_names.get(output_contender.get(o), "")
+                    for o in order
+                }
+            preference = values.get("preference")
+            record["preference"] = label_of.get(preference, preference) if preference else None
+            record["sample"] = sample
+            record["flags"] = {
+                label_of[o]: list(fl)
+                for o, fl in sorted(
+                    (values.get("flags") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+                )
+                if o in label_of
+            }
+            record["comment"] = note
+            record["submitted_at"] = _iso(resolved_at)
+            record["arbitration"] = True
+            yield record
+
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= chunk_size:
+            yield from flush(batch)
+            batch = []
+    if batch:
+        yield from flush(batch)
+
+
+def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
+    review_ids = [r[0] for r in batch]
+    item_ids = {r[1] for r in batch}
+    scores: dict[int, dict[int, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    for review_id, output_id, dim, value in Score.objects.filter(
+        review_id__in=review_ids
+    ).values_list("review_id", "output_id", "dimension", "value"):
+        scores[review_id][output_id][dim] = value
+    item_outputs: dict[int, list[int]] = defaultdict(list)
+    output_contender: dict[int, int] = {}
+    for output_id, item_id, contender_id in (
+        ItemOutput.objects.filter(item_id__in=item_ids)
+        .order_by("id")
+        .values_list("id", "item_id", "generation__contender_id")
+    ):
+        item_outputs[item_id].append(output_id)
+        output_contender[output_id] = contender_id
+    for (
+        review_id,
+        item_id,
+        task_id,
+        category,
+        sample,
+        judge,
+        preference,
+        preferred,
+        flags,
+        comment,
+        submitted_at,
+        order,
+        seconds,
+    ) in batch:
+        order = [int(o) for o in (order or [])] or item_outputs[item_id]
+        names = labels(len(order))
+        label_of = dict(zip(order, names, strict=True))
+        review_scores = scores.get(review_id, {})
+        record = {
+            "task_id": task_id,
+            "category": category,
+            "candidates": names,
+            "scores": {
+                label_of[o]: _ordered_scores(review_scores.get(o, {}), dim_rank) for o in order
+            },
+            "judge": judge,
+            "blind": True,
+        }
+        if unblind:
+            record["models"] = {
+                label_of[o]: contender_names.get(output_contender.get(o), "") for o in order
+            }
+        if preference == Preference.OUTPUT:
+            record["preference"] = label_of.get(preferred)
+        else:
+            record["preference"] = preference or None
+        record["sample"] = sample
+        record["flags"] = {
+            label_of[int(o)]: list(fl)
+            for o, fl in sorted((flags or {}).items(), key=lambda kv: label_of.get(int(kv[0]), ""))
+            if fl and int(o) in label_of
+        }
+        record["comment"] = comment
+        record["submitted_at"] = _iso(submitted_at)
+        if seconds is not None:
+            record["seconds"] = seconds
+        yield record
+
+
+def _ordered_scores(per_dim: dict, dim_rank: dict) -> dict:
+    """Scores in rubric order (the common case is checked first: it is the hot loop)."""
+    if all(d in dim_rank for d in per_dim):
+        ordered = sorted(per_dim, key=dim_rank.__getitem__)
+    else:
+        ordered = sorted(per_dim, key=lambda d: (dim_rank.get(d, len(dim_rank)), d))
+    return {d: _number(per_dim[d]) for d in ordered}
+
+
+def records_jsonl(*, campaign: Campaign, unblind: bool = False) -> Iterator[str]:
+    for record in records_iter(campaign=campaign, unblind=unblind):
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def csv_max_candidates(campaign: Campaign) -> int:
+    most = (
+        ItemOutput.objects.filter(item__campaign=campaign)
+        .values("item_id")
+        .annotate(n=Count("id"))
+        .aggregate(m=Max("n"))["m"]
+    )
+    return max(2, most or campaign.contenders.count())
+
+
+def csv_columns(*, campaign: Campaign, unblind: bool = False) -> list[str]:
+    """The flattened record: one row per review; list cells are joined with ';'."""
+    names = labels(csv_max_candidates(campaign))
+    columns = list(CSV_FIXED)
+    if unblind:
+        columns += [f"models.{label}" for label in names]
+    columns += [f"scores.{label}.{d}" for label in names for d in Rubric.of(campaign).keys]
+    columns += [f"flags.{label}" for label in names]
+    return columns
+
+
+def _csv_rows(campaign: Campaign, columns: list[str], unblind: bool) -> Iterator[list]:
+    for record in records_iter(campaign=campaign, unblind=unblind):
+        flat = {
+            "task_id": record["task_id"],
+            "category": record["category"],
+            "sample": record["sample"],
+            "judge": record["judge"],
+            "blind": "true" if record["blind"] else "false",
+            "submitted_at": record["submitted_at"],
+            "candidates": ";".join(record["candidates"]),
+            "preference": record["preference"],
+            "comment": record["comment"],
+            "seconds": record.get("seconds"),
+            "arbitration": "true" if record.get("arbitration") else None,
+        }
+        for label, name in record.get("models", {}).items():
+            flat[f"models.{label}"] = name
+        for label, dims in record["scores"].items():
+            for d, v in dims.items():
+                # An explicit N/A is "null", as in JSON (an empty cell means "not given").
+                flat[f"scores.{label}.{d}"] = "null" if v is None else v
+        for label, fl in record["flags"].items():
+            # An arbiter's explicitly empty list is "none" (an empty cell means "not given").
+            flat[f"flags.{label}"] = ";".join(fl) or "none"
+        yield [flat.get(c) for c in columns]
+
+
+def records_csv(*, campaign: Campaign, unblind: bool = False) -> Iterator[str]:
+    """One CSV line at a time; every text cell is formula-escaped (evalsite.csvsafe)."""
+    columns = csv_columns(campaign=campaign, unblind=unblind)
+    return csv_lines(columns, _csv_rows(campaign, columns, unblind))
+
+
+def records_export(
+    *, campaign: Campaign, fmt: str = "jsonl", unblind: bool = False
+) -> Iterator[str]:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose jsonl or csv")
+    return (
+        records_jsonl(campaign=campaign, unblind=unblind)
+        if fmt == "jsonl"
+        else records_csv(campaign=campaign, unblind=unblind)
+    )
+
+
+def export_filename(*, campaign: Campaign, fmt: str, unblind: bool) -> str:
+    return f"{campaign.slug}-reviews{'-unblind' if unblind else ''}.{fmt}"
