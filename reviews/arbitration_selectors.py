@@ -20,6 +20,7 @@ from . import blinding
 from .arbitration import labels_for
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
+from .rubric import Rubric, labels
 from .selectors import conversation_shown, instructions_shown, task_json, text_shown, words_shown
 from .services import campaign_identity_terms, campaign_wants
 
@@ -102,27 +103,22 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
 
     rubric = []
     grid = []
-    for dim in campaign.rubric or []:
-        key = dim["key"]
-        lo, hi = int(dim.get("min", 1)), int(dim.get("max", 5))
+    for dim in Rubric.of(campaign):
+        key = dim.key
         # Masked as on the review page: the label, description and anchors are text of the
         # campaign's author, shown in the page, its attributes (title=) and the API.
-        label = words_shown(dim.get("label") or key, terms)
-        anchors = {
-            str(k): words_shown(str(v), terms) for k, v in (dim.get("anchors") or {}).items()
-        }
+        label = words_shown(dim.label, terms)
+        anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
         rubric.append(
             {
                 "key": key,
                 "label": label,
-                "description": words_shown(dim.get("description", ""), terms),
-                "min": lo,
-                "max": hi,
-                "allow_na": bool(dim.get("allow_na")),
-                "max_gap": dim.get("max_gap", 1),
-                "anchors": [
-                    {"value": v, "text": anchors.get(str(v), "")} for v in range(lo, hi + 1)
-                ],
+                "description": words_shown(dim.description, terms),
+                "min": dim.min,
+                "max": dim.max,
+                "allow_na": dim.allow_na,
+                "max_gap": dim.max_gap,
+                "anchors": [{"value": v, "text": anchors.get(str(v), "")} for v in dim.points],
             }
         )
         row = {"key": key, "label": label, "cells": [], "disputed": False}
@@ -141,8 +137,8 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
                     ],
                     "agreed": None if disputed else agreed_scores[label].get(key),
                     "agreed_text": "" if disputed else _fmt(agreed_scores[label].get(key)),
-                    "choices": list(range(lo, hi + 1)),
-                    "na": bool(dim.get("allow_na")) or any(v is None for v in values),
+                    "choices": list(dim.points),
+                    "na": dim.allow_na or any(v is None for v in values),
                 }
             )
         grid.append(row)
@@ -229,7 +225,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
 
 
 def blinding_label(index: int) -> str:
-    return chr(ord("A") + index)
+    return labels(index + 1)[index]
 
 
 def workspace_json(ws: dict) -> dict:

@@ -28,6 +28,7 @@ from .arbitration import (
     arbitration_heartbeat,
     arbitration_release,
     arbitration_resolve,
+    labels_for,
 )
 from .arbitration_selectors import (
     DisputeFilter,
@@ -40,6 +41,7 @@ from .arbitration_selectors import (
 )
 from .item_selectors import arbiter_resolved
 from .models import FLAGS, Arbitration
+from .rubric import Rubric
 
 PAGE = "reviews/arbitration.html"
 
@@ -56,14 +58,14 @@ def _mine(token: str, user) -> Arbitration:
     return arbitration
 
 
-def _form_values(request: HttpRequest, labels: list[str], rubric: list[dict]) -> dict:
+def _form_values(request: HttpRequest, labels: list[str], keys: list[str]) -> dict:
     """The POSTed form as the service's label-keyed shape; "" (keep) is left out."""
     scores: dict[str, dict] = {}
     for label in labels:
-        for dim in rubric:
-            raw = request.POST.get(f"score-{label}-{dim['key']}", "").strip()
+        for key in keys:
+            raw = request.POST.get(f"score-{label}-{key}", "").strip()
             if raw:
-                scores.setdefault(label, {})[dim["key"]] = None if raw == "na" else raw
+                scores.setdefault(label, {})[key] = None if raw == "na" else raw
     flags = {
         label: [f for f in request.POST.getlist(f"flag-{label}") if f in FLAGS] for label in labels
     }
@@ -245,9 +247,7 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
     if arbitration is None:
         return _gone(request)
     campaign = arbitration.item.campaign
-    values = _form_values(
-        request, [chr(ord("A") + i) for i in range(len(arbitration.order))], campaign.rubric or []
-    )
+    values = _form_values(request, list(labels_for(arbitration.order)), Rubric.of(campaign).keys)
     try:
         arbitration, _ = arbitration_resolve(token=token, arbiter=request.user, **values)
     except ArbitrationGone:

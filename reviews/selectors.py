@@ -23,6 +23,7 @@ from tasks.models import Campaign, Generation, Task
 
 from . import blinding, pagerows
 from .models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
+from .rubric import Rubric
 from .services import (
     BLOCKING,
     REVIEWABLE,
@@ -192,25 +193,18 @@ def _rubric(campaign: Campaign, terms: tuple[str, ...]) -> list[dict]:
     the page's text and in attributes: title=, aria-label=). The key is an identifier (form
     field names, the API): shown as written, so the campaign's definition warns about it."""
     rows = []
-    for dim in campaign.rubric or []:
-        lo, hi = int(dim.get("min", 1)), int(dim.get("max", 5))
-        anchors = {
-            str(k): words_shown(str(v), terms) for k, v in (dim.get("anchors") or {}).items()
-        }
+    for dim in Rubric.of(campaign):
+        anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
         rows.append(
             {
-                "key": dim["key"],
-                "label": words_shown(
-                    dim.get("label") or dim["key"].replace("_", " ").capitalize(), terms
-                ),
-                "description": words_shown(dim.get("description", ""), terms),
-                "min": lo,
-                "max": hi,
-                "allow_na": bool(dim.get("allow_na")),
+                "key": dim.key,
+                "label": words_shown(dim.label, terms),
+                "description": words_shown(dim.description, terms),
+                "min": dim.min,
+                "max": dim.max,
+                "allow_na": dim.allow_na,
                 "anchors": anchors,
-                "points": [
-                    {"value": v, "anchor": anchors.get(str(v), "")} for v in range(lo, hi + 1)
-                ],
+                "points": [{"value": v, "anchor": anchors.get(str(v), "")} for v in dim.points],
             }
         )
     return rows
