@@ -38,6 +38,7 @@ from django.db import connection, transaction
 from evalsite import rawrows
 
 from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from .rubric import Rubric
 
 NO_CHOICE = ""
 
@@ -62,24 +63,6 @@ class Outcome:
         return ReviewItem.State.DISPUTED if self.disputed else ReviewItem.State.AGREED
 
 
-def dimension_gap(dimension: dict) -> float:
-    gap = dimension.get("max_gap")
-    return 1.0 if gap is None else float(gap)
-
-
-# Levels whose points are categories or ranks: 4.5 is no point of such a scale, and ordinal
-# alpha would count it as a category of its own. Interval and ratio scales take fractions.
-WHOLE_LEVELS = ("nominal", "ordinal")
-
-
-def not_whole_error(dimension: dict, value: float) -> str | None:
-    """The error for a fractional score on a nominal or ordinal dimension, else None."""
-    level = dimension.get("level") or "ordinal"
-    if level in WHOLE_LEVELS and not float(value).is_integer():
-        return f"must be a whole number on this {level} scale"
-    return None
-
-
 def unknown_field_errors(names, accepted: tuple[str, ...]) -> dict[str, str]:
     """{field: error} for the fields of a submit or resolve request that it does not have."""
     return {
@@ -97,7 +80,7 @@ def _fmt(value: float | None) -> str:
 
 def settle(
     *,
-    rubric: list[dict],
+    rubric: Rubric | list[dict],
     outputs: list[str],
     reviews: list[ReviewData],
     flags_dispute: bool = False,
@@ -107,10 +90,11 @@ def settle(
         raise ValueError("an item cannot be settled without reviews")
     reasons: list[dict] = []
     scores: dict[str, dict[str, float | None]] = {}
+    rubric = Rubric.coerce(rubric)
     for output in outputs:
         scores[output] = {}
         for dim in rubric:
-            key = dim["key"]
+            key = dim.key
             values = [r.scores.get(output, {}).get(key) for r in reviews]
             rated = [float(v) for v in values if v is not None]
             final: float | None = None
@@ -125,7 +109,7 @@ def settle(
                 )
             elif rated:
                 gap = max(rated) - min(rated)
-                allowed = dimension_gap(dim)
+                allowed = dim.max_gap
                 if gap > allowed:
                     reasons.append(
                         {
@@ -252,7 +236,7 @@ def item_settle(item: ReviewItem, output_ids: list[int] | None = None) -> Outcom
         campaign = item.campaign
         outputs, reviews = _item_reviews(item.pk, output_ids)
         outcome = settle(
-            rubric=campaign.rubric or [],
+            rubric=Rubric.of(campaign),
             outputs=outputs,
             reviews=reviews,
             flags_dispute=campaign.flags_dispute,

@@ -27,6 +27,7 @@ from tasks.models import Campaign
 
 from . import selectors, services
 from .models import Assignment
+from .rubric import Rubric
 
 REVIEW_TEMPLATE = "reviews/review.html"
 ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"
@@ -306,7 +307,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
         return _barred(request, slug, token)
     labels = services.labels_for(len(assignment.order))
-    data = _submitted_data(request, labels, campaign.dimension_keys)
+    data = _submitted_data(request, labels, Rubric.of(campaign).keys)
     try:
         result = services.assignment_submit(
             token=token, reviewer=request.user, key=request.POST.get("submit_key", ""), data=data

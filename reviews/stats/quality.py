@@ -11,14 +11,16 @@ import math
 import numpy as np
 import pandas as pd
 
+# Plain data (no ORM): the rubric's dimensions with their defaults.
+from ..rubric import Rubric
 
-def normalize(values: pd.Series, dims: pd.Series, rubric: list[dict]) -> pd.Series:
+
+def normalize(values: pd.Series, dims: pd.Series, rubric: Rubric | list[dict]) -> pd.Series:
     """Map each value to 0..1 by its dimension's range; 'lower is better' dimensions flip."""
-    lo = dims.map({d["key"]: float(d.get("min", 1)) for d in rubric})
-    hi = dims.map({d["key"]: float(d.get("max", 5)) for d in rubric})
-    lower = dims.map({d["key"]: d.get("direction", "higher") == "lower" for d in rubric}).fillna(
-        False
-    )
+    rubric = Rubric.coerce(rubric)
+    lo = dims.map({d.key: float(d.min) for d in rubric})
+    hi = dims.map({d.key: float(d.max) for d in rubric})
+    lower = dims.map({d.key: d.lower_is_better for d in rubric}).fillna(False)
     span = (hi - lo).where(hi > lo)
     scaled = ((values - lo) / span).clip(0, 1)
     return scaled.where(~lower.astype(bool), 1 - scaled)
@@ -43,7 +45,7 @@ def mean_ci(
     return m, [max(m - half, bounds[0]), min(m + half, bounds[1])]
 
 
-def output_quality(final_scores: pd.DataFrame, rubric: list[dict]) -> pd.DataFrame:
+def output_quality(final_scores: pd.DataFrame, rubric: Rubric | list[dict]) -> pd.DataFrame:
     """One row per reviewed output: its quality = mean normalized final score over dimensions.
 
     ``final_scores`` columns: item, output, contender, task, sample, dimension, value (NaN = N/A)
@@ -75,13 +77,13 @@ def summary_by(frame: pd.DataFrame, value: str, by: list[str], bounds=lambda key
     return out
 
 
-def dimension_scores(final_scores: pd.DataFrame, rubric: list[dict]) -> dict:
+def dimension_scores(final_scores: pd.DataFrame, rubric: Rubric | list[dict]) -> dict:
     """{(contender, dimension): {"mean", "ci95", "n_tasks"}} on the raw rubric scale (the
     intervals within the dimension's min..max)."""
     rated = final_scores[final_scores["value"].notna()]
     if rated.empty:
         return {}
-    scale = {d["key"]: (float(d.get("min", 1)), float(d.get("max", 5))) for d in rubric}
+    scale = {d.key: (float(d.min), float(d.max)) for d in Rubric.coerce(rubric)}
     return summary_by(
         rated,
         "value",
