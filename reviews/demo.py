@@ -30,6 +30,7 @@ from .arbitration import arbitration_claim_next, arbitration_resolve
 from .arbitration import labels_for as arbitration_labels
 from .disputes import disputed_cells
 from .models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
+from .rubric import Dimension, Rubric
 from .services import (
     NotReviewable,
     assignment_claim_next,
@@ -66,15 +67,15 @@ class _Truth:
         self.skill = dict(zip(names, skills, strict=False))
         self.strength: dict[tuple[str, str], float] = {}
 
-    def score(self, contender: str, category: str, tier: str, dim: dict, task_key: str) -> float:
+    def score(self, contender: str, category: str, tier: str, dim: Dimension, task_key: str) -> float:
         key = (contender, category)
         if key not in self.strength:
             # Keyed, not drawn in claim order: the same truth whatever order items are reviewed in.
             self.strength[key] = random.Random(f"{SEED}:strength:{contender}:{category}").uniform(
                 -0.8, 0.8
             )
-        local = random.Random(f"{SEED}:{task_key}:{contender}:{dim['key']}")
-        lo, hi = float(dim.get("min", 1)), float(dim.get("max", 5))
+        local = random.Random(f"{SEED}:{task_key}:{contender}:{dim.key}")
+        lo, hi = float(dim.min), float(dim.max)
         centre = TIER_BASE.get(tier, 3.6) + self.skill.get(contender, 0.0) + self.strength[key]
         value = centre + local.gauss(0, 0.8)
         # Map the 1-5 model onto the dimension's own scale.
@@ -94,23 +95,24 @@ def _first_review(
 ) -> dict:
     wants_scores, wants_preference = campaign_wants(campaign)
     labels = labels_for(len(order))
+    rubric = Rubric.of(campaign)
     info = _outputs_by_id(item)
     task = item.task
     scores, totals, flags = {}, {}, {}
     for label, output in zip(labels, order, strict=True):
         contender = info[output]["contender"]
         per_dim = {}
-        for dim in campaign.rubric:
+        for dim in rubric:
             value = truth.score(
                 contender, task.category, task.tier, dim, f"{task.external_id}:{item.sample_index}"
             )
-            per_dim[dim["key"]] = value
+            per_dim[dim.key] = value
         if wants_scores:
             scores[label] = per_dim
         totals[label] = (
             sum(per_dim.values()) + truth.skill.get(contender, 0.0) + rng.uniform(-1.0, 1.0)
         )
-        low = [d for d in campaign.rubric if per_dim.get(d["key"]) == d.get("min", 1)]
+        low = [d for d in rubric if per_dim.get(d.key) == d.min]
         if low and rng.random() < 0.5:
             flags[label] = ["hallucination"]
     payload = {
@@ -145,26 +147,26 @@ def _second_review(
     scores: dict[str, dict] = {}
     disputed_done = False
     target = rng.choice(order) if dispute else None
-    target_dim = rng.choice(campaign.rubric) if dispute and campaign.rubric else None
+    rubric = Rubric.of(campaign)
+    target_dim = rng.choice(rubric.dimensions) if dispute and rubric else None
     for output in order:
         label = label_of[output]
         if not wants_scores:
             break
         scores[label] = {}
-        for dim in campaign.rubric:
-            lo, hi = float(dim.get("min", 1)), float(dim.get("max", 5))
-            gap = float(dim.get("max_gap", 1) if dim.get("max_gap") is not None else 1)
-            value = given[output].get(dim["key"])
+        for dim in rubric:
+            lo, hi, gap = float(dim.min), float(dim.max), dim.max_gap
+            value = given[output].get(dim.key)
             # The middle point of the scale: a whole number, as ordinal scores must be.
             value = float((lo + hi) // 2) if value is None else value
-            if output == target and dim is target_dim:
+            if output == target and dim == target_dim:
                 opposite = lo if value - lo >= hi - value else hi
                 if abs(opposite - value) > gap:
                     value, disputed_done = opposite, True
             else:
                 step = min(1.0, math.floor(gap))
                 value = min(hi, max(lo, value + rng.choice([-step, 0.0, 0.0, step])))
-            scores[label][dim["key"]] = value
+            scores[label][dim.key] = value
     flags = {
         label_of[int(o)]: list(f) for o, f in (first.flags or {}).items() if int(o) in label_of
     }

@@ -72,14 +72,6 @@ def generate(contender, messages):
     raise PermanentError("imported contenders are never called: upload their outputs instead")
 
 
-def parse_outputs(raw: bytes, *, max_bytes: int = 100 * 1024 * 1024) -> list[ImportedOutput]:
-    """Parse the whole file or raise ImportErrors listing every problem (up to a cap)."""
-    rows, errors = parse_outputs_collect(raw, max_bytes=max_bytes)
-    if errors:
-        raise ImportErrors(*capped(errors))
-    return rows
-
-
 def parse_outputs_collect(
     raw: bytes,
     *,
