@@ -257,7 +257,9 @@ class ArbitrationPageTests(TestCase):
         body = response.content.decode()
         assert "Close call." in body and "arbiter" in body
         assert "set accuracy, preference" in body
-        assert f'<td class="task-id">{self.item.task.external_id}<' in body  # kept on one line
+        # kept on one line, and opening the item's page
+        assert f'<td class="task-id"><a href="/campaigns/{self.item.campaign.slug}/items/' in body
+        assert f'">{self.item.task.external_id}</a>' in body
         assert re.search(r"Resolved</div><div class=\"stat\">1<", body)
         assert re.search(r"Open</div><div class=\"stat\">1<", body)
         contender = (
