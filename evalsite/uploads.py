@@ -1,6 +1,6 @@
 """Strict decoding shared by every upload (test sets, campaign files, outputs, review records).
 
-RELIABILITY.md "Uploads": UTF-8 with or without BOM, invalid bytes reported with their offset,
+Every upload follows the same rules: UTF-8 with or without BOM, invalid bytes reported with their offset,
 JSON without NaN/Infinity or duplicate keys, and errors worded for the person who uploaded.
 """
 

@@ -1,6 +1,6 @@
 """Arbitration services: claim a disputed item, resolve it, release it.
 
-The guarantees mirror review assignment (RELIABILITY.md):
+The guarantees mirror review assignment (claims, leases and fences):
 
 * Claims lock Arbitration rows with `SELECT ... FOR UPDATE SKIP LOCKED` (`of=("self",)`,
   `no_key=True`), so two arbiters racing for the queue never lock the same row, and then take it
