@@ -39,7 +39,7 @@ class ReviewItem(models.Model):
     ready = models.BooleanField(default=False, help_text="every output exists")
     state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING)
     # Live (active + submitted) assignments, updated in the claim transaction: the re-check
-    # after a row lock sees it, which a COUNT subquery would not (RELIABILITY.md).
+    # after a row lock sees it, which a COUNT subquery would not (docs/decisions/0003).
     live_count = models.PositiveIntegerField(default=0)
     submitted_count = models.PositiveIntegerField(default=0)
     shuffle_key = models.PositiveIntegerField(

@@ -2,8 +2,8 @@
 
 `parse_testset` never raises on bad input: it returns every problem it found as
 "line L, field F: message" (up to MAX_ERRORS) next to the tasks it could read. A caller
-imports only when `errors` is empty. The traps handled here are listed in RELIABILITY.md
-"Uploads": size first, BOM, invalid UTF-8 by byte offset, strict CSV with a field-size limit,
+imports only when `errors` is empty. The traps handled here (docs/testsets.md):
+size first, BOM, invalid UTF-8 by byte offset, strict CSV with a field-size limit,
 JSONL split on "\\n" only, NaN/Infinity, duplicate keys, huge integers and deep nesting.
 """
 

@@ -444,7 +444,7 @@ class CounterbalancingTests(TestCase):
         assert max(per_cell) - min(per_cell) <= 4, counts
 
     def test_an_items_order_is_drawn_at_random_not_from_its_id(self):
-        # RELIABILITY.md, blinding 2: never order by creation time or pk. Two campaigns made
+        # Blinding: never order by creation time or pk. Two campaigns made
         # alike give their items different classes, neither follows the ids, and each holds
         # the 2n classes in equal shares.
         contenders = [ContenderFactory() for _ in range(3)]

@@ -1,4 +1,4 @@
-"""The end-to-end blinding canary (RELIABILITY.md "Blinding leaks" 8), in a real Chromium.
+"""The end-to-end blinding canary (docs/blinding.md), in a real Chromium.
 
 One campaign with the leak corpus's two contenders, whose outputs are every "mask" case of
 tests/reviews/blinding_corpus.jsonl; the test set's prompts, messages, references and

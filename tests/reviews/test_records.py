@@ -203,7 +203,7 @@ class ImportTests(TestCase):
     def test_it_reports_on_an_imported_file(self):
         # Both judges agree everywhere: zeta is preferred on T-1..T-3, omega on T-4, so the
         # leaderboard must be the published Bradley-Terry reference "A beats B 3 times, loses
-        # once -> A 1095.42, B 904.58" (STATS.md).
+        # once -> A 1095.42, B 904.58" (the published worked example).
         zeta, omega = SECRET_NAMES
         records = []
         for i in range(1, 5):

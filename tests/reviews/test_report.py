@@ -397,7 +397,7 @@ class TinyDataTests(TestCase):
         weak_checks = report["passes"]["model-weak"]["checks"]
         assert weak_checks["pass_at_1"] == pytest.approx(0.333)
         assert [p["pass_at_k"] for p in weak_checks["curve"]] == [0.333, 0.667, 1.0]
-        # every contender has a stability: the decision score is STATS.md's formula
+        # every contender has a stability: the decision score is the documented formula (docs/statistics.md)
         assert report["decision"]["formula"].startswith("(w_quality * quality")
         strong = next(r for r in report["leaderboard"] if r["contender"] == "model-strong")
         assert strong["decision_score"] == pytest.approx(
@@ -572,7 +572,7 @@ class UncomparedContenderTests(TestCase):
             }
         ]
         board = {row["contender"]: row for row in report["leaderboard"]}
-        # alpha 2:1 beta, the two-contender fit of STATS.md's shape: 400 log10(2) apart
+        # alpha 2:1 beta, the two-contender fit of the reference shape: 400 log10(2) apart
         assert board[alpha]["rating"] - board[beta]["rating"] == pytest.approx(120.41, abs=0.1)
         for name in (alpha, beta):  # three items: no interval, no rank
             assert board[name]["rank"] is None and board[name]["ci95"] is None
@@ -596,7 +596,7 @@ class UncomparedContenderTests(TestCase):
 
 
 class AgreementLevelTests(TestCase):
-    """STATS.md's two-reviewer reference through the whole report: each dimension's alpha is
+    """The published two-reviewer reference through the whole report: each dimension's alpha is
     computed at the rubric's level of measurement (the package default, interval, is never
     used silently)."""
 

@@ -1,4 +1,4 @@
-"""Krippendorff's alpha and agreement against the published values in STATS.md."""
+"""Krippendorff's alpha and agreement against the published values (docs/statistics.md)."""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""Bradley-Terry on the Elo scale against the published values in STATS.md."""
+"""Bradley-Terry on the Elo scale against the published values (docs/statistics.md)."""
 
 import numpy as np
 import pandas as pd
@@ -199,7 +199,7 @@ def test_nobody_is_listed_unrated_when_there_are_no_battles_at_all():
 
 
 def test_the_bootstrap_resamples_items_not_votes():
-    # STATS.md: the k reviews of an item are correlated, so items are resampled. Three identical
+    # The k reviews of an item are correlated, so items are resampled. Three identical
     # votes per item carry no more information than one: the intervals stay as wide (up to
     # Monte Carlo noise). Resampling votes would narrow them by about 1/sqrt(3), as the same
     # votes filed as separate items do.

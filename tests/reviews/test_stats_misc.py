@@ -68,7 +68,7 @@ def test_wilson_matches_newcombes_example():
 
 
 def test_a_win_rate_near_half_is_known_to_about_ten_points_with_100_items():
-    # STATS.md "Small test sets": with 100 items about +-9.8 points (95%), with 300 +-5.7 (the
+    # Small test sets: with 100 items about +-9.8 points (95%), with 300 +-5.7 (the
     # normal approximation; Wilson's interval is a little narrower at 50%: 9.6 and 5.6).
     for wins, n, half in ((50, 100, 0.098), (150, 300, 0.057)):
         lo, hi = bias.wilson(wins, n)
