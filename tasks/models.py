@@ -57,6 +57,17 @@ class Task(models.Model):
     reference = models.TextField(blank=True)
     checks = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # Tool use (docs/tools.md): [{"name", "description", "parameters"}] in the OpenAI function
+    # format, how they answer ([{"tool", "match"?, "result" | "error", "times"?}], first match
+    # wins) and the model calls allowed per turn.
+    tools = models.JSONField(default=list, blank=True)
+    tool_mocks = models.JSONField(default=list, blank=True)
+    max_steps = models.PositiveSmallIntegerField(default=8)
+    # A scripted user (docs/conversations.md): user messages revealed one per turn after the
+    # `messages` prefix; the same request stated in one message; checks per turn {"3": {...}}.
+    turns = models.JSONField(default=list, blank=True)
+    single_turn = models.TextField(blank=True)
+    turn_checks = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["testset", "position"]
@@ -170,6 +181,19 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Rosters: only the people named (or everyone holding the role, when *_all is set) see
+    # the campaign and can claim its items or disputes.
+    reviewers_all = models.BooleanField(default=True)
+    reviewers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="reviewer_rosters"
+    )
+    arbiters_all = models.BooleanField(default=True)
+    arbiters = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="arbiter_rosters"
+    )
+    # Per-turn scoring of conversations: {"dimension": "turn_quality", "min": 1, "max": 5}
+    # (null = only the final reply is scored with the rubric).
+    score_turns = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -249,11 +273,17 @@ class Generation(models.Model):
         related_name="+",
     )
     identity_approved_at = models.DateTimeField(null=True, blank=True)
+    # Per turn, each model call's text, tool calls and results, latency and tokens
+    # (docs/tools.md, "Transcripts"); empty for a single call without tools.
+    transcript = models.JSONField(default=list, blank=True)
+    # This row answers the task's `single_turn` statement (the single-turn regime of a
+    # conversation task): its own sample set, scored by checks, never offered for review.
+    single_turn = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["campaign", "task", "contender", "sample_index"],
+                fields=["campaign", "task", "contender", "sample_index", "single_turn"],
                 name="generation_unique_row",
             ),
         ]
