@@ -1,0 +1,88 @@
+"""Small pure readers over a generation's transcript (docs/tools.md, "Transcripts").
+
+A transcript is a list of turns, each with its model calls ("steps"), every step's tool calls
+and the results the mocks gave back. These functions never raise on a malformed entry (an
+imported transcript may be odd): what is not a dict, or not a list where one is expected, is
+skipped. The checks, the report and the pages read transcripts through them, so "a call", "a
+step" or "an unmocked call" means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+
+def _dicts(value) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def turns(transcript) -> list[dict]:
+    """The transcript's turns, in order."""
+    return _dicts(transcript)
+
+
+def steps(transcript) -> list[dict]:
+    """Every model call of every turn, in order."""
+    return [step for turn in turns(transcript) for step in _dicts(turn.get("steps"))]
+
+
+def step_count(transcript) -> int:
+    """How many model calls the task took (all turns)."""
+    return len(steps(transcript))
+
+
+def _joined(step: dict) -> Iterator[dict]:
+    """A step's tool calls, each with the result it got (matched by id, else by position)."""
+    results = _dicts(step.get("tool_results"))
+    by_id = {r.get("id"): r for r in results if r.get("id") is not None}
+    for position, call in enumerate(_dicts(step.get("tool_calls"))):
+        result = by_id.get(call.get("id")) if call.get("id") is not None else None
+        if result is None and position < len(results) and results[position].get("id") is None:
+            result = results[position]
+        yield {**call, "result": result}
+
+
+def calls(transcript) -> list[dict]:
+    """Every tool call, in order: the call's fields ("id", "name", "arguments", "raw", "valid",
+    "unknown") plus "turn" (1-based), "step" (0-based within its turn) and "result" (the
+    tool result it got, or None when there is none, e.g. the loop was cut off)."""
+    out = []
+    for t, turn in enumerate(turns(transcript), start=1):
+        number = turn.get("turn") if isinstance(turn.get("turn"), int) else t
+        for s, step in enumerate(_dicts(turn.get("steps"))):
+            out.extend({**call, "turn": number, "step": s} for call in _joined(step))
+    return out
+
+
+def invalid(transcript) -> list[dict]:
+    """Calls whose arguments were not a valid object for the tool's schema, or whose tool the
+    task does not declare (``valid`` false, or ``unknown`` true)."""
+    return [c for c in calls(transcript) if c.get("valid") is False or c.get("unknown") is True]
+
+
+def unmocked(transcript) -> list[dict]:
+    """Calls no mock matched (they got "no mocked result for this call")."""
+    return [c for c in calls(transcript) if (c["result"] or {}).get("unmocked")]
+
+
+def errors(transcript, *, include_unmocked: bool = False) -> list[dict]:
+    """Calls whose result was an error. By default only errors a mock returned on purpose
+    (``{"tool": .., "error": "timeout"}``): the ones an error-recovery scenario is about;
+    ``include_unmocked`` adds the "no mocked result" errors."""
+    out = []
+    for c in calls(transcript):
+        result = c["result"] or {}
+        if result.get("error") and (include_unmocked or not result.get("unmocked")):
+            out.append(c)
+    return out
+
+
+def turn_checks(transcript) -> dict[int, bool]:
+    """{turn number: checks_passed} for the turns that had turn checks."""
+    out = {}
+    for t, turn in enumerate(turns(transcript), start=1):
+        number = turn.get("turn") if isinstance(turn.get("turn"), int) else t
+        passed = turn.get("checks_passed")
+        if isinstance(passed, bool):
+            out[number] = passed
+    return out
