@@ -43,9 +43,11 @@ class CampaignFrames:
     """Plain frames of one campaign. Ids are the database's; names only in ``contenders``.
 
     contenders: id, name, price_in, price_out (per million tokens)
-    tasks: id, external_id, category, tier, case_type
+    tasks: id, external_id, category, tier, case_type, tools (how many), turns (how many),
+           single_turn (has a single-turn statement)
     generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
-                 latency_ms, ttft_ms, checks_passed, check_results ({check: {"passed": bool}})
+                 latency_ms, ttft_ms, checks_passed, check_results ({check: {"passed": bool}}),
+                 single_turn (the single-turn regime's row), transcript (list of turns)
     items: id, task, sample, state, ready, final (dict|None), dispute_reasons (list)
     outputs: id, item, generation (ItemOutput rows)
     reviews: id, item, reviewer (username), preference, preferred_output, seconds,
@@ -76,6 +78,8 @@ def campaign_meta(campaign: Campaign) -> dict:
         "samples_per_task": int(campaign.samples_per_task),
         "reviewed_samples": int(campaign.reviewed_samples),
         "overlap": int(campaign.overlap),
+        # {"dimension", "min", "max"} or None: per-turn human scores for the turn curve
+        "score_turns": campaign.score_turns or None,
     }
 
 
@@ -96,9 +100,16 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
     tasks = _frame(
         Task.objects.filter(testset_id=campaign.testset_id)
         .order_by("id")
-        .values_list("id", "external_id", "category", "tier", "case_type"),
-        ["id", "external_id", "category", "tier", "case_type"],
+        .values_list(
+            "id", "external_id", "category", "tier", "case_type", "tools", "turns", "single_turn"
+        ),
+        ["id", "external_id", "category", "tier", "case_type", "tools", "turns", "single_turn"],
     )
+    # How many tools and turns, whether a single-turn statement exists: what the tools and
+    # conversation sections need to know of a task (not the schemas and messages themselves).
+    tasks["tools"] = tasks["tools"].map(lambda v: len(v) if isinstance(v, list) else 0)
+    tasks["turns"] = tasks["turns"].map(lambda v: len(v) if isinstance(v, list) else 0)
+    tasks["single_turn"] = tasks["single_turn"].map(bool)
     generations = _frame(
         Generation.objects.filter(campaign=campaign)
         .order_by("id")
@@ -115,6 +126,8 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
             "ttft_ms",
             "checks_passed",
             "check_results",
+            "single_turn",
+            "transcript",
         ),
         [
             "id",
@@ -129,6 +142,8 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
             "ttft_ms",
             "checks_passed",
             "check_results",
+            "single_turn",
+            "transcript",
         ],
     )
     for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms"):
@@ -207,6 +222,13 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     ``separation`` {a, b, n_tasks, observed_diff, sd_diff, mdd, n_needed, basis} | null;
     ``decision`` {w_quality, w_stability, formula, min_quality, pareto_front, free,
     cost_reason}; ``bootstrap`` {rounds, seed, unit, min_items, small_sample_below};
+    ``tools`` {contender: {tool_call_accuracy, invalid_call_rate, unmocked_call_rate,
+    error_recovery_rate (rates), mean_steps, mean_steps_ci95, completion_ms {p50, p95},
+    n_samples, n_tasks, n_calls}} | null without tool tasks;
+    ``conversation`` {contender: {basis, basis_reason, turn_curve [{turn, mean, ci95, n,
+    reason, small_sample}], decay {value, ci95, n, first_turn, last_turn, reason},
+    single_vs_multi {single, multi, gap, ci95, n, aptitude, unreliability, ...} | null,
+    n_tasks}} | null without tasks with turns;
     ``warnings`` [str];
     ``served_models`` {contender: {served model id: outputs}}.
     """

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tasks.models import Generation
 
+from . import report_agentic as agentic
 from . import report_figures as fig
 from . import report_sections as sec
 from .models import FLAGS
@@ -15,6 +18,14 @@ from .stats import costs, joint, quality, rates
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
+    # Single-turn rows and per-turn scores have their own figures (``report_agentic``); every
+    # other figure reads the conversation regime and the rubric's own dimensions.
+    f_all = f
+    f = dataclasses.replace(
+        f,
+        generations=agentic.without_single_turn(f.generations),
+        scores=agentic.split_turn_scores(f.scores)[0],
+    )
     outputs = output_table(f)
     ctx = sec.make_context(f, meta, n_boot=n_boot, seed=seed, outputs=outputs)
     rubric = meta["rubric"]
@@ -25,6 +36,8 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
     raw = sec.raw_ratings(ctx)
 
     final_scores, final_prefs, final_full = final_outcomes(f, outputs)
+    final_scores = agentic.split_turn_scores(final_scores)[0]
+    final_full, turn_final = agentic.split_turn_scores(final_full)
     outq = quality.output_quality(final_full, rubric)
     weighted, q_boot = fig.weighted_quality(ctx, outq, category_weights)
     battles, sources = make_battles(outputs, outq, final_prefs, ctx.contender_index)
@@ -52,6 +65,9 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
             "arbiter), so ratings, quality, head-to-head and reviewer offsets wait for one"
         )
     _small_sample_warning(ctx, weighted)
+    both_regimes = agentic.done_generations(ctx, f_all)
+    tools = agentic.tools_section(ctx, f_all, both_regimes)
+    conversation = agentic.conversation_section(ctx, f_all, both_regimes, turn_final)
     return {
         "campaign": meta["slug"],
         "name": meta["name"],
@@ -90,6 +106,8 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "head_to_head": fig.head_to_head_section(ctx, outq, battles),
         "separation": fig.separation(ctx, outq, top),
         "decision": decision_meta,
+        "tools": tools,
+        "conversation": conversation,
         "bootstrap": {
             "rounds": int(len(ctx.weights)),
             "seed": seed,
