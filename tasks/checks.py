@@ -1,27 +1,19 @@
-"""Automatic checks on an output, from the task's `checks`.
+"""Automatic checks on an output, from the task's `checks` (docs/testsets.md, "Checks").
 
 `checks` is a dict with any of:
     {"json_schema": {...}, "regex": "pattern" | ["p1", "p2"], "max_chars": 500,
-     "must_include": ["term", ...]}
+     "must_include": ["term", ...], "reference": "exact" | "normalized" | "choice" | {"number": t},
+     "tool_calls": {"called": [...], "not_called": [...], "called_with": [...], "order": [...],
+                    "max_calls": n, "valid_args": true}}
 (a list of {"type": "<name>", ...} objects is accepted too). The result per check is
 {"passed": bool, "detail": str}; `checks_passed` is None when the task has no checks.
 
-json_schema: a small validator for the common subset of JSON Schema (type, enum, const,
-properties, required, additionalProperties, items, min/maxItems, min/maxLength, pattern,
-minimum/maximum, exclusiveMinimum/Maximum, anyOf/oneOf/allOf/not). Unknown keywords are ignored,
-as the standard says. The output may be wrapped in a ```json fence.
-
-A schema must be valid under its metaschema (`$schema`, Draft 2020-12 by default; the
-`jsonschema` package checks it): intake refuses one that is not, and a stored one that is not
-(imported before that rule) is a failed check with the reason. A check that cannot run is always
-a failed check with its reason, never an exception: in a worker that would retry a paid call.
-
-The patterns (`regex`, and `pattern` in a schema) come from whoever wrote the test set and run
-on the `regex` engine rather than Python's re, because it can stop a search: a pattern that
-backtracks without end (`(a|a)+$` on a long run of a's) would otherwise hold a Celery worker,
-or the web request of an output import, until it is killed. All the checks of one output share
-CHECKS_TIMEOUT_SECONDS (a big schema walks a big output slowly too); past it a pattern fails
-with "pattern took too long" and the checks not done with "time budget exceeded".
+json_schema validates the output (which may be wrapped in a ```json fence) with the validator
+of tasks/json_schema.py; reference compares it with the task's reference
+(tasks/reference_checks.py); tool_calls judges the calls of the generation's transcript
+(tasks/tool_checks.py). A check that cannot run is always a failed check with its reason, never
+an exception: in a worker that would retry a paid call. All the checks of one output share
+CHECKS_TIMEOUT_SECONDS, and so do all the turn checks of one transcript.
 """
 
 from __future__ import annotations
@@ -29,264 +21,46 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass, field
 
 import regex
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
+
+from . import transcripts
+from .json_schema import (  # noqa: F401 - the names intake and older callers import from here
+    CHECKS_TIMEOUT_SECONDS,
+    MAX_PATTERN_ITEMS,
+    BudgetExceeded,
+    CheckError,
+    PatternError,
+    compile_pattern,
+    schema_errors,
+    schema_patterns,
+    schema_problem,
+    search_pattern,
+)
+from .reference_checks import reference_check
+from .tool_checks import tool_calls_check
 
 # The order the checks run in: the linear ones first, so the budget a pattern or a schema
-# used up never costs an output its length and term results.
-KNOWN = ("max_chars", "must_include", "regex", "json_schema")
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+# used up never costs an output its length, term and reference results.
+KNOWN = ("max_chars", "must_include", "reference", "tool_calls", "regex", "json_schema")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.S)
 
-# Time all the checks of one output may take together (a schema's pattern may run on every
-# item of an array, and an allOf of many schemas walks a big output many times, so a limit per
-# search or per check would not bound a run).
-CHECKS_TIMEOUT_SECONDS = 1.0
-# The engine expands counted repeats when it compiles, which no timeout covers: a 30-character
-# (?:(?:(?:a{1000}){1000}){1000}) takes gigabytes. A pattern is refused past this many items
-# (compiling one at the limit takes some 50 ms).
-MAX_PATTERN_ITEMS = 10_000
-# One token of a pattern, to count its items: an escape, a character class (to its end if it
-# has none: one pass, no backtracking), a group's opening with its (?: (?P<name> (?= ... kind,
-# its closing, a count {m}, {m,}, {,n} or {m,n}, or any other character.
-_TOKEN = regex.compile(
-    r"\\.|\[\^?\]?(?:\\.|[^\]\\])*+\]?|(\((?:\?(?:[:>=!|]|<[=!]|P?<\w+>))?)|(\))"
-    r"|\{(\d{0,9})(?:,(\d{0,9}))?\}|.",
-    regex.S,
-)
+
+@dataclass(frozen=True)
+class Subject:
+    """What the checks judge: the answer, the tool calls made on the way (in order), the
+    task's tools and reference."""
+
+    output: str
+    calls: list[dict] = field(default_factory=list)
+    tools: list[dict] = field(default_factory=list)
+    reference: str | None = None
 
 
-class CheckError(Exception):
-    """A check that cannot run on this output; its message is the check's detail."""
-
-
-class PatternError(CheckError):
-    """A pattern that the checks cannot run: it does not compile, or it took too long."""
-
-
-class BudgetExceeded(CheckError):
-    def __init__(self) -> None:
-        super().__init__(
-            f"check could not run: time budget exceeded ({CHECKS_TIMEOUT_SECONDS:g} s for all "
-            "the checks of this output)"
-        )
-
-
-def schema_problem(schema) -> str | None:
-    """Why schema is not a valid JSON Schema under its metaschema, or None. Formats are not
-    asserted: `pattern` is checked by compile_pattern with the engine the checks use, which
-    accepts more than Python's re."""
-    declared = schema.get("$schema", "") if isinstance(schema, dict) else ""
-    draft = Draft202012Validator
-    if isinstance(declared, str):
-        draft = validator_for(schema, default=Draft202012Validator)
-    try:
-        draft.check_schema(schema, format_checker=None)
-    except SchemaError as exc:
-        return f"not a valid JSON Schema: at {exc.json_path}: {exc.message}"
-    except RecursionError:
-        return "not a valid JSON Schema: nested too deeply"
-    return None
-
-
-def _items(pattern: str) -> int:
-    """How many items the pattern's counted repeats expand to (nested counts multiply), an
-    upper bound of what compiling it costs."""
-    groups = [0]  # items so far in each open group
-    last = 0  # items of the last atom, which a count repeats
-    for token in _TOKEN.finditer(pattern):
-        opening, closing, low, high = token.groups()
-        if opening:
-            groups.append(0)
-            last = 0
-        elif closing and len(groups) > 1:
-            last = groups.pop()
-            groups[-1] += last
-        elif low is not None:
-            count = max(int(low or 0), int(high or 0), 1)
-            groups[-1] += last * (count - 1)
-            last *= count
-        else:
-            last = 1
-            groups[-1] += 1
-    return sum(groups)
-
-
-def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern:
-    """The pattern as the checks run it; PatternError says why it cannot be (intake uses this
-    too, so a test set is refused for exactly the patterns that could not run)."""
-    if _items(pattern) > MAX_PATTERN_ITEMS:
-        raise PatternError(f"its counted repeats expand to over {MAX_PATTERN_ITEMS:,} items")
-    try:
-        return regex.compile(pattern, flags)
-    except (regex.error, RecursionError, OverflowError, MemoryError) as exc:
-        raise PatternError(str(exc)) from None
-
-
-def _search(pattern: str, text: str, deadline: float, flags: int = 0) -> bool:
-    """Whether pattern matches in text, within what is left of the time until deadline."""
-    try:
-        if time.monotonic() >= deadline:
-            raise TimeoutError
-        try:
-            compiled = compile_pattern(pattern, flags)
-        except PatternError as exc:
-            raise PatternError(f"invalid pattern ({exc}): {pattern}") from None
-        return compiled.search(text, timeout=max(deadline - time.monotonic(), 0)) is not None
-    except TimeoutError:
-        raise PatternError(
-            f"pattern took too long (stopped after {CHECKS_TIMEOUT_SECONDS:g} s on this "
-            f"output): {pattern}"
-        ) from None
-
-
-def schema_errors(value, schema, path: str = "$", deadline: float = float("inf")) -> list[str]:
-    """The ways value breaks schema (a valid one: see schema_problem). Raises PatternError for
-    a pattern that cannot run and BudgetExceeded past deadline, rather than count either as a
-    mismatch (under "not" that would pass the check)."""
-    if time.monotonic() >= deadline:
-        raise BudgetExceeded
-    if schema is False:
-        return [f"{path}: no value allowed"]
-    if not isinstance(schema, dict):
-        return []
-    expected = schema.get("type")
-    if expected is not None:
-        names = expected if isinstance(expected, list) else [expected]
-        if not any(_TYPES.get(name, lambda v: True)(value) for name in names):
-            return [f"{path}: expected {' or '.join(names)}"]
-    errors: list[str] = []
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: must be one of {schema['enum']}")
-    if "const" in schema and value != schema["const"]:
-        errors.append(f"{path}: must be {schema['const']!r}")
-    if isinstance(value, str):
-        errors += _string_errors(value, schema, path, deadline)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        errors += _number_errors(value, schema, path)
-    if isinstance(value, dict):
-        errors += _object_errors(value, schema, path, deadline)
-    if isinstance(value, list):
-        errors += _array_errors(value, schema, path, deadline)
-    return errors + _combined_errors(value, schema, path, deadline)
-
-
-def _string_errors(value: str, schema: dict, path: str, deadline: float) -> list[str]:
-    errors = []
-    if "minLength" in schema and len(value) < schema["minLength"]:
-        errors.append(f"{path}: shorter than {schema['minLength']}")
-    if "maxLength" in schema and len(value) > schema["maxLength"]:
-        errors.append(f"{path}: longer than {schema['maxLength']}")
-    if "pattern" in schema and not _search(schema["pattern"], value, deadline):
-        errors.append(f"{path}: does not match {schema['pattern']}")
-    return errors
-
-
-def _number_errors(value, schema: dict, path: str) -> list[str]:
-    low, high = schema.get("minimum"), schema.get("maximum")
-    above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-    # Draft 4's exclusiveMinimum/Maximum are booleans that make minimum/maximum exclusive.
-    if above is True:
-        above, low = low, None
-    if below is True:
-        below, high = high, None
-    errors = []
-    if low is not None and value < low:
-        errors.append(f"{path}: below {low}")
-    if high is not None and value > high:
-        errors.append(f"{path}: above {high}")
-    if not isinstance(above, bool | None) and value <= above:
-        errors.append(f"{path}: must be above {above}")
-    if not isinstance(below, bool | None) and value >= below:
-        errors.append(f"{path}: must be below {below}")
-    return errors
-
-
-def _object_errors(value: dict, schema: dict, path: str, deadline: float) -> list[str]:
-    errors = [
-        f"{path}: missing required property {key!r}"
-        for key in schema.get("required", [])
-        if key not in value
-    ]
-    properties = schema.get("properties", {})
-    for key, sub in properties.items():
-        if key in value:
-            errors += schema_errors(value[key], sub, f"{path}.{key}", deadline)
-    extra = schema.get("additionalProperties", True)
-    for key in value.keys() - properties.keys():
-        if extra is False:
-            errors.append(f"{path}: unexpected property {key!r}")
-        elif isinstance(extra, dict):
-            errors += schema_errors(value[key], extra, f"{path}.{key}", deadline)
-    return errors
-
-
-def _array_errors(value: list, schema: dict, path: str, deadline: float) -> list[str]:
-    errors = []
-    if "minItems" in schema and len(value) < schema["minItems"]:
-        errors.append(f"{path}: fewer than {schema['minItems']} items")
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        errors.append(f"{path}: more than {schema['maxItems']} items")
-    if isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            errors += schema_errors(item, schema["items"], f"{path}[{i}]", deadline)
-    return errors
-
-
-def _combined_errors(value, schema: dict, path: str, deadline: float) -> list[str]:
-    errors = []
-    for sub in schema.get("allOf", []):
-        errors += schema_errors(value, sub, path, deadline)
-    if "anyOf" in schema and not any(
-        not schema_errors(value, s, path, deadline) for s in schema["anyOf"]
-    ):
-        errors.append(f"{path}: matches none of anyOf")
-    if (
-        "oneOf" in schema
-        and sum(not schema_errors(value, s, path, deadline) for s in schema["oneOf"]) != 1
-    ):
-        errors.append(f"{path}: must match exactly one of oneOf")
-    if "not" in schema and not schema_errors(value, schema["not"], path, deadline):
-        errors.append(f"{path}: must not match the 'not' schema")
-    return errors
-
-
-def schema_patterns(schema):
-    """Every `pattern` in schema that schema_errors may run (intake compiles them)."""
-    if not isinstance(schema, dict):
-        return
-    if "pattern" in schema:
-        yield schema["pattern"]
-    properties = schema.get("properties")
-    subs = [
-        *(properties.values() if isinstance(properties, dict) else ()),
-        schema.get("additionalProperties"),
-        schema.get("items"),
-        schema.get("not"),
-    ]
-    for key in ("allOf", "anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            subs.extend(schema[key])
-    for sub in subs:
-        yield from schema_patterns(sub)
-
-
-def _json_schema(output: str, schema, deadline: float) -> tuple[bool, str]:
-    text = output
-    fenced = _FENCE.match(output)
+def _json_schema(subject: Subject, schema, deadline: float) -> tuple[bool, str]:
+    text = subject.output
+    fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1)
     problem = schema_problem(schema)
@@ -300,23 +74,32 @@ def _json_schema(output: str, schema, deadline: float) -> tuple[bool, str]:
     return (not errors), "; ".join(errors[:5]) or "valid"
 
 
-def _regex(output: str, patterns, deadline: float) -> tuple[bool, str]:
+def _regex(subject: Subject, patterns, deadline: float) -> tuple[bool, str]:
     patterns = patterns if isinstance(patterns, list) else [patterns]
     for pattern in patterns:
-        if not _search(pattern, output, deadline, regex.M):
+        if not search_pattern(pattern, subject.output, deadline, regex.M):
             return False, f"no match for {pattern}"
     return True, "matched"
 
 
-def _max_chars(output: str, limit, deadline: float) -> tuple[bool, str]:
-    return len(output) <= int(limit), f"{len(output)} of {limit} characters"
+def _max_chars(subject: Subject, limit, deadline: float) -> tuple[bool, str]:
+    length = len(subject.output)
+    return length <= int(limit), f"{length} of {limit} characters"
 
 
-def _must_include(output: str, terms, deadline: float) -> tuple[bool, str]:
+def _must_include(subject: Subject, terms, deadline: float) -> tuple[bool, str]:
     terms = terms if isinstance(terms, list) else [terms]
-    lowered = output.lower()
+    lowered = subject.output.lower()
     missing = [t for t in terms if str(t).lower() not in lowered]
     return (not missing), ("missing: " + ", ".join(map(str, missing))) if missing else "all present"
+
+
+def _reference(subject: Subject, spec, deadline: float) -> tuple[bool, str]:
+    return reference_check(subject.output, spec, subject.reference)
+
+
+def _tool_calls(subject: Subject, spec, deadline: float) -> tuple[bool, str]:
+    return tool_calls_check(spec, subject.calls, subject.tools, deadline)
 
 
 RUNNERS = {
@@ -324,6 +107,17 @@ RUNNERS = {
     "regex": _regex,
     "max_chars": _max_chars,
     "must_include": _must_include,
+    "reference": _reference,
+    "tool_calls": _tool_calls,
+}
+# The value's key in the list form, {"type": "regex", "pattern": ...} ("value" works for all).
+_LIST_VALUE_KEYS = {
+    "json_schema": "schema",
+    "regex": "pattern",
+    "max_chars": "max",
+    "must_include": "terms",
+    "reference": "mode",
+    "tool_calls": "spec",
 }
 
 
@@ -337,39 +131,89 @@ def normalize(checks) -> dict:
     for entry in checks if isinstance(checks, list) else []:
         if isinstance(entry, dict) and entry.get("type") in RUNNERS:
             kind = entry["type"]
-            value = entry.get(
-                "value",
-                entry.get(
-                    {
-                        "json_schema": "schema",
-                        "regex": "pattern",
-                        "max_chars": "max",
-                        "must_include": "terms",
-                    }[kind]
-                ),
-            )
-            out[kind] = value
+            out[kind] = entry.get("value", entry.get(_LIST_VALUE_KEYS[kind]))
     return out
 
 
-def run_checks(output: str, checks) -> tuple[dict, bool | None]:
-    """Every check of the task on output, within one CHECKS_TIMEOUT_SECONDS budget. Never
-    raises: a check that cannot run is a failed result that says why."""
+def run_checks(
+    output: str,
+    checks,
+    *,
+    transcript: list | None = None,
+    tools: list[dict] | None = None,
+    reference: str | None = None,
+) -> tuple[dict, bool | None]:
+    """Every check of the task on output, within one CHECKS_TIMEOUT_SECONDS budget: the
+    answer's checks on output, `tool_calls` on every call of transcript (none without one),
+    against the task's tools; `reference` against reference. Never raises: a check that
+    cannot run is a failed result that says why."""
     deadline = time.monotonic() + CHECKS_TIMEOUT_SECONDS
-    specs = normalize(checks)
+    subject = Subject(
+        output=output or "",
+        calls=transcripts.calls(transcript),
+        tools=list(tools or []),
+        reference=reference,
+    )
+    return _run_all(subject, normalize(checks), deadline)
+
+
+def task_checks_run(task, *, output: str, transcript: list | None = None):
+    """run_checks with the task's own checks, tools and reference (a Task row)."""
+    return run_checks(
+        output, task.checks, transcript=transcript, tools=task.tools, reference=task.reference
+    )
+
+
+def turn_checks_run(
+    transcript: list,
+    turn_checks: dict,
+    *,
+    tools: list[dict] | None = None,
+    reference: str | None = None,
+) -> list:
+    """The transcript with each turn's "checks" and "checks_passed" filled in from
+    turn_checks ({"3": {...checks...}}, 1-based): a turn's checks judge its answer and its own
+    tool calls. A turn without turn checks gets "checks_passed": None and no "checks". All the
+    turn checks of the transcript share one CHECKS_TIMEOUT_SECONDS budget. Returns new turn
+    dicts; the transcript passed in is not changed."""
+    deadline = time.monotonic() + CHECKS_TIMEOUT_SECONDS
+    out = []
+    for index, turn in enumerate(transcript or [], start=1):
+        if not isinstance(turn, dict):
+            out.append(turn)
+            continue
+        number = turn.get("turn") if isinstance(turn.get("turn"), int) else index
+        filled = {k: v for k, v in turn.items() if k != "checks"}
+        specs = normalize((turn_checks or {}).get(str(number)))
+        results, passed = {}, None
+        if specs:
+            subject = Subject(
+                output=turn.get("answer") or "",
+                calls=transcripts.calls([turn]),
+                tools=list(tools or []),
+                reference=reference,
+            )
+            results, passed = _run_all(subject, specs, deadline)
+            filled["checks"] = results
+        filled["checks_passed"] = passed
+        out.append(filled)
+    return out
+
+
+def _run_all(subject: Subject, specs: dict, deadline: float) -> tuple[dict, bool | None]:
     results = {
-        kind: _run_one(kind, output, specs[kind], deadline) for kind in KNOWN if kind in specs
+        kind: _run_one(kind, subject, specs[kind], deadline) for kind in KNOWN if kind in specs
     }
     if not results:
         return {}, None
     return results, all(r["passed"] for r in results.values())
 
 
-def _run_one(kind: str, output: str, spec, deadline: float) -> dict:
+def _run_one(kind: str, subject: Subject, spec, deadline: float) -> dict:
     try:
         if time.monotonic() >= deadline:
             raise BudgetExceeded
-        passed, detail = RUNNERS[kind](output, spec, deadline)
+        passed, detail = RUNNERS[kind](subject, spec, deadline)
     except CheckError as exc:
         passed, detail = False, str(exc)
     except Exception as exc:  # noqa: BLE001 - a worker would retry a paid call for it

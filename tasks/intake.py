@@ -22,26 +22,41 @@ from django.conf import settings
 from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
 
-from .checks import PatternError, compile_pattern, schema_patterns, schema_problem
+from .intake_checks import (
+    MAX_MUST_INCLUDE,
+    MAX_REGEX_CHARS,
+    RowError,
+    checks_value,
+)
+from .intake_checks import kind as _kind
+from .intake_conversation import (
+    CONVERSATION_FIELDS,
+    MAX_MESSAGES,
+    MAX_MOCKS,
+    MAX_STEPS,
+    MAX_TEXT_CHARS,
+    MAX_TOOLS,
+    MAX_TURNS,
+    ROLES,
+    conversation_fields,
+    messages_value,
+    turn_checks_value,
+)
 
-# Limits (documented in README "Test sets").
+# Limits (documented in docs/testsets.md; the checks' and conversations' in their modules).
 MAX_ERRORS = 200
 MAX_TASKS = 100_000
 MAX_ID_CHARS = 100
 MAX_CATEGORY_CHARS = 100
-MAX_TEXT_CHARS = 100_000  # prompt, reference, each message's content
-MAX_MESSAGES = 200
 MAX_METADATA_CHARS = 10_000  # metadata as compact JSON
-MAX_CHECKS_CHARS = 20_000  # checks as compact JSON
-MAX_REGEX_CHARS = 1_000
-MAX_MUST_INCLUDE = 50
 CSV_FIELD_LIMIT = 131_072  # characters per CSV cell
 MAX_NAME_CHARS = 100
 
 TIERS = ("base", "advanced", "boundary")
 CASE_TYPES = ("typical", "edge", "failure")
-ROLES = ("system", "user", "assistant")
-FIELDS = (
+# Always in a normalized task; the conversation fields only when they differ from their
+# defaults (tasks/intake_conversation.py), so older test sets keep their checksums.
+BASE_FIELDS = (
     "external_id",
     "category",
     "tier",
@@ -52,10 +67,10 @@ FIELDS = (
     "checks",
     "metadata",
 )
+FIELDS = (*BASE_FIELDS, *CONVERSATION_FIELDS)
 REQUIRED = ("external_id", "category", "tier", "case_type")
-CHECK_KEYS = ("json_schema", "regex", "max_chars", "must_include")
-JSON_COLUMNS = ("messages", "checks", "metadata")
-SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+JSON_COLUMNS = ("messages", "checks", "metadata", "tools", "tool_mocks", "turns", "turn_checks")
+INT_COLUMNS = ("max_steps",)  # a CSV cell of digits is read as the number
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # What the upload page says about each field, from the limits above so it cannot drift from
@@ -68,11 +83,22 @@ FIELD_RULES = {
     "case_type": " or ".join(CASE_TYPES),
     "prompt": f"the question, up to {MAX_TEXT_CHARS:,} characters",
     "messages": f"a conversation instead of a prompt: up to {MAX_MESSAGES} {{role, content}} "
-    f"objects, role {', '.join(ROLES)} (system first only), at least one user",
+    f"objects, role {', '.join(ROLES)} (system first only), at least one user; assistant "
+    "tool_calls each answered by a tool message",
     "reference": f"a reference answer, up to {MAX_TEXT_CHARS:,} characters",
     "checks": f"an object with any of json_schema (an object), regex (up to {MAX_REGEX_CHARS:,} "
-    f"characters), max_chars (a positive integer), must_include (up to {MAX_MUST_INCLUDE} strings)",
+    f"characters), max_chars (a positive integer), must_include (up to {MAX_MUST_INCLUDE} "
+    'strings), reference (exact, normalized, choice or {"number": tolerance}), tool_calls '
+    "(called, not_called, called_with, order, max_calls, valid_args)",
     "metadata": f"any JSON object, up to {MAX_METADATA_CHARS:,} characters as JSON",
+    "tools": f"up to {MAX_TOOLS} {{name, description, parameters}} (OpenAI function format; "
+    "parameters a JSON Schema of an object)",
+    "tool_mocks": f"up to {MAX_MOCKS} {{tool, match, result or error, times}}, tried in order",
+    "max_steps": f"model calls per turn, 1 to {MAX_STEPS} (default 8)",
+    "turns": f"a scripted user: 1 to {MAX_TURNS} user messages, one per turn, after the optional "
+    "messages; no prompt then",
+    "single_turn": "with turns: the same request stated in one message",
+    "turn_checks": 'with turns: checks per turn, {"3": {...checks...}} (1-based)',
 }
 EXAMPLE_TASKS = (
     {
@@ -109,12 +135,6 @@ def testset_name_problem(name: str) -> str | None:
     if not NAME_RE.match(name):
         return "use letters, digits, '.', '_' and '-' only, starting with a letter or digit"
     return None
-
-
-class RowError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field, self.message = field, message
 
 
 @dataclass
@@ -191,132 +211,11 @@ def _text(value: Any, name: str, *, limit: int, required: bool = False, strip: b
     return text
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        dict: "an object",
-        list: "an array",
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-    }.get(type(value), type(value).__name__)
-
-
 def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
     text = _text(value, name, limit=50, required=True, strip=True)
     if text not in allowed:
         raise RowError(name, f"unknown value {text!r}; use one of {', '.join(allowed)}")
     return text
-
-
-def _messages(value: Any) -> list[dict]:
-    if not isinstance(value, list):
-        raise RowError(
-            "messages", f"must be an array of {{role, content}} objects, not {_kind(value)}"
-        )
-    if not value:
-        raise RowError("messages", "is an empty array")
-    if len(value) > MAX_MESSAGES:
-        raise RowError("messages", f"has {len(value)} messages; the limit is {MAX_MESSAGES}")
-    out = []
-    for i, message in enumerate(value):
-        where = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise RowError(where, f"must be an object with role and content, not {_kind(message)}")
-        extra = set(message) - {"role", "content"}
-        if extra:
-            raise RowError(
-                where, f"unknown key(s) {', '.join(sorted(extra))}; only role and content"
-            )
-        role = message.get("role")
-        if role not in ROLES:
-            raise RowError(f"{where}.role", f"must be one of {', '.join(ROLES)}, not {role!r}")
-        if role == "system" and i != 0:
-            raise RowError(f"{where}.role", "a system message may only come first")
-        content = message.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise RowError(f"{where}.content", "must be a non-empty string")
-        if len(content) > MAX_TEXT_CHARS:
-            raise RowError(
-                f"{where}.content",
-                f"is {len(content):,} characters long; the limit is {MAX_TEXT_CHARS:,}",
-            )
-        out.append({"role": role, "content": content})
-    if not any(m["role"] == "user" for m in out):
-        raise RowError("messages", "has no user message")
-    return out
-
-
-def _checks(value: Any) -> dict:
-    if value is None or value == "":
-        return {}
-    if not isinstance(value, dict):
-        raise RowError("checks", f"must be an object, not {_kind(value)}")
-    unknown = set(value) - set(CHECK_KEYS)
-    if unknown:
-        raise RowError(
-            "checks", f"unknown check(s) {', '.join(sorted(unknown))}; use {', '.join(CHECK_KEYS)}"
-        )
-    if len(json.dumps(value, ensure_ascii=False)) > MAX_CHECKS_CHARS:
-        raise RowError("checks", f"is longer than {MAX_CHECKS_CHARS:,} characters as JSON")
-    out: dict = {}
-    if "json_schema" in value:
-        schema = value["json_schema"]
-        if not isinstance(schema, dict):
-            raise RowError(
-                "checks.json_schema", f"must be a JSON Schema object, not {_kind(schema)}"
-            )
-        kind = schema.get("type")
-        kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
-        if any(not isinstance(k, str) or k not in SCHEMA_TYPES for k in kinds):
-            raise RowError(
-                "checks.json_schema", f"'type' must be one of {', '.join(sorted(SCHEMA_TYPES))}"
-            )
-        for pattern in schema_patterns(schema):
-            if not isinstance(pattern, str):
-                raise RowError(
-                    "checks.json_schema", f"'pattern' must be a string, not {_kind(pattern)}"
-                )
-            try:
-                compile_pattern(pattern)
-            except PatternError as exc:
-                raise RowError(
-                    "checks.json_schema", f"pattern {pattern!r} does not compile: {exc}"
-                ) from None
-        problem = schema_problem(schema)
-        if problem:
-            raise RowError("checks.json_schema", problem)
-        out["json_schema"] = schema
-    if "regex" in value:
-        pattern = value["regex"]
-        if not isinstance(pattern, str) or not pattern:
-            raise RowError("checks.regex", "must be a non-empty string")
-        if len(pattern) > MAX_REGEX_CHARS:
-            raise RowError("checks.regex", f"is longer than {MAX_REGEX_CHARS:,} characters")
-        try:
-            compile_pattern(pattern)
-        except PatternError as exc:
-            raise RowError("checks.regex", f"does not compile: {exc}") from None
-        out["regex"] = pattern
-    if "max_chars" in value:
-        limit = value["max_chars"]
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise RowError("checks.max_chars", "must be a positive whole number")
-        out["max_chars"] = limit
-    if "must_include" in value:
-        items = value["must_include"]
-        if not isinstance(items, list) or not items:
-            raise RowError("checks.must_include", "must be a non-empty array of strings")
-        if len(items) > MAX_MUST_INCLUDE:
-            raise RowError(
-                "checks.must_include", f"has {len(items)} entries; the limit is {MAX_MUST_INCLUDE}"
-            )
-        if any(not isinstance(s, str) or not s.strip() for s in items):
-            raise RowError("checks.must_include", "every entry must be a non-empty string")
-        out["must_include"] = items
-    return out
 
 
 def _metadata(value: Any) -> dict:
@@ -374,25 +273,44 @@ def validate_row(row: dict) -> tuple[dict, list[RowError]]:
     )
     check("tier", _choice, row.get("tier"), "tier", TIERS)
     check("case_type", _choice, row.get("case_type"), "case_type", CASE_TYPES)
+    conversation = conversation_fields(row)
     prompt, messages = row.get("prompt"), row.get("messages")
     has_prompt = prompt is not None and prompt != ""
     has_messages = messages is not None and messages != ""
+    has_turns = row.get("turns") not in (None, "")
     if has_prompt and has_messages:
         problems.append(RowError("prompt", "give either prompt or messages, not both"))
+    elif has_prompt and has_turns:
+        problems.append(
+            RowError(
+                "prompt", "give turns (after an optional messages prefix) or a prompt, not both"
+            )
+        )
     elif has_prompt:
         check("prompt", _text, prompt, "prompt", limit=MAX_TEXT_CHARS)
         if isinstance(task["prompt"], str) and task["prompt"] and not task["prompt"].strip():
             problems.append(RowError("prompt", "is blank"))
     elif has_messages:
-        check("messages", _messages, messages)
-    else:
-        problems.append(RowError("prompt", "is required (or give a multi-turn messages array)"))
+        check("messages", messages_value, messages, prefix=has_turns)
+    elif not has_turns:
+        problems.append(RowError("prompt", "is required (or give a messages array, or turns)"))
+    before = len(problems)
     check("reference", _text, row.get("reference"), "reference", limit=MAX_TEXT_CHARS)
-    check("checks", _checks, row.get("checks"))
+    # None: the reference has a problem of its own, so a reference check is not judged on it.
+    reference = task.get("reference", "") if len(problems) == before else None
+    check(
+        "checks", checks_value, row.get("checks"), context=conversation.context(reference=reference)
+    )
     check("metadata", _metadata, row.get("metadata"))
+    problems.extend(conversation.problems)
+    turn_checks = row.get("turn_checks")
+    check("turn_checks", turn_checks_value, turn_checks, fields=conversation, reference=reference)
     if problems:
         return task, problems  # partial: the fields that did validate
-    return {k: task[k] for k in FIELDS}, []
+    extra = conversation.values
+    if task["turn_checks"]:
+        extra = {**extra, "turn_checks": task["turn_checks"]}
+    return {**{k: task[k] for k in BASE_FIELDS}, **extra}, []
 
 
 # --- formats ------------------------------------------------------------------------------
@@ -491,8 +409,8 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
         if name not in seen_names:
             result.add(1, name, "missing column in the header")
             problems = True
-    if "prompt" not in seen_names and "messages" not in seen_names:
-        result.add(1, "prompt", "missing column in the header (or a messages column)")
+    if not seen_names & {"prompt", "messages", "turns"}:
+        result.add(1, "prompt", "missing column in the header (or a messages or turns column)")
         problems = True
     if problems:
         return
@@ -529,6 +447,8 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
                     # Every bad cell of the row is listed, not only the first.
                     result.add(line, name, f"JSON column: {exc}")
                     bad = True
+            elif name in INT_COLUMNS and re.fullmatch(r"\s*[0-9]{1,6}\s*", cell):
+                row[name] = int(cell)
             elif cell != "":
                 row[name] = cell
         if not bad:
@@ -611,6 +531,8 @@ def format_help() -> dict:
                 if name in REQUIRED
                 else "prompt or messages, not both"
                 if name in one_of
+                else "instead of prompt"
+                if name == "turns"
                 else "no",
                 "rules": FIELD_RULES[name],
             }

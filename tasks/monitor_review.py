@@ -16,6 +16,7 @@ from django.db import transaction
 from .campaigns import DefinitionError, campaign_create
 from .generation import outputs_import
 from .intake import testset_checksum
+from .intake_conversation import conversation_values
 from .models import Campaign, Generation, MonitorRun, Task, TestSet
 from .monitors import MonitorError
 
@@ -45,7 +46,8 @@ def review_blind_create(*, run: MonitorRun, contender: str, user=None) -> Campai
     copies = [
         {"external_id": t.external_id, "category": t.category, "tier": t.tier,
          "case_type": t.case_type, "prompt": t.prompt, "messages": t.messages,
-         "reference": t.reference, "checks": t.checks, "metadata": t.metadata}
+         "reference": t.reference, "checks": t.checks, "metadata": t.metadata,
+         **conversation_values(t)}
         for t in tasks
     ]  # fmt: skip
     testset = TestSet.objects.create(

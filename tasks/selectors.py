@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from .intake import FIELDS, JSON_COLUMNS
+from .intake_conversation import conversation_values
 from .models import CaseType, Task, TestSet, Tier
 
 TASKS_PER_PAGE = 50
@@ -96,7 +97,7 @@ def testset_export_rows(*, testset: TestSet) -> Iterator[dict]:
         }
         if task.messages:
             row["messages"] = task.messages
-        else:
+        elif task.prompt or not task.turns:
             row["prompt"] = task.prompt
         if task.reference:
             row["reference"] = task.reference
@@ -104,6 +105,7 @@ def testset_export_rows(*, testset: TestSet) -> Iterator[dict]:
             row["checks"] = task.checks
         if task.metadata:
             row["metadata"] = task.metadata
+        row.update(conversation_values(task))
         yield row
 
 

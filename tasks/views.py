@@ -70,6 +70,12 @@ def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpRes
     for task in page.object_list:
         task.checks_json = json.dumps(task.checks, indent=2, ensure_ascii=False)
         task.metadata_json = json.dumps(task.metadata, indent=2, ensure_ascii=False)
+        task.tools_json = json.dumps(
+            {k: getattr(task, k) for k in ("tools", "tool_mocks") if getattr(task, k)},
+            indent=2,
+            ensure_ascii=False,
+        )
+        task.turn_checks_json = json.dumps(task.turn_checks, indent=2, ensure_ascii=False)
     context = {
         "testset": testset,
         "count_blocks": [
@@ -242,9 +248,15 @@ def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | N
 
 
 def _preview_row(task: dict) -> dict:
-    if task["messages"]:
-        last_user = next(m["content"] for m in reversed(task["messages"]) if m["role"] == "user")
-        text, turns = last_user, len(task["messages"])
-    else:
-        text, turns = task["prompt"], 0
-    return {**task, "text": text, "turns": turns, "check_names": sorted(task["checks"])}
+    messages, turns = task["messages"] or [], task.get("turns", [])
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    # A scripted user's first turn, else the conversation's last user message, else the prompt.
+    text = turns[0] if turns else users[-1] if users else task["prompt"]
+    return {
+        **task,
+        "text": text,
+        "message_count": len(messages),
+        "turn_count": len(turns),
+        "tool_count": len(task.get("tools", [])),
+        "check_names": sorted(task["checks"]),
+    }

@@ -187,7 +187,7 @@ class BadInputTests(TestCase):
     def test_it_rejects_a_missing_prompt(self):
         self.assert_rejected(
             jsonl(row(), row(external_id="T-2", prompt=None)),
-            "line 2, field prompt: is required (or give a multi-turn messages array)",
+            "line 2, field prompt: is required (or give a messages array, or turns)",
         )
 
     def test_it_rejects_an_unknown_tier_and_case_type(self):
@@ -344,7 +344,7 @@ class BadInputTests(TestCase):
         )
         errors = self.assert_rejected(
             data,
-            "line 1, field messages[1].role: must be one of system, user, assistant, not 'robot'",
+            "line 1, field messages[1].role: must be one of system, user, assistant, tool, not 'robot'",
         )
         assert "line 2, field prompt: give either prompt or messages, not both" in errors
         assert "line 3, field messages: has no user message" in errors
@@ -361,7 +361,7 @@ class BadInputTests(TestCase):
             "line 1, field tier: unknown value 'x'; use one of base, advanced, boundary",
             "line 1, field case_type: unknown value 'y'; use one of typical, edge, failure",
             "line 3, field external_id: is required",
-            "line 3, field prompt: is required (or give a multi-turn messages array)",
+            "line 3, field prompt: is required (or give a messages array, or turns)",
         ]
 
     def test_it_caps_the_report_and_says_how_many_more(self):
