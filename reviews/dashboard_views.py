@@ -16,7 +16,7 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from tasks.models import Campaign
 
-from .dashboards import PAGE_TITLES, PAGES, campaign_report_cached, dashboard_page
+from .dashboards import PAGE_TITLES, campaign_report_cached, dashboard_page, pages_for
 from .records import (
     FORMATS,
     RecordImportError,
@@ -27,15 +27,24 @@ from .records import (
 from .records_api import export_response
 
 
-def _context(request: HttpRequest, campaign: Campaign, page: str) -> dict:
+def _report_for(campaign: Campaign, page: str) -> dict:
+    """The cached report; 404 for a page this campaign does not have (tool use without tool
+    tasks, conversation without conversation tasks)."""
     report = campaign_report_cached(campaign)
+    if page not in dict(pages_for(report)):
+        raise Http404
+    return report
+
+
+def _context(request: HttpRequest, campaign: Campaign, page: str) -> dict:
+    report = _report_for(campaign, page)
     data = dashboard_page(report, page, a=request.GET.get("a"), b=request.GET.get("b"))
     return {
         "campaign": campaign,
         "report": report,
         "page": page,
         "page_title": PAGE_TITLES[page],
-        "pages": PAGES,
+        "pages": pages_for(report),
         "can_unblind": has_role(request.user, LEAD),
         **(_import_limit() if page == "overview" else {}),
         **data,
@@ -73,7 +82,7 @@ def dashboard_table_csv(request: HttpRequest, slug: str, page: str, table: str) 
         raise Http404
     campaign = get_object_or_404(Campaign, slug=slug)
     data = dashboard_page(
-        campaign_report_cached(campaign), page, a=request.GET.get("a"), b=request.GET.get("b")
+        _report_for(campaign, page), page, a=request.GET.get("a"), b=request.GET.get("b")
     )
     found = next((t for t in data["tables"] if t.key == table), None)
     if found is None:

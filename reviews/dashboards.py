@@ -4,7 +4,8 @@ Every figure comes from `reviews.report.campaign_report`; this module only arran
 tables (shown as HTML and downloadable as CSV from the same rows) and chart geometry (drawn as
 inline SVG by the templates). Nothing statistical is computed here. Table, Column and the
 interval chart live in ``dashboard_tables``; the agreement, stability and cost pages in
-``dashboard_pages``; the stage-2 pieces (Pareto chart, rates, separation) in ``dashboard_extras``.
+``dashboard_pages``; the stage-2 pieces (Pareto chart, rates, separation) in ``dashboard_extras``;
+the tool use and conversation pages (and the turn-curve chart) in ``dashboard_agentic``.
 
 The report is cached under a fingerprint of everything it reads (reviews, item states,
 arbitrations, generations, contenders' prices, campaign settings), so a dashboard page costs a
@@ -21,6 +22,7 @@ from django.db.models import Count, Max, Sum
 
 from tasks.models import Campaign, Generation
 
+from .dashboard_agentic import conversation_page, tools_page
 from .dashboard_extras import battle_rows, flip_battles, separation_table
 from .dashboard_pages import _agreement, _cost, _stability
 from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
@@ -42,8 +44,24 @@ PAGES = [
     ("cost", "Cost & decision"),
     ("bias", "Position bias"),
     ("head-to-head", "Head-to-head"),
+    ("tools", "Tool use"),
+    ("conversation", "Conversation"),
 ]
 PAGE_TITLES = dict(PAGES)
+# Pages shown only when the campaign has such tasks: the report section they read is null
+# otherwise (a campaign without tool tasks has no "tools").
+SECTION_PAGES = {"tools": "tools", "conversation": "conversation"}
+
+
+def pages_for(report: dict) -> list[tuple[str, str]]:
+    """The dashboard tabs of this campaign's report."""
+    return [
+        (key, title)
+        for key, title in PAGES
+        if key not in SECTION_PAGES or report.get(SECTION_PAGES[key]) is not None
+    ]
+
+
 REPORT_CACHE_SECONDS = 3600
 
 
@@ -87,6 +105,7 @@ def report_fingerprint(campaign: Campaign) -> str:
         campaign.samples_per_task,
         campaign.reviewed_samples,
         campaign.overlap,
+        campaign.score_turns,
     ]
     raw = json.dumps(
         [reviews, items, arbitrations, generations, contenders, settings],
@@ -501,6 +520,8 @@ def dashboard_page(report: dict, page: str, *, a: str | None = None, b: str | No
         "stability": _stability,
         "cost": _cost,
         "bias": _bias,
+        "tools": tools_page,
+        "conversation": conversation_page,
     }
     data = _head_to_head(report, a, b) if page == "head-to-head" else builders[page](report)
     return {**data, "warnings": page_warnings(report["warnings"], page)}
@@ -515,6 +536,8 @@ WARNING_PAGES = {
     "decision score": {"cost", "leaderboard"},
     # Agreement and position bias read the raw reviews: they need no final outcome.
     "final outcomes": {"leaderboard", "capability", "head-to-head", "reviewers", "cost"},
+    "conversation": {"conversation"},
+    "tools": {"tools"},
 }
 
 

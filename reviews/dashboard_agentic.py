@@ -1,0 +1,282 @@
+"""The "tool use" and "conversation" dashboard pages, and the turn-curve chart.
+
+Plain data for templates; every figure comes from the report's ``tools`` and ``conversation``
+sections (``reviews.report_agentic``). The pages exist only for a campaign that has such tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dashboard_tables import Column, Table
+
+TOOLS_NOTE = (
+    "Tool-call accuracy: share of samples whose tool_calls check passed (n = samples that ran "
+    "one). Invalid and unmocked: per tool call (n = calls): arguments that are not a valid "
+    "object for the tool's schema or an undeclared tool; a call no mock answered. Error "
+    "recovery: among samples where a mocked tool returned an error, the share whose checks all "
+    "passed. Steps: model calls per task. Completion: from the first request to the last "
+    "answer. Wilson 95% intervals (valid at any n; fewer than 30 is a small sample)."
+)
+
+
+def _rate_cells(r: dict | None) -> list:
+    r = r or {}
+    return [r.get("rate"), r.get("ci95") or r.get("reason"), r.get("n")]
+
+
+def tools_page(report: dict) -> dict:
+    rows = []
+    for name, t in (report.get("tools") or {}).items():
+        ms = t.get("completion_ms") or {}
+        rows.append(
+            [
+                name,
+                *_rate_cells(t.get("tool_call_accuracy")),
+                *_rate_cells(t.get("invalid_call_rate")),
+                (t.get("unmocked_call_rate") or {}).get("rate"),
+                (t.get("unmocked_call_rate") or {}).get("ci95"),
+                *_rate_cells(t.get("error_recovery_rate")),
+                t.get("mean_steps"),
+                t.get("mean_steps_ci95") or t.get("mean_steps_reason"),
+                ms.get("p50"),
+                ms.get("p95"),
+                t.get("n_tasks"),
+            ]
+        )
+    columns = [
+        Column("contender", "name"),
+        Column("tool-call accuracy", "pct"),
+        Column("accuracy", "ci"),
+        Column("samples", "int"),
+        Column("invalid calls", "pct"),
+        Column("invalid", "ci"),
+        Column("calls", "int"),
+        Column("unmocked calls", "pct"),
+        Column("unmocked", "ci"),
+        Column("error recovery", "pct"),
+        Column("recovery", "ci"),
+        Column("samples with a mocked error", "int"),
+        Column("steps per task", "num"),
+        Column("steps", "ci"),
+        Column("completion p50", "ms"),
+        Column("completion p95", "ms"),
+        Column("tool tasks", "int"),
+    ]
+    return {
+        "tables": [
+            Table(
+                "tool-use",
+                "Tool use",
+                columns,
+                rows,
+                note=TOOLS_NOTE,
+                empty="No generation of a tool task is done yet.",
+            )
+        ]
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The turn curve: one line per contender over the turns, 0..1, with its 95% band
+
+
+@dataclass
+class TurnChart:
+    width: int
+    height: int
+    left: int
+    top: int
+    bottom: int
+    right: int
+    lines: list[dict]
+    x_ticks: list[dict]
+    y_ticks: list[dict]
+    title: str
+    basis: str
+
+
+SERIES = 6  # CSS classes series-0 .. series-5 colour the lines (no inline styles under CSP)
+
+
+def turn_chart(conversation: dict) -> TurnChart | None:
+    """None when no contender has a point. Geometry in viewBox units; the SVG is drawn at the
+    card's width (width 100%), so the units scale with it."""
+    curves = {n: c.get("turn_curve") or [] for n, c in conversation.items()}
+    turns = sorted({p["turn"] for pts in curves.values() for p in pts if p["mean"] is not None})
+    if not turns:
+        return None
+    width, height, left, right, top, bottom = 720, 300, 44, 150, 16, 260
+    first, last = turns[0], max(turns[-1], turns[0] + 1)
+
+    def x(turn: int) -> float:
+        return round(left + (turn - first) / (last - first) * (width - left - right), 1)
+
+    def y(v: float) -> float:
+        return round(bottom - min(max(v, 0.0), 1.0) * (bottom - top), 1)
+
+    lines = []
+    for i, (name, pts) in enumerate(curves.items()):
+        pts = [p for p in pts if p["mean"] is not None]
+        if not pts:
+            continue
+        banded = [p for p in pts if p.get("ci95") and None not in p["ci95"]]
+        upper = [f"{x(p['turn'])},{y(p['ci95'][1])}" for p in banded]
+        lower = [f"{x(p['turn'])},{y(p['ci95'][0])}" for p in reversed(banded)]
+        end = pts[-1]
+        lines.append(
+            {
+                "name": name,
+                "css": f"series-{i % SERIES}",
+                "points": " ".join(f"{x(p['turn'])},{y(p['mean'])}" for p in pts),
+                "band": " ".join(upper + lower) if len(banded) > 1 else "",
+                "dots": [
+                    {
+                        "x": x(p["turn"]),
+                        "y": y(p["mean"]),
+                        "title": f"{name}, turn {p['turn']}: {p['mean']:.3f}"
+                        + (
+                            f" [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]"
+                            if p in banded
+                            else f" ({p.get('reason') or 'no interval'})"
+                        )
+                        + f", n = {p['n']} tasks",
+                    }
+                    for p in pts
+                ],
+                "label_x": x(end["turn"]) + 8,
+                "label_y": y(end["mean"]) + 4,
+            }
+        )
+    _spread_labels(lines, top, bottom)
+    basis = {c.get("basis") for c in conversation.values()} - {None}
+    return TurnChart(
+        width=width,
+        height=height + 10,
+        left=left,
+        top=top,
+        bottom=bottom,
+        right=width - right,
+        lines=lines,
+        x_ticks=[{"x": x(t), "label": str(t)} for t in range(first, turns[-1] + 1)],
+        y_ticks=[{"y": y(v), "label": f"{v:.2f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        title="Mean score per turn with 95% interval",
+        basis=", ".join(sorted(basis)),
+    )
+
+
+def _spread_labels(lines: list[dict], top: float, bottom: float, gap: float = 14) -> None:
+    """Contenders ending on the same value would print their names on top of each other:
+    push the end labels apart, keeping their order."""
+    order = sorted(lines, key=lambda line: line["label_y"])
+    for prev, line in zip(order, order[1:], strict=False):
+        line["label_y"] = max(line["label_y"], prev["label_y"] + gap)
+    overflow = order[-1]["label_y"] - (bottom + 4) if order else 0
+    if overflow > 0:
+        for line in order:
+            line["label_y"] = max(top, line["label_y"] - overflow)
+
+
+BASES = {"human": "people's per-turn scores", "turn_checks": "turn checks"}
+
+
+def conversation_page(report: dict) -> dict:
+    conv = report.get("conversation") or {}
+    curve_rows = [
+        [name, p["turn"], p["mean"], p.get("ci95") or p.get("reason"), p["n"]]
+        for name, c in conv.items()
+        for p in c.get("turn_curve") or []
+    ]
+    decay_rows = []
+    for name, c in conv.items():
+        d = c.get("decay") or {}
+        decay_rows.append(
+            [
+                name,
+                BASES.get(c.get("basis"), c.get("basis") or ""),
+                d.get("value"),
+                d.get("ci95") or d.get("reason"),
+                d.get("first_turn"),
+                d.get("last_turn"),
+                d.get("n"),
+            ]
+        )
+    svm_rows = [
+        [
+            name,
+            s.get("single"),
+            s.get("multi"),
+            s.get("gap"),
+            s.get("ci95") or s.get("reason"),
+            s.get("n"),
+            s.get("aptitude"),
+            s.get("unreliability"),
+            s.get("single_aptitude"),
+            s.get("single_unreliability"),
+            s.get("spread_reason") or "",
+        ]
+        for name, c in conv.items()
+        if (s := c.get("single_vs_multi"))
+    ]
+    reasons = {c.get("basis_reason") for c in conv.values()} - {None}
+    tables = [
+        Table(
+            "turn-curve",
+            "Turn curve",
+            [
+                Column("contender", "name"),
+                Column("turn", "int"),
+                Column("mean score", "num"),
+                Column("mean", "ci"),
+                Column("tasks", "int"),
+            ],
+            curve_rows,
+            empty="No turn is scored yet: add turn checks to the tasks, or score turns.",
+            note="Mean score (0-1) at each turn: per task its samples first, then over tasks. "
+            "95% interval from the report's bootstrap over test cases (none below 10)."
+            + "".join(f" {r[:1].upper()}{r[1:]}." for r in sorted(reasons)),
+        ),
+        Table(
+            "decay",
+            "Decay from the first to the last turn",
+            [
+                Column("contender", "name"),
+                Column("measured on"),
+                Column("decay", "num"),
+                Column("decay", "ci"),
+                Column("first turn", "int"),
+                Column("last turn", "int"),
+                Column("tasks", "int"),
+            ],
+            decay_rows,
+            note="Per task: its mean score at the last scored turn minus at the first, then "
+            "the mean over tasks. Negative: the conversation loses quality as it goes on.",
+        ),
+    ]
+    if any(c.get("single_vs_multi") for c in conv.values()):
+        tables.append(
+            Table(
+                "single-vs-multi",
+                "Conversation against the same request in one message",
+                [
+                    Column("contender", "name"),
+                    Column("single turn", "num"),
+                    Column("conversation", "num"),
+                    Column("gap", "num"),
+                    Column("gap", "ci"),
+                    Column("tasks", "int"),
+                    Column("aptitude", "num"),
+                    Column("unreliability", "num"),
+                    Column("single-turn aptitude", "num"),
+                    Column("single-turn unreliability", "num"),
+                    Column("note"),
+                ],
+                svm_rows,
+                note="Score of a sample: the share of the task's checks that pass on its final "
+                "answer. Gap = conversation - single turn, paired by task. Aptitude: the 90th "
+                "percentile of a task's sample scores, averaged over tasks; unreliability: "
+                "90th minus 10th percentile (Laban et al. 2025). Both from the conversation "
+                "unless named single-turn.",
+            )
+        )
+    return {"tables": tables, "turn_chart": turn_chart(conv)}
