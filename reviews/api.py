@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, json_body, no_content
 from evalsite.roles import REVIEWER
+from tasks.models import Campaign
 
 from . import selectors, services
 from .models import COMMENT_MAX_CHARS, Assignment
@@ -51,6 +52,7 @@ SUBMIT_BODY = {
     }
 }
 
+NOT_OPEN = "no such campaign open to you"
 SUBMIT_STATUS = {
     "saved": 201,
     "saved_late": 201,
@@ -78,10 +80,13 @@ SUBMIT_STATUS = {
     },
 )
 def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
+    # Not on the campaign's reviewer roster: the same 404 as a campaign that does not exist.
+    if not Campaign.objects.visible_to(request.user, REVIEWER).filter(slug=slug).exists():
+        raise ApiError(NOT_OPEN, status=404)
     try:
         claim = services.assignment_claim_next(slug=slug, reviewer=request.user)
     except services.NotReviewable:
-        raise ApiError("no such campaign open to you", status=404) from None
+        raise ApiError(NOT_OPEN, status=404) from None
     except services.ClaimBusy:
         raise ApiError("busy: every candidate was taken concurrently; retry", status=503) from None
     if claim is None:

@@ -239,6 +239,15 @@ def arbiter_arbitrations_release(*, arbiter) -> int:
         return _requeue(Arbitration.objects.filter(arbiter=arbiter).order_by("pk"))
 
 
+def arbiter_campaign_release(*, campaign: Campaign, arbiter) -> int:
+    """The disputes the arbiter holds in one campaign back to the queue, each with a new
+    token (taken off the campaign's arbiter roster). Returns how many."""
+    with transaction.atomic():
+        return _requeue(
+            Arbitration.objects.filter(item__campaign=campaign, arbiter=arbiter).order_by("pk")
+        )
+
+
 def note_checked(note) -> tuple[str, str | None]:
     """The arbiter's note, stripped, and what is wrong with it (every resolution needs one)."""
     answers = answers_check(

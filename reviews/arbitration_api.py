@@ -55,7 +55,10 @@ RESOLVE_BODY = {
     responses={"200": "an arbitration", "204": "nothing left for you", "404": "no such campaign"},
 )
 def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
+    # Not on the campaign's arbiter roster: the same 404 as a campaign that does not exist.
+    campaign = found_or_404(
+        Campaign.objects.visible_to(request.user, ARBITER), "campaign", slug=slug
+    )
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
     if arbitration is None:
         return no_content()

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from evalsite.roles import ARBITER
 from tasks.models import Campaign
 
 from . import blinding
@@ -329,9 +330,11 @@ def _by_label(values: dict | None, label_of: dict) -> dict:
 
 def arbiter_queue(*, arbiter) -> list[dict]:
     """Per campaign with disputes: what this arbiter can take, holds and has resolved."""
-    campaigns = Campaign.objects.filter(
-        pk__in=Arbitration.objects.values("item__campaign")
-    ).order_by("-created_at")
+    campaigns = (
+        Campaign.objects.visible_to(arbiter, ARBITER)  # the roster (tasks/rosters.py)
+        .filter(pk__in=Arbitration.objects.values("item__campaign"))
+        .order_by("-created_at")
+    )
     return [
         {
             "name": c.name,

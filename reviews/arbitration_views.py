@@ -53,7 +53,7 @@ def _mine(token: str, user) -> Arbitration:
         .select_related("item__campaign")
         .first()
     )
-    if arbitration is None:
+    if arbitration is None or not arbitration.item.campaign.on_roster(user, ARBITER):
         raise Http404
     return arbitration
 
@@ -204,8 +204,9 @@ def arbiter_home(request: HttpRequest) -> HttpResponse:
 @role_required(ARBITER)
 @require_POST
 def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
-    """Claim (or resume) the next disputed item of a campaign."""
-    campaign = get_object_or_404(Campaign, slug=slug)
+    """Claim (or resume) the next disputed item of a campaign (one on the arbiter's roster:
+    another is a 404, as a campaign that does not exist)."""
+    campaign = get_object_or_404(Campaign.objects.visible_to(request.user, ARBITER), slug=slug)
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=request.user)
     if arbitration is None:
         if request.htmx:
@@ -244,7 +245,7 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
         .select_related("item__campaign")
         .first()
     )
-    if arbitration is None:
+    if arbitration is None or not arbitration.item.campaign.on_roster(request.user, ARBITER):
         return _gone(request)
     campaign = arbitration.item.campaign
     values = _form_values(request, list(labels_for(arbitration.order)), Rubric.of(campaign).keys)

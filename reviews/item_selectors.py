@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.http import Http404
 
+from evalsite.roles import ARBITER
 from tasks.campaign_selectors import failed_checks
 from tasks.models import Campaign, Generation, Task
 
@@ -171,7 +172,7 @@ def arbiter_item(*, token: str, arbiter) -> dict:
         .select_related("item__campaign")
         .first()
     )
-    if arbitration is None:
+    if arbitration is None or not arbitration.item.campaign.on_roster(arbiter, ARBITER):
         raise Http404
     ws = arbitration_workspace(arbitration=arbitration)
     terms = campaign_identity_terms(arbitration.item.campaign)
@@ -195,6 +196,7 @@ def arbiter_resolved(*, arbiter, limit: int = 20) -> list[dict]:
     """The arbiter's latest resolved items, by token (their item pages)."""
     rows = (
         Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)
+        .filter(item__campaign__in=Campaign.objects.visible_to(arbiter, ARBITER))
         .order_by("-resolved_at", "-pk")
         .values_list("token", "item__campaign__name", "resolved_at")[:limit]
     )

@@ -19,6 +19,7 @@ from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
 from evalsite import rawrows
+from evalsite.roles import REVIEWER
 from tasks.models import Campaign, Generation, Task
 
 from . import blinding, pagerows
@@ -39,7 +40,8 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
     """The reviewer's home: campaigns open to them, with their own progress only."""
     removed = ReviewerRemoval.objects.filter(reviewer=reviewer).values("campaign_id")
     campaigns = (
-        Campaign.objects.filter(status__in=REVIEWABLE)
+        Campaign.objects.visible_to(reviewer, REVIEWER)  # the roster (tasks/rosters.py)
+        .filter(status__in=REVIEWABLE)
         .exclude(pk__in=removed)
         .exclude(kind=Campaign.Kind.MONITOR_RUN)
         .order_by("name")

@@ -24,6 +24,7 @@ from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
 from tasks.models import Campaign
+from tasks.rosters import roster_exclude, roster_include
 
 from . import selectors, services
 from .models import Assignment
@@ -91,6 +92,13 @@ def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
         token=token,
         reviewer=request.user,
         item__campaign__slug=slug,
+    )
+
+
+def _may_review(request: HttpRequest, campaign: Campaign) -> bool:
+    """On the campaign's roster (tasks/rosters.py), not removed, and the campaign open."""
+    return campaign.on_roster(request.user, REVIEWER) and services.reviewer_may_review(
+        campaign=campaign, reviewer=request.user
     )
 
 
@@ -217,8 +225,9 @@ def reviewer_home(request: HttpRequest) -> HttpResponse:
 @role_required(REVIEWER)
 @require_GET
 def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
-    """A campaign's entry: resume the open item, or offer to start, or say the queue is done."""
-    campaign = get_object_or_404(Campaign, slug=slug)
+    """A campaign's entry: resume the open item, or offer to start, or say the queue is done.
+    A campaign whose roster does not hold the reviewer is a 404, as one that does not exist."""
+    campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
         # Removed: a bookmark or an open tab brings them here; say why, not a bare 404.
         if services.reviewer_removed(campaign=campaign, reviewer=request.user):
@@ -250,15 +259,17 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
 @role_required(REVIEWER)
 @require_POST
 def review_next(request: HttpRequest, slug: str) -> HttpResponse:
-    # The claim itself refuses a campaign that is not open to this reviewer (-> 404).
-    return _next_response(request, get_object_or_404(Campaign, slug=slug))
+    # The claim itself refuses a campaign that is not open to this reviewer (-> 404); one
+    # whose roster does not hold them is refused before it.
+    campaigns = Campaign.objects.visible_to(request.user, REVIEWER)
+    return _next_response(request, get_object_or_404(campaigns, slug=slug))
 
 
 @role_required(REVIEWER)
 @require_GET
 def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     page = selectors.review_page_data(slug=slug, token=token, reviewer=request.user)
-    if page is None:
+    if page is None or not page.campaign.on_roster(request.user, REVIEWER):
         raise Http404
     assignment, campaign = page.assignment, page.campaign
     if not page.may_review:
@@ -304,7 +315,7 @@ def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) ->
 def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     assignment = _assignment(request, slug, token)  # someone else's token stays a 404
-    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+    if not _may_review(request, campaign):
         return _barred(request, slug, token)
     labels = services.labels_for(len(assignment.order))
     data = _submitted_data(request, labels, Rubric.of(campaign).keys)
@@ -340,7 +351,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)  # someone else's token stays a 404
-    if not services.reviewer_may_review(campaign=campaign, reviewer=request.user):
+    if not _may_review(request, campaign):
         return _barred(request, slug, token)
     code = request.POST.get("reason", "")
     detail = request.POST.get("detail", "").strip()
@@ -367,7 +378,10 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)
-    if barred := services.reviewer_barred_message(campaign=campaign, reviewer=request.user):
+    barred = services.reviewer_barred_message(campaign=campaign, reviewer=request.user)
+    if not campaign.on_roster(request.user, REVIEWER):
+        barred = services.barred_message(removed=True)  # taken off the roster
+    if barred:
         # The page's script shows the message (a 404 page here read as a lost connection).
         return JsonResponse({"ok": False, "message": barred}, status=409)
     try:
@@ -429,11 +443,14 @@ def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpRespon
     reviewer = get_object_or_404(get_user_model(), pk=user_id)
     if request.POST.get("restore"):
         services.reviewer_restore_to_campaign(campaign=campaign, reviewer=reviewer)
+        # and back on the campaign's reviewer list, where it names its reviewers
+        roster_include(campaign=campaign, user=reviewer, role=REVIEWER)
         messages.success(request, f"{reviewer.get_username()} may review this campaign again.")
     else:
         n = services.reviewer_remove_from_campaign(
             campaign=campaign, reviewer=reviewer, by=request.user
         )
+        roster_exclude(campaign=campaign, user=reviewer, role=REVIEWER)
         messages.success(
             request,
             f"{reviewer.get_username()} was removed from this campaign; {counted(n, 'open lease')} returned to the pool.",

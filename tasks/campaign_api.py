@@ -37,6 +37,8 @@ from .generation import (
 )
 from .models import Campaign, Generation, Mode, Provider
 from .providers.imported import ImportErrors
+from .rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read
+from .score_turns import SCORE_TURNS_SCHEMA
 
 
 def _jsonable(value):
@@ -70,6 +72,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "overlap": campaign.overlap,
         "mode": campaign.mode,
         "rubric": campaign.rubric,
+        "score_turns": campaign.score_turns,
         # per-tier pass thresholds live in weights (tasks/campaign_thresholds.py); shown back
         # as the definition gave them, so a read definition can be posted again
         "weights": {k: v for k, v in campaign.weights.items() if k != "pass_thresholds"},
@@ -80,6 +83,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "flags_dispute": campaign.flags_dispute,
         "hold_identity_leaks": campaign.hold_identity_leaks,
         "instructions": campaign.instructions,
+        **rosters_json(campaign),
         "created_at": campaign.created_at.isoformat(),
     }
     if progress:
@@ -222,6 +226,15 @@ DEFINITION_SCHEMA = {
             "until an admin approves its masked view",
         },
         "instructions": {"type": "string", "maxLength": INSTRUCTIONS_MAX_CHARS},
+        "reviewers": {
+            **ROSTER_SCHEMA,
+            "description": 'who may review: "all" (everyone with the reviewer role) or usernames',
+        },
+        "arbiters": {
+            **ROSTER_SCHEMA,
+            "description": 'who may arbitrate: "all" (everyone with the arbiter role) or usernames',
+        },
+        "score_turns": SCORE_TURNS_SCHEMA,
     },
 }
 
@@ -269,6 +282,9 @@ def campaigns(request: HttpRequest) -> JsonResponse:
     return JsonResponse({**campaign_json(campaign), "warnings": warnings}, status=201)
 
 
+PATCHABLE = ("instructions", *ROSTER_KEYS)
+
+
 @api_endpoint(
     ADMIN,
     LEAD,
@@ -277,22 +293,26 @@ def campaigns(request: HttpRequest) -> JsonResponse:
         "application/json": {
             "schema": {
                 "type": "object",
-                "required": ["instructions"],
+                "minProperties": 1,
                 "additionalProperties": False,
                 "properties": {
                     "instructions": {
                         "type": "string",
                         "maxLength": INSTRUCTIONS_MAX_CHARS,
                         "description": "Markdown",
-                    }
+                    },
+                    "reviewers": {**ROSTER_SCHEMA, "description": '"all" or usernames'},
+                    "arbiters": {**ROSTER_SCHEMA, "description": '"all" or usernames'},
                 },
             }
         }
     },
     summary="""A campaign with its per-contender generation progress (GET), or new instructions
-for its reviewers and arbiters (PATCH, admins; the only thing that changes after creation).
+for its reviewers and arbiters and new rosters (PATCH, admins; the only things that change
+after creation).
 
-PATCH answers the campaign and `warnings` (e.g. words reviewers will see masked).""",
+PATCH answers the campaign, `warnings` (e.g. words reviewers will see masked) and, when a
+roster changed, `returned`: the leases and disputes of people taken off it, back in the queues.""",
     responses={
         "200": "campaign",
         "400": {"description": "invalid", "methods": ("PATCH",)},
@@ -307,13 +327,28 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
     if not has_role(request.user, ADMIN):
         raise ApiError("only admins change a campaign", status=403)
     data = json_body(request)
+    if not data or set(data) - set(PATCHABLE):
+        raise ApiError(
+            'send any of {"instructions": "<Markdown>", "reviewers": [...] | "all", '
+            '"arbiters": [...] | "all"}: nothing else changes after creation'
+        )
     text = data.get("instructions")
-    if set(data) != {"instructions"} or not isinstance(text, str):
-        raise ApiError('send {"instructions": "<Markdown>"}: nothing else changes after creation')
-    if len(text) > INSTRUCTIONS_MAX_CHARS:
-        raise ApiError(f"instructions: longer than {INSTRUCTIONS_MAX_CHARS} characters")
-    warning = campaign_instructions_set(campaign=campaign, text=text)
-    return JsonResponse({**campaign_json(campaign), "warnings": [warning] if warning else []})
+    errors: list[str] = []
+    if "instructions" in data and not isinstance(text, str):
+        errors.append("instructions: must be a string (Markdown)")
+    elif isinstance(text, str) and len(text) > INSTRUCTIONS_MAX_CHARS:
+        errors.append(f"instructions: longer than {INSTRUCTIONS_MAX_CHARS} characters")
+    warnings: list[str] = []
+    rosters = {k: r for k, r in rosters_read(data, errors, warnings).items() if k in data}
+    if errors:
+        raise ApiError("invalid change", errors=errors)
+    body = {}
+    if rosters:
+        body["returned"] = campaign_rosters_set(campaign=campaign, rosters=rosters, by=request.user)
+    if isinstance(text, str):
+        warning = campaign_instructions_set(campaign=campaign, text=text)
+        warnings += [warning] if warning else []
+    return JsonResponse({**campaign_json(campaign), "warnings": warnings, **body})
 
 
 @api_endpoint(

@@ -10,7 +10,9 @@ import re
 
 import yaml
 from django import forms
+from django.contrib.auth import get_user_model
 
+from evalsite.roles import ARBITER, REVIEWER
 from evalsite.uploads import strict_yaml, yaml_problem
 
 from .campaigns import (
@@ -20,6 +22,7 @@ from .campaigns import (
     contender_validate,
 )
 from .models import Contender, Mode, Provider, TestSet
+from .rosters import ALL, rosters_read
 
 PROVIDER_CHOICES = Provider.choices
 
@@ -220,6 +223,68 @@ class ContenderForm(LabelledForm):
         return data
 
 
+def _roster_all(role: str) -> forms.BooleanField:
+    return forms.BooleanField(
+        required=False,
+        label=f"All {role}s",
+        help_text=f"everyone with the {role} role, now and later; otherwise only the "
+        f"{role}s ticked below",
+    )
+
+
+def _roster_people(role: str) -> forms.ModelMultipleChoiceField:
+    work = "take its items" if role == REVIEWER else "arbitrate its disputes"
+    return forms.ModelMultipleChoiceField(
+        queryset=get_user_model()
+        .objects.filter(is_active=True, groups__name=role)
+        .order_by("username")
+        .distinct(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=f"{role.capitalize()}s",
+        help_text=f"only the people on the roster see this campaign and {work} (admins and "
+        f"leads see every campaign); people get the {role} role on the users page",
+    )
+
+
+def roster_definition(data: dict) -> dict:
+    """The form's roster fields as a definition's "reviewers" and "arbiters"."""
+    return {
+        f"{role}s": ALL
+        if data.get(f"{role}s_all")
+        else [u.get_username() for u in data.get(f"{role}s") or ()]
+        for role in (REVIEWER, ARBITER)
+    }
+
+
+class RosterForm(LabelledForm):
+    """The rosters of a running campaign (the campaign page)."""
+
+    reviewers_all = _roster_all(REVIEWER)
+    reviewers = _roster_people(REVIEWER)
+    arbiters_all = _roster_all(ARBITER)
+    arbiters = _roster_people(ARBITER)
+
+    @classmethod
+    def of(cls, campaign) -> RosterForm:
+        return cls(
+            initial={
+                "reviewers_all": campaign.reviewers_all,
+                "reviewers": list(campaign.reviewers.all()),
+                "arbiters_all": campaign.arbiters_all,
+                "arbiters": list(campaign.arbiters.all()),
+            }
+        )
+
+    def clean(self):
+        data = super().clean()
+        errors: list[str] = []
+        self.warnings: list[str] = []
+        self.rosters = rosters_read(roster_definition(data), errors, self.warnings)
+        self.add_definition_errors(errors, skip=set(self.errors))
+        return data
+
+
 class CampaignForm(LabelledForm):
     slug = forms.SlugField(max_length=100, help_text="short id used in URLs and commands")
     name = forms.CharField(
@@ -300,6 +365,11 @@ class CampaignForm(LabelledForm):
         help_text="an output that names a model or vendor keeps its items from reviewers until "
         "an admin approves its masked view (otherwise it is offered masked at once)",
     )
+    # Rosters (tasks/rosters.py): a new campaign starts with nobody on them.
+    reviewers_all = _roster_all(REVIEWER)
+    reviewers = _roster_people(REVIEWER)
+    arbiters_all = _roster_all(ARBITER)
+    arbiters = _roster_people(ARBITER)
 
     def clean_rubric(self):
         value = _structured(self.cleaned_data.get("rubric", ""), "Rubric")
@@ -347,6 +417,7 @@ class CampaignForm(LabelledForm):
             "flags_dispute": d.get("flags_dispute", False),
             "hold_identity_leaks": d.get("hold_identity_leaks", False),
             "instructions": d.get("instructions"),
+            **roster_definition(d),
         }
 
 

@@ -23,6 +23,7 @@ from .campaign_forms import (
     ContenderForm,
     InstructionsForm,
     OutputsUploadForm,
+    RosterForm,
 )
 from .campaign_selectors import (
     OUTPUT_FILTERS,
@@ -51,6 +52,7 @@ from .generation import (
 from .lifecycle import LABELS, STAGES, campaign_close, campaign_lifecycle, campaign_reopen
 from .models import Campaign, Contender, Generation, Provider
 from .providers.imported import ImportErrors
+from .rosters import campaign_rosters_set, roster_summary
 from .served import served_model_drift, served_models
 
 PROGRESS_TARGET = "generation-progress"
@@ -136,6 +138,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     return render(request, "tasks/campaign_form.html", context)
 
 
+def _stages(campaign: Campaign) -> list[tuple[str, str]]:
+    closed = [("closed", "Closed")] if campaign.status == Campaign.Status.CLOSED else []
+    return [(s, LABELS[s]) for s in STAGES[:5]] + closed
+
+
 def _detail_context(request: HttpRequest, campaign) -> dict:
     progress = campaign_progress(campaign=campaign)
     for row in [*progress["contenders"], progress["totals"]]:
@@ -147,8 +154,7 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
     return {
         "campaign": campaign,
         "lifecycle": campaign_lifecycle(campaign),
-        "stages": [(s, LABELS[s]) for s in STAGES[:5]]
-        + ([("closed", "Closed")] if campaign.status == Campaign.Status.CLOSED else []),
+        "stages": _stages(campaign),
         "progress": progress,
         # Admins and leads only (the view's role check): which contender was served more
         # than one model, with the counts.
@@ -176,6 +182,8 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         if is_admin
         else None,
         "instructions_html": _instructions_preview(campaign),
+        "rosters": roster_summary(campaign),
+        "roster_form": RosterForm.of(campaign) if is_admin else None,
     }
 
 
@@ -254,6 +262,54 @@ def campaign_instructions(request: HttpRequest, slug: str) -> HttpResponse:
         "warning": warning,
     }
     return render(request, "tasks/campaign_detail.html#instructions", context)
+
+
+def _returned_note(returned: dict) -> str:
+    parts = []
+    if returned["leases"]:
+        parts.append(counted(returned["leases"], "open review"))
+    if returned["disputes"]:
+        parts.append(counted(returned["disputes"], "claimed dispute"))
+    if not parts:
+        return ""
+    return f" {' and '.join(parts)} of people taken off went back to the queue."
+
+
+@role_required(ADMIN)
+@require_POST
+def campaign_rosters(request: HttpRequest, slug: str) -> HttpResponse:
+    """Save who may review and arbitrate (also while the campaign runs); the work of people
+    taken off goes back to the queues. htmx gets the section back, and the stage's warnings."""
+    campaign = campaign_get(slug=slug)
+    form = RosterForm(request.POST)
+    note = None
+    if form.is_valid():
+        returned = campaign_rosters_set(campaign=campaign, rosters=form.rosters, by=request.user)
+        note = f"Rosters saved.{_returned_note(returned)}"
+        if not request.htmx:
+            messages.success(request, note)
+            for warning in form.warnings:
+                messages.warning(request, warning)
+            return redirect("campaign_detail", slug=campaign.slug)
+        warnings, form = form.warnings, RosterForm.of(campaign)
+    elif not request.htmx:  # invalid, without JavaScript: the whole page with the errors
+        context = {**_detail_context(request, campaign), "roster_form": form}
+        return render(request, "tasks/campaign_detail.html", context)
+    else:
+        warnings = []
+    context = {
+        "campaign": campaign,
+        "is_admin": True,
+        "roster_form": form,
+        "rosters": roster_summary(campaign),
+        "roster_note": note,
+        "roster_warnings": warnings,
+        # The header's stage and its warnings ("no reviewers on the roster"), swapped too.
+        "lifecycle": campaign_lifecycle(campaign),
+        "stages": _stages(campaign),
+        "oob": True,
+    }
+    return render(request, "tasks/campaign_detail.html#rosters", context)
 
 
 @require_POST

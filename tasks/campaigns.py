@@ -24,6 +24,7 @@ from .campaign_blinding import (
 )
 from .campaign_thresholds import read_pass_threshold
 from .models import Campaign, Contender, Mode, Provider, TestSet
+from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
 RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
@@ -48,6 +49,7 @@ CAMPAIGN_KEYS = {
     "flags_dispute",
     "hold_identity_leaks",
     "instructions",
+    *ROSTER_KEYS,
 }
 INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
@@ -89,6 +91,8 @@ class ValidDefinition:
     testset: TestSet
     contenders: list[dict]
     warnings: list[str] = field(default_factory=list)
+    # {"reviewers": Roster, "arbiters": Roster}; stored by campaign_create (tasks/rosters.py)
+    rosters: dict[str, Roster] = field(default_factory=dict)
 
 
 def campaign_definition_load(text: str, *, filename: str = "") -> dict:
@@ -477,6 +481,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     )
     if testset is not None:
         warnings += category_warnings(testset, terms)
+    rosters = rosters_read(data, errors, warnings)
 
     campaign = {
         "slug": slug,
@@ -498,7 +503,11 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     if errors:
         raise DefinitionError(errors)
     return ValidDefinition(
-        campaign=campaign, testset=testset, contenders=contenders, warnings=warnings
+        campaign=campaign,
+        testset=testset,
+        contenders=contenders,
+        warnings=warnings,
+        rosters=rosters,
     )
 
 
@@ -559,6 +568,7 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
             contender = Contender.objects.create(**spec)
         contenders.append(contender)
     campaign.contenders.set(contenders)
+    roster_users_store(campaign=campaign, rosters=valid.rosters)
     generation_rows_create(campaign=campaign)
     # Items exist (waiting) from the start; finishing generations only open them.
     review_items_sync(campaign=campaign)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from django.db.models import Count, F, Q
 
+from evalsite.roles import ARBITER, REVIEWER
+
 from .models import Campaign, Generation, Provider
+from .rosters import roster_holders
 
 S = Generation.Status
 STAGES = ("draft", "generating", "reviewing", "arbitrating", "complete", "closed", "cancelled")
@@ -87,6 +90,7 @@ def campaign_lifecycle(campaign: Campaign) -> dict:
                 "0 items ready: reviewers have nothing to take until every output of an item "
                 "exists."
             )
+        blockers += _roster_blockers(campaign, disputed=items["disputed"])
     arbitrated = items["disputed"] + items["resolved"]
     return {
         "stage": stage,
@@ -103,6 +107,24 @@ def campaign_lifecycle(campaign: Campaign) -> dict:
         },
         "blockers": blockers,
     }
+
+
+def _roster_blockers(campaign: Campaign, *, disputed: int) -> list[str]:
+    """Nobody who could take the items (or the open disputes) is on the roster."""
+    blockers = []
+    if not roster_holders(campaign=campaign, role=REVIEWER).exists():
+        blockers.append(
+            "No reviewers on the roster: nobody can take its items. Add reviewers under "
+            "Reviewers and arbiters"
+            + (" (nobody has the reviewer role yet: see Users)." if campaign.reviewers_all else ".")
+        )
+    if disputed and not roster_holders(campaign=campaign, role=ARBITER).exists():
+        blockers.append(
+            f"No arbiters on the roster: {disputed} disputed item{'s' if disputed != 1 else ''} "
+            "wait for one. Add arbiters under Reviewers and arbiters"
+            + (" (nobody has the arbiter role yet: see Users)." if campaign.arbiters_all else ".")
+        )
+    return blockers
 
 
 def campaign_close(*, campaign: Campaign) -> None:

@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, has_role
+
 
 class Tier(models.TextChoices):
     BASE = "base"
@@ -128,6 +130,25 @@ class Mode(models.TextChoices):
     BOTH = "both"
 
 
+ROSTER_ROLES = (REVIEWER, ARBITER)
+
+
+class CampaignQuerySet(models.QuerySet):
+    def visible_to(self, user, role: str) -> "CampaignQuerySet":
+        """The campaigns `user` may see and work on as a `role` (reviewer or arbiter): every
+        one for admins and leads; else those whose roster for the role is "all" or names them;
+        none without the role (docs/campaigns.md, "Rosters")."""
+        if role not in ROSTER_ROLES:
+            raise ValueError(f"rosters are for {' and '.join(ROSTER_ROLES)}s, not {role!r}")
+        if has_role(user, ADMIN, LEAD):
+            return self
+        if not has_role(user, role):
+            return self.none()
+        through = Campaign._meta.get_field(f"{role}s").remote_field.through
+        named = through.objects.filter(user_id=user.pk).values("campaign_id")
+        return self.filter(Q(**{f"{role}s_all": True}) | Q(pk__in=named))
+
+
 class Campaign(models.Model):
     """A blind test: frozen test set x contenders x samples, reviewed with a rubric."""
 
@@ -195,6 +216,8 @@ class Campaign(models.Model):
     # (null = only the final reply is scored with the rubric).
     score_turns = models.JSONField(null=True, blank=True)
 
+    objects = CampaignQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -215,6 +238,19 @@ class Campaign(models.Model):
     @property
     def dimension_keys(self) -> list[str]:
         return [d["key"] for d in self.rubric]
+
+    def on_roster(self, user, role: str) -> bool:
+        """Whether `user` may see this campaign as a `role`: `visible_to` for one campaign
+        (no query when the roster is "all")."""
+        if role not in ROSTER_ROLES:
+            raise ValueError(f"rosters are for {' and '.join(ROSTER_ROLES)}s, not {role!r}")
+        if has_role(user, ADMIN, LEAD):
+            return True
+        if not has_role(user, role):
+            return False
+        if getattr(self, f"{role}s_all"):
+            return True
+        return getattr(self, f"{role}s").filter(pk=user.pk).exists()
 
 
 class Generation(models.Model):

@@ -58,6 +58,11 @@ urlpatterns += [
         name="campaign_instructions",
     ),
     path(
+        "campaigns/<slug:slug>/rosters",
+        campaign_views.campaign_rosters,
+        name="campaign_rosters",
+    ),
+    path(
         "campaigns/<slug:slug>/retry-failed",
         campaign_views.campaign_retry_failed,
         name="campaign_retry_failed",

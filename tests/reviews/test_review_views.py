@@ -629,16 +629,23 @@ class ReviewApiTests(TestCase):
         texts = dict(ItemOutput.objects.values_list("pk", "generation__output"))
         assert [c["text"] for c in first["candidates"]] == [texts[pk] for pk in order]
 
-    def test_the_claim_is_one_statement_after_the_token_check(self):
+    def test_the_claim_is_one_statement_after_the_token_and_roster_checks(self):
         # On PostgreSQL one statement reads the campaign and the reviewer's standing (removed,
         # a lease held, lapsed leases) and, when they allow it, claims and answers; SQLite
         # reads the context first, then claims in a transaction.
         with CaptureQueriesContext(connection) as queries:
             response = self.post(f"/api/v1/campaigns/{self.campaign.slug}/next")
         assert response.status_code == 200 and response.json()["resumed"] is False
-        # Not counted: the token check, this test's transaction (a savepoint guards the
-        # claim inside it) and the redaction words' first read (then cached per campaign).
-        skip = ("evalsite_apitoken", "SAVEPOINT", '"tasks_contender"')
+        # Not counted: the token check, the roster check (one EXISTS on the campaign, before
+        # the claim), this test's transaction (a savepoint guards the claim inside it) and the
+        # redaction words' first read (then cached per campaign).
+        roster = [
+            q["sql"]
+            for q in queries
+            if q["sql"].startswith('SELECT 1 AS "a" FROM "tasks_campaign"')
+        ]
+        assert len(roster) == 1 and "reviewers_all" in roster[0], roster
+        skip = ("evalsite_apitoken", "SAVEPOINT", '"tasks_contender"', roster[0])
         statements = [q["sql"] for q in queries if not any(part in q["sql"] for part in skip)]
         context = [q for q in statements if "reviews_reviewerremoval" in q]
         if connection.vendor == "postgresql":
