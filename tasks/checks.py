@@ -157,13 +157,6 @@ def run_checks(
     return _run_all(subject, normalize(checks), deadline)
 
 
-def task_checks_run(task, *, output: str, transcript: list | None = None):
-    """run_checks with the task's own checks, tools and reference (a Task row)."""
-    return run_checks(
-        output, task.checks, transcript=transcript, tools=task.tools, reference=task.reference
-    )
-
-
 def turn_checks_run(
     transcript: list,
     turn_checks: dict,

@@ -2,13 +2,19 @@
 single_turn, turn_checks, reference. Refusals name line and field and import nothing, in JSONL
 and CSV; good rows are stored and round-trip."""
 
+import json
+import re
+from pathlib import Path
+
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import TestCase
 
 from tasks import services
 from tasks.intake import parse_testset
 from tasks.models import Task, TestSet
 from tasks.services import TestSetImportError
+from tests.factories import personas
 
 from .test_intake_tools import TOOLS, as_csv, jsonl
 
@@ -179,3 +185,47 @@ class GoodInputTests(TestCase):
         three = parse_testset(jsonl(task(single_turn="x")), filename="a.jsonl").checksum
         four = parse_testset(jsonl(task(turn_checks={"1": {"max_chars": 9}})), filename="a.jsonl")
         assert len({one, two, three, four.checksum}) == 4
+
+
+def test_the_examples_in_the_test_set_guide_import():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "testsets.md").read_text()
+    blocks = []
+    for block in re.findall(r"```json\n(.*?)```", text, re.S):
+        try:
+            blocks.append(json.loads(block))
+        except ValueError:  # the JSONL example: one task per line
+            blocks.extend(json.loads(line) for line in block.splitlines())
+    tasks = [b for b in blocks if isinstance(b, dict)]
+    histories = [b for b in blocks if isinstance(b, list)]
+    assert len(tasks) >= 4 and histories  # JSONL's two, the tool task, the conversation; a history
+    rows = [{**t, "external_id": f"E-{i}"} for i, t in enumerate(tasks)]
+    rows.append({**BASE, "turns": None, "messages": histories[0]})
+    parsed = parse_testset(jsonl(*rows), filename="a.jsonl")
+    assert parsed.ok, parsed.errors
+
+
+class PageTests(TestCase):
+    """The upload preview and the test-set page show a conversation's turns and its tools."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+
+    def test_the_preview_and_the_detail_page_show_turns_and_tools(self):
+        self.client.force_login(self.users["admin"])
+        row = task(
+            messages=[{"role": "system", "content": "You are a shop assistant."}],
+            tools=TOOLS,
+            turn_checks={"2": {"must_include": ["boots"]}},
+        )
+        upload = SimpleUploadedFile("conv.jsonl", jsonl(row))
+        html = self.client.post(
+            "/testsets/upload/", {"name": "conv", "file": upload, "action": "validate"}
+        ).content.decode()
+        # a prefix without a user message: the preview shows the first turn
+        assert '<span class="badge">4 turns</span> <span class="badge">2 tools</span>' in html
+        assert "I need a gift for my father." in html
+        services.testset_import(name="conv", data=jsonl(row), filename="conv.jsonl")
+        html = self.client.get("/testsets/conv/v1/").content.decode()
+        assert '<span class="badge">turn 4</span><pre>Actually, make that under 30.</pre>' in html
+        assert "&quot;get_order&quot;" in html and "Turn checks" in html
