@@ -8,6 +8,12 @@ filled in, so no other module reads `dim.get("min", 1)` by hand.
 ... (spreadsheet columns). More than 26 outputs on one item is unusual, never an error, and
 every page, API, export and import names them the same way.
 
+Per-turn scores (a campaign's `score_turns`, docs/campaigns.md): `Rubric.for_item(item)` (or
+`Rubric.of(campaign, turns=n)`) adds one synthetic dimension per user turn of the item's task,
+keyed "<dimension>@<turn>" (1-based), interval level, no N/A, the campaign's gap rule, so the
+submit, the dispute rules and the arbiter's resolve treat a turn score like any dimension.
+`rubric.final` is the rubric without them: statistics over rubric dimensions read that one.
+
 `answers_check(...)` parses and checks label-keyed answers (scores per label per dimension,
 N/A, preference, flags, comment or note) for three callers, each in its own mode:
 
@@ -30,6 +36,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from tasks.models import Task
 
 from .models import COMMENT_MAX_CHARS, FLAGS
 
@@ -57,6 +65,59 @@ def label_map(order: Sequence[int]) -> dict[str, str]:
     return {label: str(pk) for label, pk in zip(labels(len(order)), order, strict=True)}
 
 
+TURN_MARK = "@"
+
+
+def turn_key(dimension: str, turn: int) -> str:
+    """The key of the per-turn score of `turn` (1-based): "turn_quality@3"."""
+    return f"{dimension}{TURN_MARK}{turn}"
+
+
+def is_turn_key(key: str) -> bool:
+    """Whether a score key is a per-turn score (rubric keys never contain "@")."""
+    return TURN_MARK in key
+
+
+@dataclass(frozen=True)
+class TurnScoring:
+    """A campaign's `score_turns`, defaults applied (stored by tasks/score_turns.py)."""
+
+    dimension: str
+    label: str = ""
+    min: int = 1
+    max: int = 5
+    max_gap: float = 1.0
+
+    @classmethod
+    def of(cls, campaign) -> TurnScoring | None:
+        raw = getattr(campaign, "score_turns", None)
+        if not raw or not raw.get("dimension"):
+            return None
+        gap = raw.get("max_gap")
+        return cls(
+            dimension=raw["dimension"],
+            label=raw.get("label") or raw["dimension"].replace("_", " ").capitalize(),
+            min=int(raw.get("min", 1)),
+            max=int(raw.get("max", 5)),
+            max_gap=1.0 if gap is None else float(gap),
+        )
+
+    def dimensions(self, turns: int) -> tuple[Dimension, ...]:
+        return tuple(
+            Dimension(
+                key=turn_key(self.dimension, turn),
+                label=f"Turn {turn}: {self.label}",
+                min=self.min,
+                max=self.max,
+                level="interval",
+                max_gap=self.max_gap,
+                allow_na=False,
+                turn=turn,
+            )
+            for turn in range(1, turns + 1)
+        )
+
+
 @dataclass(frozen=True)
 class Dimension:
     """One rubric dimension with its defaults applied (see tasks/campaigns.py `_dimension`)."""
@@ -71,6 +132,7 @@ class Dimension:
     direction: str = "higher"
     max_gap: float = 1.0
     allow_na: bool = False
+    turn: int = 0  # a per-turn score's turn (1-based); 0 for a rubric dimension
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Dimension:
@@ -109,15 +171,42 @@ class Rubric:
     dimensions: tuple[Dimension, ...] = ()
 
     @classmethod
-    def of(cls, campaign) -> Rubric:
-        """The campaign's rubric, built once per campaign instance (rebuilt if it changed)."""
+    def of(cls, campaign, *, turns: int = 0) -> Rubric:
+        """The campaign's rubric, built once per campaign instance (rebuilt if it changed);
+        with `turns`, plus the per-turn dimensions of a task with that many user turns when
+        the campaign scores turns."""
         raw = campaign.rubric or []
         cached = campaign.__dict__.get("_rubric_built")
-        if cached is not None and cached[0] == raw:
-            return cached[1]
-        rubric = cls.from_list(raw)
-        campaign.__dict__["_rubric_built"] = ([dict(d) for d in raw], rubric)
-        return rubric
+        if cached is None or cached[0] != raw:
+            cached = ([dict(d) for d in raw], cls.from_list(raw))
+            campaign.__dict__["_rubric_built"] = cached
+        rubric = cached[1]
+        scoring = TurnScoring.of(campaign) if turns else None
+        if scoring is None:
+            return rubric
+        return cls(rubric.dimensions + scoring.dimensions(turns))
+
+    @classmethod
+    def for_task(cls, campaign, task) -> Rubric:
+        """The rubric a review of `task` in `campaign` answers (per-turn dimensions included)."""
+        return cls.of(campaign, turns=len(task.turns or []))
+
+    @classmethod
+    def for_item(cls, item) -> Rubric:
+        """The rubric of a review item (its campaign loaded or cached on it). The task's turns
+        are read only when the campaign scores turns: every other submit costs no query."""
+        campaign = item.campaign
+        if TurnScoring.of(campaign) is None:
+            return cls.of(campaign)
+        turns = item.__dict__.get("_turn_count")
+        if turns is None:
+            if "task" in item._state.fields_cache:
+                turns = len(item.task.turns or [])
+            else:
+                raw = Task.objects.filter(pk=item.task_id).values_list("turns", flat=True).first()
+                turns = len(raw or [])
+            item.__dict__["_turn_count"] = turns
+        return cls.of(campaign, turns=turns)
 
     @classmethod
     def from_list(cls, raw: Sequence[Mapping]) -> Rubric:
@@ -131,6 +220,15 @@ class Rubric:
     @property
     def keys(self) -> list[str]:
         return [d.key for d in self.dimensions]
+
+    @property
+    def final(self) -> Rubric:
+        """The rubric's own dimensions, without the per-turn ones."""
+        return Rubric(tuple(d for d in self.dimensions if not d.turn))
+
+    @property
+    def turn_dimensions(self) -> tuple[Dimension, ...]:
+        return tuple(d for d in self.dimensions if d.turn)
 
     def get(self, key: str) -> Dimension | None:
         return next((d for d in self.dimensions if d.key == key), None)
