@@ -10,10 +10,20 @@ faults per model name, one per request in arrival order:
     "slow"       headers and first token, then silence longer than the client's read timeout
     "malformed"  a 200 whose body/stream is not valid JSON
     "400"        invalid request (permanent)
+    "hang"       silence for `slow_seconds` before the answer (a call still in flight when a
+                 lease lapses or a worker is killed)
     "ok"         a normal answer (also what happens when the script is empty)
 
 Answers are deterministic: "<model> answers: <prompt>", streamed word by word. Streams carry
 non-ASCII text unescaped, as vLLM and llama.cpp send it (a raw U+2028 inside a JSON string).
+
+Tool calls and conversations are scripted per model with `respond(model, fn)`: fn gets a
+`Request` (which user turn and which model call of that turn it is, the tools offered, the tool
+results just sent back) and returns a reply: a text, or {"text": ..., "tool_calls": [{"name",
+"arguments": {...} or a raw string, "id"?}]}, or None for the usual answer. `steps(model, ...)`
+scripts the calls of every turn by their position. Tool calls stream as the real APIs stream
+them: OpenAI `tool_calls` deltas by index (arguments in pieces, two calls' pieces interleaved),
+Anthropic `tool_use` blocks with `input_json_delta` pieces. Each call's usage is recorded.
 """
 
 from __future__ import annotations
@@ -22,7 +32,85 @@ import json
 import threading
 import time
 from collections import defaultdict, deque
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# The size of the pieces a tool call's arguments stream in.
+ARGUMENT_PIECE = 7
+
+
+@dataclass
+class Request:
+    """What a scripted responder sees of one request."""
+
+    provider: str  # "openai" | "anthropic"
+    model: str
+    messages: list
+    turn: int  # 1-based: user messages with text so far
+    step: int  # 1-based: the model call within this turn
+    tools: list[str] = field(default_factory=list)  # the names of the tools offered
+    # What was sent back since the model's last call: [{"id", "content", "is_error"}].
+    tool_results: list[dict] = field(default_factory=list)
+    last_user: str = ""
+
+
+@dataclass
+class Reply:
+    text: str
+    tool_calls: list[tuple[str, str, str]]  # (id, name, raw arguments)
+
+
+def _user_text(provider: str, message: dict) -> str | None:
+    """The text of a user message (None when it only carries tool results)."""
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return content
+    texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return " ".join(texts) if texts else None
+
+
+def request_view(provider: str, body: dict) -> Request:
+    messages = body.get("messages") or []
+    turn, step, last_user, results = 0, 1, "", []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            text = _user_text(provider, message)
+            blocks = message.get("content") if isinstance(message.get("content"), list) else []
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    results.append(
+                        {
+                            "id": block.get("tool_use_id"),
+                            "content": block.get("content"),
+                            "is_error": bool(block.get("is_error")),
+                        }
+                    )
+            if text is not None:
+                turn, step, last_user = turn + 1, 1, text
+        elif role == "assistant":
+            step, results = step + 1, []
+        elif role == "tool":
+            results.append(
+                {
+                    "id": message.get("tool_call_id"),
+                    "content": message.get("content"),
+                    "is_error": False,
+                }
+            )
+    names = [
+        (t.get("function") or t).get("name") for t in body.get("tools") or [] if isinstance(t, dict)
+    ]
+    return Request(
+        provider=provider,
+        model=body.get("model", ""),
+        messages=messages,
+        turn=turn,
+        step=step,
+        tools=names,
+        tool_results=results,
+        last_user=last_user,
+    )
 
 
 class _Server(ThreadingHTTPServer):
@@ -51,6 +139,11 @@ class FakeLLM:
         self.served: dict[str, tuple[str, str]] = {}
         # model -> function of the usual answer: what a test switches to make answers change.
         self.rewrites: dict = {}
+        # model -> function(Request) -> reply: scripted tool calls and conversations.
+        self.responders: dict = {}
+        # Models answered with one JSON body even when a stream is asked for (servers that
+        # ignore `stream: true`).
+        self.json_only: set[str] = set()
         self.active: dict[str, int] = defaultdict(int)
         self.max_active: dict[str, int] = defaultdict(int)
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -84,6 +177,38 @@ class FakeLLM:
             self.rewrites.pop(model, None)
         else:
             self.rewrites[model] = change
+
+    def respond(self, model: str, fn) -> None:
+        """Answer requests for `model` with fn(Request): a text, {"text", "tool_calls"}, or
+        None for the usual answer (fn=None: the usual answers again)."""
+        if fn is None:
+            self.responders.pop(model, None)
+        else:
+            self.responders[model] = fn
+
+    def steps(self, model: str, *replies) -> None:
+        """Reply to the n-th model call of every turn with replies[n - 1] (past the end: the
+        usual answer)."""
+        self.respond(model, lambda r: replies[r.step - 1] if r.step <= len(replies) else None)
+
+    def reply_for(self, provider: str, body: dict, usual: str) -> Reply:
+        model = body.get("model", "")
+        fn = self.responders.get(model)
+        view = request_view(provider, body)
+        reply = fn(view) if fn else None
+        if reply is None:
+            return Reply(usual, [])
+        if isinstance(reply, str):
+            return Reply(reply, [])
+        prefix = "toolu" if provider == "anthropic" else "call"
+        calls = []
+        for i, call in enumerate(reply.get("tool_calls") or []):
+            arguments = call.get("arguments", {})
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            calls.append(
+                (call.get("id") or f"{prefix}_{view.turn}_{view.step}_{i + 1}", call["name"], raw)
+            )
+        return Reply(reply.get("text", ""), calls)
 
     def set_delay(self, model: str, seconds: float) -> None:
         """Extra latency before this model's first byte (to catch a worker mid-job)."""
@@ -172,23 +297,25 @@ class _Handler(BaseHTTPRequestHandler):
             )
         model = body.get("model", "")
         fault = self.fake.next_fault(model)
+        self._entry = {
+            "path": self.path,
+            "model": model,
+            "body": body,
+            "fault": fault,
+            "headers": dict(self.headers),
+            "at": time.time(),
+            "usage": None,  # (input tokens, output tokens) of the answer
+        }
         with self.fake.lock:
-            self.fake.calls.append(
-                {
-                    "path": self.path,
-                    "model": model,
-                    "body": body,
-                    "fault": fault,
-                    "headers": dict(self.headers),
-                    "at": time.time(),
-                }
-            )
+            self.fake.calls.append(self._entry)
         self._model, self._released = model, False
         with self.fake.lock:
             self.fake.active[model] += 1
             self.fake.max_active[model] = max(self.fake.max_active[model], self.fake.active[model])
         try:
             delay = self.fake.latency + self.fake.delays.get(model, 0.0)
+            if fault == "hang":
+                delay += self.fake.slow_seconds
             if delay:
                 time.sleep(delay)
             if self.path.endswith("/chat/completions"):
@@ -254,19 +381,30 @@ class _Handler(BaseHTTPRequestHandler):
         answer = answer_for(model, body.get("messages") or [])
         if model in self.fake.rewrites:
             answer = self.fake.rewrites[model](answer)
+        reply = self.fake.reply_for("openai", body, answer)
+        answer = reply.text
         model, fingerprint = self.fake.served.get(model, (model, "fp-" + model))
-        words = answer.split(" ")
+        words = answer.split(" ") if answer or not reply.tool_calls else []
         prompt_tokens = sum(
             len(str(m.get("content", "")).split()) for m in body.get("messages") or []
         )
+        completion_tokens = len(words) + _call_tokens(reply)
         usage = {
             "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(words),
-            "total_tokens": prompt_tokens + len(words),
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         }
-        if not body.get("stream"):
+        self._entry["usage"] = (prompt_tokens, completion_tokens)
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        if not body.get("stream") or body.get("model") in self.fake.json_only:
             if fault == "malformed":
                 return self._json(200, '{"choices": [ {"message": ')
+            message = {"role": "assistant", "content": answer or None}
+            if reply.tool_calls:
+                message["tool_calls"] = [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": raw}}
+                    for i, n, raw in reply.tool_calls
+                ]
             return self._json(
                 200,
                 {
@@ -274,13 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "object": "chat.completion",
                     "model": model,
                     "system_fingerprint": fingerprint,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": answer},
-                            "finish_reason": "stop",
-                        }
-                    ],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": usage,
                 },
             )
@@ -290,24 +422,42 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk('data: {"choices": [{"delta": {"content": "Hel\n\n')
             self._chunk("data: [DONE]\n\n")
             return self._end_stream()
+
+        def delta(content: dict, finish_reason=None) -> None:
+            chunk = {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "model": model,
+                "system_fingerprint": fingerprint,
+                "choices": [{"index": 0, "delta": content, "finish_reason": finish_reason}],
+            }
+            self._chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
+
         try:
             for i, word in enumerate(words):
-                piece = word if i == 0 else " " + word
-                chunk = {
-                    "id": "c",
-                    "object": "chat.completion.chunk",
-                    "model": model,
-                    "system_fingerprint": fingerprint,
-                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
-                }
-                self._chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
+                delta({"content": word if i == 0 else " " + word})
                 if fault == "slow" and i == 0:
                     time.sleep(self.fake.slow_seconds)
+            for position, (call_id, name, _) in enumerate(reply.tool_calls):
+                delta(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": position,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            for position, piece in _interleaved(reply):
+                delta({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
             final = {
                 "id": "c",
                 "object": "chat.completion.chunk",
                 "model": model,
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
             }
             self._chunk(f"data: {json.dumps(final)}\n\n")
             if (body.get("stream_options") or {}).get("include_usage"):
@@ -325,14 +475,24 @@ class _Handler(BaseHTTPRequestHandler):
         answer = answer_for(model, body.get("messages") or [])
         if model in self.fake.rewrites:
             answer = self.fake.rewrites[model](answer)
+        reply = self.fake.reply_for("anthropic", body, answer)
+        answer = reply.text
         model = self.fake.served.get(model, (model, ""))[0]
-        words = answer.split(" ")
+        words = answer.split(" ") if answer or not reply.tool_calls else []
         input_tokens = sum(
             len(str(m.get("content", "")).split()) for m in body.get("messages") or []
         )
+        output_tokens = len(words) + _call_tokens(reply)
+        self._entry["usage"] = (input_tokens, output_tokens)
+        stop_reason = "tool_use" if reply.tool_calls else "end_turn"
         if not body.get("stream"):
             if fault == "malformed":
                 return self._json(200, "{not json")
+            content = [{"type": "text", "text": answer}] if words else []
+            content += [
+                {"type": "tool_use", "id": i, "name": n, "input": _object(raw)}
+                for i, n, raw in reply.tool_calls
+            ]
             return self._json(
                 200,
                 {
@@ -340,9 +500,9 @@ class _Handler(BaseHTTPRequestHandler):
                     "type": "message",
                     "role": "assistant",
                     "model": model,
-                    "content": [{"type": "text", "text": answer}],
-                    "stop_reason": "end_turn",
-                    "usage": {"input_tokens": input_tokens, "output_tokens": len(words)},
+                    "content": content,
+                    "stop_reason": stop_reason,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
                 },
             )
 
@@ -372,34 +532,65 @@ class _Handler(BaseHTTPRequestHandler):
                     'event: content_block_delta\ndata: {"type": "content_block_delta", "del\n\n'
                 )
                 return self._end_stream()
-            event(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-            self._chunk('event: ping\ndata: {"type": "ping"}\n\n')
-            for i, word in enumerate(words):
-                piece = word if i == 0 else " " + word
+            index = 0
+            if words:
                 event(
-                    "content_block_delta",
+                    "content_block_start",
                     {
-                        "type": "content_block_delta",
+                        "type": "content_block_start",
                         "index": 0,
-                        "delta": {"type": "text_delta", "text": piece},
+                        "content_block": {"type": "text", "text": ""},
                     },
                 )
-                if fault == "slow" and i == 0:
-                    time.sleep(self.fake.slow_seconds)
-            event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                self._chunk('event: ping\ndata: {"type": "ping"}\n\n')
+                for i, word in enumerate(words):
+                    piece = word if i == 0 else " " + word
+                    event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+                    if fault == "slow" and i == 0:
+                        time.sleep(self.fake.slow_seconds)
+                event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                index = 1
+            for offset, (call_id, name, raw) in enumerate(reply.tool_calls):
+                block = index + offset
+                event(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": block,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": call_id,
+                            "name": name,
+                            "input": {},
+                        },
+                    },
+                )
+                for start in range(0, len(raw), ARGUMENT_PIECE):
+                    event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": block,
+                            "delta": {
+                                "type": "input_json_delta",
+                                "partial_json": raw[start : start + ARGUMENT_PIECE],
+                            },
+                        },
+                    )
+                event("content_block_stop", {"type": "content_block_stop", "index": block})
             event(
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn"},
-                    "usage": {"output_tokens": len(words)},
+                    "delta": {"stop_reason": stop_reason},
+                    "usage": {"output_tokens": output_tokens},
                 },
             )
             self._release()
@@ -407,6 +598,31 @@ class _Handler(BaseHTTPRequestHandler):
             self._end_stream()
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def _call_tokens(reply: Reply) -> int:
+    """What the fake counts as the output tokens of a reply's tool calls."""
+    return sum(max(1, len(raw.split())) for _, _, raw in reply.tool_calls)
+
+
+def _interleaved(reply: Reply):
+    """(call index, piece) of every call's arguments, the calls' pieces taken in turn."""
+    pieces = [
+        [raw[i : i + ARGUMENT_PIECE] for i in range(0, len(raw), ARGUMENT_PIECE)]
+        for _, _, raw in reply.tool_calls
+    ]
+    for round_ in range(max((len(p) for p in pieces), default=0)):
+        for position, parts in enumerate(pieces):
+            if round_ < len(parts):
+                yield position, parts[round_]
+
+
+def _object(raw: str) -> dict:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 if __name__ == "__main__":  # a manual endpoint: python -m tests.fake_llm

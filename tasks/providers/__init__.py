@@ -1,16 +1,24 @@
-"""The only code that talks to an LLM endpoint. `generate(contender, messages)` dispatches."""
+"""The only code that talks to an LLM endpoint. `generate(contender, messages, tools)`
+dispatches (tools in the OpenAI function format, translated by each provider)."""
 
 from . import anthropic, imported, openai
-from .base import PermanentError, ProviderError, ProviderResult, RetryableError, cost_of
+from .base import (
+    PermanentError,
+    ProviderError,
+    ProviderResult,
+    RetryableError,
+    ToolCall,
+    cost_of,
+)
 
 MODULES = {"openai": openai, "anthropic": anthropic, "imported": imported}
 
 
-def generate(contender, messages: list[dict]) -> ProviderResult:
+def generate(contender, messages: list[dict], tools: list[dict] | None = None) -> ProviderResult:
     module = MODULES.get(contender.provider)
     if module is None:
         raise PermanentError(f"unknown provider {contender.provider!r}")
-    return module.generate(contender, messages)
+    return module.generate(contender, messages, tools)
 
 
 __all__ = [
@@ -18,6 +26,7 @@ __all__ = [
     "ProviderError",
     "ProviderResult",
     "RetryableError",
+    "ToolCall",
     "cost_of",
     "generate",
 ]

@@ -1,6 +1,16 @@
-"""Anthropic messages API, streamed (message_start / content_block_delta / message_delta)."""
+"""Anthropic messages API, streamed (message_start / content_block_delta / message_delta).
+
+Tools go out as `tools: [{"name", "description", "input_schema"}]`; a tool call comes back as
+a `tool_use` content block whose arguments stream as `input_json_delta` fragments. Histories
+are kept in the OpenAI shape (test sets, the conversation runner) and translated here: an
+assistant message's `tool_calls` become `tool_use` blocks, `tool` messages become
+`tool_result` blocks of one user message (`is_error` for an error result), and consecutive
+messages of one role are merged, as the API wants the roles to alternate.
+"""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 
@@ -9,26 +19,42 @@ from .base import (
     ProviderResult,
     RetryableError,
     StreamingCall,
+    ToolCall,
     api_key_for,
+    history_tool_calls,
     iter_sse,
     load_json,
     post_stream,
+    tool_result_text,
 )
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"
 # The messages API has no seed; these are the params it accepts.
-PASSED_PARAMS = ("temperature", "top_p", "top_k", "max_tokens", "stop_sequences", "metadata")
+PASSED_PARAMS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "max_tokens",
+    "stop_sequences",
+    "metadata",
+    "tool_choice",
+)
 
 
-def build_payload(contender, messages: list[dict]) -> dict:
+def build_payload(contender, messages: list[dict], tools: list[dict] | None = None) -> dict:
     system = [contender.system_prompt] if contender.system_prompt else []
-    conversation = []
+    conversation: list[dict] = []
     for message in messages:
         if message.get("role") == "system":
             system.append(message.get("content", ""))
+            continue
+        role, content = _translate(message)
+        if conversation and conversation[-1]["role"] == role:
+            previous = conversation[-1]
+            previous["content"] = _blocks(previous["content"]) + _blocks(content)
         else:
-            conversation.append({"role": message["role"], "content": message.get("content", "")})
+            conversation.append({"role": role, "content": content})
     params = contender.params or {}
     payload = {
         "model": contender.model,
@@ -39,11 +65,60 @@ def build_payload(contender, messages: list[dict]) -> dict:
     payload.update({k: params[k] for k in PASSED_PARAMS if k in params})
     if system:
         payload["system"] = "\n\n".join(system)
+    if tools:
+        payload["tools"] = [_tool(t) for t in tools]
     return payload
+
+
+def _tool(tool: dict) -> dict:
+    translated = {"name": tool["name"]}
+    if tool.get("description"):
+        translated["description"] = tool["description"]
+    translated["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    return translated
+
+
+def _translate(message: dict) -> tuple[str, str | list]:
+    """(role, content) of one OpenAI-shaped history message in this API's terms."""
+    role, content = message["role"], message.get("content", "")
+    if role == "tool":
+        block = {
+            "type": "tool_result",
+            "tool_use_id": str(message.get("tool_call_id") or ""),
+            "content": tool_result_text(content),
+        }
+        if message.get("is_error"):
+            block["is_error"] = True
+        return "user", [block]
+    if role == "assistant" and message.get("tool_calls"):
+        blocks = [{"type": "text", "text": content}] if content else []
+        for call in history_tool_calls(message):
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.raw)}
+            )
+        return "assistant", blocks
+    return role, content
+
+
+def _input(raw: str) -> dict:
+    """A call's arguments as the object `tool_use` needs: arguments that were not a JSON object
+    (answered with an error result) go back as an empty one."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _blocks(content) -> list:
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if content else []
 
 
 def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
     answer = OutputText()
+    tools: dict[int, dict] = {}  # content block index -> the tool_use being streamed
     input_tokens = output_tokens = None
     finish_reason, stopped = "", False
     served_model = ""
@@ -62,8 +137,24 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             usage = (data.get("message") or {}).get("usage") or {}
             input_tokens = usage.get("input_tokens", input_tokens)
             output_tokens = usage.get("output_tokens", output_tokens)
+        elif kind == "content_block_start":
+            block = data.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                call.token()
+                tools[data.get("index", len(tools))] = {
+                    "id": str(block.get("id") or ""),
+                    "name": str(block.get("name") or ""),
+                    "start": block.get("input"),
+                    "raw": [],
+                }
         elif kind == "content_block_delta":
-            text = (data.get("delta") or {}).get("text")
+            delta = data.get("delta") or {}
+            partial = delta.get("partial_json")
+            tool = tools.get(data.get("index"))
+            if tool is not None and isinstance(partial, str):
+                answer.count(len(partial))
+                tool["raw"].append(partial)
+            text = delta.get("text")
             if text:
                 call.token()
                 answer.add(text)
@@ -84,10 +175,18 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         ttft_ms=call.ttft_ms(),
         finish_reason=finish_reason,
         served_model=served_model,
+        tool_calls=[_tool_call(i, tools[key]) for i, key in enumerate(sorted(tools))],
     )
 
 
-def generate(contender, messages: list[dict]) -> ProviderResult:
+def _tool_call(position: int, tool: dict) -> ToolCall:
+    raw = "".join(tool["raw"])
+    if not raw and tool["start"]:  # no deltas: the arguments came whole with the block
+        raw = json.dumps(tool["start"], ensure_ascii=False)
+    return ToolCall(id=tool["id"] or f"toolu_{position + 1}", name=tool["name"], raw=raw or "{}")
+
+
+def generate(contender, messages: list[dict], tools: list[dict] | None = None) -> ProviderResult:
     base = (contender.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
     key = api_key_for(contender)
@@ -96,6 +195,6 @@ def generate(contender, messages: list[dict]) -> ProviderResult:
     return post_stream(
         f"{base}/messages",
         headers=headers,
-        payload=build_payload(contender, messages),
+        payload=build_payload(contender, messages, tools),
         parse=_parse,
     )

@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 import httpx
@@ -55,6 +55,16 @@ class PermanentError(ProviderError):
 
 
 @dataclass
+class ToolCall:
+    """A tool call as the model made it: `raw` is the argument text exactly as sent (it may
+    not be valid JSON; the conversation runner decides what it means)."""
+
+    id: str
+    name: str
+    raw: str
+
+
+@dataclass
 class ProviderResult:
     text: str
     input_tokens: int | None
@@ -67,6 +77,38 @@ class ProviderResult:
     # `system_fingerprint` (the backend configuration). Empty when the endpoint sends none.
     served_model: str = ""
     fingerprint: str = ""
+    # The tools the model called in this answer (an answer that calls none is final).
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def history_tool_calls(message: dict) -> list[ToolCall]:
+    """An assistant message's tool calls, in the OpenAI shape of the test sets and of the
+    histories the conversation runner builds ({"id", "type": "function", "function": {"name",
+    "arguments"}}); a flat {"id", "name", "arguments"} is read too. Arguments given as an
+    object are sent as their JSON text."""
+    calls = []
+    for position, call in enumerate(message.get("tool_calls") or []):
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") if isinstance(call.get("function"), dict) else call
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append(
+            ToolCall(
+                id=str(call.get("id") or f"call_{position + 1}"),
+                name=str(function.get("name") or ""),
+                raw=arguments,
+            )
+        )
+    return calls
+
+
+def tool_result_text(content) -> str:
+    """A tool message's content as the text a provider sends (a structured result as JSON)."""
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False)
 
 
 def cost_of(contender, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
@@ -180,6 +222,12 @@ class OutputText:
         if self.size > MAX_OUTPUT_CHARS:
             raise RetryableError(too_long())
         self.parts.append(text)
+
+    def count(self, size: int) -> None:
+        """Text that is kept elsewhere (a tool call's arguments) counts toward the limit too."""
+        self.size += size
+        if self.size > MAX_OUTPUT_CHARS:
+            raise RetryableError(too_long())
 
     def text(self) -> str:
         return "".join(self.parts)

@@ -1,13 +1,17 @@
 """`imported` contenders: outputs produced elsewhere and uploaded as JSONL.
 
 One object per line: {"task_id": "T-1", "sample": 0, "output": "..."} plus optional
-"input_tokens", "output_tokens", "latency_ms", "ttft_ms", "cost", "finish_reason" and
-"contender" (when given, it must name the contender being imported).
-Parsing is strict and all-or-nothing: every problem is reported as "line L, field F: message".
+"input_tokens", "output_tokens", "latency_ms", "ttft_ms", "cost", "finish_reason",
+"contender" (when given, it must name the contender being imported), "single_turn" (true: the
+answer to the task's single-turn statement) and "transcript" (the turns, steps, tool calls and
+results, as generation keeps them: docs/tools.md; the output may then be left out: it is the
+last turn's answer). Parsing is strict and all-or-nothing: every problem is reported as
+"line L, field F: message".
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -33,8 +37,27 @@ KNOWN_FIELDS = {
     "cost",
     "finish_reason",
     "model",
+    "single_turn",
+    "transcript",
     *INT_FIELDS,
 }
+# What an imported transcript may hold (docs/tools.md, "Transcripts").
+MAX_TURNS = 20
+MAX_STEPS = 50
+MAX_CALLS = 64
+TURN_KEYS = {"turn", "user", "steps", "answer", "finish_reason", "checks", "checks_passed"}
+STEP_KEYS = {
+    "text",
+    "tool_calls",
+    "tool_results",
+    "latency_ms",
+    "ttft_ms",
+    "input_tokens",
+    "output_tokens",
+    "finish_reason",
+}
+CALL_KEYS = {"id", "name", "arguments", "raw", "valid", "unknown"}
+RESULT_KEYS = {"id", "name", "result", "error", "unmocked"}
 
 
 @dataclass
@@ -50,6 +73,8 @@ class ImportedOutput:
     cost: Decimal | None = None
     finish_reason: str = ""
     contender: str = ""
+    single_turn: bool = False
+    transcript: list | None = None
 
 
 class ImportErrors(Exception):
@@ -68,7 +93,7 @@ def capped(errors: list[str]) -> tuple[list[str], int]:
     return [*errors[:MAX_ERRORS], more_problems(len(errors) - MAX_ERRORS)], len(errors)
 
 
-def generate(contender, messages):
+def generate(contender, messages, tools=None):
     raise PermanentError("imported contenders are never called: upload their outputs instead")
 
 
@@ -93,7 +118,7 @@ def parse_outputs_collect(
         return [], [f"line {number}, field (encoding): {message}" for number, message in bad_bytes]
     errors: list[str] = []
     rows: list[ImportedOutput] = []
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[tuple[str, int, bool], int] = {}
     # Split on \n only: str.splitlines() would also split on U+2028 inside a JSON string.
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -122,11 +147,30 @@ def parse_outputs_collect(
             row_errors.append(f"line {number}, field sample: must be an integer >= 0")
         else:
             valid["sample"] = sample
+        transcript, transcript_problems = None, []
+        if data.get("transcript") is not None:
+            transcript, transcript_problems = transcript_value(data["transcript"])
+            row_errors += [f"line {number}, field {problem}" for problem in transcript_problems]
         output = data.get("output", data.get("text"))
-        if not isinstance(output, str):
+        if transcript_problems:
+            transcript = None  # its problems say it; the output is not judged against it
+        elif output is None and transcript:
+            output = transcript[-1]["answer"]
+        if transcript_problems and output is None:
+            pass
+        elif not isinstance(output, str):
             row_errors.append(f"line {number}, field output: required, a string")
+        elif transcript and output != transcript[-1]["answer"]:
+            row_errors.append(f"line {number}, field output: is not the transcript's last answer")
         else:
             valid["output"] = output
+            if transcript:
+                valid["transcript"] = transcript
+        single_turn = data.get("single_turn", False)
+        if not isinstance(single_turn, bool):
+            row_errors.append(f"line {number}, field single_turn: must be true or false")
+        else:
+            valid["single_turn"] = single_turn
         values = {}
         for field in INT_FIELDS:
             value = data.get(field)
@@ -158,11 +202,11 @@ def parse_outputs_collect(
         if not isinstance(finish_reason, str):
             row_errors.append(f"line {number}, field finish_reason: must be a string")
         if "task_id" in valid and "sample" in valid:
-            key = (task_id, sample)
+            key = (task_id, sample, single_turn is True)
             if key in seen:
                 row_errors.append(
                     f"line {number}, field task_id: duplicate of line {seen[key]} "
-                    f"({task_id}, sample {sample})"
+                    f"({task_id}, sample {sample}{', single turn' if key[2] else ''})"
                 )
                 del valid["task_id"], valid["sample"]
             else:
@@ -180,9 +224,143 @@ def parse_outputs_collect(
                 output=output,
                 cost=cost,
                 finish_reason=finish_reason[:50],
+                single_turn=single_turn,
+                transcript=transcript,
                 **values,
             )
         )
     if not rows and not errors:
         errors.append("line 1, field (file): the file holds no outputs")
     return rows, errors
+
+
+def transcript_value(value) -> tuple[list, list[str]]:
+    """(the transcript with its optional fields filled in, its problems as "field: message"
+    with the path, e.g. "transcript[0].steps[1].tool_calls[0].id: ..."). The calls' "valid"
+    and "unknown" are judged again against the task's tools when the output is stored."""
+    if not isinstance(value, list) or not value:
+        return [], ["transcript: must be a non-empty array of turns"]
+    if len(value) > MAX_TURNS:
+        return [], [f"transcript: has {len(value)} turns; the limit is {MAX_TURNS}"]
+    problems: list[str] = []
+    turns = []
+    for t, turn in enumerate(value):
+        where = f"transcript[{t}]"
+        if not isinstance(turn, dict):
+            problems.append(f"{where}: must be an object (turn, user, steps, answer)")
+            continue
+        problems += _unknown_keys(turn, TURN_KEYS, where)
+        if turn.get("turn", t + 1) != t + 1:
+            problems.append(f"{where}.turn: must be {t + 1} (turns are numbered from 1)")
+        user = turn.get("user")
+        if user is not None and not isinstance(user, str):
+            problems.append(f"{where}.user: must be a string or null")
+        answer = turn.get("answer")
+        if not isinstance(answer, str):
+            problems.append(f"{where}.answer: required, a string")
+        finish = turn.get("finish_reason") or ""
+        if not isinstance(finish, str):
+            problems.append(f"{where}.finish_reason: must be a string")
+        steps = turn.get("steps")
+        if not isinstance(steps, list) or not steps or len(steps) > MAX_STEPS:
+            problems.append(f"{where}.steps: must be an array of 1 to {MAX_STEPS} model calls")
+            continue
+        parsed = [_step(step, f"{where}.steps[{s}]", problems) for s, step in enumerate(steps)]
+        turns.append(
+            {
+                "turn": t + 1,
+                "user": user,
+                "steps": parsed,
+                "answer": answer,
+                "finish_reason": finish[:50] if isinstance(finish, str) else "",
+            }
+        )
+    return turns, problems
+
+
+def _unknown_keys(value: dict, known: set[str], where: str) -> list[str]:
+    return [f"{where}.{key}: unknown field" for key in sorted(set(value) - known)]
+
+
+def _count(value, where: str, problems: list[str]) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
+        problems.append(f"{where}: must be an integer from 0 to {MAX_INT}")
+        return None
+    return value
+
+
+def _step(step, where: str, problems: list[str]) -> dict:
+    if not isinstance(step, dict):
+        problems.append(f"{where}: must be an object (text, tool_calls, tool_results, ...)")
+        return {}
+    problems += _unknown_keys(step, STEP_KEYS, where)
+    text = step.get("text", "")
+    if not isinstance(text, str):
+        problems.append(f"{where}.text: must be a string")
+    finish = step.get("finish_reason") or ""
+    if not isinstance(finish, str):
+        problems.append(f"{where}.finish_reason: must be a string")
+    out = {
+        "text": text if isinstance(text, str) else "",
+        "tool_calls": _list(step, "tool_calls", where, problems, _call),
+        "tool_results": _list(step, "tool_results", where, problems, _result),
+        **{
+            key: _count(step.get(key), f"{where}.{key}", problems)
+            for key in ("latency_ms", "ttft_ms", "input_tokens", "output_tokens")
+        },
+        "finish_reason": finish[:50] if isinstance(finish, str) else "",
+    }
+    return out
+
+
+def _list(step: dict, key: str, where: str, problems: list[str], parse) -> list[dict]:
+    value = step.get(key, [])
+    if not isinstance(value, list) or len(value) > MAX_CALLS:
+        problems.append(f"{where}.{key}: must be an array of at most {MAX_CALLS}")
+        return []
+    return [parse(item, f"{where}.{key}[{i}]", problems) for i, item in enumerate(value)]
+
+
+def _call(call, where: str, problems: list[str]) -> dict:
+    if not isinstance(call, dict):
+        problems.append(f"{where}: must be an object (id, name, arguments or raw)")
+        return {}
+    problems += _unknown_keys(call, CALL_KEYS, where)
+    for key in ("id", "name"):
+        if not isinstance(call.get(key), str) or not call[key]:
+            problems.append(f"{where}.{key}: required, a non-empty string")
+    raw, arguments = call.get("raw"), call.get("arguments")
+    if raw is None and not isinstance(arguments, dict):
+        problems.append(f"{where}: needs raw (the argument text) or arguments (an object)")
+    elif raw is not None and not isinstance(raw, str):
+        problems.append(f"{where}.raw: must be a string")
+    elif arguments is not None and not isinstance(arguments, dict):
+        problems.append(f"{where}.arguments: must be an object or null")
+    if raw is None and isinstance(arguments, dict):
+        raw = json.dumps(arguments, ensure_ascii=False)
+    return {"id": call.get("id"), "name": call.get("name"), "raw": raw}
+
+
+def _result(result, where: str, problems: list[str]) -> dict:
+    if not isinstance(result, dict):
+        problems.append(f"{where}: must be an object (id, result or error)")
+        return {}
+    problems += _unknown_keys(result, RESULT_KEYS, where)
+    if not isinstance(result.get("id"), str) or not result["id"]:
+        problems.append(f"{where}.id: required, a non-empty string (the call's id)")
+    error = result.get("error") or ""
+    if not isinstance(error, str):
+        problems.append(f"{where}.error: must be a string")
+    unmocked = result.get("unmocked", False)
+    if not isinstance(unmocked, bool):
+        problems.append(f"{where}.unmocked: must be true or false")
+    name = result.get("name")
+    return {
+        "id": result.get("id"),
+        "name": name if isinstance(name, str) else "",
+        "result": result.get("result"),
+        "error": error if isinstance(error, str) else "",
+        "unmocked": unmocked is True,
+    }

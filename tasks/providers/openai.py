@@ -1,10 +1,15 @@
 """OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp server, OpenRouter).
 
 Always streams, so the time to the first content token is measured; asks for the usage chunk
-(`stream_options.include_usage`) so tokens and cost are recorded.
+(`stream_options.include_usage`) so tokens and cost are recorded. Tools go out as
+`tools: [{"type": "function", "function": {...}}]`; streamed `tool_calls` deltas are put back
+together by their `index` (the id and name come in the first fragment, the arguments in
+pieces). Histories are already in this API's shape (assistant `tool_calls`, `tool` messages).
 """
 
 from __future__ import annotations
+
+import json
 
 import httpx
 
@@ -15,22 +20,27 @@ from .base import (
     ProviderResult,
     RetryableError,
     StreamingCall,
+    ToolCall,
     api_key_for,
+    history_tool_calls,
     iter_sse,
     load_json,
     post_stream,
     read_body,
     too_long,
+    tool_result_text,
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-def build_payload(contender, messages: list[dict]) -> dict:
-    conversation = list(messages)
+def build_payload(contender, messages: list[dict], tools: list[dict] | None = None) -> dict:
+    conversation = [_message(m) for m in messages]
     if contender.system_prompt:
         conversation = [{"role": "system", "content": contender.system_prompt}, *conversation]
     payload = {"model": contender.model, "messages": conversation}
+    if tools:
+        payload["tools"] = [{"type": "function", "function": _function(t)} for t in tools]
     # Every param goes through as given (temperature, top_p, max_tokens, seed, stop, ...) so a
     # run is reproducible wherever the endpoint honours a seed.
     payload.update(contender.params or {})
@@ -39,16 +49,77 @@ def build_payload(contender, messages: list[dict]) -> dict:
     return payload
 
 
+def _function(tool: dict) -> dict:
+    function = {"name": tool["name"]}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    return function
+
+
+def _message(message: dict) -> dict:
+    """A history message with only what the API accepts (a plain message goes as it is)."""
+    role = message.get("role")
+    if role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": str(message.get("tool_call_id") or ""),
+            "content": tool_result_text(message.get("content", "")),
+        }
+    if role == "assistant" and message.get("tool_calls"):
+        return {
+            "role": "assistant",
+            "content": message.get("content") or "",
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.raw},
+                }
+                for call in history_tool_calls(message)
+            ],
+        }
+    return message
+
+
+class _ToolCalls:
+    """Streamed tool-call fragments, assembled by index."""
+
+    def __init__(self, text: OutputText) -> None:
+        self.text = text
+        self.calls: dict[int, dict] = {}
+
+    def add(self, position: int, delta: dict) -> None:
+        index = delta.get("index", position)
+        call = self.calls.setdefault(index, {"id": "", "name": "", "raw": []})
+        call["id"] = call["id"] or str(delta.get("id") or "")
+        function = delta.get("function") or {}
+        call["name"] = call["name"] or str(function.get("name") or "")
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # a server that sends the whole object at once
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if isinstance(arguments, str) and arguments:
+            self.text.count(len(arguments))
+            call["raw"].append(arguments)
+
+    def result(self) -> list[ToolCall]:
+        return [
+            ToolCall(id=c["id"] or f"call_{i + 1}", name=c["name"], raw="".join(c["raw"]))
+            for i, (_, c) in enumerate(sorted(self.calls.items()))
+        ]
+
+
 def _parse_full(data: dict, call: StreamingCall) -> ProviderResult:
     """A server that ignored `stream: true` and answered with one JSON body."""
     try:
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
+        tool_calls = history_tool_calls(choice["message"])
     except (KeyError, IndexError, TypeError, AttributeError):
         raise RetryableError(
             "malformed completion from the provider: no choices[0].message"
         ) from None
-    if len(text) > MAX_OUTPUT_CHARS:
+    if len(text) + sum(len(c.raw) for c in tool_calls) > MAX_OUTPUT_CHARS:
         raise RetryableError(too_long())
     call.token()
     usage = data.get("usage") or {}
@@ -61,6 +132,7 @@ def _parse_full(data: dict, call: StreamingCall) -> ProviderResult:
         finish_reason=choice.get("finish_reason") or "",
         served_model=_text(data.get("model")),
         fingerprint=_text(data.get("system_fingerprint")),
+        tool_calls=tool_calls,
     )
 
 
@@ -75,6 +147,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             raise RetryableError(f"the answer is larger than {MAX_BODY_BYTES:,} bytes: not stored")
         return _parse_full(load_json(body.decode("utf-8", "replace"), "completion"), call)
     text = OutputText()
+    tool_calls = _ToolCalls(text)
     finish_reason, usage, done = "", {}, False
     served_model = fingerprint = ""
     for _event, raw in iter_sse(response):
@@ -96,6 +169,10 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             if content:
                 call.token()
                 text.add(content)
+            for position, fragment in enumerate(delta.get("tool_calls") or []):
+                if isinstance(fragment, dict):
+                    call.token()
+                    tool_calls.add(position, fragment)
             if choice.get("finish_reason"):
                 finish_reason = choice["finish_reason"]
     if not done and not finish_reason:
@@ -109,10 +186,11 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         finish_reason=finish_reason,
         served_model=served_model,
         fingerprint=fingerprint,
+        tool_calls=tool_calls.result(),
     )
 
 
-def generate(contender, messages: list[dict]) -> ProviderResult:
+def generate(contender, messages: list[dict], tools: list[dict] | None = None) -> ProviderResult:
     base = (contender.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = {"Accept": "text/event-stream"}
     key = api_key_for(contender)
@@ -121,6 +199,6 @@ def generate(contender, messages: list[dict]) -> ProviderResult:
     return post_stream(
         f"{base}/chat/completions",
         headers=headers,
-        payload=build_payload(contender, messages),
+        payload=build_payload(contender, messages, tools),
         parse=_parse,
     )
