@@ -61,3 +61,51 @@ def test_it_reads_back_every_valid_task_list_unchanged(tasks):
     for parsed, original in zip(result.tasks, tasks, strict=True):
         assert parsed["prompt"] == original["prompt"]
         assert parsed["metadata"] == original.get("metadata", {})
+
+
+tool = st.fixed_dictionaries(
+    {"name": st.sampled_from(["get_order", "refund", "bad name", ""]) | text},
+    optional={"description": json_value, "parameters": json_value},
+)
+conversation_values = {
+    "tools": st.lists(tool | json_value, max_size=3) | json_value,
+    "tool_mocks": st.lists(
+        st.dictionaries(st.sampled_from(["tool", "match", "result", "error", "times"]), json_value)
+        | json_value,
+        max_size=3,
+    ),
+    "max_steps": st.integers(-2, 60) | json_value,
+    "turns": st.lists(text | json_value, max_size=4) | json_value,
+    "single_turn": json_value,
+    "turn_checks": st.dictionaries(st.sampled_from(["1", "2", "03", "x"]), json_value, max_size=3),
+    "checks": st.fixed_dictionaries(
+        {},
+        optional={
+            "tool_calls": st.dictionaries(
+                st.sampled_from(["called", "not_called", "called_with", "order", "max_calls"]),
+                json_value | st.lists(st.sampled_from(["get_order", "refund"]), max_size=3),
+            ),
+            "reference": st.sampled_from(["exact", "choice", "normalized"]) | json_value,
+        },
+    ),
+    "messages": st.lists(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["user", "assistant", "tool", "system"])},
+            optional={"content": json_value, "tool_calls": json_value, "tool_call_id": json_value},
+        ),
+        max_size=4,
+    ),
+}
+
+
+@FAST
+@given(task, st.fixed_dictionaries({}, optional=conversation_values))
+def test_it_never_crashes_on_arbitrary_tool_and_turn_fields(base, extra):
+    row = {**base, **extra}
+    if "messages" in extra or "turns" in extra:
+        row.pop("prompt")
+    result = parse_testset((json.dumps(row) + "\n").encode(), filename="a.jsonl")
+    assert result.ok or all(e.startswith("line 1, field ") for e in result.errors)
+    if result.ok:  # what is accepted reads back the same
+        again = parse_testset((json.dumps(result.tasks[0]) + "\n").encode(), filename="a.jsonl")
+        assert again.ok and again.checksum == result.checksum, again.errors
