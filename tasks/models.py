@@ -87,9 +87,13 @@ class Task(models.Model):
         return self.external_id
 
     def conversation(self) -> list[dict]:
-        """The task as chat messages, whether it was given as a prompt or as messages."""
+        """The task as chat messages, whether it was given as a prompt or as messages (as
+        stored: assistant tool_calls and tool messages included). For a task with turns, the
+        context before the first turn, which may be empty: the turns follow it one by one."""
         if self.messages:
             return list(self.messages)
+        if self.turns:
+            return []
         return [{"role": "user", "content": self.prompt}]
 
 

@@ -165,6 +165,8 @@ class GoodInputTests(TestCase):
         parsed = parse_testset(jsonl(task()), filename="a.jsonl")
         assert parsed.ok, parsed.errors
         assert parsed.tasks[0]["turns"] == TURNS and parsed.tasks[0]["messages"] is None
+        stored = services.testset_import(name="bare", data=jsonl(task()), filename="a.jsonl")
+        assert stored.testset.tasks.get().conversation() == []  # no empty user message
         data = as_csv(task(max_steps=3, tools=TOOLS))
         assert b"prompt" not in data.split(b"\n")[0]
         parsed = parse_testset(data, filename="a.csv")
