@@ -10,14 +10,20 @@ from dataclasses import dataclass
 
 from .dashboard_tables import Column, Table
 
-TOOLS_NOTE = (
+CALLS_NOTE = (
     "Tool-call accuracy: share of samples whose tool_calls check passed (n = samples that ran "
     "one). Invalid and unmocked: per tool call (n = calls): arguments that are not a valid "
-    "object for the tool's schema or an undeclared tool; a call no mock answered. Error "
-    "recovery: among samples where a mocked tool returned an error, the share whose checks all "
-    "passed. Steps: model calls per task. Completion: from the first request to the last "
-    "answer. Wilson 95% intervals (valid at any n; fewer than 30 is a small sample)."
+    "object for the tool's schema or an undeclared tool; a call no mock answered. Wilson 95% "
+    "intervals, valid at any n; fewer than 30 is a small sample."
 )
+RECOVERY_NOTE = (
+    "Error recovery: among samples where a mocked tool returned an error, the share whose "
+    "checks all passed (Wilson 95% interval). Steps: model calls per task (samples averaged), "
+    "with the report's bootstrap interval over test cases (none below 10). Completion: from "
+    "the first request to the last answer, over samples."
+)
+NO_TOOL_OUTPUT = "No generation of a tool task is done yet."
+BASES = {"human": "people's per-turn scores", "turn_checks": "turn checks"}
 
 
 def _rate_cells(r: dict | None) -> list:
@@ -26,16 +32,23 @@ def _rate_cells(r: dict | None) -> list:
 
 
 def tools_page(report: dict) -> dict:
-    rows = []
-    for name, t in (report.get("tools") or {}).items():
+    tools = report.get("tools") or {}
+    call_rows, recovery_rows = [], []
+    for name, t in tools.items():
         ms = t.get("completion_ms") or {}
-        rows.append(
+        unmocked = t.get("unmocked_call_rate") or {}
+        call_rows.append(
             [
                 name,
                 *_rate_cells(t.get("tool_call_accuracy")),
                 *_rate_cells(t.get("invalid_call_rate")),
-                (t.get("unmocked_call_rate") or {}).get("rate"),
-                (t.get("unmocked_call_rate") or {}).get("ci95"),
+                unmocked.get("rate"),
+                unmocked.get("ci95") or unmocked.get("reason"),
+            ]
+        )
+        recovery_rows.append(
+            [
+                name,
                 *_rate_cells(t.get("error_recovery_rate")),
                 t.get("mean_steps"),
                 t.get("mean_steps_ci95") or t.get("mean_steps_reason"),
@@ -44,37 +57,43 @@ def tools_page(report: dict) -> dict:
                 t.get("n_tasks"),
             ]
         )
-    columns = [
-        Column("contender", "name"),
-        Column("tool-call accuracy", "pct"),
-        Column("accuracy", "ci"),
-        Column("samples", "int"),
-        Column("invalid calls", "pct"),
-        Column("invalid", "ci"),
-        Column("calls", "int"),
-        Column("unmocked calls", "pct"),
-        Column("unmocked", "ci"),
-        Column("error recovery", "pct"),
-        Column("recovery", "ci"),
-        Column("samples with a mocked error", "int"),
-        Column("steps per task", "num"),
-        Column("steps", "ci"),
-        Column("completion p50", "ms"),
-        Column("completion p95", "ms"),
-        Column("tool tasks", "int"),
-    ]
-    return {
-        "tables": [
-            Table(
-                "tool-use",
-                "Tool use",
-                columns,
-                rows,
-                note=TOOLS_NOTE,
-                empty="No generation of a tool task is done yet.",
-            )
-        ]
-    }
+    calls = Table(
+        "tool-calls",
+        "Tool calls",
+        [
+            Column("contender", "name"),
+            Column("tool-call accuracy", "pct"),
+            Column("accuracy", "ci"),
+            Column("samples", "int"),
+            Column("invalid calls", "pct"),
+            Column("invalid", "ci"),
+            Column("calls", "int"),
+            Column("unmocked calls", "pct"),
+            Column("unmocked", "ci"),
+        ],
+        call_rows,
+        note=CALLS_NOTE,
+        empty=NO_TOOL_OUTPUT,
+    )
+    recovery = Table(
+        "tool-recovery",
+        "Error recovery, steps and completion time",
+        [
+            Column("contender", "name"),
+            Column("error recovery", "pct"),
+            Column("recovery", "ci"),
+            Column("samples with a mocked error", "int"),
+            Column("steps per task", "num"),
+            Column("steps", "ci"),
+            Column("completion p50", "ms"),
+            Column("completion p95", "ms"),
+            Column("tool tasks", "int"),
+        ],
+        recovery_rows,
+        note=RECOVERY_NOTE,
+        empty=NO_TOOL_OUTPUT,
+    )
+    return {"tables": [calls, recovery]}
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,7 +125,7 @@ def turn_chart(conversation: dict) -> TurnChart | None:
     turns = sorted({p["turn"] for pts in curves.values() for p in pts if p["mean"] is not None})
     if not turns:
         return None
-    width, height, left, right, top, bottom = 720, 300, 44, 150, 16, 260
+    width, height, left, right, top, bottom = 720, 250, 44, 150, 16, 210
     first, last = turns[0], max(turns[-1], turns[0] + 1)
 
     def x(turn: int) -> float:
@@ -161,7 +180,7 @@ def turn_chart(conversation: dict) -> TurnChart | None:
         x_ticks=[{"x": x(t), "label": str(t)} for t in range(first, turns[-1] + 1)],
         y_ticks=[{"y": y(v), "label": f"{v:.2f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
         title="Mean score per turn with 95% interval",
-        basis=", ".join(sorted(basis)),
+        basis=", ".join(sorted(BASES.get(b, b) for b in basis)),
     )
 
 
@@ -175,9 +194,6 @@ def _spread_labels(lines: list[dict], top: float, bottom: float, gap: float = 14
     if overflow > 0:
         for line in order:
             line["label_y"] = max(top, line["label_y"] - overflow)
-
-
-BASES = {"human": "people's per-turn scores", "turn_checks": "turn checks"}
 
 
 def conversation_page(report: dict) -> dict:

@@ -134,7 +134,7 @@ class AgenticDashboardTests(TestCase):
         assert "Tool use" not in body and ">Conversation<" not in body
         for page in ("tools", "conversation"):
             assert self.client.get(f"/campaigns/plain/dashboard/{page}/").status_code == 404
-            url = f"/campaigns/plain/dashboard/{page}/tool-use.csv"
+            url = f"/campaigns/plain/dashboard/{page}/tool-calls.csv"
             assert self.client.get(url).status_code == 404
 
     def test_the_tabs_show_when_the_campaign_has_such_tasks(self):
@@ -145,16 +145,35 @@ class AgenticDashboardTests(TestCase):
     def test_the_tool_use_page_shows_the_figures_with_their_n(self):
         response = self.client.get("/campaigns/agents/dashboard/tools/")
         assert response.status_code == 200
-        (table,) = response.context["tables"]
-        careful = next(r for r in table.html_rows if r[0]["text"] == "careful")
-        texts = [c["text"] for c in careful]
-        # accuracy 8/10 with its Wilson interval, invalid 1/13, recovery 1/2, steps, p50, p95
-        assert texts[1:4] == ["80.0%", "0.490 – 0.943", "10"]
-        assert texts[4] == "7.7%" and texts[6] == "13"
-        assert texts[9] == "50.0%" and texts[11] == "2"
-        assert texts[12] == "2.100" and texts[14:16] == ["850 ms", "1,555 ms"]
-        silent = next(r for r in table.html_rows if r[0]["text"] == "forgetful")
-        assert silent[2]["text"] == "no sample ran a tool_calls check"
+        calls, recovery = response.context["tables"]
+
+        def row(table, name):
+            return [c["text"] for c in next(r for r in table.html_rows if r[0]["text"] == name)]
+
+        # accuracy 8/10 with its Wilson interval, invalid and unmocked 1/13
+        assert row(calls, "careful")[1:] == [
+            "80.0%",
+            "0.490 – 0.943",
+            "10",
+            "7.7%",
+            "0.014 – 0.333",
+            "13",
+            "7.7%",
+            "0.014 – 0.333",
+        ]
+        # recovery 1/2, steps per task, completion p50 and p95, tool tasks
+        assert row(recovery, "careful")[1:] == [
+            "50.0%",
+            "0.095 – 0.905",
+            "2",
+            "2.100",
+            "too few items (n=5)",
+            "850 ms",
+            "1,555 ms",
+            "5",
+        ]
+        assert row(calls, "forgetful")[2] == "no sample ran a tool_calls check"
+        assert row(calls, "forgetful")[5] == "no tool calls"
 
     def test_the_conversation_page_draws_the_curves_at_the_cards_width(self):
         response = self.client.get("/campaigns/agents/dashboard/conversation/")

@@ -5,7 +5,9 @@ from django.core.management.base import BaseCommand
 from evalsite.demo import DEMO_USERS, load_users
 
 # Each app contributes one step: load(users, stdout) -> dict of what it made (passed on).
-DEMO_STEPS = ["tasks.demo", "reviews.demo"]
+# tasks.agents_demo: the tool-use and conversation campaign (its own test set, so the support
+# demo's stays as it is).
+DEMO_STEPS = ["tasks.demo", "tasks.agents_demo", "reviews.demo"]
 
 
 class Command(BaseCommand):
