@@ -314,6 +314,12 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 
 # Generation: the database owns the attempt cap (acks_late redeliveries have no cap of their own).
 GENERATION_MAX_ATTEMPTS = env_int("GENERATION_MAX_ATTEMPTS", 6)
+# The currency contenders' prices are given in, shown with every cost (pages, CSV, report).
+EVALSITE_CURRENCY = env_str("EVALSITE_CURRENCY", "USD").strip() or "USD"
+if len(EVALSITE_CURRENCY) > 8 or any(c.isspace() for c in EVALSITE_CURRENCY):
+    raise ImproperlyConfigured(
+        f"EVALSITE_CURRENCY must be a short code such as USD or EUR, got {EVALSITE_CURRENCY!r}"
+    )
 # Provider calls: connect/read timeouts in seconds (read = the longest silence in a stream).
 GENERATION_CONNECT_TIMEOUT = float(env_str("GENERATION_CONNECT_TIMEOUT", "10"))
 GENERATION_READ_TIMEOUT = float(env_str("GENERATION_READ_TIMEOUT", "120"))

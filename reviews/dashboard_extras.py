@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from .dashboard_tables import Column, Table, _nice_ticks
 
 
@@ -35,6 +37,7 @@ def pareto_chart(report: dict) -> ScatterChart | None:
     if len(rows) < 2:
         return None
     width, height, left, right, top, bottom = 720, 320, 70, 150, 20, 270
+    currency = report.get("currency") or settings.EVALSITE_CURRENCY
     costs = [r["cost_per_task"] for r in rows]
     c_lo, c_hi = min(costs), max(costs)
     pad = (c_hi - c_lo) * 0.08 or max(c_hi * 0.1, 1e-6)
@@ -54,7 +57,7 @@ def pareto_chart(report: dict) -> ScatterChart | None:
             "tx": x(r["cost_per_task"]) + 8,
             "ty": y(r["quality"]) + 4,
             "front": bool(r.get("pareto")),
-            "text": f"quality {r['quality']:.3f}, cost {r['cost_per_task']:.6g}"
+            "text": f"quality {r['quality']:.3f}, cost {r['cost_per_task']:.6g} {currency}"
             + (" (Pareto front)" if r.get("pareto") else ""),
         }
         for r in rows
@@ -68,7 +71,7 @@ def pareto_chart(report: dict) -> ScatterChart | None:
         x_ticks=[{"x": x(t), "label": f"{t:.3g}"} for t in _nice_ticks(c_lo, c_hi)],
         y_ticks=[{"y": y(t), "label": f"{t:.1f}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
         title="Quality against cost per task; the line joins the Pareto front",
-        x_label="cost per task (one answer)",
+        x_label=f"cost per task (one answer, {currency})",
         y_label="quality (0-1)",
         left=left,
         bottom=bottom,

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
+from evalsite.text import money
+
 # --------------------------------------------------------------------------------------------
 # Tables
 
@@ -46,7 +50,9 @@ class Table:
         header = []
         for c in self.columns:
             header += (
-                [f"{c.label} ci95 low", f"{c.label} ci95 high"] if c.kind == "ci" else [c.label]
+                [f"{c.label} ci95 low", f"{c.label} ci95 high"]
+                if c.kind == "ci"
+                else [f"{c.label} ({settings.EVALSITE_CURRENCY})" if c.kind == "money" else c.label]
             )
         return header
 
@@ -96,7 +102,7 @@ def display(value, kind: str) -> str:
     if kind == "s" and isinstance(value, int | float):
         return f"{value:,.1f} s"
     if kind == "money" and isinstance(value, int | float):
-        return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+        return money(value)  # with the site's currency
     return str(value)
 
 

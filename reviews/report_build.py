@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from django.conf import settings
 
 from tasks.models import Generation
 
@@ -79,6 +80,7 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
             "pass_threshold": meta["pass_threshold"],
         },
         "contenders": ctx.names,
+        "currency": settings.EVALSITE_CURRENCY,  # of every cost and price in the report
         "progress": prog,
         "agreement": sec.agreement_section(ctx, raw),
         "preference_agreement": sec.preference_agreement(ctx),

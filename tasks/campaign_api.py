@@ -88,6 +88,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
     }
     if progress:
         data["progress"] = _jsonable(campaign_progress(campaign=campaign))
+        data["progress"]["currency"] = settings.EVALSITE_CURRENCY  # of its costs
     return data
 
 

@@ -10,6 +10,7 @@ import re
 
 import yaml
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from evalsite.roles import ARBITER, REVIEWER
@@ -182,6 +183,10 @@ class ContenderForm(LabelledForm):
                 )
             } | {"params": json.dumps(instance.params) if instance.params else ""}
         super().__init__(*args, **kwargs)
+        for price in ("price_in_per_mtok", "price_out_per_mtok"):
+            # the bound field keeps its own copy (LabelledForm made it already)
+            text = f"in {settings.EVALSITE_CURRENCY} per million tokens"
+            self.fields[price].help_text = self[price].help_text = text
 
     def clean_params(self):
         value = _structured(self.cleaned_data.get("params", ""), "Params")
