@@ -275,7 +275,7 @@ def resolution_build(
     campaign = item.campaign
     labels = labels_for(arbitration.order)
     by_output = {v: k for k, v in labels.items()}
-    rubric = Rubric.of(campaign)
+    rubric = Rubric.for_item(item)  # per-turn scores are resolved like dimensions
     cells = disputed_cells(item.dispute_reasons or [])
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})

@@ -248,7 +248,8 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
     if arbitration is None or not arbitration.item.campaign.on_roster(request.user, ARBITER):
         return _gone(request)
     campaign = arbitration.item.campaign
-    values = _form_values(request, list(labels_for(arbitration.order)), Rubric.of(campaign).keys)
+    keys = Rubric.for_item(arbitration.item).keys  # per-turn scores (score_turns) included
+    values = _form_values(request, list(labels_for(arbitration.order)), keys)
     try:
         arbitration, _ = arbitration_resolve(token=token, arbiter=request.user, **values)
     except ArbitrationGone:

@@ -67,7 +67,9 @@ class _Truth:
         self.skill = dict(zip(names, skills, strict=False))
         self.strength: dict[tuple[str, str], float] = {}
 
-    def score(self, contender: str, category: str, tier: str, dim: Dimension, task_key: str) -> float:
+    def score(
+        self, contender: str, category: str, tier: str, dim: Dimension, task_key: str
+    ) -> float:
         key = (contender, category)
         if key not in self.strength:
             # Keyed, not drawn in claim order: the same truth whatever order items are reviewed in.
@@ -95,7 +97,7 @@ def _first_review(
 ) -> dict:
     wants_scores, wants_preference = campaign_wants(campaign)
     labels = labels_for(len(order))
-    rubric = Rubric.of(campaign)
+    rubric = Rubric.for_item(item)  # a conversation's per-turn scores too
     info = _outputs_by_id(item)
     task = item.task
     scores, totals, flags = {}, {}, {}
@@ -147,7 +149,7 @@ def _second_review(
     scores: dict[str, dict] = {}
     disputed_done = False
     target = rng.choice(order) if dispute else None
-    rubric = Rubric.of(campaign)
+    rubric = Rubric.for_item(item)  # a conversation's per-turn scores too
     target_dim = rng.choice(rubric.dimensions) if dispute and rubric else None
     for output in order:
         label = label_of[output]

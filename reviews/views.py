@@ -318,7 +318,9 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     if not _may_review(request, campaign):
         return _barred(request, slug, token)
     labels = services.labels_for(len(assignment.order))
-    data = _submitted_data(request, labels, Rubric.of(campaign).keys)
+    assignment.item.campaign = campaign
+    # The item's rubric: a conversation's per-turn scores (score_turns) are fields too.
+    data = _submitted_data(request, labels, Rubric.for_item(assignment.item).keys)
     try:
         result = services.assignment_submit(
             token=token, reviewer=request.user, key=request.POST.get("submit_key", ""), data=data

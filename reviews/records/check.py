@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from tasks.models import Campaign
 
-from ..rubric import Mode, Rubric, answers_check, labels
+from ..rubric import Mode, Rubric, TurnScoring, answers_check, labels
 from .format import JSONL_KEYS, MAX_SECONDS, REQUIRED_KEYS, USERNAME_RE, RecordError
 
 BLIND_FILE = (
@@ -49,9 +49,13 @@ def records_check(
 ) -> tuple[list[_Record], dict, dict]:
     """The clean records, the test set's tasks and the contenders by name; every problem of a
     line goes to `errors` (the file's own, and those against the campaign)."""
-    rubric = Rubric.of(campaign)
+    rubric = Rubric.of(campaign)  # a record's "scores": the rubric without per-turn scores
+    tasks = {t.external_id: t for t in campaign.testset.tasks.all()}
+    turns = _TurnCheck(campaign, tasks)
     records = [
-        r for r in (_check_record(n, raw, campaign, rubric, errors) for n, raw in parsed) if r
+        r
+        for r in (_check_record(n, raw, campaign, rubric, turns, errors) for n, raw in parsed)
+        if r
     ]
     if parsed and not any(raw.get("models") for _, raw in parsed):
         # A blind export: one line says so, not "models: required" on every line.
@@ -62,7 +66,6 @@ def records_check(
         errors.append(
             RecordError(1, "(file)", "the file is empty" if empty else "no records in the file")
         )
-    tasks = {t.external_id: t for t in campaign.testset.tasks.all()}
     contenders = {c.name: c for c in campaign.contenders.all()}
     _check_against_campaign(campaign, records, tasks, contenders, errors)
     for line, raw in parsed:
@@ -97,7 +100,7 @@ def _check_against_campaign(campaign, records, tasks, contenders, errors) -> Non
 
 
 def _check_record(
-    line: int, raw: dict, campaign: Campaign, rubric: Rubric, errors: list
+    line: int, raw: dict, campaign: Campaign, rubric: Rubric, turns: _TurnCheck, errors: list
 ) -> _Record | None:
     before = len(errors)
 
@@ -119,6 +122,8 @@ def _check_record(
     )
     for where, message in answers.errors.items():
         err(where, message)
+    for label, per_turn in turns.check(raw, names, arbitration is True, err).items():
+        answers.scores.setdefault(label, {}).update(per_turn)
     when, seconds = _check_timing(raw, err)
     if len(errors) > before:
         return None
@@ -137,6 +142,67 @@ def _check_record(
         seconds=seconds,
         arbitration=bool(arbitration),
     )
+
+
+class _TurnCheck:
+    """A record's `turn_scores` ({"A": [4, 4, 3], ...}: one score per user turn of the task)
+    as per-turn dimensions ("turn_quality@1", ...) for its scores. The values are checked by
+    the rubric's one answers check, against the per-turn dimensions of the record's task."""
+
+    def __init__(self, campaign: Campaign, tasks: dict):
+        self.campaign, self.tasks = campaign, tasks
+        self.scoring = TurnScoring.of(campaign)
+
+    def check(self, raw: dict, names: list[str], arbitration: bool, err) -> dict:
+        given = raw.get("turn_scores")
+        if given in (None, {}):
+            return {}
+        if self.scoring is None:
+            err(
+                "turn_scores",
+                "this campaign does not score turns (its definition has no score_turns)",
+            )
+            return {}
+        if not isinstance(given, dict) or not all(isinstance(v, list) for v in given.values()):
+            err(
+                "turn_scores",
+                'must map each label to a list of scores, one per turn: {"A": [4, 3]}',
+            )
+            return {}
+        task_id = raw.get("task_id")
+        task = self.tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            return {}  # the task's own error is told once, under task_id
+        n = len(task.turns or [])
+        if n == 0:
+            err("turn_scores", f"task {task_id!r} is not a conversation (no turns): no turn scores")
+            return {}
+        keys = [d.key for d in self.scoring.dimensions(n)]
+        scores, bad = {}, False
+        for label, values in given.items():
+            if len(values) != n:
+                err(f"turn_scores.{label}", f"has {len(values)} scores; the task has {n} turns")
+                bad = True
+                continue
+            # An arbiter decided some turns only: null is "not decided" in its record.
+            scores[label] = {
+                k: v for k, v in zip(keys, values, strict=True) if v is not None or not arbitration
+            }
+        if bad:
+            return {}
+        answers = answers_check(
+            rubric=Rubric(self.scoring.dimensions(n)),
+            labels=names or None,
+            data={"scores": scores},
+            mode=Mode.RECORD,
+            lenient=arbitration,
+        )
+        for where, message in answers.errors.items():
+            # "scores.A.turn_quality@2" -> field turn_scores.A, "turn 2: ..."
+            _, label, *rest = where.split(".", 2)
+            turn = rest[0].rsplit("@", 1)[-1] if rest else ""
+            err(f"turn_scores.{label}", f"turn {turn}: {message}" if turn else message)
+        return {} if answers.errors else answers.scores
 
 
 def _check_identity(raw: dict, campaign: Campaign, err) -> tuple:

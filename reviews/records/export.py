@@ -18,7 +18,7 @@ from evalsite.csvsafe import csv_lines
 from tasks.models import Campaign
 
 from ..models import Arbitration, ItemOutput, Preference, Review, Score
-from ..rubric import Rubric, labels
+from ..rubric import TURN_MARK, Rubric, TurnScoring, labels
 from .format import CSV_FIXED, EXPORT_CHUNK, FORMATS
 
 
@@ -43,6 +43,7 @@ def records_iter(
     dims = Rubric.of(campaign).keys
     dim_rank = {d: i for i, d in enumerate(dims)}
     contender_names = dict(campaign.contenders.values_list("id", "name"))
+    turns = _Turns.of(campaign)
     rows = (
         Review.objects.filter(item__campaign=campaign)
         .order_by(
@@ -74,11 +75,55 @@ def records_iter(
     for row in rows:
         batch.append(row)
         if len(batch) >= chunk_size:
-            yield from _records_for_batch(batch, dim_rank, contender_names, unblind)
+            yield from turns.split(_records_for_batch(batch, dim_rank, contender_names, unblind))
             batch = []
     if batch:
-        yield from _records_for_batch(batch, dim_rank, contender_names, unblind)
-    yield from _arbitration_records(campaign, unblind, dim_rank, contender_names, chunk_size)
+        yield from turns.split(_records_for_batch(batch, dim_rank, contender_names, unblind))
+    yield from turns.split(
+        _arbitration_records(campaign, unblind, dim_rank, contender_names, chunk_size)
+    )
+
+
+class _Turns:
+    """A campaign's per-turn scores out of a record's `scores` into its `turn_scores`: a list
+    per label, one score per user turn of the task (null where an arbiter decided nothing)."""
+
+    def __init__(self, scoring: TurnScoring | None, counts: dict[str, int]):
+        self.scoring, self.counts = scoring, counts
+
+    @classmethod
+    def of(cls, campaign: Campaign) -> _Turns:
+        scoring = TurnScoring.of(campaign)
+        if scoring is None:
+            return cls(None, {})
+        tasks = campaign.testset.tasks.values_list("external_id", "turns")
+        return cls(scoring, {external_id: len(turns or []) for external_id, turns in tasks})
+
+    def split(self, records: Iterator[dict]) -> Iterator[dict]:
+        if self.scoring is None:
+            yield from records
+            return
+        prefix = self.scoring.dimension + TURN_MARK
+        for record in records:
+            n = self.counts.get(record["task_id"], 0)
+            turn_scores = {}
+            for label, dims in record["scores"].items():
+                keys = [k for k in dims if k.startswith(prefix)]
+                if not keys or not n:
+                    continue
+                per_turn = [None] * n
+                for key in keys:
+                    turn = key[len(prefix) :]
+                    value = dims.pop(key)
+                    if turn.isdigit() and 1 <= int(turn) <= n:
+                        per_turn[int(turn) - 1] = value
+                turn_scores[label] = per_turn
+            if turn_scores:
+                # Right after "scores", its neighbour in the format.
+                items = list(record.items())
+                at = list(record).index("scores") + 1
+                record = dict([*items[:at], ("turn_scores", turn_scores), *items[at:]])
+            yield record
 
 
 def _arbitration_records(
@@ -261,6 +306,9 @@ def csv_columns(*, campaign: Campaign, unblind: bool = False) -> list[str]:
     if unblind:
         columns += [f"models.{label}" for label in names]
     columns += [f"scores.{label}.{d}" for label in names for d in Rubric.of(campaign).keys]
+    if TurnScoring.of(campaign) is not None:
+        # One cell per output: the turn scores in turn order, joined with ';' ("4;4;3").
+        columns += [f"turn_scores.{label}" for label in names]
     columns += [f"flags.{label}" for label in names]
     return columns
 
@@ -286,6 +334,8 @@ def _csv_rows(campaign: Campaign, columns: list[str], unblind: bool) -> Iterator
             for d, v in dims.items():
                 # An explicit N/A is "null", as in JSON (an empty cell means "not given").
                 flat[f"scores.{label}.{d}"] = "null" if v is None else v
+        for label, values in record.get("turn_scores", {}).items():
+            flat[f"turn_scores.{label}"] = ";".join("null" if v is None else str(v) for v in values)
         for label, fl in record["flags"].items():
             # An arbiter's explicitly empty list is "none" (an empty cell means "not given").
             flat[f"flags.{label}"] = ";".join(fl) or "none"

@@ -16,6 +16,7 @@ JSONL_KEYS = (
     "category",
     "candidates",
     "scores",
+    "turn_scores",
     "judge",
     "blind",
     "models",

@@ -49,7 +49,9 @@ def _unescape(cell: str) -> str:
     return cell
 
 
-CSV_COLUMN_RE = re.compile(r"^(?:models\.([A-Z]+)|scores\.([A-Z]+)\.(.+)|flags\.([A-Z]+))$")
+CSV_COLUMN_RE = re.compile(
+    r"^(?:models\.([A-Z]+)|scores\.([A-Z]+)\.(.+)|flags\.([A-Z]+)|turn_scores\.([A-Z]+))$"
+)
 
 
 def _csv_value(raw: str):
@@ -130,7 +132,7 @@ def _csv_record(row: dict[str, str]) -> dict:
         )
     if row.get("candidates", "") != "":
         record["candidates"] = [c.strip() for c in row["candidates"].split(";")]
-    models, scores, flags = {}, {}, {}
+    models, scores, flags, turn_scores = {}, {}, {}, {}
     for column, raw in row.items():
         m = CSV_COLUMN_RE.match(column)
         if not m or raw == "":
@@ -143,9 +145,13 @@ def _csv_record(row: dict[str, str]) -> dict:
             flags[m.group(4)] = (
                 [] if raw.strip() == "none" else [f.strip() for f in raw.split(";") if f.strip()]
             )
+        elif m.group(5):
+            turn_scores[m.group(5)] = [_csv_value(v.strip()) for v in raw.split(";")]
     if models:
         record["models"] = models
     record["scores"] = scores
+    if turn_scores:
+        record["turn_scores"] = turn_scores
     if flags:
         record["flags"] = flags
     return record

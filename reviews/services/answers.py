@@ -7,7 +7,7 @@ import math
 from tasks.models import Campaign, Mode
 
 from ..disputes import unknown_field_errors
-from ..models import Assignment, Preference, Review
+from ..models import Assignment, Preference, Review, ReviewItem
 from ..rubric import Mode as AnswerMode
 from ..rubric import Rubric, answers_check
 from ..rubric import labels as rubric_labels
@@ -28,7 +28,7 @@ SUBMIT_FIELDS = ("scores", "preference", "flags", "comment", "seconds_spent", "k
 
 
 def review_payload_parse(
-    *, campaign: Campaign, order: list[int], data: dict
+    *, campaign: Campaign, order: list[int], data: dict, item: ReviewItem | None = None
 ) -> tuple[dict, dict[str, str]]:
     """Check a submit against the rubric and map labels to ItemOutput ids.
 
@@ -36,7 +36,8 @@ def review_payload_parse(
     "flags": {"A": ["hallucination"]}, "comment": "...", "seconds_spent": 42, "key": "..."}.
     "na" or null is N/A where a dimension allows it. Returns (parsed, errors); errors map
     "scores.A.accuracy"-style paths to messages. Any other field is an error: a misspelt one
-    would otherwise be dropped without a word. The answers are checked by reviews/rubric.py.
+    would otherwise be dropped without a word. The answers are checked by reviews/rubric.py,
+    against the `item`'s rubric when given (its task's per-turn scores included).
     """
     labels = labels_for(len(order))
     by_label = dict(zip(labels, order, strict=True))
@@ -45,7 +46,7 @@ def review_payload_parse(
     if not isinstance(data.get("key"), str | None):
         errors["key"] = "must be a string"
     answers = answers_check(
-        rubric=Rubric.of(campaign),
+        rubric=Rubric.for_item(item) if item is not None else Rubric.of(campaign),
         labels=labels,
         data=data,
         mode=AnswerMode.REVIEW,
@@ -90,7 +91,7 @@ def same_answers(assignment: Assignment, data: dict) -> bool:
     error does; a script reusing one key for changed answers does not). The time spent is
     left out: the review page's clock moves between a submit and its retry."""
     parsed, errors = review_payload_parse(
-        campaign=assignment.item.campaign, order=assignment.order, data=data
+        campaign=assignment.item.campaign, order=assignment.order, data=data, item=assignment.item
     )
     review = Review.objects.filter(assignment=assignment).first()
     if errors or review is None:
