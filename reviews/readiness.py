@@ -4,7 +4,7 @@ An item is one task + sample shown with >= 2 outputs. It is created as soon as i
 rows exist ("waiting") and becomes ready ("open") only once every one of its outputs is done:
 offering an item with a missing side would tell the reviewer which model failed or was slow.
 An output held for an admin's approval (it names a model: reviews/identity_hold.py) counts as
-not done yet.
+not done yet. The single-turn rows of a conversation task are never in an item.
 
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
 robin from a shuffled list of all pairs over the tasks grouped by category and tier (see
@@ -125,7 +125,11 @@ def review_items_sync(
     plan = item_plan(campaign, task_id=task_id, sample_index=sample_index)
     if not plan:
         return {"created": 0, "ready": 0}
-    gens = Generation.objects.filter(campaign=campaign, sample_index__lt=campaign.reviewed_samples)
+    # A single-turn regime row (docs/conversations.md) answers another statement of the task:
+    # it is scored by its checks and never shown beside the conversation's outputs.
+    gens = Generation.objects.filter(
+        campaign=campaign, sample_index__lt=campaign.reviewed_samples, single_turn=False
+    )
     items = ReviewItem.objects.filter(campaign=campaign)
     if task_id is not None:
         gens, items = gens.filter(task_id=task_id), items.filter(task_id=task_id)

@@ -10,7 +10,10 @@ The database is the source of truth. A Celery message only says "look at row N":
   (PostgreSQL) or on SQLite's single writer, so the count cannot be raced. It works across
   any number of workers and in the embedded SQLite + filesystem-broker mode alike;
 - the result is stored only while the claim token still matches, so a duplicate or late call
-  never makes a second output (it is counted in `discarded_calls`).
+  never makes a second output (it is counted in `discarded_calls`);
+- a task with tools or turns is run whole by tasks/conversation.py (every turn's tool loop)
+  and stored once at the end, like a single call: an attempt that dies mid-loop stores and
+  charges nothing, and the next attempt starts the loop again (docs/tools.md, "Resuming").
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import logging
 import os
 import random
 import secrets
-import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,14 +34,14 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.text import counted
-from reviews.identity_hold import identity_fields
 from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
 
 from . import providers
-from .checks import run_checks
+from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
+from .conversation import LoopAbandoned, conversation_run
+from .grading import graded_fields
 from .models import Campaign, Contender, Generation, Provider
 from .providers.base import cost_of
-from .providers.imported import ImportErrors, capped, parse_outputs_collect
 
 log = logging.getLogger(__name__)
 S = Generation.Status
@@ -89,12 +91,17 @@ def _send(pk: int, *, unsent: int) -> None:
 
 
 def generation_rows_create(*, campaign: Campaign) -> int:
-    """One row per (task, contender, sample); idempotent (existing rows are kept)."""
-    task_ids = list(campaign.testset.tasks.values_list("pk", flat=True))
+    """One row per (task, contender, sample), and for a conversation task that also states
+    its request in one message (`single_turn`), its own samples of that single-turn regime
+    (docs/conversations.md); idempotent (existing rows are kept)."""
+    tasks = list(campaign.testset.tasks.values_list("pk", "turns", "single_turn"))
+    regimes = [(t, False) for t, _, _ in tasks] + [
+        (t, True) for t, turns, one in tasks if turns and one
+    ]
     contender_ids = list(campaign.contenders.values_list("pk", flat=True))
     rows = [
-        Generation(campaign=campaign, task_id=t, contender_id=c, sample_index=s)
-        for t in task_ids
+        Generation(campaign=campaign, task_id=t, contender_id=c, sample_index=s, single_turn=one)
+        for t, one in regimes
         for c in contender_ids
         for s in range(campaign.samples_per_task)
     ]
@@ -257,73 +264,7 @@ CLAIM_WAIT_SECONDS = 3.0
 # While waiting, the claim is retried at least this often: slots freed by other processes (or
 # by a lapsed lease) send no wake-up to this one.
 CLAIM_POLL_SECONDS = 0.1
-# Threads of one process that may wait for the same contender at once: enough to cover the
-# moments a finished thread spends outside its slot (review items, ack, next message); more
-# would park threads that another contender's jobs could use. The others re-queue as before.
-CLAIM_WAITERS = 2
-# A waiting thread runs nothing else, so in a worker process at most one task thread in this
-# many waits at a claim at once, whatever the contender: a single-thread process (a prefork
-# child, the solo pool) never waits, else one slow contender's queue holds up every other
-# contender's jobs; a threads pool keeps most threads free (10 threads: 2 may wait; 4-7: 1).
-CLAIM_THREADS_PER_WAITER = 4
-
-
-class _SlotReleases:
-    """Per-process wake-ups for threads waiting on a contender's slot (a hint only).
-
-    The claim UPDATE alone decides who gets a slot; this only tells a waiting thread of this
-    process when to try again. A per-contender release count read before each claim closes
-    the lost-wake-up gap (a slot freed between a failed claim and the wait).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[int, int] = {}
-        self._waiting: dict[int, int] = {}
-        self._freed: dict[int, threading.Condition] = {}
-        # Task threads of this worker process (set at worker start); None outside a worker:
-        # the caller's own threads, only the per-contender cap.
-        self.threads: int | None = None
-
-    def count(self, contender_id: int) -> int:
-        with self._lock:
-            return self._counts.get(contender_id, 0)
-
-    def released(self, contender_id: int) -> None:
-        with self._lock:
-            self._counts[contender_id] = self._counts.get(contender_id, 0) + 1
-            freed = self._freed.get(contender_id)
-            if freed is not None:
-                freed.notify()  # one slot: one waiter
-
-    def wait(self, contender_id: int, seen: int, timeout: float) -> bool:
-        """Wait until a release or the timeout; False (at once) if CLAIM_WAITERS already wait
-        for this contender, or this process's share of waiting threads is taken."""
-        with self._lock:
-            if self._counts.get(contender_id, 0) != seen:
-                return True  # released since the failed claim: try again now
-            if self._waiting.get(contender_id, 0) >= CLAIM_WAITERS:
-                return False
-            if (
-                self.threads is not None
-                and sum(self._waiting.values()) >= self.threads // CLAIM_THREADS_PER_WAITER
-            ):
-                return False
-            freed = self._freed.setdefault(contender_id, threading.Condition(self._lock))
-            self._waiting[contender_id] = self._waiting.get(contender_id, 0) + 1
-            try:
-                freed.wait(timeout)
-            finally:
-                self._waiting[contender_id] -= 1
-            return True
-
-
-_slot_releases = _SlotReleases()
-
-
-def claim_waiters_configure(*, threads: int) -> None:
-    """Tell this process how many task threads its worker runs (see CLAIM_THREADS_PER_WAITER)."""
-    _slot_releases.threads = threads
+# The wake-ups of threads waiting at a claim live in tasks/claim_waits.py.
 
 
 def _claim(
@@ -483,7 +424,14 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
             _after_finish(generation_id)
         return outcome
     try:
-        result = providers.generate(gen.contender, gen.task.conversation())
+        result = conversation_run(
+            contender=gen.contender,
+            task=gen.task,
+            single_turn=gen.single_turn,
+            keep_lease=functools.partial(_lease_renew, gen.pk, token),
+        )
+    except LoopAbandoned:
+        return _discard(gen, token)
     except providers.PermanentError as exc:
         return _fail(gen, token, exc.message)
     except providers.RetryableError as exc:
@@ -512,8 +460,25 @@ def _update_claimed(pk: int, token: str, values: dict) -> int:
         return cursor.rowcount
 
 
+def _lease_renew(pk: int, token: str) -> bool:
+    """Extend a long tool loop's lease; False when the row is no longer ours (cancelled, or
+    its lease lapsed and it was reclaimed): the loop then stops calling the model."""
+    lease = timezone.now() + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)
+    return bool(
+        Generation.objects.filter(pk=pk, claim_token=token, status=S.RUNNING).update(
+            lease_expires_at=lease
+        )
+    )
+
+
 def _store(gen: Generation, token: str, result) -> RunOutcome:
-    check_results, checks_passed = run_checks(result.text, gen.task.checks)
+    graded = graded_fields(
+        task=gen.task,
+        campaign=gen.campaign,
+        output=result.text,
+        transcript=getattr(result, "transcript", []),
+        single_turn=gen.single_turn,
+    )
     stored = _update_claimed(
         gen.pk,
         token,
@@ -529,25 +494,26 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "served_model": result.served_model,
             "fingerprint": result.fingerprint,
             "error": "",
-            "check_results": check_results,
-            "checks_passed": checks_passed,
-            # What masking hides, and whether the items wait for an admin (identity_hold).
-            **identity_fields(text=result.text, campaign=gen.campaign),
+            **graded,
             "finished_at": timezone.now(),
             "lease_expires_at": None,
             "claim_token": "",
         },
     )
     if not stored:
-        # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
-        Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
-        _release_discarded(gen, token)
-        return RunOutcome("discarded", detail="the row was no longer ours")
+        return _discard(gen, token)
     # The slot is free from here: a thread waiting for it starts its call while this one
     # opens review items and goes back to the broker.
     _slot_releases.released(gen.contender_id)
     _after_finish(gen.pk, gen=gen)
     return RunOutcome("done")
+
+
+def _discard(gen: Generation, token: str) -> RunOutcome:
+    # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
+    Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
+    _release_discarded(gen, token)
+    return RunOutcome("discarded", detail="the row was no longer ours")
 
 
 def _fail(gen: Generation, token: str, message: str) -> RunOutcome:
@@ -604,7 +570,8 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
     """
     if gen is None:
         gen = Generation.objects.select_related("campaign").get(pk=generation_id)
-    open_items = gen.sample_index < gen.campaign.reviewed_samples
+    # A single-turn regime row is scored by its checks only: it is never in an item.
+    open_items = not gen.single_turn and gen.sample_index < gen.campaign.reviewed_samples
     if connection.vendor != "postgresql":
         if open_items:
             review_items_open_for(generation_id=gen.pk)
@@ -622,164 +589,6 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
         campaign_status_refresh(campaign_id=gen.campaign_id)
 
 
-def generation_reconcile(
-    *, requeue_after: float | None = None, limit: int = 5000, broker_idle: bool | None = None
-) -> dict:
-    """Beat job: re-enqueue lost work.
-
-    - running rows whose lease lapsed (their worker died): back to pending and queued;
-    - queued rows nobody picked up (a lost message: never sent while the broker was down, or
-      taken by a job that failed while the database was down): queued again. A row whose
-      message waits behind a backlog looks the same, so the threshold depends on the broker:
-      with its queue empty (`broker_idle`, asked when None) no row has a message waiting,
-      and a row due for GENERATION_REQUEUE_IDLE_AFTER seconds is lost; with messages waiting,
-      only after `requeue_after` (GENERATION_REQUEUE_AFTER), so a long backlog is not sent
-      twice. Duplicates are harmless anyway: the claim lets one through.
-    """
-    requeue_after = settings.GENERATION_REQUEUE_AFTER if requeue_after is None else requeue_after
-    if broker_idle is None:
-        broker_idle = _broker_idle()
-    if broker_idle:
-        requeue_after = min(requeue_after, settings.GENERATION_REQUEUE_IDLE_AFTER)
-    now = timezone.now()
-    live = ~Q(campaign__status=Campaign.Status.CANCELLED)
-    try:
-        with transaction.atomic():
-            lapsed = list(
-                Generation.objects.filter(
-                    live, status=S.RUNNING, lease_expires_at__lt=now
-                ).values_list("pk", flat=True)[:limit]
-            )
-            Generation.objects.filter(
-                pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now
-            ).update(status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now)
-            stale = list(
-                Generation.objects.filter(
-                    live, status=S.PENDING, queued_at__lt=now - timedelta(seconds=requeue_after)
-                )
-                .exclude(contender__provider=Provider.IMPORTED)
-                .values_list("pk", flat=True)[:limit]
-            )
-            Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
-            _enqueue(lapsed + stale)
-    except GenerationNotSent:
-        pass  # logged by _send; the rows stay queued for the next run
-    for campaign in Campaign.objects.filter(status=Campaign.Status.GENERATING):
-        review_items_sync(campaign=campaign)  # safety net: items missed by a crash between steps
-        campaign_status_refresh(campaign_id=campaign.pk)
-    return {"lapsed": len(lapsed), "requeued": len(stale)}
-
-
-def _broker_idle() -> bool:
-    from evalsite.celery import broker_queued
-
-    try:
-        return broker_queued() == 0
-    except BrokerError:
-        return False  # nothing can be sent now anyway
-
-
-def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> dict:
-    """Store uploaded outputs for an `imported` contender: all or nothing.
-
-    Rows already done with the same text are left alone (re-importing is idempotent); a
-    different text for a done row is an error, so reviewed outputs never change under reviewers.
-    """
-    contender = campaign.contenders.filter(name=contender_name).first()
-    if contender is None:
-        raise ImportErrors(
-            [f"contender {contender_name!r} is not part of campaign {campaign.slug}"]
-        )
-    if contender.provider != Provider.IMPORTED:
-        raise ImportErrors([f"contender {contender_name!r} is not an imported contender"])
-    generation_rows_create(campaign=campaign)
-    existing = {
-        (g.task.external_id, g.sample_index): g
-        for g in Generation.objects.filter(campaign=campaign, contender=contender).select_related(
-            "task"
-        )
-    }
-    task_ids = {task_id for task_id, _ in existing}
-
-    def check(line: int, fields: dict) -> list[str]:
-        # Only the fields that parsed are here: every problem of a line in one run, no knock-ons.
-        problems = []
-        named = fields.get("contender", contender.name)
-        if named != contender.name:
-            problems.append(f"line {line}, field contender: {named!r} is not {contender.name!r}")
-        task_id, sample = fields.get("task_id"), fields.get("sample")
-        if task_id is not None and task_id not in task_ids:
-            problems.append(
-                f"line {line}, field task_id: no task {task_id!r} in {campaign.testset}"
-            )
-        if sample is not None and sample >= campaign.samples_per_task:
-            problems.append(
-                f"line {line}, field sample: the campaign has "
-                f"{counted(campaign.samples_per_task, 'sample')} per task"
-            )
-        gen = existing.get((task_id, sample))
-        output = fields.get("output")
-        if (
-            named == contender.name
-            and gen
-            and gen.status == S.DONE
-            and output not in (None, gen.output)
-        ):
-            problems.append(
-                f"line {line}, field output: {task_id} sample {sample} already has a different output"
-            )
-        return problems
-
-    rows, errors = parse_outputs_collect(raw, check=check)
-    if errors:
-        raise ImportErrors(*capped(errors))
-    now = timezone.now()
-    stored = unchanged = 0
-    touched = set()
-    with transaction.atomic():
-        for row in rows:
-            gen = existing[(row.task_id, row.sample)]
-            if gen.status == S.DONE:
-                unchanged += 1
-                continue
-            check_results, checks_passed = run_checks(row.output, gen.task.checks)
-            cost = (
-                row.cost
-                if row.cost is not None
-                else cost_of(contender, row.input_tokens, row.output_tokens)
-            )
-            Generation.objects.filter(pk=gen.pk).exclude(status=S.DONE).update(
-                status=S.DONE,
-                output=row.output,
-                input_tokens=row.input_tokens,
-                output_tokens=row.output_tokens,
-                latency_ms=row.latency_ms,
-                ttft_ms=row.ttft_ms,
-                cost=cost,
-                finish_reason=row.finish_reason,
-                error="",
-                check_results=check_results,
-                checks_passed=checks_passed,
-                **identity_fields(text=row.output, campaign=campaign),
-                attempts=1,
-                started_at=now,
-                finished_at=now,
-                queued_at=None,
-                claim_token="",
-                lease_expires_at=None,
-            )
-            stored += 1
-            touched.add(gen.pk)
-    sync = review_items_sync(campaign=campaign)
-    campaign_status_refresh(campaign_id=campaign.pk)
-    missing = (
-        Generation.objects.filter(campaign=campaign, contender=contender)
-        .exclude(status=S.DONE)
-        .count()
-    )
-    return {
-        "stored": stored,
-        "unchanged": unchanged,
-        "missing": missing,
-        "items_ready": sync.get("ready", 0),
-    }
+# The reconciler and imported outputs have their own modules; the names stay importable here.
+from .generation_reconcile import generation_reconcile  # noqa: E402, F401
+from .outputs_import import outputs_import  # noqa: E402, F401

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from reviews.models import ItemOutput, ReviewItem
 from reviews.readiness import item_plan, pair_key, review_items_open_for, review_items_sync
+from tasks import claim_waits, providers
 from tasks import generation as gen_services
-from tasks import providers
 from tasks.campaigns import campaign_create
 from tasks.checks import run_checks
 from tasks.generation import (
@@ -894,7 +894,7 @@ def test_a_busy_claim_waits_for_the_slot_a_thread_releases(transactional_db, mon
 @pytest.mark.postgres
 def test_only_a_few_threads_per_process_wait_for_one_contender(transactional_db, monkeypatch):
     monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
-    monkeypatch.setattr(gen_services, "CLAIM_WAITERS", 2)
+    monkeypatch.setattr(claim_waits, "CLAIM_WAITERS", 2)
     with FakeLLM() as fake:
         _, limited = limited_campaign(fake, slug="waiters", name="one", limit=1, tasks=4)
         rows = list(limited)
@@ -924,13 +924,13 @@ def test_only_a_few_threads_per_process_wait_for_one_contender(transactional_db,
 def test_a_single_thread_worker_process_never_waits_at_a_claim():
     # A prefork child (or the solo pool) has one thread: were it to wait for a busy
     # contender's slot, nothing else would run in it meanwhile. It re-queues instead.
-    releases = gen_services._SlotReleases()
+    releases = claim_waits._SlotReleases()
     releases.threads = 1
     assert releases.wait(7, releases.count(7), timeout=20) is False
 
 
 def test_a_threads_worker_keeps_most_of_its_threads_free_of_waiting():
-    releases = gen_services._SlotReleases()
+    releases = claim_waits._SlotReleases()
     releases.threads = 8  # one in CLAIM_THREADS_PER_WAITER (4) may wait: 2
     waiters = [threading.Thread(target=releases.wait, args=(1, 0, 30)) for _ in range(2)]
     for thread in waiters:
@@ -971,7 +971,7 @@ def test_a_worker_tells_the_claim_how_many_threads_it_runs():
 def test_waiting_claims_never_exceed_the_contender_concurrency(transactional_db, monkeypatch):
     # Many more threads than slots, all allowed to wait at the claim: none is re-queued as
     # busy, and the endpoint never sees more than the limit.
-    monkeypatch.setattr(gen_services, "CLAIM_WAITERS", 8)
+    monkeypatch.setattr(claim_waits, "CLAIM_WAITERS", 8)
     with FakeLLM() as fake:
         _, limited = limited_campaign(fake, slug="waitmany", name="m", limit=2, tasks=8)
         fake.set_delay("m", 0.2)

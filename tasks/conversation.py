@@ -1,0 +1,244 @@
+"""The conversation runner: a task's user turns, and inside each turn the tool loop
+(docs/tools.md, docs/conversations.md).
+
+A task without tools and turns is one provider call, exactly as before, with an empty
+transcript. Otherwise every user turn (`turns`, or one turn over the task's own conversation)
+is answered with the contender's own earlier answers in the history, and inside a turn the
+model is called with the task's tools until it answers without calling one, or `max_steps`
+calls were made (then the turn ends with finish reason "max_steps" and the answer is what the
+last call said). Each call is answered from the task's `tool_mocks`, first match wins.
+
+Nothing here touches the database: the run either returns one whole result, stored at once by
+the caller, or raises (a provider error, or LoopAbandoned when the row stopped being ours). A
+worker killed mid-loop leaves nothing behind, and the next attempt starts the loop again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import providers, transcripts
+from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, ToolCall
+from .tool_checks import args_match, call_record
+
+UNMOCKED = "no mocked result for this call"
+NOT_AN_OBJECT = "the arguments are not a JSON object"
+# How often, at most, a long loop renews its row's lease (and learns whether the row is still
+# its own: cancelled, or reclaimed after a lapsed lease, it stops calling the model).
+LEASE_RENEW_SECONDS = 5.0
+
+
+class LoopAbandoned(Exception):
+    """The row is no longer this run's (cancelled, or reclaimed by another worker)."""
+
+
+@dataclass
+class RunResult:
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: int  # completion time: first request to last answer
+    ttft_ms: int | None  # the first model call's
+    finish_reason: str
+    served_model: str = ""
+    fingerprint: str = ""
+    transcript: list = field(default_factory=list)
+
+
+def regime(task, *, single_turn: bool = False) -> tuple[list[dict], list[str | None]]:
+    """(the history before the first turn, the user messages of the turns: None for a turn
+    whose user message is already the history's last)."""
+    if single_turn:  # the same request stated in one message, after the same prefix
+        return [*(task.messages or []), {"role": "user", "content": task.single_turn}], [None]
+    if task.turns:
+        return list(task.messages or []), list(task.turns)
+    return task.conversation(), [None]
+
+
+def conversation_run(
+    *,
+    contender,
+    task,
+    single_turn: bool = False,
+    keep_lease: Callable[[], bool] | None = None,
+) -> RunResult:
+    """Run the task for the contender; `keep_lease()` renews the row's lease during a long
+    loop and says whether the row is still ours (False: LoopAbandoned is raised)."""
+    if not task.tools and not (task.turns and not single_turn):
+        history, _ = regime(task, single_turn=single_turn)
+        return _single(providers.generate(contender, history))
+    return _Run(contender, task, keep_lease).run(*regime(task, single_turn=single_turn))
+
+
+def _single(result: ProviderResult) -> RunResult:
+    return RunResult(
+        text=result.text,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        latency_ms=result.latency_ms,
+        ttft_ms=result.ttft_ms,
+        finish_reason=result.finish_reason,
+        served_model=result.served_model,
+        fingerprint=result.fingerprint,
+    )
+
+
+def _total(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+class _Run:
+    def __init__(self, contender, task, keep_lease: Callable[[], bool] | None) -> None:
+        self.contender = contender
+        self.tools = list(task.tools or [])
+        self.mocks = list(task.tool_mocks or [])
+        self.max_steps = max(1, task.max_steps or 1)
+        self.keep_lease = keep_lease
+        self.used: Counter[int] = Counter()  # times each mock answered, over the whole run
+        self.results: list[ProviderResult] = []
+        self.size = 0
+        self.renewed = time.monotonic()
+
+    def run(self, history: list[dict], users: list[str | None]) -> RunResult:
+        started = time.monotonic()
+        transcript = [
+            self.turn(number, user, history) for number, user in enumerate(users, start=1)
+        ]
+        first = self.results[0]
+        return RunResult(
+            text=transcript[-1]["answer"],
+            input_tokens=_total([r.input_tokens for r in self.results]),
+            output_tokens=_total([r.output_tokens for r in self.results]),
+            latency_ms=int((time.monotonic() - started) * 1000),
+            ttft_ms=first.ttft_ms,
+            finish_reason=transcript[-1]["finish_reason"],
+            served_model=next((r.served_model for r in self.results if r.served_model), ""),
+            fingerprint=next((r.fingerprint for r in self.results if r.fingerprint), ""),
+            transcript=transcript,
+        )
+
+    def turn(self, number: int, user: str | None, history: list[dict]) -> dict:
+        if user is not None:
+            history.append({"role": "user", "content": user})
+        steps = []
+        for _ in range(self.max_steps):
+            result = self.call(history)
+            calls = [
+                call_record(call_id=c.id, name=c.name, raw=c.raw, tools=self.tools)
+                for c in result.tool_calls
+            ]
+            answers = [self.answer(call) for call in calls]
+            steps.append(_step(result, calls, answers))
+            history.append(_assistant(result.text, result.tool_calls))
+            if not calls:
+                return _turn(number, user, steps, result.text, result.finish_reason)
+            history.extend(_tool_message(answer) for answer in answers)
+        # Cut off: the calls of the last step were answered (a next turn's history needs every
+        # call answered), but the model is not called again in this turn.
+        return _turn(number, user, steps, steps[-1]["text"], "max_steps")
+
+    def call(self, history: list[dict]) -> ProviderResult:
+        if self.results and self.keep_lease is not None:
+            if time.monotonic() - self.renewed >= LEASE_RENEW_SECONDS:
+                if not self.keep_lease():
+                    raise LoopAbandoned("the row is no longer this run's")
+                self.renewed = time.monotonic()
+        result = providers.generate(self.contender, history, self.tools or None)
+        self.results.append(result)
+        self.size += len(result.text) + sum(len(c.raw) for c in result.tool_calls)
+        if self.size > MAX_OUTPUT_CHARS:
+            raise RetryableError(
+                f"the transcript is longer than {MAX_OUTPUT_CHARS:,} characters: not stored"
+            )
+        return result
+
+    def answer(self, call: dict) -> dict:
+        """The tool result of one call, from the first mock that matches it."""
+        answer = {"id": call["id"], "name": call["name"], "result": None, "error": ""}
+        if call["arguments"] is None:
+            return {**answer, "error": NOT_AN_OBJECT, "unmocked": False}
+        for index, mock in enumerate(self.mocks):
+            if mock.get("tool") != call["name"]:
+                continue
+            if "match" in mock and not args_match(mock["match"], call["arguments"]):
+                continue
+            if mock.get("times") is not None and self.used[index] >= mock["times"]:
+                continue
+            self.used[index] += 1
+            if "error" in mock:
+                return {**answer, "error": str(mock["error"]), "unmocked": False}
+            return {**answer, "result": mock.get("result"), "unmocked": False}
+        return {**answer, "error": UNMOCKED, "unmocked": True}
+
+
+def _step(result: ProviderResult, calls: list[dict], answers: list[dict]) -> dict:
+    return {
+        "text": result.text,
+        "tool_calls": calls,
+        "tool_results": answers,
+        "latency_ms": result.latency_ms,
+        "ttft_ms": result.ttft_ms,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "finish_reason": result.finish_reason,
+    }
+
+
+def _turn(number: int, user: str | None, steps: list[dict], answer: str, finish: str) -> dict:
+    return {"turn": number, "user": user, "steps": steps, "answer": answer, "finish_reason": finish}
+
+
+def _assistant(text: str, calls: list[ToolCall]) -> dict:
+    message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw}}
+            for c in calls
+        ]
+    return message
+
+
+def _tool_message(answer: dict) -> dict:
+    """What the model is sent back: the mocked result as JSON text, or the error as
+    {"error": ...} (`is_error` tells the Anthropic translation to mark it)."""
+    if answer["error"]:
+        content = json.dumps({"error": answer["error"]}, ensure_ascii=False)
+    else:
+        result = answer["result"]
+        content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    message = {"role": "tool", "tool_call_id": answer["id"], "content": content}
+    if answer["error"]:
+        message["is_error"] = True
+    return message
+
+
+def transcript_text(transcript) -> str:
+    """Everything the contender wrote or was shown by its tools in a transcript (texts, tool
+    names, arguments, results and errors), for the identity findings: a model name hidden in
+    a tool's arguments is found as surely as one in the answer. Odd entries of an imported
+    transcript are skipped, as the transcript readers skip them."""
+    parts = []
+    for step in transcripts.steps(transcript):
+        parts.append(_shown(step.get("text")))
+        for call in _dicts(step.get("tool_calls")):
+            parts.extend([_shown(call.get("name")), _shown(call.get("raw"))])
+            if call.get("raw") is None:
+                parts.append(_shown(call.get("arguments")))
+        for result in _dicts(step.get("tool_results")):
+            parts.extend([_shown(result.get("result")), _shown(result.get("error"))])
+    return "\n".join(p for p in parts if p)
+
+
+def _dicts(value) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _shown(value) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,78 @@
+"""The reconciler (beat, every minute): generation work lost to a dead worker or a lost
+message is queued again (docs/operations.md, "Celery delivery")."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from reviews.readiness import review_items_sync
+
+from .models import Campaign, Generation, Provider
+
+S = Generation.Status
+
+
+def generation_reconcile(
+    *, requeue_after: float | None = None, limit: int = 5000, broker_idle: bool | None = None
+) -> dict:
+    """Beat job: re-enqueue lost work.
+
+    - running rows whose lease lapsed (their worker died): back to pending and queued;
+    - queued rows nobody picked up (a lost message: never sent while the broker was down, or
+      taken by a job that failed while the database was down): queued again. A row whose
+      message waits behind a backlog looks the same, so the threshold depends on the broker:
+      with its queue empty (`broker_idle`, asked when None) no row has a message waiting,
+      and a row due for GENERATION_REQUEUE_IDLE_AFTER seconds is lost; with messages waiting,
+      only after `requeue_after` (GENERATION_REQUEUE_AFTER), so a long backlog is not sent
+      twice. Duplicates are harmless anyway: the claim lets one through.
+    """
+    # tasks.generation re-exports this function, so its names are imported when it runs.
+    from .generation import GenerationNotSent, _enqueue, campaign_status_refresh
+
+    requeue_after = settings.GENERATION_REQUEUE_AFTER if requeue_after is None else requeue_after
+    if broker_idle is None:
+        broker_idle = _broker_idle()
+    if broker_idle:
+        requeue_after = min(requeue_after, settings.GENERATION_REQUEUE_IDLE_AFTER)
+    now = timezone.now()
+    live = ~Q(campaign__status=Campaign.Status.CANCELLED)
+    try:
+        with transaction.atomic():
+            lapsed = list(
+                Generation.objects.filter(
+                    live, status=S.RUNNING, lease_expires_at__lt=now
+                ).values_list("pk", flat=True)[:limit]
+            )
+            Generation.objects.filter(
+                pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now
+            ).update(status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now)
+            stale = list(
+                Generation.objects.filter(
+                    live, status=S.PENDING, queued_at__lt=now - timedelta(seconds=requeue_after)
+                )
+                .exclude(contender__provider=Provider.IMPORTED)
+                .values_list("pk", flat=True)[:limit]
+            )
+            Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
+            _enqueue(lapsed + stale)
+    except GenerationNotSent:
+        pass  # logged by _send; the rows stay queued for the next run
+    for campaign in Campaign.objects.filter(status=Campaign.Status.GENERATING):
+        review_items_sync(campaign=campaign)  # safety net: items missed by a crash between steps
+        campaign_status_refresh(campaign_id=campaign.pk)
+    return {"lapsed": len(lapsed), "requeued": len(stale)}
+
+
+def _broker_idle() -> bool:
+    from evalsite.celery import broker_queued
+
+    try:
+        return broker_queued() == 0
+    except BrokerError:
+        return False  # nothing can be sent now anyway

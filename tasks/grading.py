@@ -1,0 +1,37 @@
+"""What is stored beside an answer, generated or imported: its transcript with each turn's
+checks, the task's checks, and the identity findings (docs/tools.md, "Checks and masking").
+"""
+
+from __future__ import annotations
+
+from reviews.identity_hold import identity_fields
+
+from .checks import normalize, run_checks, turn_checks_run
+from .conversation import transcript_text
+from .models import Campaign, Task
+
+
+def graded_fields(
+    *, task: Task, campaign: Campaign, output: str, transcript: list, single_turn: bool
+) -> dict:
+    """What is stored beside an answer (generated or imported): its transcript with each
+    turn's checks, the task's checks (on the answer, and tool_calls on the transcript), and
+    the identity findings over everything the transcript shows, tool arguments and results
+    included."""
+    # The reference is read (a deferred column on the hot path) only when a check uses it.
+    specs = [normalize(task.checks), *(normalize(c) for c in (task.turn_checks or {}).values())]
+    reference = task.reference if any("reference" in spec for spec in specs) else None
+    if transcript:  # turn checks judge the multi-turn regime only
+        turn_checks = {} if single_turn else task.turn_checks
+        transcript = turn_checks_run(transcript, turn_checks, tools=task.tools, reference=reference)
+    check_results, checks_passed = run_checks(
+        output, task.checks, transcript=transcript, tools=task.tools, reference=reference
+    )
+    shown = f"{output}\n{transcript_text(transcript)}" if transcript else output
+    return {
+        "transcript": transcript or [],
+        "check_results": check_results,
+        "checks_passed": checks_passed,
+        # What masking hides, and whether the items wait for an admin (identity_hold).
+        **identity_fields(text=shown, campaign=campaign),
+    }
