@@ -77,7 +77,8 @@ def _turn_scores(ctx: Context, gens: pd.DataFrame, turn_final: pd.DataFrame):
     st = ctx.meta.get("score_turns") or None
     why = None
     if st and st.get("dimension"):
-        human = turns.turn_scores_human(turn_final, st["dimension"], st["min"], st["max"])
+        lo, hi = st.get("min", 1), st.get("max", 5)  # the defaults of docs/campaigns.md
+        human = turns.turn_scores_human(turn_final, st["dimension"], lo, hi)
         if len(human):
             human["cluster"] = human["task"].map(ctx.cluster_of)
             return human.dropna(subset=["cluster"]).astype({"cluster": int}), "human", None
