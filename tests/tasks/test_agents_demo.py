@@ -1,14 +1,15 @@
 """The agents demo step: tool tasks and scripted-user conversations, imported with transcripts
 through the real services, give the report and dashboards what they show."""
 
+import html
 from io import StringIO
 
 from django.test import TestCase
 
 from evalsite.demo import load_users
-from reviews.models import ItemOutput
+from reviews.models import Assignment, ItemOutput
 from reviews.report import campaign_report
-from tasks import agents_demo
+from tasks import agents_demo, transcripts
 from tasks.models import Generation, Task
 
 
@@ -30,6 +31,9 @@ class AgentsDemoTests(TestCase):
         assert gens.count() == 90 and not gens.exclude(status="done").exists()
         assert not gens.filter(transcript=[]).exists()
         assert gens.filter(single_turn=True).count() == 27
+        # nothing in the shipped transcripts names a contender (a date like 2026-11-30 would
+        # match partner-export's version label 2026-11 and be masked on the review page)
+        assert not gens.filter(identity_leak=True).exists()
         # the single-turn answers are never put in front of reviewers
         assert not ItemOutput.objects.filter(
             item__campaign=self.campaign, generation__single_turn=True
@@ -100,3 +104,24 @@ class AgentsDemoTests(TestCase):
             f"/campaigns/{agents_demo.SLUG}/dashboard/conversation/"
         ).content.decode()
         assert "northwind-small, turn 4" in body
+
+
+class AgentsDemoReviewTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = load_users()
+        agents_demo.load({"users": cls.users}, StringIO())
+
+    def test_a_reviewer_sees_the_steps_or_turns_of_the_item_they_get(self):
+        self.client.force_login(self.users["reviewer1"])
+        response = self.client.post(f"/review/{agents_demo.SLUG}/next", follow=True)
+        assert response.status_code == 200
+        body = html.unescape(response.content.decode())
+        item = Assignment.objects.get(reviewer=self.users["reviewer1"], state="active").item
+        shown = Generation.objects.filter(item_outputs__item=item)
+        called = {c["name"] for g in shown for c in transcripts.calls(g.transcript)}
+        for text in [*called, *item.task.turns]:
+            assert text in body  # every tool called and every user turn is on the page
+        assert called or item.task.turns
+        for name in ("northwind", "partner-export"):
+            assert name not in body
