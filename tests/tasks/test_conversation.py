@@ -40,8 +40,9 @@ def campaign_for(fake, *, slug, tasks, contenders, samples=1, reviewed=1):
     for i, fields in enumerate(tasks):
         TaskFactory(testset=ts, position=i, external_id=f"T-{i + 1}", **fields)
     for contender in contenders:
-        contender.setdefault("base_url", fake.base_url)
-        contender.setdefault("model", contender["name"])
+        if contender["provider"] != "imported":
+            contender.setdefault("base_url", fake.base_url)
+            contender.setdefault("model", contender["name"])
     campaign, _ = campaign_create(
         definition={
             "slug": slug,
