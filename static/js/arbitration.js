@@ -143,7 +143,9 @@
         leaseStatus("");
         const until = document.querySelector("[data-lease-until]");
         if (until && body.lease_expires_at) {
-          until.textContent = new Date(body.lease_expires_at).toISOString().slice(11, 16); // UTC
+          until.setAttribute("datetime", body.lease_expires_at);
+          until.textContent = new Date(body.lease_expires_at).toISOString().slice(11, 16) + " UTC";
+          if (window.evalsiteTimes) window.evalsiteTimes.show(until); // the reader's zone
         }
       })
       .catch(() => leaseStatus("Connection lost; your choices stay on this page."));
