@@ -54,27 +54,46 @@ def calls(transcript) -> list[dict]:
     return out
 
 
+def is_invalid(call: dict) -> bool:
+    """The call's arguments were not a valid object for the tool's schema, or the task does
+    not declare its tool (``valid`` false, or ``unknown`` true)."""
+    return call.get("valid") is False or call.get("unknown") is True
+
+
+def is_unmocked(call: dict) -> bool:
+    """No mock matched the call (it got "no mocked result for this call")."""
+    return bool((call.get("result") or {}).get("unmocked"))
+
+
+def is_error(call: dict, *, include_unmocked: bool = False) -> bool:
+    """The call's result was an error: by default only one a mock returned on purpose
+    (``{"tool": .., "error": "timeout"}``), the kind an error-recovery scenario is about;
+    ``include_unmocked`` adds the "no mocked result" errors."""
+    result = call.get("result") or {}
+    return bool(result.get("error")) and (include_unmocked or not result.get("unmocked"))
+
+
 def invalid(transcript) -> list[dict]:
-    """Calls whose arguments were not a valid object for the tool's schema, or whose tool the
-    task does not declare (``valid`` false, or ``unknown`` true)."""
-    return [c for c in calls(transcript) if c.get("valid") is False or c.get("unknown") is True]
+    return [c for c in calls(transcript) if is_invalid(c)]
 
 
 def unmocked(transcript) -> list[dict]:
-    """Calls no mock matched (they got "no mocked result for this call")."""
-    return [c for c in calls(transcript) if (c["result"] or {}).get("unmocked")]
+    return [c for c in calls(transcript) if is_unmocked(c)]
 
 
 def errors(transcript, *, include_unmocked: bool = False) -> list[dict]:
-    """Calls whose result was an error. By default only errors a mock returned on purpose
-    (``{"tool": .., "error": "timeout"}``): the ones an error-recovery scenario is about;
-    ``include_unmocked`` adds the "no mocked result" errors."""
-    out = []
-    for c in calls(transcript):
-        result = c["result"] or {}
-        if result.get("error") and (include_unmocked or not result.get("unmocked")):
-            out.append(c)
-    return out
+    return [c for c in calls(transcript) if is_error(c, include_unmocked=include_unmocked)]
+
+
+def call_counts(transcript) -> dict[str, int]:
+    """{"calls", "invalid", "unmocked", "errors" (mocked)} in one pass over the calls."""
+    found = calls(transcript)
+    return {
+        "calls": len(found),
+        "invalid": sum(map(is_invalid, found)),
+        "unmocked": sum(map(is_unmocked, found)),
+        "errors": sum(is_error(c) for c in found),
+    }
 
 
 def turn_checks(transcript) -> dict[int, bool]:

@@ -41,6 +41,7 @@ def sample_rows(gens: pd.DataFrame) -> pd.DataFrame:
         return None if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)
 
     scripts = gens["transcript"].tolist()
+    counts = [transcripts.call_counts(t) for t in scripts]
     return pd.DataFrame(
         {
             "contender": gens["contender"].to_numpy(),
@@ -48,10 +49,10 @@ def sample_rows(gens: pd.DataFrame) -> pd.DataFrame:
             "sample": gens["sample"].to_numpy(),
             "tool_check": [tool_check(r) for r in gens["check_results"]],
             "checks_passed": [passed(v) for v in gens["checks_passed"]],
-            "calls": [len(transcripts.calls(t)) for t in scripts],
-            "invalid": [len(transcripts.invalid(t)) for t in scripts],
-            "unmocked": [len(transcripts.unmocked(t)) for t in scripts],
-            "mocked_error": [bool(transcripts.errors(t)) for t in scripts],
+            "calls": [c["calls"] for c in counts],
+            "invalid": [c["invalid"] for c in counts],
+            "unmocked": [c["unmocked"] for c in counts],
+            "mocked_error": [c["errors"] > 0 for c in counts],
             "steps": [float(transcripts.step_count(t)) for t in scripts],
             "completion_ms": gens["latency_ms"].to_numpy(dtype=float),
         }

@@ -91,6 +91,12 @@ def test_it_tells_invalid_unmocked_and_mocked_errors_apart():
     assert [c["id"] for c in transcripts.errors(TRANSCRIPT)] == ["c1"]
     assert [c["id"] for c in transcripts.errors(TRANSCRIPT, include_unmocked=True)] == ["c1", "c4"]
     assert transcripts.turn_checks(TRANSCRIPT) == {2: False}
+    assert transcripts.call_counts(TRANSCRIPT) == {
+        "calls": 4,
+        "invalid": 2,
+        "unmocked": 1,
+        "errors": 1,
+    }
 
 
 def test_it_skips_what_is_not_a_transcript_instead_of_raising():
