@@ -1,3 +1,6 @@
+import itertools
+import json
+
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -230,3 +233,68 @@ def campaign_ready(
                 generation.output = text
                 generation.save(update_fields=["output"])
     return campaign
+
+
+# --- transcripts (Generation.transcript, docs/reviewing.md "Transcripts and conversations") ---
+
+_call_ids = itertools.count(1)
+
+
+def tool_call(
+    name: str,
+    arguments: dict | None = None,
+    *,
+    raw: str | None = None,
+    result=None,
+    error: str = "",
+    unmocked: bool = False,
+    valid: bool | None = None,
+    unknown: bool = False,
+) -> tuple[dict, dict | None]:
+    """A call and its result as the tool loop stores them. `raw` alone (arguments None) is a
+    call whose text is not a JSON object; result=None with no error: never answered."""
+    call_id = f"toolu_{next(_call_ids):04d}"  # a provider's id: never shown to reviewers
+    raw = raw if raw is not None else json.dumps(arguments or {}, ensure_ascii=False)
+    call = {
+        "id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "raw": raw,
+        "valid": arguments is not None if valid is None else valid,
+        "unknown": unknown,
+    }
+    if unmocked:
+        error = error or "no mocked result for this call"
+    answered = result is not None or error
+    answer = {"id": call_id, "name": name, "result": result, "error": error, "unmocked": unmocked}
+    return call, answer if answered else None
+
+
+def transcript_step(text: str = "", *calls: tuple[dict, dict | None]) -> dict:
+    """One model call: its text and tool calls (from tool_call) with their results."""
+    return {
+        "text": text,
+        "tool_calls": [c for c, _ in calls],
+        "tool_results": [r for _, r in calls if r is not None],
+        "latency_ms": 200,
+        "ttft_ms": 40,
+        "input_tokens": 100,
+        "output_tokens": 20,
+        "finish_reason": "tool_calls" if calls else "end_turn",
+    }
+
+
+def transcript_turn(answer: str, *steps: dict, user: str | None = None, finish: str = "stop"):
+    """One turn: the steps given, then (unless cut off) the final answer as a last step."""
+    steps = list(steps)
+    if finish != "max_steps":
+        steps.append(transcript_step(answer))
+    return {"turn": None, "user": user, "steps": steps, "answer": answer, "finish_reason": finish}
+
+
+def with_transcript(generation, *turns: dict):
+    """The generation given these turns (numbered 1, 2, ...); its output is the last answer."""
+    generation.transcript = [{**t, "turn": n} for n, t in enumerate(turns, start=1)]
+    generation.output = turns[-1]["answer"]
+    generation.save(update_fields=["transcript", "output"])
+    return generation

@@ -4,6 +4,7 @@
 //   1-9  set the current field (the focused one, else the first unset disputed one): a score,
 //        or in the preference the n-th choice; then focus the next unset disputed field
 //   x    N/A for the current score field, where offered
+//   e/E  open or close the steps of a transcript (the current output's / all); t/T turns
 //   (a key that is not a choice there says so in the status line, as on the review page)
 //   ?    show or hide the list of keys
 //   Ctrl+Enter (or Cmd+Enter)  resolve, also from the note
@@ -104,6 +105,17 @@
         event.preventDefault();
         window.evalsite.toggleMore(box);
       }
+      return;
+    }
+    if (key === "e" || key === "t") {
+      // Steps of a transcript (e: the current output's, E: all) and a conversation's turns;
+      // the current output is the focused one, else the column of the focused score.
+      event.preventDefault();
+      const root = document.getElementById("workspace");
+      const cell = document.activeElement?.closest?.(".arb-grid td");
+      const done = window.evalsite.transcript.key(root, event, cell ? cell.cellIndex - 1 : 0);
+      if (!done.done) window.evalsite.refuse(currentGroup(f) || f, done.say);
+      if (done.say) setStatus(done.say);
       return;
     }
     if (/^[0-9]$/.test(key) || key === "x") {

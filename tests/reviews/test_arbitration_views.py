@@ -200,7 +200,9 @@ class ArbitrationPageTests(TestCase):
         ]
         shortcuts = body.split('<dialog id="shortcuts"')[1].split("</dialog>")[0]
         assert "<th><kbd>x</kbd></th><td>N/A, where a score allows it" in shortcuts
-        assert "<kbd>n</kbd>" not in shortcuts and "<kbd>t</kbd>" not in body
+        # The old n (N/A) and t (tie) are gone; t moves between a conversation's turns.
+        assert "<kbd>n</kbd>" not in shortcuts and "<kbd>t</kbd></th>" not in body
+        assert "<kbd>t</kbd> / <kbd>T</kbd></th><td>next / previous turn" in shortcuts
         assert 'data-shortcuts-open aria-keyshortcuts="?"' in body
 
     def test_it_hands_an_item_back_to_the_queue(self):
