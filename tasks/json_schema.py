@@ -18,6 +18,8 @@ with "pattern took too long" and the checks not done with "time budget exceeded"
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 
 import regex
@@ -74,7 +76,23 @@ class BudgetExceeded(CheckError):
 def schema_problem(schema) -> str | None:
     """Why schema is not a valid JSON Schema under its metaschema, or None. Formats are not
     asserted: `pattern` is checked by compile_pattern with the engine the checks use, which
-    accepts more than Python's re."""
+    accepts more than Python's re.
+
+    Remembered per schema text: checking a schema against its metaschema takes some 3 ms, and
+    a tool's schema is checked again for every call of every generation (tool_checks)."""
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return _schema_problem(schema)
+    return _remembered_problem(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _remembered_problem(text: str) -> str | None:
+    return _schema_problem(json.loads(text))
+
+
+def _schema_problem(schema) -> str | None:
     declared = schema.get("$schema", "") if isinstance(schema, dict) else ""
     draft = Draft202012Validator
     if isinstance(declared, str):
