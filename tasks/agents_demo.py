@@ -63,6 +63,9 @@ def load(context: dict, stdout) -> dict:
                 "overlap": 2,
                 "mode": "rubric",
                 "rubric": RUBRIC,
+                # reviewers also score each turn of a conversation; until a scored item is
+                # settled, the turn curve reads the turn checks (and says so)
+                "score_turns": {"dimension": "turn_quality", "label": "Turn quality", "max": 5},
                 "redact": ["OpenAI", "Anthropic", "Claude", "ChatGPT", "GPT", "Gemini", "Llama"],
                 "instructions": INSTRUCTIONS,
             },
