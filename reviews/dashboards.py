@@ -149,7 +149,7 @@ def _overview(report: dict) -> dict:
                 ["agreed", p["agreed"]],
                 ["disputed (waiting for an arbiter)", p["disputed"]],
                 ["resolved by arbitration", p["resolved"]],
-                ["open (still in review)", p["open"]],
+                ["open (reviews still missing: not started or in review)", p["open"]],
                 ["dispute rate (disputed or resolved / fully reviewed)", p["dispute_rate"]],
                 *[
                     [f"dispute rate 95% interval, {end}", v]

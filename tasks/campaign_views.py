@@ -42,6 +42,7 @@ from .campaign_selectors import (
     identity_review,
 )
 from .campaigns import DefinitionError, campaign_create, campaign_instructions_set
+from .contenders import contender_duplicate
 from .generation import (
     GenerationError,
     generation_cancel,
@@ -99,6 +100,16 @@ def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "tasks/contender_edit.html", context)
 
 
+@require_POST
+@role_required(ADMIN)
+def contender_duplicate_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Copy a contender (a locked one's configuration can only change this way) and open the
+    copy's edit form."""
+    copy = contender_duplicate(contender=get_object_or_404(Contender, pk=pk))
+    messages.success(request, f"Copied as {copy.name}: change what differs, rename it and save.")
+    return _redirect(request, reverse("contender_edit", args=[copy.pk]))
+
+
 def _instructions_preview(campaign: Campaign):
     """The instructions as reviewers see them: masked (None without any)."""
     shown = instructions_shown(campaign, campaign_identity_terms(campaign))
@@ -121,7 +132,10 @@ def campaign_list_view(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
 def campaign_new(request: HttpRequest) -> HttpResponse:
-    form = CampaignForm(request.POST or None)
+    # ?testset=<id>: "New campaign from this set" on a test set's page.
+    chosen = request.GET.get("testset", "")
+    initial = {"testset": int(chosen)} if chosen.isdigit() else {}
+    form = CampaignForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             campaign, warnings = campaign_create(definition=form.valid, user=request.user)

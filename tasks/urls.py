@@ -41,6 +41,11 @@ api_urlpatterns += [
 urlpatterns += [
     path("contenders/", campaign_views.contender_list_view, name="contender_list"),
     path("contenders/<int:pk>/edit/", campaign_views.contender_edit, name="contender_edit"),
+    path(
+        "contenders/<int:pk>/duplicate",
+        campaign_views.contender_duplicate_view,
+        name="contender_duplicate",
+    ),
     path("campaigns/", campaign_views.campaign_list_view, name="campaign_list"),
     path("campaigns/new/", campaign_views.campaign_new, name="campaign_new"),
     path("campaigns/<slug:slug>/", campaign_views.campaign_detail, name="campaign_detail"),
