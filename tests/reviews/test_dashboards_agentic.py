@@ -7,6 +7,7 @@ import io
 import pytest
 from django.test import TestCase
 
+from reviews.disputes import item_settle
 from reviews.report import campaign_report, report_json
 from tasks.models import Generation
 from tests.conftest import browser_login
@@ -15,8 +16,10 @@ from tests.factories import (
     CampaignFactory,
     ContenderFactory,
     GenerationFactory,
+    ReviewItemFactory,
     TaskFactory,
     personas,
+    review_create,
 )
 from tests.reviews.agentic_frames import TOOL_PLAN, conversation, tool_transcript
 
@@ -206,6 +209,52 @@ class AgenticDashboardTests(TestCase):
             self.client.force_login(self.users[who])
             for page in ("tools", "conversation"):
                 assert self.client.get(f"/campaigns/agents/dashboard/{page}/").status_code == 403
+
+
+class PerTurnScoresTests(TestCase):
+    """People's per-turn scores, settled through the real dispute rules, become the curve."""
+
+    def test_settled_turn_scores_are_the_curve_s_basis(self):
+        users = personas()
+        campaign = CampaignFactory(
+            slug="turns",
+            score_turns={"dimension": "turn_quality", "min": 1, "max": 5},
+            contenders=[ContenderFactory(name="steady"), ContenderFactory(name="forgetful")],
+        )
+        # both reviewers agree: 'forgetful' 5 4 2 on the three turns, 'steady' 5 5 5
+        plan = {"steady": (5, 5, 5), "forgetful": (5, 4, 2)}
+        for _ in range(3):
+            task = TaskFactory(
+                testset=campaign.testset, prompt="", turns=["first", "second", "third"]
+            )
+            item = ReviewItemFactory(campaign=campaign, task=task)
+            by_name = {o.generation.contender.name: o for o in item.outputs.all()}
+            for reviewer in (users["reviewer_a"], users["reviewer_b"]):
+                review_create(
+                    item,
+                    reviewer,
+                    scores={
+                        by_name[name]: {"accuracy": 4.0, "completeness": 4.0}
+                        | {f"turn_quality@{t}": float(v) for t, v in enumerate(turns, start=1)}
+                        for name, turns in plan.items()
+                    },
+                )
+            item.submitted_count = 2
+            item.save(update_fields=["submitted_count"])
+            item_settle(item)
+        report = campaign_report(campaign=campaign, n_boot=50)
+        conv = report["conversation"]
+        assert conv["forgetful"]["basis"] == "human" and conv["forgetful"]["basis_reason"] is None
+        # (5, 4, 2) on 1..5 normalized: 1, 0.75, 0.25; decay -0.75
+        assert [p["mean"] for p in conv["forgetful"]["turn_curve"]] == [1.0, 0.75, 0.25]
+        assert conv["forgetful"]["decay"]["value"] == -0.75
+        assert conv["steady"]["decay"]["value"] == 0.0
+        # and they stay out of the rubric's figures: quality is the rubric's 4 of 1..5
+        assert {r["contender"]: r["quality"] for r in report["leaderboard"]} == {
+            "steady": 0.75,
+            "forgetful": 0.75,
+        }
+        assert set(report["agreement"]) == {"accuracy", "completeness"}
 
 
 @pytest.mark.browser
