@@ -34,7 +34,17 @@ from reviews import blinding, services
 from reviews.models import Arbitration, Assignment, ReviewItem
 from tasks.models import Contender
 from tests.conftest import browser_login
-from tests.factories import PASSWORD, CampaignFactory, ReviewItemFactory, TaskFactory, UserFactory
+from tests.factories import (
+    PASSWORD,
+    CampaignFactory,
+    ReviewItemFactory,
+    TaskFactory,
+    UserFactory,
+    tool_call,
+    transcript_step,
+    transcript_turn,
+    with_transcript,
+)
 from tests.reviews.test_blinding_corpus import CORPUS_CONTENDERS, load_corpus
 
 SLUG = "canary"  # neutral: a slug naming a contender is refused (tasks.campaigns)
@@ -89,6 +99,8 @@ class Leaks:
         self.found: list[tuple[str, str, str, str]] = []
         self.checked = 0
         self._memo: dict[str, list[str]] = {}
+        # Transcript parts read: steps and conversation turns in pages, turns in API answers.
+        self.steps_seen = self.turn_rows_seen = self.api_turns_seen = 0
 
     def random_tokens(self, extra=()) -> list[str]:
         tokens = {*Assignment.objects.values_list("token", flat=True)}
@@ -218,6 +230,28 @@ def campaign_with_leaks(terms_cases: list[dict]):
 
 
 CATEGORIES = ["billing", "zz-secret-model-9_tickets", "claude_style", "acme/it follow-ups"]
+# Tool names that name a contender or a vendor (a test set's own names, shown masked).
+TOOL_NAMES = ["ask_zz-secret-model-9", "claude_search", "acme-it_lookup", "lookup_acme_it"]
+
+
+def leaky_transcript(texts: list[str], at: int, answer: str) -> dict:
+    """One turn whose every part names a model: the steps' text, the tools' names, argument
+    keys and values, results, errors, and arguments that are not JSON."""
+    leak = lambda k: texts[(at + k) % len(texts)]  # noqa: E731
+    return transcript_turn(
+        answer,
+        transcript_step(
+            leak(1),
+            tool_call(
+                TOOL_NAMES[at % len(TOOL_NAMES)],
+                {"model": leak(2), "zz_secret_model_9": [leak(3), {"vendor": leak(4)}]},
+                result={"answer": leak(5), "host": "inference.zz-labs.example"},
+            ),
+            tool_call(TOOL_NAMES[(at + 1) % len(TOOL_NAMES)], {"q": "x"}, error=leak(6)),
+        ),
+        transcript_step("", tool_call("get_order", raw=f"{{who: {json.dumps(leak(7))}")),
+        transcript_step("", tool_call("acme/it", {"q": leak(8)}, unmocked=True)),
+    )
 
 
 def fill_items(campaign) -> int:
@@ -231,7 +265,10 @@ def fill_items(campaign) -> int:
             "category": CATEGORIES[i % len(CATEGORIES)],
             "reference": texts[(i * 5 + 3) % len(texts)],
         }
-        if i % 3 == 0:
+        if i % 4 == 3:  # a conversation whose user turns name models too
+            fields["prompt"] = ""
+            fields["turns"] = [leak, texts[(i * 11 + 2) % len(texts)], "Thanks, and the refund?"]
+        elif i % 3 == 0:
             fields["prompt"] = ""
             fields["messages"] = [
                 {"role": "system", "content": texts[(i * 3 + 1) % len(texts)]},
@@ -248,6 +285,17 @@ def fill_items(campaign) -> int:
             text = texts[index] if index < len(texts) else texts[index % len(texts)]
             output.generation.output = text
             output.generation.save(update_fields=["output"])
+            if i % 4 == 1:  # a tool-use transcript ending in the corpus output
+                with_transcript(output.generation, leaky_transcript(texts, index, text))
+            elif i % 4 == 3:  # the conversation, its replies naming models, the last the output
+                replies = [texts[(index * 13 + t) % len(texts)] for t in (1, 2)] + [text]
+                with_transcript(
+                    output.generation,
+                    *(
+                        transcript_turn(reply, user=user)
+                        for reply, user in zip(replies, task.turns, strict=True)
+                    ),
+                )
     return n
 
 
@@ -275,6 +323,10 @@ class Api:
 
 def check_page(page, leaks: Leaks, where: str, responses: list) -> None:
     page.wait_for_load_state()
+    # A transcript's steps open, so their text is among the rendered lines too.
+    page.evaluate("document.querySelectorAll('details[data-step]').forEach(d => (d.open = true))")
+    leaks.steps_seen += page.locator("details[data-step]").count()
+    leaks.turn_rows_seen += page.locator("[data-turn-row]").count()
     dom = page.evaluate(COLLECT)
     tokens = leaks.random_tokens(dom["random"])
     lines = [("rendered line", line) for line in page.inner_text("body").splitlines()]
@@ -291,6 +343,7 @@ def check_page(page, leaks: Leaks, where: str, responses: list) -> None:
 def check_api(leaks: Leaks, where: str, status: int, body: dict, headers: dict) -> None:
     tokens = leaks.random_tokens()
     leaks.check(where, [*json_strings(body), *header_strings(headers)], tokens)
+    leaks.api_turns_seen += sum(len(c.get("transcript") or []) for c in body.get("candidates", []))
 
 
 def mark_answers(page, *, score: str, preference: str) -> None:
@@ -433,6 +486,7 @@ def test_no_identity_is_readable_anywhere_a_reviewer_or_arbiter_looks(browser_pa
 
     assert not page.js_errors, page.js_errors  # the pages worked as a reviewer's do
     assert leaks.checked > 10_000  # the canary read the pages, not an empty list
+    assert min(leaks.steps_seen, leaks.turn_rows_seen, leaks.api_turns_seen) > 10  # transcripts
     leaks.assert_none(services.campaign_identity_terms(campaign))
 
 
