@@ -17,6 +17,7 @@ from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from django.db import transaction
 from django.utils import timezone
 
 from .checks import run_checks
@@ -80,7 +81,8 @@ def load(context: dict, stdout) -> dict:
     rng = random.Random(26)
     now = timezone.now()
     for number in range(1, 5):
-        run = _run_create(monitor=monitor, scheduled_for=None, baseline=None)
+        with transaction.atomic():  # the run number is taken under a lock of the monitor row
+            run = _run_create(monitor=monitor, scheduled_for=None, baseline=None)
         rows = Generation.objects.filter(campaign=run.campaign).select_related("task", "contender")
         for gen in rows:
             source, served = CONTENDERS[gen.contender.name]

@@ -431,3 +431,14 @@ class ScheduleRaceTests(TransactionTestCase):
             ]
             self._finish_all()
             assert monitor_schedule_tick(now=t0 + timedelta(minutes=5, seconds=30))["started"] == []
+
+
+@pytest.mark.postgres
+class DemoOutsideATransactionTests(TransactionTestCase):
+    """`manage.py demo` on PostgreSQL, as docker compose runs it: no test transaction around
+    it, so a row lock taken outside one fails as it would for a user."""
+
+    def test_the_demo_loads_its_monitor_runs(self):
+        call_command("demo", stdout=io.StringIO())
+        monitor = Monitor.objects.get()
+        assert sorted(monitor.runs.values_list("number", flat=True)) == [1, 2, 3, 4]
