@@ -71,9 +71,12 @@ SUBMIT_STATUS = {
     methods=("POST",),
     summary="Claim the next item to review in a campaign (or get back the one you hold).\n\n"
     "Returns an assignment token, the blinded task, the candidates as labels and text only, the rubric, "
-    "and when the lease ends. 204 when nothing is left for you.",
+    "and when the lease ends. 204 when nothing is left for you. Each candidate has its final "
+    "`text` and its `transcript` (tool calls and results, turn by turn; [] for a plain output), "
+    "masked: docs/api.md, Transcripts.",
     responses={
-        "200": "the assignment: token, task, candidates, rubric, preference_choices, flags, lease_expires_at",
+        "200": "the assignment: token, task (with `turns` for a conversation), candidates "
+        "({label, text, transcript}), rubric, preference_choices, flags, lease_expires_at",
         "204": "nothing left to review for you in this campaign",
         "404": "no such campaign open to you",
         "503": "every candidate item was taken concurrently; retry",

@@ -51,7 +51,9 @@ RESOLVE_BODY = {
     ARBITER,
     methods=("POST",),
     summary="Claim (or resume) the next disputed item: token, blinded task and candidates, rubric, "
-    "the reviews mapped to the same labels and what is disputed. 204 when nothing is left.",
+    "the reviews mapped to the same labels and what is disputed. 204 when nothing is left. "
+    "Candidates carry their masked `transcript` as in the reviewer's next (docs/api.md, "
+    "Transcripts).",
     responses={"200": "an arbitration", "204": "nothing left for you", "404": "no such campaign"},
 )
 def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:

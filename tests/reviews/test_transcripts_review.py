@@ -441,3 +441,12 @@ class TranscriptMaskingTests(TestCase):
         self.client.force_login(arbiter)
         page = self.client.get(reverse("arbitration_page", args=[response.json()["token"]]))
         assert readable_identities(page_strings(page.content.decode())) == []
+
+
+def test_the_openapi_schema_describes_the_transcripts(client):
+    paths = client.get("/api/v1/schema").json()["paths"]
+    claim = paths["/api/v1/campaigns/{slug}/next"]["post"]
+    assert "transcript" in claim["responses"]["200"]["description"]
+    assert "transcript" in claim["description"]
+    arbitration = paths["/api/v1/campaigns/{slug}/arbitration/next"]["post"]
+    assert "transcript" in arbitration["description"]
