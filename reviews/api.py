@@ -21,7 +21,9 @@ SUBMIT_BODY = {
                 "scores": {
                     "type": "object",
                     "description": 'per label, per rubric dimension: {"A": {"accuracy": 4}}; "na" or null '
-                    "where the dimension allows N/A; whole numbers on nominal and ordinal dimensions",
+                    "where the dimension allows N/A; whole numbers on nominal and ordinal dimensions; "
+                    'a conversation scored turn by turn also has each turn\'s key ("turn_quality@1", '
+                    '...: the item\'s rubric entries with a "turn")',
                     "additionalProperties": {"type": "object"},
                 },
                 "preference": {
