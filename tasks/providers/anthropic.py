@@ -65,8 +65,17 @@ def build_payload(contender, messages: list[dict], tools: list[dict] | None = No
     payload.update({k: params[k] for k in PASSED_PARAMS if k in params})
     if system:
         payload["system"] = "\n\n".join(system)
-    if tools:
-        payload["tools"] = [_tool(t) for t in tools]
+    declared = [_tool(t) for t in tools or []]
+    # The API refuses tool_use blocks naming a tool the request does not declare: a history
+    # logged with calls to tools the task does not offer declares them by name.
+    names = {t["name"] for t in declared}
+    for message in messages:
+        for call in history_tool_calls(message) if message.get("role") == "assistant" else []:
+            if call.name not in names:
+                names.add(call.name)
+                declared.append({"name": call.name, "input_schema": {"type": "object"}})
+    if declared:
+        payload["tools"] = declared
     return payload
 
 

@@ -7,6 +7,7 @@ import json
 from django.test import SimpleTestCase, override_settings
 
 from tasks import providers
+from tasks.models import Contender
 from tasks.providers.base import ToolCall
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_providers import contender
@@ -220,3 +221,19 @@ class ToolProviderTests(SimpleTestCase):
             "role": "assistant",
             "content": [{"type": "tool_use", "id": "t1", "name": "get_order", "input": {}}],
         }
+
+
+class HistoryToolsTests(SimpleTestCase):
+    def test_anthropic_declares_the_tools_a_history_calls_when_the_task_offers_none(self):
+        from tasks.providers import anthropic
+
+        c = Contender(name="c", provider="anthropic", model="m", params={})
+        payload = anthropic.build_payload(c, HISTORY, None)
+        assert payload["tools"] == [
+            {"name": "get_order", "input_schema": {"type": "object"}},
+            {"name": "list_orders", "input_schema": {"type": "object"}},
+        ]
+        with_one = anthropic.build_payload(c, HISTORY, TOOLS[:1])
+        assert [t["name"] for t in with_one["tools"]] == ["get_order", "list_orders"]
+        assert with_one["tools"][0]["input_schema"] == TOOLS[0]["parameters"]
+        assert "tools" not in anthropic.build_payload(c, ASK, None)
