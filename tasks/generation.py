@@ -93,10 +93,12 @@ def _send(pk: int, *, unsent: int) -> None:
 def generation_rows_create(*, campaign: Campaign) -> int:
     """One row per (task, contender, sample), and for a conversation task that also states
     its request in one message (`single_turn`), its own samples of that single-turn regime
-    (docs/conversations.md); idempotent (existing rows are kept)."""
+    (docs/conversations.md; not in a monitor run, which grades the golden set's tasks as
+    they are); idempotent (existing rows are kept)."""
     tasks = list(campaign.testset.tasks.values_list("pk", "turns", "single_turn"))
+    both = campaign.kind != Campaign.Kind.MONITOR_RUN
     regimes = [(t, False) for t, _, _ in tasks] + [
-        (t, True) for t, turns, one in tasks if turns and one
+        (t, True) for t, turns, one in tasks if both and turns and one
     ]
     contender_ids = list(campaign.contenders.values_list("pk", flat=True))
     rows = [

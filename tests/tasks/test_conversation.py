@@ -10,8 +10,8 @@ from django.test import TestCase, override_settings
 from reviews.models import ItemOutput, ReviewItem
 from tasks.campaigns import campaign_create
 from tasks.conversation import UNMOCKED
-from tasks.generation import generation_run
-from tasks.models import Generation
+from tasks.generation import generation_rows_create, generation_run
+from tasks.models import Campaign, Generation
 from tasks.providers.base import cost_of
 from tests.factories import TaskFactory, TestSetFactory
 from tests.fake_llm import FakeLLM
@@ -459,3 +459,12 @@ class ConversationTests(TestCase):
             pk__in=ItemOutput.objects.filter(item=item).values("generation_id")
         )
         assert sorted(shown.values_list("single_turn", "sample_index")) == [(False, 0), (False, 0)]
+
+    def test_a_monitor_run_makes_no_single_turn_rows(self):
+        campaign = self.conversation_campaign("monitored", single_turn="All at once.")
+        ReviewItem.objects.filter(campaign=campaign).delete()
+        Generation.objects.filter(campaign=campaign).delete()
+        Campaign.objects.filter(pk=campaign.pk).update(kind=Campaign.Kind.MONITOR_RUN)
+        campaign.refresh_from_db()
+        assert generation_rows_create(campaign=campaign) == 2 * 2
+        assert not Generation.objects.filter(campaign=campaign, single_turn=True).exists()
