@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from evalsite.roles import ARBITER, REVIEWER
 from evalsite.uploads import strict_yaml, yaml_problem
 
+from . import rubric_builder
 from .campaigns import (
     INSTRUCTIONS_MAX_CHARS,
     DefinitionError,
@@ -327,6 +328,18 @@ class CampaignForm(LabelledForm):
         help_text='YAML or JSON list: [{"key": "accuracy", "min": 1, "max": 5, "anchors": {"1": "wrong", '
         '"5": "fully correct"}}]',
     )
+    # score_turns (tasks/score_turns.py), as three fields; the definition's errors about it
+    # ("score_turns.max: ...") land on the first.
+    score_turns = forms.CharField(
+        max_length=63,
+        required=False,
+        label="Score each turn",
+        help_text="conversation tasks: a name (e.g. turn_quality) to have reviewers also score "
+        "the reply to every user turn, on the scale below; empty = only the final reply is "
+        "scored, with the rubric",
+    )
+    score_turns_min = forms.IntegerField(required=False, initial=1, label="Turn scale from")
+    score_turns_max = forms.IntegerField(required=False, initial=5, label="Turn scale to")
     weights = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
@@ -377,6 +390,12 @@ class CampaignForm(LabelledForm):
     arbiters = _roster_people(ARBITER)
 
     def clean_rubric(self):
+        if self.data.get(rubric_builder.EDITOR) == rubric_builder.BUILDER:
+            # The builder's rows (tasks/rubric_builder.py); pairwise scores no rubric, so the
+            # rows stay on the page and nothing is stored.
+            if self.cleaned_data.get("mode") == Mode.PAIRWISE:
+                return []
+            return rubric_builder.rubric_from_post(self.data)
         value = _structured(self.cleaned_data.get("rubric", ""), "Rubric")
         if value is not None and not isinstance(value, list):
             raise forms.ValidationError("Rubric must be a list of dimensions")
@@ -395,9 +414,11 @@ class CampaignForm(LabelledForm):
         # cross-checks need both values), and its definition errors would only repeat it.
         # The checked definition is kept for campaign_create, which need not check it again.
         self.valid = None
+        self.definition_errors: list[str] = []  # as the definition says them (the builder's rows)
         try:
             self.valid = campaign_definition_validate(self.definition())
         except DefinitionError as exc:
+            self.definition_errors = exc.errors
             self.add_definition_errors(exc.errors, skip=set(self.errors))
         return data
 
@@ -423,7 +444,18 @@ class CampaignForm(LabelledForm):
             "hold_identity_leaks": d.get("hold_identity_leaks", False),
             "instructions": d.get("instructions"),
             **roster_definition(d),
+            "score_turns": _score_turns_definition(d),
         }
+
+
+def _score_turns_definition(d: dict) -> dict | None:
+    """The form's per-turn fields as a definition's score_turns (None: off); a bound that
+    failed its own check is left out, so its error is not told twice."""
+    name = (d.get("score_turns") or "").strip()
+    if not name:
+        return None
+    bounds = {"min": d.get("score_turns_min"), "max": d.get("score_turns_max")}
+    return {"dimension": name, **{k: v for k, v in bounds.items() if v is not None}}
 
 
 class InstructionsForm(forms.Form):

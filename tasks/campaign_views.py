@@ -18,6 +18,7 @@ from reviews.identity_hold import IdentityNotHeld, generation_identity_approve
 from reviews.selectors import instructions_shown
 from reviews.services import campaign_identity_terms
 
+from . import rubric_builder
 from .campaign_forms import (
     CampaignForm,
     ContenderForm,
@@ -146,7 +147,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, warning)
             messages.success(request, f"Campaign {campaign.slug} created.")
             return _redirect(request, reverse("campaign_detail", args=[campaign.slug]))
-    context = {"form": form}
+    context = {"form": form, "builder": rubric_builder.form_builder(request, form)}
     if request.htmx and request.method == "POST":
         return render(request, "tasks/campaign_form.html#campaign-form", context)
     return render(request, "tasks/campaign_form.html", context)

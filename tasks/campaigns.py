@@ -25,6 +25,7 @@ from .campaign_blinding import (
 from .campaign_thresholds import read_pass_threshold
 from .models import Campaign, Contender, Mode, Provider, TestSet
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
+from .score_turns import score_turns_read
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
 RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
@@ -50,6 +51,7 @@ CAMPAIGN_KEYS = {
     "hold_identity_leaks",
     "instructions",
     *ROSTER_KEYS,
+    "score_turns",
 }
 INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
@@ -253,6 +255,22 @@ def _dimension(raw, index: int, r: _Reader) -> dict | None:
     }
 
 
+def rubric_validate(raw) -> tuple[list[dict], list[str]]:
+    """A definition's rubric read once: its dimensions with every default filled in, and every
+    problem as "rubric[1].max: must be greater than min". Definition files, the API, the
+    campaign form's text box and its rubric builder (tasks/rubric_builder.py) all read a
+    rubric here."""
+    errors: list[str] = []
+    if not isinstance(raw, list):
+        return [], ["rubric: must be a list of dimensions"]
+    r = _Reader(errors)
+    rubric = [dim for i, item in enumerate(raw) if (dim := _dimension(item, i, r)) is not None]
+    keys = [d["key"] for d in rubric]
+    for key in sorted({k for k in keys if keys.count(k) > 1}):
+        errors.append(f"rubric: dimension {key!r} appears twice")
+    return rubric, errors
+
+
 def _decimal(value) -> Decimal:
     try:
         return Decimal(str(value))
@@ -409,18 +427,8 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     if mode not in Mode.values:
         errors.append(f"mode: one of {', '.join(Mode.values)}")
 
-    rubric_raw = data.get("rubric") or []
-    rubric = []
-    if not isinstance(rubric_raw, list):
-        errors.append("rubric: must be a list of dimensions")
-        rubric_raw = []
-    for i, raw in enumerate(rubric_raw):
-        dim = _dimension(raw, i, r)
-        if dim is not None:
-            rubric.append(dim)
-    keys = [d["key"] for d in rubric]
-    for key in {k for k in keys if keys.count(k) > 1}:
-        errors.append(f"rubric: dimension {key!r} appears twice")
+    rubric, rubric_errors = rubric_validate(data.get("rubric") or [])
+    errors += rubric_errors
     if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric:
         errors.append(f"rubric: mode '{mode}' needs at least one dimension")
     if mode == Mode.PAIRWISE and rubric:
@@ -482,6 +490,9 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     if testset is not None:
         warnings += category_warnings(testset, terms)
     rosters = rosters_read(data, errors, warnings)
+    score_turns = score_turns_read(
+        data, rubric=rubric, mode=mode, testset=testset, errors=errors, warnings=warnings
+    )
 
     campaign = {
         "slug": slug,
@@ -499,6 +510,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         "show_reference": r.boolean(data, "show_reference", "", False),
         "flags_dispute": r.boolean(data, "flags_dispute", "", False),
         "hold_identity_leaks": r.boolean(data, "hold_identity_leaks", "", True),
+        "score_turns": score_turns,
     }
     if errors:
         raise DefinitionError(errors)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import campaign_api, campaign_views, monitor_api, monitor_views, testset_api
+from . import campaign_api, campaign_views, monitor_api, monitor_views, rubric_builder, testset_api
 from . import views as testset_views
 
 urlpatterns: list = []
@@ -48,6 +48,17 @@ urlpatterns += [
     ),
     path("campaigns/", campaign_views.campaign_list_view, name="campaign_list"),
     path("campaigns/new/", campaign_views.campaign_new, name="campaign_new"),
+    # The new-campaign form's rubric builder (issue 25): its actions and its live preview.
+    path(
+        "campaigns/new/rubric/builder",
+        rubric_builder.rubric_builder_view,
+        name="campaign_rubric_builder",
+    ),
+    path(
+        "campaigns/new/rubric/preview",
+        rubric_builder.rubric_preview_view,
+        name="campaign_rubric_preview",
+    ),
     path("campaigns/<slug:slug>/", campaign_views.campaign_detail, name="campaign_detail"),
     path(
         "campaigns/<slug:slug>/generate", campaign_views.campaign_generate, name="campaign_generate"

@@ -40,6 +40,9 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     page.select_option("select[name=testset]", str(ts.pk))
     page.check("text=local-llama")
     page.check("text=vendor-export")
+    # The rubric as text (the form starts with the builder and a template): emptied.
+    page.get_by_role("radio", name="Text (YAML or JSON)").check()
+    page.locator("textarea[name=rubric]").fill("")
     page.get_by_role("button", name="Create campaign").click()
     page.get_by_text("needs at least one dimension").wait_for()
     assert wait_until(page, lambda: page.evaluate(focused_invalid) == "true")
