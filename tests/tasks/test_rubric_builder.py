@@ -290,6 +290,7 @@ class RubricBuilderTests(TestCase):
         body = response.content.decode()
         assert "rubric[0].max: must be greater than min" in body
         assert "score-A-tone" not in body and 'name="score-B-facts"' in body
+        assert "rubric-general-errors" not in body  # the text editor has no row errors to swap
 
     def test_pairwise_keeps_the_rows_on_the_page_but_stores_no_rubric(self):
         rows = rows_data({"label": "Accuracy", "key": "accuracy"})
