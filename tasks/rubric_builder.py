@@ -455,7 +455,7 @@ def _posted_contenders(data: Mapping) -> list[str]:
     return list(Contender.objects.filter(pk__in=pks).values_list("name", flat=True))
 
 
-def preview_html(state: dict, data: Mapping, shown: list[str]) -> str:
+def preview_html(state: dict, *, contenders: list[str], redact: list[str]) -> str:
     """The questions exactly as a reviewer gets them: the review page's own answer grid, for an
     item with one output per chosen contender (at least two), rubric text masked as theirs is.
     A dimension the reader refused is left out until it is fixed."""
@@ -465,9 +465,8 @@ def preview_html(state: dict, data: Mapping, shown: list[str]) -> str:
         if checked and not errors and checked[0]["key"] not in seen:
             seen.add(checked[0]["key"])
             dims.append(checked[0])
-    redact = [w.strip() for w in str(data.get("redact", "")).split(",") if w.strip()]
-    names = _posted_contenders(data)
-    terms = blinding_terms(redact=redact, contenders=[{"name": n} for n in names])
+    terms = blinding_terms(redact=redact, contenders=[{"name": n} for n in contenders])
+    shown = labels(max(2, len(contenders)))
     campaign = Campaign(rubric=dims, mode=state["mode"])
     wants_scores, wants_preference = campaign_wants(campaign)
     screen = {
@@ -494,11 +493,12 @@ def builder_context(state: dict, data: Mapping | None = None) -> dict:
         .values_list("slug", "name")[:100]
     )
     data = data or {}
-    shown = labels(max(2, len(_posted_contenders(data))))
+    names = _posted_contenders(data)
+    redact = [w.strip() for w in str(data.get("redact", "")).split(",") if w.strip()]
     return {
         **state,
-        "preview": preview_html(state, data, shown),
-        "output_labels": shown,
+        "preview": preview_html(state, contenders=names, redact=redact),
+        "output_labels": labels(max(2, len(names))),
         "slots": error_slots(state["rows"]),
         "blank": blank_row("__i__"),
         "templates": [(key, t["name"], t["summary"]) for key, t in TEMPLATES.items()],
