@@ -14,6 +14,10 @@ concurrent requests the endpoint saw (must be <= 16), latency/TTFT percentiles.
 
 The recommended worker shape is `--pool threads --concurrency 10 --workers 2`: the limit of 16
 plus 2 spare threads per process, which wait at the claim for the next free slot.
+
+`--tools 3`: every task is a tool task of 3 model calls (get_order, then refund, then the
+answer; each call answered from the task's mocks, the transcript kept), so the endpoint-bound
+rate is 16 / (3 x 0.2 s) = 26.7 generations/s, and the endpoint sees 3 calls per generation.
 """
 
 import argparse
@@ -45,6 +49,16 @@ from tests.fake_llm import FakeLLM  # noqa: E402
 
 LATENCY = 0.2
 LIMIT = 16
+MODEL = "m-endpoint"  # a model name the campaign's slug does not contain (slugs are not masked)
+ORDER = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+TOOLS = [
+    {"name": "get_order", "description": "Look an order up.", "parameters": ORDER},
+    {"name": "refund", "description": "Refund an order.", "parameters": ORDER},
+]
+MOCKS = [
+    {"tool": "get_order", "result": {"status": "delivered", "total": 42}},
+    {"tool": "refund", "result": {"refunded": True}},
+]
 
 
 def fresh_testset(name: str, tasks: int, fields=lambda i: {}) -> TestSet:
@@ -71,14 +85,35 @@ def fresh_testset(name: str, tasks: int, fields=lambda i: {}) -> TestSet:
     return ts
 
 
-def setup(fake: FakeLLM, tasks: int, samples: int) -> Campaign:
+def tool_script(steps: int):
+    """The endpoint's replies for a tool task: a tool call per step, then the answer."""
+    names = [TOOLS[i % len(TOOLS)]["name"] for i in range(steps - 1)]
+
+    def reply(request):
+        if request.step < steps:
+            order = request.last_user.split()[-1].rstrip("?")
+            return {
+                "tool_calls": [{"name": names[request.step - 1], "arguments": {"order_id": order}}]
+            }
+        return f"Order {request.last_user.split()[-1].rstrip('?')} is refunded."
+
+    return reply
+
+
+def setup(fake: FakeLLM, tasks: int, samples: int, steps: int) -> Campaign:
+    tools = {"tools": TOOLS, "tool_mocks": MOCKS, "max_steps": steps} if steps else {}
+    checks = {"max_chars": 200}
+    if steps:
+        checks["tool_calls"] = {"called": ["get_order"], "valid_args": True}
     fresh_testset(
         "bench-gen",
         tasks,
         lambda i: {
             "external_id": f"B-{i}",
             "category": f"cat-{i % 5}",
-            "checks": {"max_chars": 200},
+            "checks": checks,
+            "prompt": f"Please refund order A-{i}?" if steps else f"Question {i}?",
+            **tools,
         },
     )
     campaign, _ = campaign_create(
@@ -93,7 +128,7 @@ def setup(fake: FakeLLM, tasks: int, samples: int) -> Campaign:
                     "name": f"bench-gen-endpoint-{fake.base_url.rsplit(':', 1)[1].split('/')[0]}",
                     "provider": "openai",
                     "base_url": fake.base_url,
-                    "model": "bench",
+                    "model": MODEL,
                     "max_concurrency": LIMIT,
                     "params": {"max_tokens": 64, "seed": 1},
                     "price_in_per_mtok": 0.1,
@@ -205,13 +240,24 @@ def main() -> None:
         "--latency", type=float, default=LATENCY, help="endpoint latency in seconds"
     )
     parser.add_argument("--prefetch", type=int, default=1, help="worker --prefetch-multiplier")
+    parser.add_argument(
+        "--tools",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="tool tasks of STEPS model calls each (STEPS - 1 tool calls, then the answer)",
+    )
     args = parser.parse_args()
     if connection.vendor != "postgresql" or not settings.REDIS_URL:
         raise SystemExit("set DATABASE_URL (PostgreSQL) and REDIS_URL")
     call_command("migrate", verbosity=0)
     app.control.purge()
     fake = FakeLLM(latency=args.latency)
-    campaign = setup(fake, args.tasks, args.samples)
+    # Answers that name no model: one that did would be held for an admin (identity hold).
+    fake.rewrite(MODEL, lambda answer: answer.replace(f"{MODEL} answers", "The answer"))
+    if args.tools:
+        fake.respond(MODEL, tool_script(args.tools))
+    campaign = setup(fake, args.tasks, args.samples, args.tools)
     target = campaign.generations.exclude(contender__provider="imported")
     total = target.count()
     procs = start_workers(args.workers, args.pool, args.concurrency, args.prefetch)
@@ -239,7 +285,8 @@ def main() -> None:
     done = target.filter(status="done")
     latencies = list(done.values_list("latency_ms", flat=True))
     ttfts = list(done.values_list("ttft_ms", flat=True))
-    bound = LIMIT / args.latency if args.latency else float("inf")
+    calls = max(args.tools, 1)  # model calls per generation
+    bound = LIMIT / (args.latency * calls) if args.latency else float("inf")
     rate = total / elapsed
     print(
         f"pool={args.pool} workers={args.workers} x concurrency={args.concurrency} "
@@ -250,9 +297,19 @@ def main() -> None:
         f"elapsed {elapsed:.1f} s -> {rate:.1f}/s = {rate / bound:.1%} of the {bound:.0f}/s endpoint bound"
     )
     print(
-        f"endpoint saw at most {fake.max_active['bench']} concurrent requests (limit {LIMIT}); "
-        f"provider calls {len(fake.calls)}; retries {sum(target.values_list('retries', flat=True))}"
+        f"endpoint saw at most {fake.max_active[MODEL]} concurrent requests (limit {LIMIT}); "
+        f"provider calls {len(fake.calls)} ({calls} per generation: {total * calls} expected); "
+        f"retries {sum(target.values_list('retries', flat=True))}"
     )
+    if args.tools:
+        steps = [
+            sum(len(t["steps"]) for t in tr) for tr in done.values_list("transcript", flat=True)
+        ]
+        passed = done.filter(checks_passed=True).count()
+        print(
+            f"tool tasks: {args.tools} model calls each; steps per transcript "
+            f"{min(steps)}-{max(steps)}; checks passed {passed} of {done.count()}"
+        )
     print(
         f"latency ms p50 {pct(latencies, 50)} p95 {pct(latencies, 95)} max {max(latencies)}; "
         f"TTFT ms p50 {pct(ttfts, 50)} mean {statistics.mean(ttfts):.0f}"
