@@ -48,7 +48,7 @@ def test_a_loop_that_lost_its_row_stops_and_the_new_attempt_stores_one_whole_loo
     settings.GENERATION_LEASE_SECONDS = 1
     settings.GENERATION_READ_TIMEOUT = 10
     monkeypatch.setattr(conversation, "LEASE_RENEW_SECONDS", 0)  # check before every call
-    with FakeLLM(slow_seconds=2.5) as fake, mock.patch("tasks.generation._send"):
+    with FakeLLM(slow_seconds=5) as fake, mock.patch("tasks.generation._send"):
         fake.steps("agent", *SCRIPT)
         fake.script("agent", "ok", "hang")  # the first attempt's second call hangs
         campaign = campaign_for(
@@ -71,7 +71,7 @@ def test_a_loop_that_lost_its_row_stops_and_the_new_attempt_stores_one_whole_loo
         time.sleep(1.2)  # the first attempt's lease lapses while its call hangs
         assert generation_reconcile(broker_idle=True)["lapsed"] == 1
         assert generation_run(generation_id=row.pk).action == "done"
-        first.join(10)
+        first.join(15)
         calls = fake.calls_for("agent")
     # The first attempt learnt its row was taken and made no third call; its result is gone.
     assert [o.action for o in outcome] == ["discarded"]
