@@ -11,6 +11,7 @@ from datetime import timedelta
 from functools import wraps
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import (
     BadRequest,
     RequestDataTooBig,
@@ -18,7 +19,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.db import connection
+from django.db.models import F
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -40,18 +41,15 @@ def bearer_user(request: HttpRequest):
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    # The user, their roles and whether the token's last use is worth recording: one query.
+    # The user, their roles and the token's last use: one query.
     now = timezone.now()
+    tokens = get_user_model().objects.filter(api_tokens__digest=ApiToken.hash(raw.strip()))
     user = user_with_roles(
-        join=f"JOIN {ApiToken._meta.db_table} t ON t.user_id = u.id",
-        extra=", t.id AS token_pk, (t.last_used_at IS NULL OR t.last_used_at < %s) AS token_stale",
-        extra_params=[connection.ops.adapt_datetimefield_value(now - timedelta(seconds=60))],
-        where="t.digest = %s",
-        params=[ApiToken.hash(raw.strip())],
+        tokens.annotate(token_pk=F("api_tokens__pk"), token_used_at=F("api_tokens__last_used_at"))
     )
     if user is None:
         return None
-    if user.token_stale:
+    if user.token_used_at is None or user.token_used_at < now - timedelta(seconds=60):
         ApiToken.objects.filter(pk=user.token_pk).update(last_used_at=now)
     return user
 

@@ -1,17 +1,14 @@
 """Roles are Django groups. Views ask here; templates only see the resulting nav flags."""
 
 from collections.abc import Callable
-from functools import lru_cache, wraps
+from functools import wraps
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db import connection
+from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.http import JsonResponse
-
-from . import rawrows
 
 ADMIN, LEAD, REVIEWER, ARBITER = "admin", "lead", "reviewer", "arbiter"
 ROLES = (ADMIN, LEAD, REVIEWER, ARBITER)
@@ -29,50 +26,29 @@ def roles_of(user) -> set[str]:
     return cached
 
 
-def user_with_roles(
-    *, where: str, params: list, join: str = "", extra: str = "", extra_params: list = ()
-):
-    """The active user matching `where` (alias `u`), with their roles, in one raw query.
-
-    Every request loads its user and asks for their roles: one round trip instead of two,
-    and no ORM query building on the hot path. `join`/`extra` add a table and columns (the
-    API token), set as attributes of the user. Roles come as one row per group (LEFT JOINs).
-    """
-    user_model = get_user_model()
-    with connection.cursor() as cursor:
-        cursor.execute(_user_sql(join, extra, where), [*extra_params, *ROLES, *params])
-        rows = cursor.fetchall()
-        names = [col[0] for col in cursor.description]
+def user_with_roles(users: QuerySet):
+    """The active user of `users` (the user model's rows, filtered), with their roles read in
+    the same query (one row per role group; every request needs both), or None."""
+    rows = list(
+        users.filter(is_active=True).annotate(
+            role_groups=FilteredRelation("groups", condition=Q(groups__name__in=ROLES)),
+            role=F("role_groups__name"),
+        )
+    )
     if not rows:
         return None
-    width = len(rawrows.fields_of(user_model))
-    user = rawrows.instance(user_model, rows[0][:width])
-    for name, value in zip(names[width:-1], rows[0][width:-1], strict=True):
-        setattr(user, name, value)
-    user._evalsite_roles = {row[-1] for row in rows if row[-1]}
+    user = rows[0]
+    user._evalsite_roles = {row.role for row in rows if row.role}
     if user.is_superuser:
         user._evalsite_roles.add(ADMIN)
     return user
-
-
-@lru_cache(maxsize=16)
-def _user_sql(join: str, extra: str, where: str) -> str:
-    user_model = get_user_model()
-    qn = connection.ops.quote_name
-    membership = user_model.groups.through._meta.db_table
-    return (
-        f"SELECT {rawrows.columns('u', user_model)}{extra}, g.name FROM "
-        f"{rawrows.table(user_model)} u {join} LEFT JOIN {qn(membership)} ug ON ug.user_id = u.id "
-        f"LEFT JOIN {qn(Group._meta.db_table)} g ON g.id = ug.group_id "
-        f"AND g.name IN ({', '.join(['%s'] * len(ROLES))}) WHERE u.is_active AND ({where})"
-    )
 
 
 class RolesModelBackend(ModelBackend):
     """Django's ModelBackend; the session user is loaded together with their roles."""
 
     def get_user(self, user_id):
-        return user_with_roles(where="u.id = %s", params=[user_id])
+        return user_with_roles(get_user_model().objects.filter(pk=user_id))
 
 
 def has_role(user, *roles: str) -> bool:

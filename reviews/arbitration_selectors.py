@@ -17,7 +17,7 @@ from django.utils import timezone
 from evalsite.roles import ARBITER
 from tasks.models import Campaign
 
-from . import blinding
+from . import blinding, transcript_shown
 from .arbitration import labels_for
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
@@ -48,13 +48,23 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     labels = labels_for(arbitration.order)  # {"A": "<output id>"}
     label_of = {pk: label for label, pk in labels.items()}
     terms = campaign_identity_terms(campaign)
-    texts = dict(item.outputs.values_list("pk", "generation__output"))
+    shown = item.outputs.values_list("pk", "generation__output", "generation__transcript")
+    texts, transcripts = {}, {}
+    for pk, text, transcript in shown:
+        texts[pk], transcripts[pk] = text, transcript
     wants_scores, wants_preference = campaign_wants(campaign)
 
     candidates = []
     for label, pk in labels.items():
         text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)
         candidates.append({"label": label, "text": text, "html": html})
+    # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
+    turns = transcript_shown.attach(
+        candidates=candidates,
+        transcripts=[transcripts.get(int(pk)) for pk in labels.values()],
+        task_turns=item.task.turns,
+        terms=terms,
+    )
 
     task = item.task
     conversation = conversation_shown(task, terms)
@@ -104,7 +114,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
 
     rubric = []
     grid = []
-    for dim in Rubric.of(campaign):
+    for dim in Rubric.for_item(item):  # with a conversation's per-turn scores (score_turns)
         key = dim.key
         # Masked as on the review page: the label, description and anchors are text of the
         # campaign's author, shown in the page, its attributes (title=) and the API.
@@ -192,13 +202,15 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         "campaign": {"name": campaign.name, "slug": campaign.slug},
         "task": {
             "category": words_shown(task.category, terms),
-            "multi_turn": bool(task.messages),
+            "multi_turn": bool(task.messages or task.turns),
             "conversation": conversation,
             "reference": reference,
             "reference_html": reference_html,
+            "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
         },
         "labels": list(labels),
         "candidates": candidates,
+        "conversation_turns": turns,  # None: each output whole, its steps above its answer
         "instructions": instructions_shown(campaign, terms),
         "rubric": rubric if wants_scores else [],
         "grid": grid if wants_scores else [],
@@ -240,9 +252,10 @@ def workspace_json(ws: dict) -> dict:
             multi_turn=ws["task"]["multi_turn"],
             conversation=ws["task"]["conversation"],
             reference=ws["task"]["reference"],
+            turns=ws["task"]["turns"],
         ),
         "instructions": (ws["instructions"] or {}).get("text", ""),
-        "candidates": [{"label": c["label"], "text": c["text"]} for c in ws["candidates"]],
+        "candidates": [transcript_shown.candidate_json(c) for c in ws["candidates"]],
         "rubric": [
             {k: d[k] for k in ("key", "label", "description", "min", "max", "allow_na", "max_gap")}
             | {"anchors": {str(a["value"]): a["text"] for a in d["anchors"] if a["text"]}}

@@ -30,14 +30,12 @@ agreement statistics read them; the adjudicated result lives in `ReviewItem.fina
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from evalsite import rawrows
-
-from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from . import sql
+from .models import Arbitration, ItemOutput, Preference, ReviewItem
 from .rubric import Rubric
 
 NO_CHOICE = ""
@@ -183,25 +181,11 @@ def disputed_cells(reasons: list[dict]) -> set[tuple[str, str | None]]:
 def _item_reviews(
     item_pk: int, output_ids: list[int] | None = None
 ) -> tuple[list[str], list[ReviewData]]:
-    """An item's output ids (read unless given) and its reviews as plain data, in plain
-    queries: this runs inside the submit of every k-th review, where building ORM objects
-    cost more than the rest of the settle."""
-    with connection.cursor() as cursor:
-        if output_ids is None:
-            cursor.execute(
-                f"SELECT id FROM {ItemOutput._meta.db_table} WHERE item_id = %s ORDER BY id",
-                [item_pk],
-            )
-            output_ids = [pk for (pk,) in cursor.fetchall()]
-        outputs = [str(pk) for pk in sorted(output_ids)]
-        cursor.execute(
-            f"SELECT r.id, r.preference, r.preferred_output_id, r.flags, s.output_id, "
-            f"s.dimension, s.value FROM {Review._meta.db_table} r "
-            f"LEFT JOIN {Score._meta.db_table} s ON s.review_id = r.id "
-            f"WHERE r.item_id = %s ORDER BY r.submitted_at, r.id",
-            [item_pk],
-        )
-        rows = cursor.fetchall()
+    """An item's output ids (read unless given) and its reviews as plain data."""
+    if output_ids is None:
+        output_ids = list(ItemOutput.objects.filter(item_id=item_pk).values_list("pk", flat=True))
+    outputs = [str(pk) for pk in sorted(output_ids)]
+    rows = sql.item_reviews(item_pk)  # one row per score, in submit order
     reviews: dict[int, ReviewData] = {}
     for pk, preference, preferred, flags, output_id, dimension, value in rows:
         data = reviews.get(pk)
@@ -212,10 +196,8 @@ def _item_reviews(
                 choice = preference
             else:
                 choice = NO_CHOICE
-            flags = json.loads(flags) if isinstance(flags, str) else flags
-            data = reviews[pk] = ReviewData(
-                preference=choice, flags={str(k): list(v) for k, v in (flags or {}).items()}
-            )
+            flags = {str(k): list(v) for k, v in (flags or {}).items()}
+            data = reviews[pk] = ReviewData(preference=choice, flags=flags)
         if output_id is not None:
             data.scores.setdefault(str(output_id), {})[dimension] = value
     return outputs, list(reviews.values())
@@ -236,7 +218,7 @@ def item_settle(item: ReviewItem, output_ids: list[int] | None = None) -> Outcom
         campaign = item.campaign
         outputs, reviews = _item_reviews(item.pk, output_ids)
         outcome = settle(
-            rubric=Rubric.of(campaign),
+            rubric=Rubric.for_item(item),  # per-turn scores are dimensions too
             outputs=outputs,
             reviews=reviews,
             flags_dispute=campaign.flags_dispute,
@@ -244,42 +226,18 @@ def item_settle(item: ReviewItem, output_ids: list[int] | None = None) -> Outcom
         item.state = outcome.state
         item.dispute_reasons = outcome.reasons
         item.final = outcome.final
-        store, store_params = _item_outcome_sql(item)
-        if connection.vendor == "postgresql":
-            # The item's UPDATE rides in the arbitration's statement: one round trip less,
-            # and both or neither take effect.
-            with_ = (f"WITH outcome AS ({store})", store_params)
-        else:
-            with connection.cursor() as cursor:
-                cursor.execute(store, store_params)
-            with_ = ("", [])
+        ReviewItem.objects.filter(pk=item.pk).update(
+            state=item.state, dispute_reasons=item.dispute_reasons, final=item.final
+        )
+        unresolved = Arbitration.objects.filter(item=item).exclude(state=Arbitration.State.RESOLVED)
         if outcome.disputed:
-            # Open the arbitration, or give an unresolved one the new reasons: one statement
-            # (get_or_create took three, and the ORM's query building).
-            rawrows.insert(
-                Arbitration(item=item, reasons=outcome.reasons),
-                on_conflict=f"ON CONFLICT (item_id) DO UPDATE SET reasons = EXCLUDED.reasons "
-                f"WHERE {Arbitration._meta.db_table}.state <> %s",
-                conflict_params=[Arbitration.State.RESOLVED],
-                with_=with_,
-            )
+            # Give an unresolved arbitration the new reasons, or open one (unless an arbiter
+            # resolved it already). Settles of one item take turns on its row, locked above.
+            if not unresolved.update(reasons=outcome.reasons):
+                Arbitration.objects.bulk_create(
+                    [Arbitration(item=item, reasons=outcome.reasons)], ignore_conflicts=True
+                )
         else:
             # Re-settled as agreed (e.g. a re-import): an unresolved arbitration has no work left.
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"{with_[0]} DELETE FROM {Arbitration._meta.db_table} "
-                    f"WHERE item_id = %s AND state <> %s",
-                    [*with_[1], item.pk, Arbitration.State.RESOLVED],
-                )
+            unresolved.delete()
         return outcome
-
-
-def _item_outcome_sql(item: ReviewItem) -> tuple[str, list]:
-    """item.save(update_fields=["state", "dispute_reasons", "final"]) as SQL written once,
-    and its parameters: this runs in the submit of every k-th review."""
-    fields = [ReviewItem._meta.get_field(name) for name in ("state", "dispute_reasons", "final")]
-    return (
-        f"UPDATE {ReviewItem._meta.db_table} SET state = %s, dispute_reasons = %s, final = %s "
-        f"WHERE id = %s",
-        [f.get_db_prep_save(getattr(item, f.attname), connection) for f in fields] + [item.pk],
-    )

@@ -13,9 +13,10 @@ from evalsite.roles import ARBITER
 from tasks.campaign_selectors import failed_checks
 from tasks.models import Campaign, Generation, Task
 
-from . import blinding
+from . import blinding, transcript_shown
 from .arbitration_selectors import _fmt, arbitration_workspace
 from .models import Arbitration, ReviewItem
+from .rubric import Rubric, labels
 from .selectors import words_shown
 from .services import campaign_identity_terms
 
@@ -28,10 +29,26 @@ def _checks(check_results: dict | None) -> list[dict]:
 
 
 def _conversation(task: Task) -> list[dict]:
-    return [
-        {"role": m.get("role", "user"), "html": blinding.render_markdown(m.get("content") or "")}
-        for m in task.conversation()
-    ]
+    """The task's messages as written (tool calls with their tool messages), not masked."""
+    reader = transcript_shown.Reader(None)
+    return transcript_shown.history_shown(transcript_shown.task_messages(task), reader)
+
+
+def _transcripts(item: ReviewItem, outputs: list, name_of: dict) -> tuple[list, list | None]:
+    """Each output's transcript as written, and a conversation's turns with every output's
+    reply under its contender's name (leads and admins: nothing masked)."""
+    candidates = [{"label": label} for label in labels(len(outputs))]
+    rows = transcript_shown.attach(
+        candidates=candidates,
+        transcripts=[o.generation.transcript for o in outputs],
+        task_turns=item.task.turns,
+        terms=None,
+    )
+    names = {c["label"]: name_of[str(o.pk)] for c, o in zip(candidates, outputs, strict=True)}
+    for row in rows or []:
+        for reply in row["replies"]:
+            reply["name"] = names[reply["label"]]
+    return [c["turns"] for c in candidates], rows
 
 
 def _choice(review_or_final_pref: str | None, output_id, name_of: dict) -> str:
@@ -42,10 +59,11 @@ def _choice(review_or_final_pref: str | None, output_id, name_of: dict) -> str:
     return name_of.get(str(review_or_final_pref), str(review_or_final_pref).replace("_", " "))
 
 
-def _item_block(item: ReviewItem, rubric: list[dict]) -> dict:
+def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
     outputs = list(item.outputs.select_related("generation__contender").order_by("pk"))
     name_of = {str(o.pk): o.generation.contender.name for o in outputs}
-    dims = [d["key"] for d in rubric]
+    transcripts, conversation_turns = _transcripts(item, outputs, name_of)
+    dims = rubric.keys
     reviews = []
     for review in (
         item.reviews.select_related("reviewer")
@@ -105,9 +123,12 @@ def _item_block(item: ReviewItem, rubric: list[dict]) -> dict:
                 "html": blinding.render_markdown(o.generation.output),
                 "checks": _checks(o.generation.check_results),
                 "identity_leak": o.generation.identity_leak,
+                "turns": turns,
             }
-            for o in outputs
+            for o, turns in zip(outputs, transcripts, strict=True)
         ],
+        "conversation_turns": conversation_turns,
+        "id_prefix": f"item-{item.pk}-",  # the page shows each sample's conversation
         "reviews": reviews,
         "final": final_rows if final else [],
         "final_preference": _choice(final.get("preference"), None, name_of),
@@ -147,19 +168,20 @@ def task_detail(*, campaign: Campaign, task_id: str) -> dict:
         .select_related("contender")
         .order_by("sample_index", "contender__name")
     ]
-    rubric = campaign.rubric or []
+    rubric = Rubric.for_task(campaign, task)  # with its per-turn scores (score_turns)
     return {
         "task": {
             "id": task.external_id,
             "category": task.category,
             "tier": task.tier,
             "case_type": task.case_type,
-            "multi_turn": bool(task.messages),
+            "multi_turn": bool(task.messages or task.turns),
             "conversation": _conversation(task),
+            "turns": list(task.turns or []),
             "reference_html": blinding.render_markdown(task.reference) if task.reference else "",
             "check_kinds": sorted(task.checks or {}),
         },
-        "dimensions": [d.get("label") or d["key"] for d in rubric],
+        "dimensions": [d.label for d in rubric],
         "items": [_item_block(item, rubric) for item in items],
         "other_outputs": others,
     }

@@ -1,8 +1,11 @@
+from __future__ import annotations
+
 import secrets
 
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Now
 
 from tasks.models import Campaign, Generation, Task
 
@@ -10,6 +13,14 @@ from tasks.models import Campaign, Generation, Task
 def new_token() -> str:
     # Opaque, random, unrelated to any primary key: the only id a reviewer ever sees.
     return secrets.token_urlsafe(18)
+
+
+class ReviewItemQuerySet(models.QuerySet):
+    def offerable(self, campaign: Campaign) -> ReviewItemQuerySet:
+        """Items of `campaign` a reviewer could be given now: ready, in review, a slot free."""
+        return self.filter(
+            campaign=campaign, ready=True, state=ReviewItem.State.OPEN, live_count__lt=F("overlap")
+        )
 
 
 class ReviewItem(models.Model):
@@ -57,6 +68,8 @@ class ReviewItem(models.Model):
     imported = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ReviewItemQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
@@ -81,11 +94,22 @@ class ReviewItem(models.Model):
         return f"item {self.pk} ({self.state})"
 
 
+class ItemOutputQuerySet(models.QuerySet):
+    def shown(self, item_id: int) -> ItemOutputQuerySet:
+        """An item's outputs with their generations and the item's task, in one query: what
+        a reviewer's screen shows of an item."""
+        return (
+            self.filter(item_id=item_id).select_related("generation", "item__task").order_by("pk")
+        )
+
+
 class ItemOutput(models.Model):
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="outputs")
     generation = models.ForeignKey(
         Generation, on_delete=models.PROTECT, related_name="item_outputs"
     )
+
+    objects = ItemOutputQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -96,6 +120,23 @@ class ItemOutput(models.Model):
         return f"output {self.pk} of item {self.item_id}"
 
 
+class AssignmentQuerySet(models.QuerySet):
+    def active(self) -> AssignmentQuerySet:
+        return self.filter(state=Assignment.State.ACTIVE)
+
+    def live_leases(self) -> AssignmentQuerySet:
+        """Active assignments whose lease has not run out (database clock)."""
+        return self.filter(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())
+
+    def stale(self) -> AssignmentQuerySet:
+        """Active assignments whose lease ran out, not yet expired by a sweep or a claim."""
+        return self.filter(Assignment.stale_q())
+
+    def blocking(self) -> AssignmentQuerySet:
+        """Rows that keep their reviewer off the item for good (see Assignment.BLOCKING)."""
+        return self.filter(state__in=Assignment.BLOCKING)
+
+
 class Assignment(models.Model):
     class State(models.TextChoices):
         ACTIVE = "active"
@@ -103,6 +144,13 @@ class Assignment(models.Model):
         EXPIRED = "expired"
         SKIPPED = "skipped"
         RELEASED = "released"
+
+    # Live rows hold one of the item's k slots.
+    LIVE = (State.ACTIVE, State.SUBMITTED)
+    # A reviewer never gets an item again once they hold it, reviewed it or chose to skip it.
+    # An expired or released row of theirs may be revived (with two reviewers and k=2 an item
+    # must not get stuck because one of them walked away once).
+    BLOCKING = (State.ACTIVE, State.SUBMITTED, State.SKIPPED)
 
     # item and reviewer have no index of their own: assignment_item_reviewer_unique and
     # assignment_reviewer_idx lead with them (every claim inserts a row, every submit rewrites one).
@@ -136,6 +184,8 @@ class Assignment(models.Model):
     )
     skip_reason = models.CharField(max_length=200, blank=True)
 
+    objects = AssignmentQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
@@ -165,6 +215,22 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.state})"
+
+    @staticmethod
+    def stale_q() -> Q:
+        """Active, with a lease that ran out (database clock): for filters and counts."""
+        return Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
+
+    @property
+    def state_message(self) -> str:
+        """What became of this assignment, for its reviewer to read."""
+        return {
+            Assignment.State.ACTIVE: "This item is yours to review.",
+            Assignment.State.SUBMITTED: "You already submitted a review for this item.",
+            Assignment.State.SKIPPED: "You skipped this item.",
+            Assignment.State.RELEASED: "An administrator released this item from you.",
+            Assignment.State.EXPIRED: "Your time on this item ran out and it went back to the pool.",
+        }[self.state]
 
 
 # The per-output flags a reviewer (or arbiter) may raise; stored in Review.flags.

@@ -20,8 +20,8 @@ import secrets
 from collections import Counter
 from itertools import combinations
 
-from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -204,38 +204,19 @@ def review_items_sync(
     return {"created": created, "ready": ready}
 
 
-def review_items_open_sql(*, generation_id: int) -> tuple[str, list]:
-    """The UPDATE that opens the items showing this (just finished, or just released)
-    generation once all their outputs are done and none is held for an admin's approval:
-    (sql, params), so a caller may fold it into a larger statement."""
-    item, output = ReviewItem._meta.db_table, ItemOutput._meta.db_table
-    generation = Generation._meta.db_table
-    sql = (
-        f"UPDATE {item} SET ready = %s, state = %s "
-        f"WHERE id IN (SELECT item_id FROM {output} WHERE generation_id = %s) "
-        f"AND ready = %s AND state = %s AND NOT EXISTS ("
-        f"SELECT 1 FROM {output} AS io JOIN {generation} AS g ON g.id = io.generation_id "
-        f"WHERE io.item_id = {item}.id AND (g.status <> %s OR g.identity_held = %s))"
-    )
-    params = [
-        True,
-        ReviewItem.State.OPEN,
-        generation_id,
-        False,
-        ReviewItem.State.WAITING,
-        Generation.Status.DONE,
-        True,
-    ]
-    return sql, params
-
-
 def review_items_open_for(*, generation_id: int) -> int:
-    """Open the items that show this (just finished) generation, if all their outputs are done.
+    """Open the items that show this (just finished, or just released) generation once all
+    their outputs are done and none is held for an admin's approval. Returns how many opened.
 
     One UPDATE: the hot path of every finished generation. Items themselves are created up
     front by `review_items_sync` (campaign creation, generate, import, and the reconciler).
     """
-    sql, params = review_items_open_sql(generation_id=generation_id)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
+    not_there = ItemOutput.objects.filter(item=OuterRef("pk")).filter(
+        ~Q(generation__status=Generation.Status.DONE) | Q(generation__identity_held=True)
+    )
+    showing = ItemOutput.objects.filter(generation_id=generation_id).values("item_id")
+    return (
+        ReviewItem.objects.filter(pk__in=showing, ready=False, state=ReviewItem.State.WAITING)
+        .filter(~Exists(not_there))
+        .update(ready=True, state=ReviewItem.State.OPEN)
+    )

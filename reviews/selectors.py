@@ -9,21 +9,18 @@ towards a reviewer template or API response.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
-from evalsite import rawrows
 from evalsite.roles import REVIEWER
 from tasks.models import Campaign, Generation, Task
 
-from . import blinding, pagerows
-from .models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
+from . import blinding, sql, transcript_shown
+from .models import Assignment, ReviewerRemoval, ReviewItem
 from .rubric import Rubric
 from .services import (
     BLOCKING,
@@ -97,7 +94,7 @@ def reviewer_progress(
 
 @dataclass(frozen=True)
 class ReviewPage:
-    """What the review page reads, from one query (see review_page_data)."""
+    """What the review page reads (see review_page_data)."""
 
     assignment: Assignment
     campaign: Campaign
@@ -108,94 +105,39 @@ class ReviewPage:
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
 
-@cache
-def _review_page_sql(vendor: str) -> str:
-    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    a, i, c, t, o, g, r = (
-        qn(m._meta.db_table)
-        for m in (Assignment, ReviewItem, Campaign, Task, ItemOutput, Generation, ReviewerRemoval)
-    )
-    # One row per output of the item (LEFT JOIN: an item without outputs still has its row).
-    # The removal and the progress count refer to the assignment's own reviewer and campaign
-    # columns, not to parameters: the planner's estimate for them is then the same for every
-    # reviewer, so PostgreSQL keeps the statement's generic plan. Given the reviewer as a
-    # parameter, it planned the statement again on every page (1.2 ms, ten times the run)
-    # for any reviewer newer than the table statistics. They sit with the assignment row in
-    # a subquery that OFFSET 0 keeps whole on PostgreSQL, so they run once, not once per
-    # output (the count reads the reviewer's whole progress in the campaign).
-    keep_whole = " OFFSET 0" if vendor == "postgresql" else ""
-    me = (
-        f"SELECT a.*, EXISTS (SELECT 1 FROM {r} rr "
-        f"WHERE rr.reviewer_id = a.reviewer_id AND rr.campaign_id = a.campaign_id) AS removed, "
-        f"(SELECT COUNT(*) FROM {a} da WHERE da.reviewer_id = a.reviewer_id "
-        f"AND da.campaign_id = a.campaign_id "
-        f"AND da.state = {rawrows.literal(Assignment.State.SUBMITTED)}) AS done "
-        # The token alone picks the row (its unique index); whose it is is checked after.
-        f"FROM {a} a WHERE a.token = %s{keep_whole}"
-    )
-    return (
-        f"SELECT {pagerows.columns('a', Assignment)}, {pagerows.columns('c', Campaign)}, {pagerows.columns('t', Task)}, o.id, "
-        f"{pagerows.columns('g', Generation)}, a.removed, a.done "
-        f"FROM ({me}) a JOIN {i} i ON i.id = a.item_id JOIN {c} c ON c.id = i.campaign_id "
-        f"JOIN {t} t ON t.id = i.task_id "
-        f"LEFT JOIN {o} o ON o.item_id = a.item_id LEFT JOIN {g} g ON g.id = o.generation_id "
-        f"WHERE c.slug = %s"
-    )
-
-
 def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
-    """An item's task and {ItemOutput pk: Generation (output, identity_leak)}, in one query."""
-    db = connections[DEFAULT_DB_ALIAS]
-    with db.cursor() as cursor:
-        cursor.execute(pagerows.item_outputs_sql(), [item_id])
-        rows = cursor.fetchall()
-    return pagerows.task_and_generations(rows, 0)
+    """An item's task and {ItemOutput pk: Generation}, in one query (reviews/sql.py)."""
+    return sql.item_outputs(item_id)
 
 
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
-    """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows.
-
-    The page is loaded once per reviewed item: assignment, campaign, task, outputs, the
-    reviewer's removal and progress come in one query written once, instead of five ORM
-    queries whose building alone cost more than the rest of the page.
-    """
-    db = connections[DEFAULT_DB_ALIAS]
-    with db.cursor() as cursor:
-        cursor.execute(
-            _review_page_sql(db.vendor),
-            [token, slug],
-        )
-        rows = cursor.fetchall()
-    if not rows:
+    """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows, or
+    None (no such token, or someone else's: as if it did not exist). Two queries written as
+    SQL: the page runs for every reviewed item (reviews/sql.py)."""
+    found = sql.review_page(token=token, slug=slug)
+    if found is None or found[0].reviewer_id != reviewer.pk:
         return None
-    parts, start = {}, 0
-    for model in (Assignment, Campaign, Task):
-        width = len(pagerows.fields(model))
-        parts[model] = pagerows.instance(model, rows[0][start : start + width])
-        start += width
-    if parts[Assignment].reviewer_id != reviewer.pk:
-        return None  # someone else's token: as if it did not exist
-    generations = pagerows.generations(rows, start)
-    removed, done = rows[0][-2:]
-    campaign = parts[Campaign]
+    assignment, campaign, removed, done = found
+    task, generations = sql.item_outputs(assignment.item_id)
     return ReviewPage(
-        assignment=parts[Assignment],
+        assignment=assignment,
         campaign=campaign,
-        task=parts[Task],
-        # services.reviewer_may_review, with the removal read in the same query.
+        task=task,
         may_review=campaign.status in REVIEWABLE and not removed,
-        removed=bool(removed),
+        removed=removed,
         done=done,
         generations=generations,
     )
 
 
-def _rubric(campaign: Campaign, terms: tuple[str, ...]) -> list[dict]:
+def _rubric(campaign: Campaign, terms: tuple[str, ...], task: Task) -> list[dict]:
     """The rubric as reviewers read it: label, description and anchors masked (they end up in
     the page's text and in attributes: title=, aria-label=). The key is an identifier (form
-    field names, the API): shown as written, so the campaign's definition warns about it."""
+    field names, the API): shown as written, so the campaign's definition warns about it.
+    A conversation's per-turn scores (score_turns) come first, turn by turn, as it is read."""
+    rubric = Rubric.for_task(campaign, task)
     rows = []
-    for dim in Rubric.of(campaign):
+    for dim in (*rubric.turn_dimensions, *rubric.final):
         anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
         rows.append(
             {
@@ -207,6 +149,7 @@ def _rubric(campaign: Campaign, terms: tuple[str, ...]) -> list[dict]:
                 "allow_na": dim.allow_na,
                 "anchors": anchors,
                 "points": [{"value": v, "anchor": anchors.get(str(v), "")} for v in dim.points],
+                "turn": dim.turn,
             }
         )
     return rows
@@ -237,14 +180,11 @@ def instructions_shown(campaign: Campaign, terms: tuple[str, ...], *, html: bool
 
 
 def conversation_shown(task: Task, terms: tuple[str, ...], *, html: bool = True) -> list[dict]:
-    """The task's messages (or its prompt as one), masked."""
-    rows = []
-    for m in task.conversation():
-        shown = text_shown(str(m.get("content", "")), terms, html=html)
-        rows.append(
-            {"role": str(m.get("role", "user")), "content": shown["text"], "html": shown["html"]}
-        )
-    return rows
+    """The task's messages (or its prompt as one), masked; tool calls in them with the tool
+    messages that answered them, as generated steps are (reviews/transcript_shown.py). With
+    scripted user turns, only the context before them (the turns go with the replies)."""
+    reader = transcript_shown.Reader(terms, html=html)
+    return transcript_shown.history_shown(transcript_shown.task_messages(task), reader)
 
 
 def review_screen(
@@ -277,6 +217,14 @@ def review_screen(
         else:
             text, rendered = blinding.mask_identity(generation.output or "", terms).text, None
         candidates.append({"label": label, "text": text, "html": rendered})
+    # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
+    turns = transcript_shown.attach(
+        candidates=candidates,
+        transcripts=[generations[o].transcript for o in assignment.order],
+        task_turns=task.turns,
+        terms=terms,
+        html=html,
+    )
 
     conversation = conversation_shown(task, terms, html=html)
     reference = None
@@ -290,13 +238,15 @@ def review_screen(
         "campaign": {"slug": campaign.slug, "name": campaign.name, "mode": campaign.mode},
         "task": {
             "category": words_shown(task.category, terms),
-            "multi_turn": bool(task.messages),
+            "multi_turn": bool(task.messages or task.turns),
             "conversation": conversation,
             "reference": reference,
+            "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
         },
         "candidates": candidates,
+        "conversation_turns": turns,  # None: each output whole, its steps above its answer
         "instructions": instructions_shown(campaign, terms, html=html),
-        "rubric": _rubric(campaign, terms) if wants_scores else [],
+        "rubric": _rubric(campaign, terms, task) if wants_scores else [],
         "wants_scores": wants_scores,
         "wants_preference": wants_preference,
         "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
@@ -309,29 +259,77 @@ def review_form_input(screen: dict) -> str:
     """Everything review_form reads from `screen`, as a string: screens with the same input
     get the same blank form (a cache key; keep it in step with review_form)."""
     labels = [cand["label"] for cand in screen["candidates"]]
-    return repr((screen["rubric"], labels, screen["preference_choices"], screen["flag_choices"]))
+    return repr(
+        (
+            screen["rubric"],
+            labels,
+            screen["preference_choices"],
+            screen["flag_choices"],
+            sorted(_turns_in_blocks(screen)),
+        )
+    )
+
+
+def _turns_in_blocks(screen: dict) -> set[int]:
+    """The turns whose score question sits in the conversation's turn block (the rest, and
+    every turn of an output shown whole, stay in the answer grid)."""
+    rows = screen.get("conversation_turns") or []
+    return {row["number"] for row in rows} & {d["turn"] for d in screen["rubric"] if d["turn"]}
+
+
+def _question(dim: dict, screen: dict, scores: dict, errors: dict) -> dict:
+    """One question (a rubric dimension or a turn's score) with a cell per output."""
+    cells = []
+    for cand in screen["candidates"]:
+        label = cand["label"]
+        value = str((scores.get(label) or {}).get(dim["key"], "") or "")
+        cells.append(
+            {
+                "label": label,
+                "name": f"score-{label}-{dim['key']}",
+                "points": [{**p, "checked": value == str(p["value"])} for p in dim["points"]],
+                "na_checked": value.lower() == "na",
+                "error": errors.get(f"scores.{label}.{dim['key']}", ""),
+            }
+        )
+    return {**dim, "cells": cells}
+
+
+def turn_questions_attach(
+    *, screen: dict, entered: dict | None = None, errors: dict | None = None
+) -> None:
+    """Each conversation turn's score question (score_turns) onto its turn block, as
+    `row["score"]`: the reviewer scores every output's reply where they read it. Its inputs
+    belong to the review form (form="review-form"); review.js moves through them as through
+    the grid's questions, turn by turn."""
+    inline = _turns_in_blocks(screen)
+    if not inline:
+        return
+    scores = (entered or {}).get("scores") or {}
+    by_turn = {d["turn"]: d for d in screen["rubric"] if d["turn"] in inline}
+    for row in screen["conversation_turns"]:
+        if row["number"] in by_turn:
+            row["score"] = _question(by_turn[row["number"]], screen, scores, errors or {})
 
 
 def review_form(*, screen: dict, entered: dict | None = None, errors: dict | None = None) -> dict:
-    """The score grid with what the reviewer entered and per-field errors (for re-renders)."""
+    """The score grid with what the reviewer entered and per-field errors (for re-renders).
+    Turns scored in their turn block (turn_questions_attach) are not repeated here."""
     entered, errors = entered or {}, errors or {}
     scores = entered.get("scores") or {}
-    dims = []
+    inline = _turns_in_blocks(screen)
+    dims, turns = [], False
     for dim in screen["rubric"]:
-        cells = []
-        for cand in screen["candidates"]:
-            label = cand["label"]
-            value = str((scores.get(label) or {}).get(dim["key"], "") or "")
-            cells.append(
-                {
-                    "label": label,
-                    "name": f"score-{label}-{dim['key']}",
-                    "points": [{**p, "checked": value == str(p["value"])} for p in dim["points"]],
-                    "na_checked": value.lower() == "na",
-                    "error": errors.get(f"scores.{label}.{dim['key']}", ""),
-                }
-            )
-        dims.append({**dim, "cells": cells})
+        if dim["turn"] in inline:
+            turns = True
+            continue
+        # A conversation's per-turn rows come first under a heading; the rubric then follows.
+        heading = ""
+        if dim["turn"] and not turns:
+            heading, turns = "Turn by turn", True
+        elif turns and not dim["turn"]:
+            heading, turns = "The final reply", False
+        dims.append({**_question(dim, screen, scores, errors), "heading": heading})
     flags = entered.get("flags") or {}
     pref = str(entered.get("preference") or "")
     pref_labels = {
@@ -378,14 +376,24 @@ def _inline_keys(screen: dict) -> set[str]:
     return keys
 
 
-def task_json(*, category: str, multi_turn: bool, conversation: list, reference: str | None):
+def task_json(
+    *,
+    category: str,
+    multi_turn: bool,
+    conversation: list,
+    reference: str | None,
+    turns: list[str] | None = None,
+):
     """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
-    task, else `prompt`, and `reference` where the campaign shows it."""
+    task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
+    user's messages of a conversation; `reference` where the campaign shows it."""
     task = {"category": category}
     if multi_turn:
-        task["messages"] = [{"role": m["role"], "content": m["content"]} for m in conversation]
+        task["messages"] = [m["json"] for m in conversation]
     else:
         task["prompt"] = conversation[0]["content"] if conversation else ""
+    if turns:
+        task["turns"] = turns
     if reference:
         task["reference"] = reference
     return task
@@ -399,6 +407,7 @@ def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
         multi_turn=shown["multi_turn"],
         conversation=shown["conversation"],
         reference=shown["reference"]["text"] if shown["reference"] else None,
+        turns=shown["turns"],
     )
     return {
         "token": screen["token"],
@@ -408,9 +417,10 @@ def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
         "mode": screen["campaign"]["mode"],
         "task": task,
         "instructions": (screen["instructions"] or {}).get("text", ""),
-        "candidates": [{"label": c["label"], "text": c["text"]} for c in screen["candidates"]],
+        "candidates": [transcript_shown.candidate_json(c) for c in screen["candidates"]],
         "rubric": [
             {k: d[k] for k in ("key", "label", "description", "min", "max", "anchors", "allow_na")}
+            | ({"turn": d["turn"]} if d["turn"] else {})  # a per-turn score (score_turns)
             for d in screen["rubric"]
         ],
         "preference_choices": screen["preference_choices"],

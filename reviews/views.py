@@ -149,6 +149,8 @@ def _render_review(
             task=page.task if page else None,
             generations=page.generations if page else None,
         )
+        # A conversation's per-turn scores go in its turn blocks (score_turns).
+        selectors.turn_questions_attach(screen=screen, entered=entered, errors=errors)
         context.update(
             screen=screen,
             answers=_answers_html(campaign=campaign, screen=screen, entered=entered, errors=errors),

@@ -28,20 +28,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.text import counted
-from reviews.readiness import review_items_open_for, review_items_open_sql, review_items_sync
+from reviews.readiness import review_items_open_for, review_items_sync
 
 from . import providers
 from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
 from .conversation import LoopAbandoned, conversation_run
 from .grading import graded_fields
-from .models import Campaign, Contender, Generation, Provider
+from .models import Campaign, Generation, Provider
 from .providers.base import cost_of
+from .sql import generation_claim
 
 log = logging.getLogger(__name__)
 S = Generation.Status
@@ -345,73 +346,18 @@ def _claim_read(generation_id: int) -> tuple[Generation | None, RunOutcome | Non
 
 
 def _claim_update(gen: Generation) -> str:
-    """One claim attempt: the new claim token, or '' when it matched nothing."""
+    """One claim attempt: the new claim token, or '' when it matched nothing (the
+    contender's semaphore: tasks/sql.py)."""
     now = timezone.now()
     token = secrets.token_hex(12)
-    at = connection.ops.adapt_datetimefield_value
-    table = Generation._meta.db_table
-    # Count and claim in one conditional UPDATE: it matches only while the row is as read, holds
-    # no live lease itself (a call of an earlier, cancelled claim still in flight) and fewer
-    # than max_concurrency rows of the contender hold a live lease (in flight, any status).
-    update = (
-        f"UPDATE {table} SET status = %s, claim_token = %s, attempts = attempts + 1, "
-        f"started_at = %s, lease_expires_at = %s "
-        f"WHERE id = %s AND status = %s AND attempts = %s "
-        f"AND (lease_expires_at IS NULL OR lease_expires_at <= %s) AND ("
-        f"SELECT COUNT(*) FROM {table} AS live WHERE live.contender_id = %s "
-        f"AND live.lease_expires_at > %s) < %s"
+    claimed = generation_claim(
+        generation=gen,
+        max_concurrency=gen.contender.max_concurrency,
+        token=token,
+        now=now,
+        lease_until=now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS),
     )
-    params = [
-        S.RUNNING,
-        token,
-        at(now),
-        at(now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)),
-        gen.pk,
-        gen.status,
-        gen.attempts,
-        at(now),
-        gen.contender_id,
-        at(now),
-        gen.contender.max_concurrency,
-    ]
-    if connection.vendor == "postgresql":
-        claimed = _claim_postgresql(gen.contender_id, update, params)
-    else:
-        # SQLite: one writer at a time, and the count runs inside the UPDATE.
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(update, params)
-            claimed = cursor.rowcount
     return token if claimed else ""
-
-
-def _claim_postgresql(contender_id: int, update: str, params: list) -> int:
-    """The semaphore on PostgreSQL: lock the contender row, then count and claim.
-
-    Claims for one contender serialize on that row lock, so it is held for as short as
-    possible: lock and UPDATE go to the server as one simple query (two statements, one
-    implicit transaction, one round trip), so the lock is never held while waiting on a
-    client. The UPDATE is a later statement than the lock, so under READ COMMITTED its
-    snapshot sees every claim committed before the lock was granted. The claim commits
-    without waiting for the WAL flush (set_config(..., true) = SET LOCAL): a claim lost in a
-    database crash is harmless (the row is still pending, or its lease lapses, and a late
-    store no longer matches the token). Inside an outer transaction both statements simply
-    join it, as before.
-    """
-    lock = (
-        f"SELECT set_config('synchronous_commit', 'off', true) FROM "
-        f"{Contender._meta.db_table} WHERE id = %s FOR NO KEY UPDATE"
-    )
-    import psycopg  # PostgreSQL only
-
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        # A client-side-binding cursor whatever the connection's default: the simple query
-        # protocol (several statements in one message) needs the parameters merged in.
-        with psycopg.ClientCursor(connection.connection) as cursor:
-            cursor.execute(f"{lock}; {update}", [contender_id, *params])
-            if not cursor.nextset():
-                raise RuntimeError("the claim UPDATE returned no result")
-            return cursor.rowcount
 
 
 def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome:
@@ -445,21 +391,8 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
 
 
 def _update_claimed(pk: int, token: str, values: dict) -> int:
-    """UPDATE the row only while our claim still holds: one plain statement on the hot path
-    (the same per-field adaptation as the ORM, without building a query per call)."""
-    fields = [Generation._meta.get_field(name) for name in values]
-    assignments = ", ".join(f"{field.column} = %s" for field in fields)
-    params = [
-        field.get_db_prep_save(value, connection)
-        for field, value in zip(fields, values.values(), strict=True)
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Generation._meta.db_table} SET {assignments} "
-            f"WHERE id = %s AND claim_token = %s AND status = %s",
-            [*params, pk, token, S.RUNNING],
-        )
-        return cursor.rowcount
+    """UPDATE the row only while our claim still holds (the store's fence)."""
+    return Generation.objects.filter(pk=pk, claim_token=token, status=S.RUNNING).update(**values)
 
 
 def _lease_renew(pk: int, token: str) -> bool:
@@ -567,27 +500,18 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
     """Open the row's review items, then flip the campaign once nothing is left to run.
 
     Runs after the row's own update committed, so the last row to finish always sees every
-    other row finished. On PostgreSQL both steps share one round trip; the status refresh
-    (a few more queries) only runs when no row of the campaign is queued or running.
+    other row finished. The status refresh (a few more queries) only runs when no row of the
+    campaign is queued or running.
     """
     if gen is None:
         gen = Generation.objects.select_related("campaign").get(pk=generation_id)
     # A single-turn regime row is scored by its checks only: it is never in an item.
-    open_items = not gen.single_turn and gen.sample_index < gen.campaign.reviewed_samples
-    if connection.vendor != "postgresql":
-        if open_items:
-            review_items_open_for(generation_id=gen.pk)
-        campaign_status_refresh(campaign_id=gen.campaign_id)
-        return
-    sql, params = review_items_open_sql(generation_id=gen.pk) if open_items else ("SELECT 1", [])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH opened AS ({sql}) SELECT EXISTS (SELECT 1 FROM {Generation._meta.db_table} "
-            f"WHERE campaign_id = %s AND (status = %s OR (status = %s AND queued_at IS NOT NULL)))",
-            [*params, gen.campaign_id, S.RUNNING, S.PENDING],
-        )
-        (active,) = cursor.fetchone()
-    if not active:
+    if not gen.single_turn and gen.sample_index < gen.campaign.reviewed_samples:
+        review_items_open_for(generation_id=gen.pk)
+    active = Generation.objects.filter(campaign_id=gen.campaign_id).filter(
+        Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False)
+    )
+    if not active.exists():
         campaign_status_refresh(campaign_id=gen.campaign_id)
 
 

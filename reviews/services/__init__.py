@@ -17,14 +17,12 @@ words). Every name other modules use is importable from `reviews.services`.
 
 from .answers import SUBMIT_FIELDS, campaign_wants, labels_for, review_payload_parse
 from .claim import (
-    _PASSES,
     CLAIM_ATTEMPTS,
     Claim,
     ClaimBusy,
     NotReviewable,
-    _candidate_params,
-    _candidate_sql,
     assignment_claim_next,
+    candidates,
 )
 from .leases import (
     BLOCKING,
@@ -69,10 +67,7 @@ __all__ = [
     "SUBMIT_FIELDS",
     "SUBMIT_KEY_MAX",
     "TERMS_TTL_SECONDS",
-    "_PASSES",
     "_TERMS_CACHE",
-    "_candidate_params",
-    "_candidate_sql",
     "_submit_assignment",
     "Claim",
     "ClaimBusy",
@@ -80,6 +75,7 @@ __all__ = [
     "NotReviewable",
     "SubmitResult",
     "assignment_claim_next",
+    "candidates",
     "assignment_expire_stale",
     "assignment_heartbeat",
     "assignment_release",

@@ -22,14 +22,8 @@ from tasks.models import Campaign
 from ..models import Assignment, ReviewItem
 from ..sql import db_now
 
-LIVE = (Assignment.State.ACTIVE, Assignment.State.SUBMITTED)
-
-
-# A reviewer never gets an item again once they hold it, reviewed it or chose to skip it. An
-# expired or released row of theirs may be revived (with two reviewers and k=2 an item must not
-# get stuck because one of them walked away once).
-BLOCKING = (Assignment.State.ACTIVE, Assignment.State.SUBMITTED, Assignment.State.SKIPPED)
-
+LIVE = Assignment.LIVE
+BLOCKING = Assignment.BLOCKING
 
 # A heartbeat extends the lease by the campaign's lease length, up to this many lease lengths
 # after the claim: an open but forgotten tab cannot hold a slot for ever.
@@ -46,7 +40,7 @@ SKIP_REASONS = {
 
 def stale_leases_q() -> Q:
     """Active assignments whose lease ran out (database clock), not yet expired by a sweep."""
-    return Q(state=Assignment.State.ACTIVE, lease_expires_at__lte=Now())
+    return Assignment.stale_q()
 
 
 def decrement_live(item_counts: Counter) -> None:
@@ -59,7 +53,7 @@ def decrement_live(item_counts: Counter) -> None:
 
 def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 500) -> int:
     """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
-    stale = Assignment.objects.filter(stale_leases_q())
+    stale = Assignment.objects.stale()
     if campaign is not None:
         stale = stale.filter(campaign=campaign)
     # Usually nothing is stale: one indexed read, no transaction, on every claim.
@@ -130,24 +124,20 @@ def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime:
         claimed_at=assignment.created_at,
         lease=timedelta(minutes=assignment.item.campaign.lease_minutes),
     )
-    updated = Assignment.objects.filter(
-        pk=assignment.pk, state=Assignment.State.ACTIVE, lease_expires_at__gt=Now()
-    ).update(lease_expires_at=new_expiry, heartbeat_at=Now())
+    updated = (
+        Assignment.objects.filter(pk=assignment.pk)
+        .live_leases()
+        .update(lease_expires_at=new_expiry, heartbeat_at=Now())
+    )
     if not updated:
         # Submitted, skipped, released or expired say so; an active one ran out of time.
         active = assignment.state == Assignment.State.ACTIVE
-        raise LeaseGone(LEASE_LAPSED if active else assignment_state_message(assignment))
+        raise LeaseGone(LEASE_LAPSED if active else assignment.state_message)
     return new_expiry
 
 
 def assignment_state_message(assignment: Assignment) -> str:
-    return {
-        Assignment.State.ACTIVE: "This item is yours to review.",
-        Assignment.State.SUBMITTED: "You already submitted a review for this item.",
-        Assignment.State.SKIPPED: "You skipped this item.",
-        Assignment.State.RELEASED: "An administrator released this item from you.",
-        Assignment.State.EXPIRED: "Your time on this item ran out and it went back to the pool.",
-    }[assignment.state]
+    return assignment.state_message
 
 
 def assignment_skip(*, token: str, reviewer: AbstractBaseUser, reason: str) -> bool:
@@ -156,22 +146,20 @@ def assignment_skip(*, token: str, reviewer: AbstractBaseUser, reason: str) -> b
     if not reason:
         raise ValueError("a reason is required to skip")
     assignment = Assignment.objects.only("pk", "item_id").get(token=token, reviewer=reviewer)
-    with transaction.atomic():
-        done = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
-            state=Assignment.State.SKIPPED, skip_reason=reason
-        )
-        if done:
-            decrement_live(Counter({assignment.item_id: 1}))
-    return bool(done)
+    return _end_active(assignment, state=Assignment.State.SKIPPED, skip_reason=reason)
 
 
 def assignment_release(*, campaign: Campaign, token: str) -> bool:
     """Admin/lead: take an active lease away; the slot returns to the pool at once."""
     assignment = Assignment.objects.only("pk", "item_id").get(token=token, campaign=campaign)
+    return _end_active(assignment, state=Assignment.State.RELEASED)
+
+
+def _end_active(assignment: Assignment, **changes) -> bool:
+    """End the assignment if it is still active and return its slot (the conditional UPDATE
+    locks the assignment row first, then the item's: the lock order above)."""
     with transaction.atomic():
-        done = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ACTIVE).update(
-            state=Assignment.State.RELEASED
-        )
+        done = Assignment.objects.filter(pk=assignment.pk).active().update(**changes)
         if done:
             decrement_live(Counter({assignment.item_id: 1}))
     return bool(done)
@@ -185,7 +173,7 @@ def reviewer_leases_release(*, reviewer: AbstractBaseUser) -> int:
 
 
 def leases_release(*, reviewer: AbstractBaseUser, campaign: Campaign | None = None) -> int:
-    leases = Assignment.objects.filter(reviewer=reviewer, state=Assignment.State.ACTIVE)
+    leases = Assignment.objects.filter(reviewer=reviewer).active()
     if campaign is not None:
         leases = leases.filter(campaign=campaign)
     rows = list(

@@ -11,21 +11,15 @@ import random
 import secrets
 import time
 from dataclasses import dataclass, field
-from functools import cache
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
-from evalsite import rawrows
-from tasks.models import Campaign
-
+from .. import sql
 from ..disputes import item_settle
 from ..models import Assignment, Review, ReviewItem, Score
-from ..sql import ASSIGNMENTS as _A
-from ..sql import ITEMS as _I
-from ..sql import fetch, now_sql
 from .answers import review_payload_parse, same_answers
 from .claim import RETRY, ClaimBusy, retryable
 from .leases import LIVE
@@ -81,28 +75,12 @@ def _closed_result(assignment: Assignment) -> SubmitResult:
     )
 
 
-@cache
-def _submit_assignment_sql() -> str:
-    return (
-        f"SELECT {rawrows.columns('a', Assignment)}, {rawrows.columns('i', ReviewItem)}, "
-        f"{rawrows.columns('c', Campaign)} FROM {_A} a JOIN {_I} i ON i.id = a.item_id "
-        f"JOIN {rawrows.table(Campaign)} c ON c.id = i.campaign_id "
-        # The token alone picks the row (its unique index); whose it is is checked after.
-        f"WHERE a.token = %s"
-    )
-
-
 def _submit_assignment(*, token: str, reviewer: AbstractBaseUser) -> Assignment:
-    """The reviewer's assignment `token` with its item and campaign, in one query written
-    once (every submit reads them; building the ORM's join cost more than running it)."""
-    rows = fetch(_submit_assignment_sql(), [token])
-    if not rows:
+    """The reviewer's assignment `token` with its item and campaign; someone else's token is
+    as if it did not exist (Assignment.DoesNotExist)."""
+    assignment = sql.submit_assignment(token=token)
+    if assignment is None or assignment.reviewer_id != reviewer.pk:
         raise Assignment.DoesNotExist(token)
-    assignment, item, campaign = rawrows.instances(rows[0], Assignment, ReviewItem, Campaign)
-    if assignment.reviewer_id != reviewer.pk:
-        raise Assignment.DoesNotExist(token)  # someone else's: as if it did not exist
-    item.campaign = campaign
-    assignment.item = item
     return assignment
 
 
@@ -140,7 +118,9 @@ def assignment_submit(
     if assignment.state in (Assignment.State.SKIPPED, Assignment.State.RELEASED):
         return _closed_result(assignment)
     campaign = assignment.item.campaign
-    parsed, errors = review_payload_parse(campaign=campaign, order=assignment.order, data=data)
+    parsed, errors = review_payload_parse(
+        campaign=campaign, order=assignment.order, data=data, item=assignment.item
+    )
     if errors:
         return SubmitResult(
             "invalid", "Some answers are missing or invalid.", assignment, errors=errors
@@ -230,42 +210,37 @@ def _review_store_fenced(
     *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed: dict
 ) -> Review | None:
     """The fence, then the review: None (nothing written) unless the assignment was still this
-    reviewer's active one, which the fence marks submitted under `key`."""
-    now, now_params = now_sql()
-    fence = (
-        f"UPDATE {_A} SET state = {rawrows.literal(Assignment.State.SUBMITTED)}, submit_key = %s, "
-        f"submitted_at = {now} WHERE id = %s AND state = {rawrows.literal(Assignment.State.ACTIVE)}"
-    )
-    fence_params = [key, *now_params, assignment.pk]
+    reviewer's active one, which the fence marks submitted under `key`.
+
+    On PostgreSQL fence and writes are one statement (reviews/sql.py); elsewhere the same
+    steps in the ORM, which that statement is tested against (docs/decisions/0004)."""
+    review = _review_of(assignment, reviewer, parsed)
     if connection.vendor == "postgresql":
-        # One round trip: the review, its scores and the item's count are written only when
-        # the fence changed its row, in the fence's own statement.
-        return _review_store(
+        stored = sql.review_store_fenced(
             assignment=assignment,
-            reviewer=reviewer,
-            parsed=parsed,
-            fence=(f"fence AS ({fence} RETURNING id)", fence_params),
+            reviewer_id=reviewer.pk,
+            key=key,
+            review=parsed,
+            scores=_score_rows(parsed),
         )
-    with connection.cursor() as cursor:
-        cursor.execute(fence, fence_params)
-        fenced = cursor.rowcount
+        if stored is None:
+            return None
+        review.pk, review.submitted_at, submitted, overlap, state = stored
+        review._state.adding = False
+        _settle_if_complete(assignment, submitted=submitted, overlap=overlap, state=state)
+        return review
+    fenced = (
+        Assignment.objects.filter(pk=assignment.pk)
+        .active()
+        .update(state=Assignment.State.SUBMITTED, submit_key=key, submitted_at=Now())
+    )
     return (
         _review_store(assignment=assignment, reviewer=reviewer, parsed=parsed) if fenced else None
     )
 
 
-def _review_store(
-    *,
-    assignment: Assignment,
-    reviewer: AbstractBaseUser,
-    parsed: dict,
-    fence: tuple[str, list] | None = None,
-) -> Review | None:
-    """Write the review and its scores; settle the item when this was its k-th review.
-
-    `fence` (PostgreSQL): a `fence AS (UPDATE ... RETURNING id)` query and its parameters; all
-    the writes then run in that one statement, only if the fence returns its row (else None)."""
-    review = Review(
+def _review_of(assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
+    return Review(
         item_id=assignment.item_id,
         assignment=assignment,
         reviewer=reviewer,
@@ -274,57 +249,43 @@ def _review_store(
         flags=parsed["flags"],
         comment=parsed["comment"],
         seconds_spent=parsed["seconds_spent"],
+        submitted_at=Now(),  # the database clock
         presented_order=list(assignment.order),
     )
-    scores = [
-        (output_id, dim, value)
+
+
+def _score_rows(parsed: dict) -> list[tuple]:
+    """(output id, dimension, value) of each score of a parsed submit."""
+    return [
+        (output_id, dimension, value)
         for output_id, dims in parsed["scores"].items()
-        for dim, value in dims.items()
+        for dimension, value in dims.items()
     ]
-    columns = ("review_id", "output_id", "dimension", "value")
-    # Counting the review returns the item's fresh state (the item row stays locked by this
-    # UPDATE until commit, so two last reviews cannot both miss the settle).
-    counted = "submitted_count, overlap, state"
-    count = (
-        f"UPDATE {_I} SET submitted_count = submitted_count + 1 WHERE id = %s RETURNING {counted}"
+
+
+def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
+    """Write the review and its scores; settle the item when this was its k-th review."""
+    review = _review_of(assignment, reviewer, parsed)
+    review.save(force_insert=True)
+    Score.objects.bulk_create(
+        Score(review=review, output_id=output_id, dimension=dimension, value=value)
+        for output_id, dimension, value in _score_rows(parsed)
     )
-    if fence is not None:
-        fence_sql, fence_params = fence
-        review_sql, review_params, clock = rawrows.insert_sql(
-            review, db_now=["submitted_at"], source="fence"
-        )
-        writes, params = [fence_sql, f"review AS ({review_sql})"], [*fence_params, *review_params]
-        if scores:
-            scores_sql, scores_params = rawrows.insert_rows_sql(
-                Score, columns, scores, first_from="review.id"
-            )
-            writes.append(f"scores AS ({scores_sql})")
-            params += scores_params
-        writes.append(
-            f"counted AS (UPDATE {_I} i SET submitted_count = i.submitted_count + 1 FROM review "
-            f"WHERE i.id = %s RETURNING i.submitted_count, i.overlap, i.state)"
-        )
-        rows = fetch(
-            f"WITH {', '.join(writes)} SELECT review.*, {counted} FROM review, counted",
-            [*params, assignment.item_id],
-        )
-        if not rows:
-            return None
-        *returned, submitted, overlap, state = rows[0]
-        rawrows.inserted(review, returned, clock)
-    else:
-        rawrows.insert(review, db_now=["submitted_at"])  # the database clock, in the INSERT
-        rows = [(review.pk, *score) for score in scores]
-        if rows and connection.vendor == "postgresql":
-            # The scores go in the same statement (one round trip less).
-            insert_scores, params = rawrows.insert_rows_sql(Score, columns, rows)
-            count, count_params = f"WITH scores AS ({insert_scores}) {count}", params
-        else:
-            rawrows.insert_rows(Score, columns, rows)
-            count_params = []
-        (submitted, overlap, state) = fetch(count, [*count_params, assignment.item_id])[0]
+    item = ReviewItem.objects.filter(pk=assignment.item_id)
+    item.update(submitted_count=F("submitted_count") + 1)
+    # That UPDATE keeps the item row locked until commit, so this is the count with this
+    # review and without any other's not yet committed: two last reviews cannot both miss the
+    # settle, nor both run it.
+    submitted, overlap, state = item.values_list("submitted_count", "overlap", "state").get()
+    _settle_if_complete(assignment, submitted=submitted, overlap=overlap, state=state)
+    return review
+
+
+def _settle_if_complete(
+    assignment: Assignment, *, submitted: int, overlap: int, state: str
+) -> None:
+    """Settle the item (agreed or disputed) when this review was its k-th."""
     if submitted >= overlap and state == ReviewItem.State.OPEN:
         item = assignment.item  # loaded with its campaign by the caller
         item.submitted_count, item.state = submitted, state
         item_settle(item, output_ids=assignment.order)
-    return review

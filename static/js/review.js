@@ -11,7 +11,9 @@
 
   const review = () => document.getElementById("review");
   const form = () => document.getElementById("review-form");
-  const rows = () => Array.from(form()?.querySelectorAll("fieldset[data-row]") || []);
+  // The questions in page order: a conversation's per-turn scores sit in its turn blocks
+  // (inputs of the form, outside it), before the answer grid beside them.
+  const rows = () => (form() ? Array.from(review().querySelectorAll("fieldset[data-row]")) : []);
   const cells = (fieldset) => Array.from(fieldset.querySelectorAll("[data-cell]"));
 
   function randomKey() {
@@ -42,14 +44,27 @@
     document.querySelectorAll("#review [data-cell].focused").forEach((el) => el.classList.remove("focused"));
     const cell = rowCells[col];
     cell?.classList.add("focused");
+    // A turn's score: its turn block is the current turn (`m`, `t` go on from there).
+    const turn = all[row].dataset.turn;
+    if (turn) {
+      document.querySelectorAll("#review [data-turn-row]").forEach((el) => {
+        el.classList.toggle("current-turn", el.dataset.turnRow === turn);
+      });
+    }
     return cell;
   }
 
   function focusCell(r, c, scroll = true) {
+    const before = rows()[row]?.dataset.turn;
     const cell = highlight(r, c);
     if (!cell) return;
     cell.focus({ preventScroll: !scroll });
-    if (scroll) cell.scrollIntoView({ block: "nearest" });
+    if (!scroll) return;
+    // Into a new turn's score: its block from the top (the user's message, the replies),
+    // then the question itself in view.
+    const turn = rows()[row]?.dataset.turn;
+    if (turn && turn !== before) cell.closest("[data-turn-row]")?.scrollIntoView({ block: "start" });
+    cell.scrollIntoView({ block: "nearest" });
   }
 
   function advance() {
@@ -158,12 +173,20 @@
       event.preventDefault();
       focusCell(row, col - 1);
     } else if (key === "m") {
-      // "More" on the current output (a focused box: that one), as its button does.
+      // "More" on the current output (a focused box: that one), as its button does; in a
+      // conversation, its reply to the current turn.
       event.preventDefault();
       const box = target.matches?.(".output-body, [data-scrollbox]")
         ? target
-        : review().querySelector(`[data-col-output="${col}"] .output-body`);
+        : window.evalsite.transcript.currentBox(review(), col);
       window.evalsite.toggleMore(box);
+    } else if ("eEtT".includes(key) && key.length === 1) {
+      // Steps of a transcript (e: the current output's, E: all) and a conversation's turns.
+      event.preventDefault();
+      const done = window.evalsite.transcript.key(review(), event, col);
+      const fieldset = rows()[row];
+      if (!done.done) refuse(fieldset && cells(fieldset)[col], done.say);
+      else if (done.say) setStatus(done.say);
     } else if (key === "c") {
       event.preventDefault();
       review().querySelector("[data-comment]")?.focus();

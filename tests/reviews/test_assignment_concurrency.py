@@ -141,11 +141,11 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         with pytest.raises(IntegrityError), transaction.atomic():
             ReviewItem.objects.filter(pk=item.pk).update(live_count=3)
 
-    def test_a_claim_that_read_an_old_snapshot_takes_the_careful_path(self):
-        """The one-statement claim reads the item's rows on the snapshot it started with. Here
-        another transaction writes slot 0 of the only item and commits while the claim's
-        statement waits on it: the unique index refuses the slot taken twice, and the
-        careful transaction claims slot 1 with a fresh read."""
+    def test_a_claim_that_raced_an_uncommitted_slot_takes_another_with_a_fresh_read(self):
+        """The claim reads the item's rows under its lock, but a row not yet committed is not
+        among them. Here another transaction writes slot 0 of the only item and commits while
+        the claim's INSERT of slot 0 waits on it: the unique index refuses the slot taken
+        twice, and the next attempt reads the rows again and claims slot 1."""
         from django.db import connections
 
         campaign = campaign_ready(items=1, overlap=2)
@@ -182,7 +182,7 @@ class ConcurrentAssignmentTests(TransactionTestCase):
                 with connection.cursor() as cursor:
                     cursor.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid' "
-                        "AND query LIKE 'WITH ctx AS%%'"
+                        """AND query LIKE 'INSERT INTO "reviews_assignment"%%'"""
                     )
                     if cursor.fetchone()[0]:
                         break
@@ -191,11 +191,11 @@ class ConcurrentAssignmentTests(TransactionTestCase):
                 writer.rollback()  # let the claim finish before failing
                 writer.close()
                 thread.join(10)
-                pytest.fail("the claim's statement never waited on the uncommitted slot")
+                pytest.fail("the claim's INSERT never waited on the uncommitted slot")
             writer.commit()
             writer.close()
             thread.join(10)
-        assert any("one-statement claim lost a race" in line for line in logs.output), logs.output
+        assert any("claim lost a race" in line for line in logs.output), logs.output
         assert result["claim"].assignment.slot == 1 and result["claim"].resumed is False
         live = Assignment.objects.filter(item=item, state="active")
         assert sorted(live.values_list("slot", flat=True)) == [0, 1]

@@ -5,6 +5,8 @@ a review and its scores: each index on those tables is written on each of these,
 duplicates the leading columns of another only costs.
 """
 
+import json
+
 import pytest
 from django.db import connection
 
@@ -62,16 +64,14 @@ def test_a_claim_pass_reads_one_fresh_item_to_hand_out_one():
     need(postgres_available(), "needs PostgreSQL: set DATABASE_URL=postgres://...")
     campaign = campaign_ready(items=200, overlap=2)
     reviewer = UserFactory(username="rev-plan", roles=["reviewer"])
-    where, order = services._PASSES[1]  # fresh items from the offset on
-    sql = services._candidate_sql(where, order, "NULL", True)
-    params = services._candidate_params(where, order, campaign, reviewer, 0)
+    fresh = services.candidates(campaign=campaign, reviewer=reviewer, offset=0)[1]
+    locked = fresh.select_for_update(skip_locked=True, no_key=True, of=("self",))[:1]
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE reviews_reviewitem")
         # A table this small fits in a page or two, where a scan and a sort cost nothing:
         # ask for the plan a campaign of thousands of items gets.
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
-        plan = cursor.fetchone()[0][0]["Plan"]
+    plan = json.loads(locked.explain(analyze=True, format="json"))[0]["Plan"]
     nodes = list(_nodes(plan))
     assert not [n["Node Type"] for n in nodes if "Sort" in n["Node Type"]], plan
     scans = [n for n in nodes if n.get("Relation Name") == "reviews_reviewitem"]

@@ -32,7 +32,7 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     page.fill("input[name=model]", "llama-3.1-8b")
     page.fill("input[name=api_key_env]", "LLAMA_KEY")
     page.get_by_role("button", name="Create contender").click()
-    page.get_by_role("cell", name="local-llama").wait_for()
+    page.get_by_role("cell", name="local-llama", exact=True).wait_for()
     assert Contender.objects.get(name="local-llama").api_key_env == "LLAMA_KEY"
 
     page.goto("/campaigns/new/")
