@@ -563,9 +563,7 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     testset = TestSet.objects.select_for_update().filter(pk=valid.testset.pk).first()
     if testset is None:
         raise DefinitionError([f"testset: {valid.testset} was deleted; choose another"])
-    if not testset.frozen:
-        testset.frozen = True
-        testset.save(update_fields=["frozen"])
+    testset.freeze()
     try:
         with transaction.atomic():
             campaign = Campaign.objects.create(testset=testset, created_by=user, **valid.campaign)

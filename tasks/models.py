@@ -42,6 +42,13 @@ class TestSet(models.Model):
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
 
+    def freeze(self) -> None:
+        """Mark the test set as used (by a campaign or a monitor): read-only from now on.
+        Call it with the row locked (select_for_update)."""
+        if not self.frozen:
+            self.frozen = True
+            self.save(update_fields=["frozen"])
+
 
 class Task(models.Model):
     """One test case. Either `prompt` or `messages` (multi-turn) is set."""
