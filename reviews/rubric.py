@@ -90,7 +90,11 @@ class TurnScoring:
 
     @classmethod
     def of(cls, campaign) -> TurnScoring | None:
-        raw = getattr(campaign, "score_turns", None)
+        return cls.parse(getattr(campaign, "score_turns", None))
+
+    @classmethod
+    def parse(cls, raw: dict | None) -> TurnScoring | None:
+        """A stored `score_turns` (or a report's copy of it) with its defaults, or None."""
         if not raw or not raw.get("dimension"):
             return None
         gap = raw.get("max_gap")
