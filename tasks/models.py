@@ -246,10 +246,6 @@ class Campaign(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def dimension_keys(self) -> list[str]:
-        return [d["key"] for d in self.rubric]
-
     def on_roster(self, user, role: str) -> bool:
         """Whether `user` may see this campaign as a `role`: `visible_to` for one campaign
         (no query when the roster is "all")."""
