@@ -306,7 +306,7 @@ class Generation(models.Model):
     # when the output is stored (admins and leads only; reviewers see the masked text).
     identity_findings = models.JSONField(default=list, blank=True)
     # Flagged, and its campaign holds such outputs: its items stay waiting (not ready) until
-    # an admin approves the masked view (reviews.identity_hold).
+    # an admin approves the masked view (tasks.identity_hold).
     identity_held = models.BooleanField(default=False)
     identity_approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from reviews import blinding
-from reviews.skeleton import build_view, read_as
+from tasks import blinding
+from tasks.skeleton import build_view, read_as
 
 CORPUS = Path(__file__).with_name("blinding_corpus.jsonl")
 CORPUS_CONTENDERS = [
