@@ -4,7 +4,10 @@ name. What tasks needs of the review side goes through tasks/signals.py and
 tasks/review_side.py."""
 
 import ast
+import inspect
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,3 +64,20 @@ def test_the_check_sees_every_form(tmp_path):
     )
     hits = reviews_imports(module, tmp_path)
     assert [h.split(":")[1] for h in hits] == ["1", "2", "3", "4", "6", "7", "8", "9"]
+
+
+def test_reviews_fills_the_port_and_receives_the_signals():
+    from tasks import review_side, signals
+
+    declared = set(inspect.signature(review_side.register).parameters)
+    assert set(review_side._registered) == declared
+    assert all(callable(getattr(review_side, name)) for name in declared)  # each declared
+    assert signals.outputs_changed.has_listeners() and signals.generation_finished.has_listeners()
+
+
+def test_the_port_says_so_when_reviews_has_not_filled_it(monkeypatch):
+    from tasks import review_side
+
+    monkeypatch.setattr(review_side, "_registered", {})
+    with pytest.raises(review_side.ReviewSideMissing, match=r"ReviewsConfig\.ready"):
+        review_side.review_items_open_for(generation_id=1)
