@@ -6,6 +6,10 @@ offering an item with a missing side would tell the reviewer which model failed 
 An output held for an admin's approval (it names a model: tasks/identity_hold.py) counts as
 not done yet. The single-turn rows of a conversation task are never in an item.
 
+The generation side never calls this module: it sends tasks/signals.py's `outputs_changed`
+and `generation_finished` (received below), or asks tasks/review_side.py where it needs the
+count; reviews/apps.py connects and registers both (docs/decisions/0007).
+
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
 robin from a shuffled list of all pairs over the tasks grouped by category and tier (see
 `pair_deal`), so every pair - and so every contender - appears equally often (+-1) within each
