@@ -68,11 +68,6 @@ class ResolveInvalid(ValueError):
         self.errors = errors
 
 
-def labels_for(order: list[int]) -> dict[str, str]:
-    """{"A": "<ItemOutput id>", ...} in the order the arbiter sees."""
-    return label_map(order)
-
-
 def lease_length(campaign: Campaign) -> timedelta:
     return timedelta(minutes=max(1, campaign.lease_minutes))
 
@@ -272,7 +267,7 @@ def resolution_build(
     The values are parsed by reviews/rubric.py; what is disputed is checked here.
     """
     item = arbitration.item
-    labels = labels_for(arbitration.order)
+    labels = label_map(arbitration.order)
     by_output = {v: k for k, v in labels.items()}
     rubric = Rubric.for_item(item)  # per-turn scores are resolved like dimensions
     cells = disputed_cells(item.dispute_reasons or [])

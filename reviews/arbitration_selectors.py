@@ -26,10 +26,9 @@ from tasks.campaign_blinding import (
 from tasks.models import Campaign
 
 from . import transcript_shown
-from .arbitration import labels_for
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from .rubric import Rubric
+from .rubric import Rubric, label_map
 from .selectors import conversation_shown, task_json
 from .services import campaign_wants
 
@@ -53,7 +52,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     """Everything the arbitration page and API show, blinded and keyed by the arbiter's labels."""
     item = ReviewItem.objects.select_related("task", "campaign").get(pk=arbitration.item_id)
     campaign = item.campaign
-    labels = labels_for(arbitration.order)  # {"A": "<output id>"}
+    labels = label_map(arbitration.order)  # {"A": "<output id>"}
     label_of = {pk: label for label, pk in labels.items()}
     terms = campaign_identity_terms(campaign)
     wants_scores, wants_preference = campaign_wants(campaign)
@@ -358,7 +357,7 @@ def workspace_json(ws: dict) -> dict:
 def arbitration_final_json(*, arbitration: Arbitration) -> dict:
     """A resolved arbitration's outcome keyed by the arbiter's labels (no ids)."""
     item = arbitration.item
-    labels = labels_for(arbitration.order)
+    labels = label_map(arbitration.order)
     label_of = {pk: label for label, pk in labels.items()}
     final = item.final or {}
     return {

@@ -43,7 +43,6 @@ from .services import (
     REVIEWABLE,
     SKIP_REASONS,
     campaign_wants,
-    labels_for,
     stale_leases_q,
 )
 
@@ -207,7 +206,7 @@ def review_screen(
         # The API claim's answer: the item's task and outputs in one query.
         task, generations = ItemOutput.objects.task_and_generations(assignment.item_id)
     terms = campaign_identity_terms(campaign)
-    labels = labels_for(len(assignment.order))
+    labels = blinding.labels(len(assignment.order))
     candidates = []
     for label, output_id in zip(labels, assignment.order, strict=True):
         generation = generations[output_id]
