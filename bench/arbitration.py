@@ -25,8 +25,6 @@ import threading
 import time
 from pathlib import Path
 
-from reviews.rubric import label_map
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -46,6 +44,7 @@ from django.utils import timezone  # noqa: E402
 from reviews.arbitration import arbitration_claim_next, arbitration_resolve  # noqa: E402
 from reviews.disputes import item_settle  # noqa: E402
 from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score  # noqa: E402
+from reviews.rubric import label_map  # noqa: E402
 from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402
 
 BATCH = 5000
