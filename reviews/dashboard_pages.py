@@ -113,6 +113,11 @@ def _thresholds(value) -> str:
 
 
 def _stability(report: dict) -> dict:
+    return {"tables": [_stability_table(report), _pass_bases_table(report), rates_table(report)]}
+
+
+def _stability_table(report: dict) -> Table:
+    """Stability over samples and the pass rates, one row per contender."""
     columns = [
         Column("contender", "name"),
         Column("stability", "num"),
@@ -144,6 +149,21 @@ def _stability(report: dict) -> dict:
         ]
         for c, s in report["stability"].items()
     ]
+    return Table(
+        "stability",
+        "Stability over samples and pass@k",
+        columns,
+        rows,
+        note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
+        "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
+        f"the pass threshold ({_thresholds(report['settings']['pass_threshold'])}). "
+        "pass@k: the chance "
+        "that at least one of k samples of a task passes; pass^k: that all k pass.",
+    )
+
+
+def _pass_bases_table(report: dict) -> Table:
+    """Pass@1 and the pass@k curve per contender and basis (human, checks, combined)."""
     basis_rows = [
         [
             c,
@@ -161,40 +181,24 @@ def _stability(report: dict) -> dict:
         for c, p in (report.get("passes") or {}).items()
         for basis in ("human", "checks", "combined")
     ]
-    return {
-        "tables": [
-            Table(
-                "stability",
-                "Stability over samples and pass@k",
-                columns,
-                rows,
-                note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
-                "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
-                f"the pass threshold ({_thresholds(report['settings']['pass_threshold'])}). "
-                "pass@k: the chance "
-                "that at least one of k samples of a task passes; pass^k: that all k pass.",
-            ),
-            Table(
-                "pass-bases",
-                "Pass rates per basis, and the pass@k curve",
-                [
-                    Column("contender", "name"),
-                    Column("basis"),
-                    Column("pass@1", "pct"),
-                    Column("pass@1", "ci"),
-                    Column("pass@k curve"),
-                    Column("samples", "int"),
-                    Column("tasks", "int"),
-                    Column("pending", "int"),
-                ],
-                basis_rows,
-                note="human: final quality reaches the pass threshold; checks: every automatic "
-                "check passes; combined: both, where both exist. A sample in an unresolved "
-                "dispute is pending: neither pass nor fail, and out of the denominators.",
-            ),
-            rates_table(report),
-        ]
-    }
+    return Table(
+        "pass-bases",
+        "Pass rates per basis, and the pass@k curve",
+        [
+            Column("contender", "name"),
+            Column("basis"),
+            Column("pass@1", "pct"),
+            Column("pass@1", "ci"),
+            Column("pass@k curve"),
+            Column("samples", "int"),
+            Column("tasks", "int"),
+            Column("pending", "int"),
+        ],
+        basis_rows,
+        note="human: final quality reaches the pass threshold; checks: every automatic "
+        "check passes; combined: both, where both exist. A sample in an unresolved "
+        "dispute is pending: neither pass nor fail, and out of the denominators.",
+    )
 
 
 def _cost(report: dict) -> dict:
