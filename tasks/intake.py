@@ -231,29 +231,63 @@ def _metadata(value: Any) -> dict:
     return value
 
 
+class _RowCheck:
+    """A row's task as its fields validate, and the problems found so far."""
+
+    def __init__(self, row: dict) -> None:
+        self.problems: list[RowError] = [
+            RowError(k, "unknown field; free-form data belongs under metadata")
+            for k in row
+            if k not in FIELDS
+        ]
+        self.task: dict[str, Any] = {"prompt": "", "messages": None}
+
+    def check(self, name: str, fn, *args, **kwargs) -> None:
+        """Store field `name` as `fn` reads it, or its problem."""
+        try:
+            self.task[name] = fn(*args, **kwargs)
+        except RowError as exc:
+            self.problems.append(exc)
+
+
 def validate_row(row: dict) -> tuple[dict, list[RowError]]:
     """One raw row (JSON object, or CSV with its JSON columns decoded) -> (task, problems).
 
     Every field is checked, so one pass reports all of a row's problems. With problems, the
     task is partial (only the fields that validated).
     """
-    problems: list[RowError] = [
-        RowError(k, "unknown field; free-form data belongs under metadata")
-        for k in row
-        if k not in FIELDS
-    ]
-    task: dict[str, Any] = {"prompt": "", "messages": None}
+    rc = _RowCheck(row)
+    _check_labels(rc, row)
+    conversation = conversation_fields(row)
+    _check_statement(rc, row)
+    before = len(rc.problems)
+    rc.check("reference", _text, row.get("reference"), "reference", limit=MAX_TEXT_CHARS)
+    # None: the reference has a problem of its own, so a reference check is not judged on it.
+    reference = rc.task.get("reference", "") if len(rc.problems) == before else None
+    rc.check(
+        "checks", checks_value, row.get("checks"), context=conversation.context(reference=reference)
+    )
+    rc.check("metadata", _metadata, row.get("metadata"))
+    rc.problems.extend(conversation.problems)
+    turn_checks = row.get("turn_checks")
+    rc.check(
+        "turn_checks", turn_checks_value, turn_checks, fields=conversation, reference=reference
+    )
+    task, problems = rc.task, rc.problems
+    if problems:
+        return task, problems  # partial: the fields that did validate
+    extra = conversation.values
+    if task["turn_checks"]:
+        extra = {**extra, "turn_checks": task["turn_checks"]}
+    return {**{k: task[k] for k in BASE_FIELDS}, **extra}, []
 
-    def check(name: str, fn, *args, **kwargs) -> None:
-        try:
-            task[name] = fn(*args, **kwargs)
-        except RowError as exc:
-            problems.append(exc)
 
+def _check_labels(rc: _RowCheck, row: dict) -> None:
+    """The task's id, category, tier and case type."""
     external_id = row.get("external_id")
     if isinstance(external_id, str):  # stored cleaned, so duplicates are found as people see them
         external_id = clean_id(external_id)
-    check(
+    rc.check(
         "external_id",
         _text,
         external_id,
@@ -262,7 +296,7 @@ def validate_row(row: dict) -> tuple[dict, list[RowError]]:
         required=True,
         strip=True,
     )
-    check(
+    rc.check(
         "category",
         _text,
         row.get("category"),
@@ -271,46 +305,34 @@ def validate_row(row: dict) -> tuple[dict, list[RowError]]:
         required=True,
         strip=True,
     )
-    check("tier", _choice, row.get("tier"), "tier", TIERS)
-    check("case_type", _choice, row.get("case_type"), "case_type", CASE_TYPES)
-    conversation = conversation_fields(row)
+    rc.check("tier", _choice, row.get("tier"), "tier", TIERS)
+    rc.check("case_type", _choice, row.get("case_type"), "case_type", CASE_TYPES)
+
+
+def _check_statement(rc: _RowCheck, row: dict) -> None:
+    """What the task asks: a prompt, or messages, or turns (after an optional messages
+    prefix), never a prompt with either."""
     prompt, messages = row.get("prompt"), row.get("messages")
     has_prompt = prompt is not None and prompt != ""
     has_messages = messages is not None and messages != ""
     has_turns = row.get("turns") not in (None, "")
     if has_prompt and has_messages:
-        problems.append(RowError("prompt", "give either prompt or messages, not both"))
+        rc.problems.append(RowError("prompt", "give either prompt or messages, not both"))
     elif has_prompt and has_turns:
-        problems.append(
+        rc.problems.append(
             RowError(
                 "prompt", "give turns (after an optional messages prefix) or a prompt, not both"
             )
         )
     elif has_prompt:
-        check("prompt", _text, prompt, "prompt", limit=MAX_TEXT_CHARS)
+        rc.check("prompt", _text, prompt, "prompt", limit=MAX_TEXT_CHARS)
+        task = rc.task
         if isinstance(task["prompt"], str) and task["prompt"] and not task["prompt"].strip():
-            problems.append(RowError("prompt", "is blank"))
+            rc.problems.append(RowError("prompt", "is blank"))
     elif has_messages:
-        check("messages", messages_value, messages, prefix=has_turns)
+        rc.check("messages", messages_value, messages, prefix=has_turns)
     elif not has_turns:
-        problems.append(RowError("prompt", "is required (or give a messages array, or turns)"))
-    before = len(problems)
-    check("reference", _text, row.get("reference"), "reference", limit=MAX_TEXT_CHARS)
-    # None: the reference has a problem of its own, so a reference check is not judged on it.
-    reference = task.get("reference", "") if len(problems) == before else None
-    check(
-        "checks", checks_value, row.get("checks"), context=conversation.context(reference=reference)
-    )
-    check("metadata", _metadata, row.get("metadata"))
-    problems.extend(conversation.problems)
-    turn_checks = row.get("turn_checks")
-    check("turn_checks", turn_checks_value, turn_checks, fields=conversation, reference=reference)
-    if problems:
-        return task, problems  # partial: the fields that did validate
-    extra = conversation.values
-    if task["turn_checks"]:
-        extra = {**extra, "turn_checks": task["turn_checks"]}
-    return {**{k: task[k] for k in BASE_FIELDS}, **extra}, []
+        rc.problems.append(RowError("prompt", "is required (or give a messages array, or turns)"))
 
 
 # --- formats ------------------------------------------------------------------------------
