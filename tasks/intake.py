@@ -396,13 +396,41 @@ def _parse_csv(text: str, result: ParsedTestSet) -> None:
 
 
 def _read_csv(reader, result: ParsedTestSet) -> None:
+    names = _csv_header(reader, result)
+    if names is None:
+        return
+    width = len(names)
+    seen_ids: dict[str, int] = {}
+    start = reader.line_num + 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            result.add(start, "(row)", _csv_error_message(exc))
+            start = reader.line_num + 1
+            continue
+        line, start = start, reader.line_num + 1
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue  # blank line
+        if len(cells) != width:
+            result.add(line, "(row)", f"has {len(cells)} cells; the header has {width}")
+            continue
+        row = _csv_row(names, cells, line, result)
+        if row is not None:
+            _accept(result, seen_ids, line, row)
+
+
+def _csv_header(reader, result: ParsedTestSet) -> list[str] | None:
+    """The header's column names; None when there is none, or it has a problem (reported)."""
     try:
         header = next(reader)
     except StopIteration:
-        return
+        return None
     except csv.Error as exc:
         result.add(1, "(header)", f"unreadable CSV header: {exc}")
-        return
+        return None
     names = [h.strip() for h in header]
     if len(names) == 1:  # one column: maybe a spreadsheet's semicolon or tab separated export
         for separator, word in ((";", "semicolons"), ("\t", "tabs")):
@@ -413,7 +441,12 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
                     f"the columns are separated by {word}; save the file as comma-separated "
                     "CSV (in a spreadsheet: CSV, comma delimited)",
                 )
-                return
+                return None
+    return None if _header_problems(names, result) else names
+
+
+def _header_problems(names: list[str], result: ParsedTestSet) -> bool:
+    """Report empty, duplicate, unknown and missing columns; True when there was any."""
     problems = False
     seen_names: set[str] = set()
     for position, name in enumerate(names, start=1):
@@ -434,47 +467,38 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
     if not seen_names & {"prompt", "messages", "turns"}:
         result.add(1, "prompt", "missing column in the header (or a messages or turns column)")
         problems = True
-    if problems:
-        return
-    width = len(names)
-    seen_ids: dict[str, int] = {}
-    start = reader.line_num + 1
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            message = str(exc)
-            if "unexpected end of data" in message:
-                message = "unterminated quoted field (a missing closing quote swallows the rest of the file)"
-            elif "field larger than field limit" in message:
-                message = f"a cell is longer than {CSV_FIELD_LIMIT:,} characters"
-            result.add(start, "(row)", message)
-            start = reader.line_num + 1
-            continue
-        line, start = start, reader.line_num + 1
-        if not cells or (len(cells) == 1 and not cells[0].strip()):
-            continue  # blank line
-        if len(cells) != width:
-            result.add(line, "(row)", f"has {len(cells)} cells; the header has {width}")
-            continue
-        row: dict[str, Any] = {}
-        bad = False
-        for name, cell in zip(names, cells, strict=True):
-            if name in JSON_COLUMNS and cell.strip():
-                try:
-                    row[name] = strict_json(cell)
-                except ValueError as exc:
-                    # Every bad cell of the row is listed, not only the first.
-                    result.add(line, name, f"JSON column: {exc}")
-                    bad = True
-            elif name in INT_COLUMNS and re.fullmatch(r"\s*[0-9]{1,6}\s*", cell):
-                row[name] = int(cell)
-            elif cell != "":
-                row[name] = cell
-        if not bad:
-            _accept(result, seen_ids, line, row)
+    return problems
+
+
+def _csv_error_message(exc: csv.Error) -> str:
+    """A row the csv module could not read, said for people."""
+    message = str(exc)
+    if "unexpected end of data" in message:
+        message = (
+            "unterminated quoted field (a missing closing quote swallows the rest of the file)"
+        )
+    elif "field larger than field limit" in message:
+        message = f"a cell is longer than {CSV_FIELD_LIMIT:,} characters"
+    return message
+
+
+def _csv_row(names: list[str], cells: list[str], line: int, result: ParsedTestSet) -> dict | None:
+    """One row's cells by column, JSON columns decoded; None when a JSON cell is bad (every
+    bad cell of the row is reported, not only the first)."""
+    row: dict[str, Any] = {}
+    bad = False
+    for name, cell in zip(names, cells, strict=True):
+        if name in JSON_COLUMNS and cell.strip():
+            try:
+                row[name] = strict_json(cell)
+            except ValueError as exc:
+                result.add(line, name, f"JSON column: {exc}")
+                bad = True
+        elif name in INT_COLUMNS and re.fullmatch(r"\s*[0-9]{1,6}\s*", cell):
+            row[name] = int(cell)
+        elif cell != "":
+            row[name] = cell
+    return None if bad else row
 
 
 def detect_format(filename: str, data: bytes) -> str:
