@@ -149,64 +149,69 @@ def _arbitration_records(
         .iterator(chunk_size=chunk_size)
     )
     batch: list[tuple] = []
-
-    def flush(batch):
-        output_contender = dict(
-            ItemOutput.objects.filter(item_id__in={r[0] for r in batch}).values_list(
-                "id", "generation__contender_id"
-            )
-        )
-        for _item, task_id, category, sample, arbiter, order, values, note, resolved_at in batch:
-            order = [int(o) for o in order or []]
-            names = labels(len(order))
-            label_of = {str(o): name for o, name in zip(order, names, strict=True)}
-            values = values or {}
-            record = {
-                "task_id": task_id,
-                "category": category,
-                "candidates": names,
-                "scores": {
-                    label_of[o]: {
-                        d: _number(v)
-                        for d, v in sorted(
-                            dims.items(), key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0])
-                        )
-                    }
-                    for o, dims in sorted(
-                        (values.get("scores") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
-                    )
-                    if o in label_of
-                },
-                "judge": arbiter or "",
-                "blind": True,
-            }
-            if unblind:
-                record["models"] = {
-                    label_of[str(o)]: contender_names.get(output_contender.get(o), "")
-                    for o in order
-                }
-            preference = values.get("preference")
-            record["preference"] = label_of.get(preference, preference) if preference else None
-            record["sample"] = sample
-            record["flags"] = {
-                label_of[o]: list(fl)
-                for o, fl in sorted(
-                    (values.get("flags") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
-                )
-                if o in label_of
-            }
-            record["comment"] = note
-            record["submitted_at"] = _iso(resolved_at)
-            record["arbitration"] = True
-            yield record
-
     for row in rows:
         batch.append(row)
         if len(batch) >= chunk_size:
-            yield from flush(batch)
+            yield from _arbitrations_for_batch(batch, dim_rank, contender_names, unblind)
             batch = []
     if batch:
-        yield from flush(batch)
+        yield from _arbitrations_for_batch(batch, dim_rank, contender_names, unblind)
+
+
+def _arbitrations_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
+    """One batch of arbitration rows as records (one query for their outputs' contenders)."""
+    output_contender = dict(
+        ItemOutput.objects.filter(item_id__in={r[0] for r in batch}).values_list(
+            "id", "generation__contender_id"
+        )
+    )
+    for row in batch:
+        yield _arbitration_record(row, dim_rank, contender_names, unblind, output_contender)
+
+
+def _arbitration_record(row, dim_rank, contender_names, unblind, output_contender) -> dict:
+    """One resolved arbitration as a record: the arbiter's values under the labels of the
+    order they saw, models named only when `unblind`."""
+    _item, task_id, category, sample, arbiter, order, values, note, resolved_at = row
+    order = [int(o) for o in order or []]
+    names = labels(len(order))
+    label_of = {str(o): name for o, name in zip(order, names, strict=True)}
+    values = values or {}
+    record = {
+        "task_id": task_id,
+        "category": category,
+        "candidates": names,
+        "scores": {
+            label_of[o]: {
+                d: _number(v)
+                for d, v in sorted(dims.items(), key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0]))
+            }
+            for o, dims in sorted(
+                (values.get("scores") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+            )
+            if o in label_of
+        },
+        "judge": arbiter or "",
+        "blind": True,
+    }
+    if unblind:
+        record["models"] = {
+            label_of[str(o)]: contender_names.get(output_contender.get(o), "") for o in order
+        }
+    preference = values.get("preference")
+    record["preference"] = label_of.get(preference, preference) if preference else None
+    record["sample"] = sample
+    record["flags"] = {
+        label_of[o]: list(fl)
+        for o, fl in sorted(
+            (values.get("flags") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+        )
+        if o in label_of
+    }
+    record["comment"] = note
+    record["submitted_at"] = _iso(resolved_at)
+    record["arbitration"] = True
+    return record
 
 
 def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
