@@ -31,42 +31,42 @@ def _agreement_note(a: dict) -> str:
 
 
 def _agreement(report: dict) -> dict:
-    rows = []
-    for dim, a in report["agreement"].items():
-        rows.append(
-            [
-                dim,
-                a.get("level"),
-                a.get("alpha"),
-                a.get("ci95"),
-                a.get("band") or _no_band(a),
-                a.get("ac1", a.get("ac2")),
-                a.get("n_units"),
-                a.get("n_items"),
-                a.get("n_ratings"),
-                a.get("exact"),
-                a.get("within_one"),
-                _agreement_note(a),
-            ]
-        )
+    rows = [
+        _agreement_row(dim, a, a.get("ac1", a.get("ac2"))) for dim, a in report["agreement"].items()
+    ]
     pa = report.get("preference_agreement") or {}
     if pa:
-        rows.append(
-            [
-                "preference",
-                pa.get("level"),
-                pa.get("alpha"),
-                pa.get("ci95"),
-                pa.get("band") or _no_band(pa),
-                pa.get("ac1"),
-                pa.get("n_units"),
-                pa.get("n_items"),
-                pa.get("n_ratings"),
-                pa.get("exact"),
-                pa.get("within_one"),
-                _agreement_note(pa),
-            ]
-        )
+        rows.append(_agreement_row("preference", pa, pa.get("ac1")))
+    chart = interval_chart(
+        [(r[0], r[2], r[3]) for r in rows],
+        title="Krippendorff's alpha with 95% bootstrap interval",
+        domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
+        marks=[(0.667, "0.667"), (0.8, "0.800")],
+        fmt="{:.2f}",
+    )
+    return {"tables": [_agreement_table(rows)], "chart": chart}
+
+
+def _agreement_row(name: str, a: dict, ac) -> list:
+    """One dimension's (or the preference's) agreement figures; `ac`: its AC1 or AC2."""
+    return [
+        name,
+        a.get("level"),
+        a.get("alpha"),
+        a.get("ci95"),
+        a.get("band") or _no_band(a),
+        ac,
+        a.get("n_units"),
+        a.get("n_items"),
+        a.get("n_ratings"),
+        a.get("exact"),
+        a.get("within_one"),
+        _agreement_note(a),
+    ]
+
+
+def _agreement_table(rows: list[list]) -> Table:
+    """Agreement on the raw reviews: a row per rubric dimension, then the preference's."""
     columns = [
         Column("dimension"),
         Column("level"),
@@ -81,25 +81,13 @@ def _agreement(report: dict) -> dict:
         Column("within one", "pct"),
         Column("note"),
     ]
-    chart = interval_chart(
-        [(r[0], r[2], r[3]) for r in rows],
-        title="Krippendorff's alpha with 95% bootstrap interval",
-        domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
-        marks=[(0.667, "0.667"), (0.8, "0.800")],
-        fmt="{:.2f}",
+    return Table(
+        "agreement",
+        "Agreement per dimension (raw reviews, before arbitration)",
+        columns,
+        rows,
+        note=AGREEMENT_NOTE,
     )
-    return {
-        "tables": [
-            Table(
-                "agreement",
-                "Agreement per dimension (raw reviews, before arbitration)",
-                columns,
-                rows,
-                note=AGREEMENT_NOTE,
-            )
-        ],
-        "chart": chart,
-    }
 
 
 STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
