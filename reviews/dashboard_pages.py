@@ -191,6 +191,25 @@ def _pass_bases_table(report: dict) -> Table:
 
 def _cost(report: dict) -> dict:
     lb = report["leaderboard"]
+    decision = report["decision"]
+    return {
+        "decision": decision,
+        "pareto_chart": pareto_chart(report),
+        "tables": [
+            _cost_table(lb),
+            _decision_table(lb, decision),
+            Table(
+                "decision-weights",
+                "Weights",
+                [Column("weight"), Column("value", "num")],
+                [["w_quality", decision["w_quality"]], ["w_stability", decision["w_stability"]]],
+            ),
+        ],
+    }
+
+
+def _cost_table(lb: list[dict]) -> Table:
+    """Cost per task and latency percentiles, one row per contender."""
     cost_columns = [
         Column("contender", "name"),
         Column("cost per task (one answer)", "money"),
@@ -212,7 +231,11 @@ def _cost(report: dict) -> dict:
         ]
         for r in lb
     ]
-    decision = report["decision"]
+    return Table("cost-latency", "Cost and latency", cost_columns, cost_rows)
+
+
+def _decision_table(lb: list[dict], decision: dict) -> Table:
+    """The decision score per contender, best first, those below the quality floor last."""
     decision_rows = [
         [
             r["contender"],
@@ -229,36 +252,23 @@ def _cost(report: dict) -> dict:
     ]
     # Below the quality floor is not ranked on decision: listed after the others.
     decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
-    return {
-        "decision": decision,
-        "pareto_chart": pareto_chart(report),
-        "tables": [
-            Table("cost-latency", "Cost and latency", cost_columns, cost_rows),
-            Table(
-                "decision",
-                "Decision score",
-                [
-                    Column("contender", "name"),
-                    Column("quality", "num"),
-                    Column("stability", "num"),
-                    Column("normalized cost", "num"),
-                    Column("decision score", "num"),
-                    Column("decision score", "ci"),
-                    Column("decision rank", "int"),
-                    Column(f"quality floor ({decision.get('min_quality')})"),
-                    Column("cost-quality Pareto front"),
-                ],
-                decision_rows,
-                note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
-                "over test cases. A contender whose quality is below the floor is not ranked on "
-                "decision. On the Pareto front: no other contender is both better and cheaper."
-                + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
-            ),
-            Table(
-                "decision-weights",
-                "Weights",
-                [Column("weight"), Column("value", "num")],
-                [["w_quality", decision["w_quality"]], ["w_stability", decision["w_stability"]]],
-            ),
+    return Table(
+        "decision",
+        "Decision score",
+        [
+            Column("contender", "name"),
+            Column("quality", "num"),
+            Column("stability", "num"),
+            Column("normalized cost", "num"),
+            Column("decision score", "num"),
+            Column("decision score", "ci"),
+            Column("decision rank", "int"),
+            Column(f"quality floor ({decision.get('min_quality')})"),
+            Column("cost-quality Pareto front"),
         ],
-    }
+        decision_rows,
+        note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
+        "over test cases. A contender whose quality is below the floor is not ranked on "
+        "decision. On the Pareto front: no other contender is both better and cheaper."
+        + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
+    )
