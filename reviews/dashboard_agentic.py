@@ -33,9 +33,13 @@ def _rate_cells(r: dict | None) -> list:
 
 def tools_page(report: dict) -> dict:
     tools = report.get("tools") or {}
-    call_rows, recovery_rows = [], []
+    return {"tables": [_tool_calls_table(tools), _tool_recovery_table(tools)]}
+
+
+def _tool_calls_table(tools: dict) -> Table:
+    """Per contender: tool-call accuracy, invalid calls and unmocked calls."""
+    call_rows = []
     for name, t in tools.items():
-        ms = t.get("completion_ms") or {}
         unmocked = t.get("unmocked_call_rate") or {}
         call_rows.append(
             [
@@ -46,18 +50,7 @@ def tools_page(report: dict) -> dict:
                 unmocked.get("ci95") or unmocked.get("reason"),
             ]
         )
-        recovery_rows.append(
-            [
-                name,
-                *_rate_cells(t.get("error_recovery_rate")),
-                t.get("mean_steps"),
-                t.get("mean_steps_ci95") or t.get("mean_steps_reason"),
-                ms.get("p50"),
-                ms.get("p95"),
-                t.get("n_tasks"),
-            ]
-        )
-    calls = Table(
+    return Table(
         "tool-calls",
         "Tool calls",
         [
@@ -75,7 +68,25 @@ def tools_page(report: dict) -> dict:
         note=CALLS_NOTE,
         empty=NO_TOOL_OUTPUT,
     )
-    recovery = Table(
+
+
+def _tool_recovery_table(tools: dict) -> Table:
+    """Per contender: error recovery, steps per task and completion time."""
+    recovery_rows = []
+    for name, t in tools.items():
+        ms = t.get("completion_ms") or {}
+        recovery_rows.append(
+            [
+                name,
+                *_rate_cells(t.get("error_recovery_rate")),
+                t.get("mean_steps"),
+                t.get("mean_steps_ci95") or t.get("mean_steps_reason"),
+                ms.get("p50"),
+                ms.get("p95"),
+                t.get("n_tasks"),
+            ]
+        )
+    return Table(
         "tool-recovery",
         "Error recovery, steps and completion time",
         [
@@ -93,7 +104,6 @@ def tools_page(report: dict) -> dict:
         note=RECOVERY_NOTE,
         empty=NO_TOOL_OUTPUT,
     )
-    return {"tables": [calls, recovery]}
 
 
 # --------------------------------------------------------------------------------------------
