@@ -97,7 +97,7 @@ def describe(root: Path) -> str:
 
 def check_imports(code: Code, modules: dict[str, str], who: str) -> None:
     """Refuse to go on unless every module came from the code's own root."""
-    print(f"{code.name}: {who} imports from {code.root}:", flush=True)
+    print(f"{code.name}: {who} imports (expected under {code.root}):", flush=True)
     for name, path in modules.items():
         print(f"    {name}: {path}")
     wrong = {n: p for n, p in modules.items() if not Path(p).resolve().is_relative_to(code.root)}
