@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import JSONField, Max
+from django.db import IntegrityError, transaction
+from django.db.models import Max
 
 from .intake import ParsedTestSet, parse_testset, testset_name_problem
-from .models import Task, TestSet
-
-INSERT_BATCH = 2000
+from .models import TestSet
+from .sql import tasks_insert
 
 
 class TestSetImportError(Exception):
@@ -99,50 +97,8 @@ def _write(*, name: str, parsed: ParsedTestSet, checksum: str, filename: str, us
         task_count=len(parsed.tasks),
         created_by=user,
     )
-    _insert_tasks(testset, parsed.tasks)
+    tasks_insert(testset=testset, tasks=parsed.tasks)
     return ImportResult(testset=testset, created=True, parsed=parsed)
-
-
-def _insert_tasks(testset: TestSet, tasks: list[dict]) -> None:
-    """Insert validated tasks fast: COPY on PostgreSQL, executemany on SQLite.
-
-    bulk_create spends most of an import building and compiling model instances (0.6 s
-    for 10,000 tasks); these paths take about 0.1 s. Columns come from the model, and
-    fields the intake does not know get their model default.
-    """
-    fields = [f for f in Task._meta.concrete_fields if not f.primary_key]
-    columns = [connection.ops.quote_name(f.column) for f in fields]
-    dumps = json.dumps
-
-    def value(f, i: int, task: dict):
-        if f.name == "testset":
-            return testset.pk
-        if f.name == "position":
-            return i
-        v = task[f.name] if f.name in task else f.get_default()
-        if isinstance(f, JSONField):
-            return None if v is None else dumps(v)
-        return v
-
-    rows = [tuple(value(f, i, task) for f in fields) for i, task in enumerate(tasks)]
-    table = connection.ops.quote_name(Task._meta.db_table)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            # The Django wrapper's .cursor is psycopg's own cursor, in the same transaction.
-            with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-    elif connection.vendor == "sqlite":
-        placeholders = ", ".join(["%s"] * len(columns))
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
-            )
-    else:
-        Task.objects.bulk_create(
-            (Task(testset=testset, position=i, **task) for i, task in enumerate(tasks)),
-            batch_size=INSERT_BATCH,
-        )
 
 
 @transaction.atomic

@@ -1,4 +1,4 @@
-"""tasks/sql.py: the generation semaphore's statement against its ORM twin, on the same data.
+"""tasks/sql.py: the generation semaphore and the bulk insert against their ORM twins.
 
 The statement stays SQL so that, on PostgreSQL, the contender's lock and the counting claim
 go to the server as one message (docs/decisions/0004). What it claims must be what the ORM's
@@ -13,9 +13,15 @@ from django.db.models import F, Q
 from django.test import TestCase
 from django.utils import timezone
 
-from tasks.models import Contender, Generation
-from tasks.sql import generation_claim
-from tests.factories import CampaignFactory, ContenderFactory, GenerationFactory, TaskFactory
+from tasks.models import Contender, Generation, Task
+from tasks.sql import generation_claim, tasks_insert
+from tests.factories import (
+    CampaignFactory,
+    ContenderFactory,
+    GenerationFactory,
+    TaskFactory,
+    TestSetFactory,
+)
 
 S = Generation.Status
 
@@ -110,3 +116,51 @@ class GenerationSemaphoreTests(TestCase):
         assert outcomes["raw"] == outcomes["orm"]
         assert outcomes["raw"] == [True, False, False, False, True, True, False, False, False, True]
         assert self.state(raw_rows) == self.state(orm_rows)
+
+
+class TasksInsertTests(TestCase):
+    """The import's bulk insert (COPY / executemany) writes what bulk_create writes."""
+
+    TASKS = [
+        {"external_id": "A-1", "category": "billing", "prompt": "Refund order 12, please."},
+        {
+            "external_id": "A-2",
+            "category": "agents",
+            "tier": "hard",
+            "case_type": "edge",
+            "prompt": "",
+            "messages": [
+                {"role": "user", "content": "Où est ma commande ?\tTab, \\N and\nnewline"}
+            ],
+            "reference": "It left on Monday.",
+            "checks": {"contains": ["Monday"]},
+            "metadata": {"source": "ticket", "nested": {"n": 1, "none": None}},
+            "tools": [{"name": "lookup", "parameters": {"type": "object"}}],
+            "tool_mocks": [{"tool": "lookup", "result": {"status": "shipped"}}],
+            "max_steps": 3,
+        },
+        {
+            "external_id": "A-3",
+            "category": "conversation",
+            "turns": ["Plan a trip.", "Make it cheaper."],
+            "single_turn": "Plan a cheap trip.",
+            "turn_checks": {"2": {"contains": ["cheap"]}},
+        },
+    ]
+
+    def stored(self, testset) -> list[dict]:
+        rows = Task.objects.filter(testset=testset).order_by("position").values()
+        return [{k: v for k, v in row.items() if k not in ("id", "testset_id")} for row in rows]
+
+    def test_it_writes_what_bulk_create_writes(self):
+        raw, orm = TestSetFactory(), TestSetFactory()
+        tasks_insert(testset=raw, tasks=self.TASKS)
+        Task.objects.bulk_create(
+            Task(testset=orm, position=i, **task) for i, task in enumerate(self.TASKS)
+        )
+        assert self.stored(raw) == self.stored(orm)
+        assert [t["position"] for t in self.stored(raw)] == [0, 1, 2]
+        second = Task.objects.get(testset=raw, external_id="A-2")
+        assert second.messages[0]["content"].endswith("\\N and\nnewline")
+        assert second.metadata["nested"] == {"n": 1, "none": None}
+        assert Task.objects.get(testset=raw, external_id="A-1").tools == []  # model default
