@@ -67,7 +67,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from reviews import blinding
+    from tasks import blinding
 
     terms = blinding.identity_terms(contenders=CONTENDERS)
     blinding.render_output("warm up the patterns: Claude", terms)

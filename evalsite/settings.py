@@ -124,7 +124,7 @@ INSTALLED_APPS = [
     "axes",
     "evalsite",
     "tasks",
-    "reviews",
+    "reviews.apps.ReviewsConfig",
 ]
 
 MIDDLEWARE = [

@@ -15,15 +15,23 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite.roles import ARBITER
+from tasks import blinding
+from tasks.blinding import labels
+from tasks.campaign_blinding import (
+    campaign_identity_terms,
+    instructions_shown,
+    text_shown,
+    words_shown,
+)
 from tasks.models import Campaign
 
-from . import blinding, transcript_shown
+from . import transcript_shown
 from .arbitration import labels_for
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from .rubric import Rubric, labels
-from .selectors import conversation_shown, instructions_shown, task_json, text_shown, words_shown
-from .services import campaign_identity_terms, campaign_wants
+from .rubric import Rubric
+from .selectors import conversation_shown, task_json
+from .services import campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 from django.http import Http404
 
 from evalsite.roles import ARBITER
+from tasks import blinding
+from tasks.blinding import labels
+from tasks.campaign_blinding import campaign_identity_terms, words_shown
 from tasks.campaign_selectors import failed_checks
 from tasks.models import Campaign, Generation, Task
 
-from . import blinding, transcript_shown
+from . import transcript_shown
 from .arbitration_selectors import _fmt, arbitration_workspace
 from .models import Arbitration, ReviewItem
-from .rubric import Rubric, labels
-from .selectors import words_shown
-from .services import campaign_identity_terms
+from .rubric import Rubric
 
 
 def _checks(check_results: dict | None) -> list[dict]:

@@ -3,8 +3,12 @@
 An item is one task + sample shown with >= 2 outputs. It is created as soon as its generation
 rows exist ("waiting") and becomes ready ("open") only once every one of its outputs is done:
 offering an item with a missing side would tell the reviewer which model failed or was slow.
-An output held for an admin's approval (it names a model: reviews/identity_hold.py) counts as
+An output held for an admin's approval (it names a model: tasks/identity_hold.py) counts as
 not done yet. The single-turn rows of a conversation task are never in an item.
+
+The generation side never calls this module: it sends tasks/signals.py's `outputs_changed`
+and `generation_finished` (received below), or asks tasks/review_side.py where it needs the
+count; reviews/apps.py connects and registers both (docs/decisions/0007).
 
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
 robin from a shuffled list of all pairs over the tasks grouped by category and tier (see
@@ -21,7 +25,7 @@ from collections import Counter
 from itertools import combinations
 
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 
 from tasks.models import Campaign, Generation, Mode
 
@@ -220,3 +224,60 @@ def review_items_open_for(*, generation_id: int) -> int:
         .filter(~Exists(not_there))
         .update(ready=True, state=ReviewItem.State.OPEN)
     )
+
+
+def outputs_changed_received(sender, *, campaign: Campaign, **kwargs) -> None:
+    """tasks.signals.outputs_changed: the campaign's rows or outputs changed."""
+    review_items_sync(campaign=campaign)
+
+
+def generation_finished_received(sender, *, generation_id: int, **kwargs) -> None:
+    """tasks.signals.generation_finished: one row is done, its items may open."""
+    review_items_open_for(generation_id=generation_id)
+
+
+def review_item_progress(*, campaign: Campaign) -> dict[str, int]:
+    """The items behind a campaign's stage (tasks/lifecycle.py), in one query: total, ready,
+    reviewed (its k reviews in), disputed, resolved."""
+    return ReviewItem.objects.filter(campaign=campaign).aggregate(
+        total=Count("pk"),
+        ready=Count("pk", filter=Q(ready=True)),
+        reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
+        disputed=Count("pk", filter=Q(state=ReviewItem.State.DISPUTED)),
+        resolved=Count("pk", filter=Q(state=ReviewItem.State.RESOLVED)),
+    )
+
+
+def review_item_states(*, campaign: Campaign) -> dict[str, int]:
+    """The campaign page's item counts: total, waiting, blocked (waiting on a generation that
+    failed for good), cancelled (waiting on a cancelled one) and ready (no longer waiting)."""
+    counts = dict(
+        ReviewItem.objects.filter(campaign=campaign)
+        .values_list("state")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    waiting = counts.get(ReviewItem.State.WAITING, 0)
+
+    def waiting_on(status: str) -> int:
+        if not waiting:
+            return 0
+        return (
+            ReviewItem.objects.filter(
+                campaign=campaign,
+                state=ReviewItem.State.WAITING,
+                outputs__generation__status=status,
+            )
+            .distinct()
+            .count()
+        )
+
+    # Waiting on a generation that failed for good or was cancelled: no worker will finish it
+    # (Retry failed, or Generate, does).
+    return {
+        "total": sum(counts.values()),
+        "waiting": waiting,
+        "blocked": waiting_on(Generation.Status.FAILED),
+        "cancelled": waiting_on(Generation.Status.CANCELLED),
+        "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),
+    }

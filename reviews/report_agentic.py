@@ -14,6 +14,7 @@ from tasks.models import Generation
 
 from .report_outcomes import check_scores
 from .report_sections import Context, figure, per_contender
+from .rubric import TurnScoring
 from .stats import tools, turns
 
 TURN_BASES = {"human": "people's per-turn scores", "turn_checks": "the turn checks"}
@@ -74,11 +75,10 @@ def tools_section(ctx: Context, f, gens: pd.DataFrame) -> dict | None:
 
 def _turn_scores(ctx: Context, gens: pd.DataFrame, turn_final: pd.DataFrame):
     """(scores with cluster, basis, why the human basis was not used or None)."""
-    st = ctx.meta.get("score_turns") or None
+    scoring = TurnScoring.parse(ctx.meta.get("score_turns"))
     why = None
-    if st and st.get("dimension"):
-        lo, hi = st.get("min", 1), st.get("max", 5)  # the defaults of docs/campaigns.md
-        human = turns.turn_scores_human(turn_final, st["dimension"], lo, hi)
+    if scoring is not None:
+        human = turns.turn_scores_human(turn_final, scoring.dimension, scoring.min, scoring.max)
         if len(human):
             human["cluster"] = human["task"].map(ctx.cluster_of)
             return human.dropna(subset=["cluster"]).astype({"cluster": int}), "human", None

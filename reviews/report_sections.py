@@ -16,6 +16,7 @@ import pandas as pd
 from tasks.models import Generation
 
 from .report_outcomes import check_scores
+from .rubric import Rubric
 from .stats import agreement, joint, passes, rates, reliability, reviewers, stability
 
 
@@ -143,8 +144,8 @@ def raw_ratings(ctx: Context) -> pd.DataFrame:
 
 def agreement_section(ctx: Context, raw: pd.DataFrame) -> dict:
     out = {}
-    for dim in ctx.meta["rubric"]:
-        key, level = dim["key"], dim.get("level", "ordinal")
+    for dim in Rubric.coerce(ctx.meta["rubric"]):
+        key, level = dim.key, dim.level
         if level not in agreement.LEVELS:
             out[key] = {
                 "alpha": None,

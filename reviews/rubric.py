@@ -1,12 +1,12 @@
-"""A campaign's rubric, the labels of its outputs, and the one check of answers to them.
+"""A campaign's rubric and the one check of answers to them.
 
 `Rubric.of(campaign)` reads the stored rubric (a list of dicts, written by the campaign
 definition's reader in tasks/campaigns.py) once into typed `Dimension`s with every default
 filled in, so no other module reads `dim.get("min", 1)` by hand.
 
-`labels(n)` names the outputs a reviewer or arbiter is shown: A..Z, then AA, AB, ... AZ, BA,
-... (spreadsheet columns). More than 26 outputs on one item is unusual, never an error, and
-every page, API, export and import names them the same way.
+`labels(n)` (tasks/blinding.py) names the outputs a reviewer or arbiter is shown: A..Z, then
+AA, AB, ... AZ, BA, ... (spreadsheet columns). More than 26 outputs on one item is unusual,
+never an error, and every page, API, export and import names them the same way.
 
 Per-turn scores (a campaign's `score_turns`, docs/campaigns.md): `Rubric.for_item(item)` (or
 `Rubric.of(campaign, turns=n)`) adds one synthetic dimension per user turn of the item's task,
@@ -31,12 +31,12 @@ caller's users (and scripts) already read them: see `WORDING`.
 from __future__ import annotations
 
 import math
-import string
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tasks.blinding import labels
 from tasks.models import Task
 
 from .models import COMMENT_MAX_CHARS, FLAGS
@@ -46,18 +46,6 @@ NA_WORDS = frozenset({"na", "n/a"})
 # Levels whose points are categories or ranks: 4.5 is no point of such a scale, and ordinal
 # alpha would count it as a category of its own. Interval and ratio scales take fractions.
 WHOLE_LEVELS = ("nominal", "ordinal")
-
-
-def labels(n: int) -> list[str]:
-    """The labels of `n` outputs in the order shown: A, B, ..., Z, AA, AB, ..."""
-    out = []
-    for i in range(n):
-        name, i = "", i + 1
-        while i:
-            i, rem = divmod(i - 1, 26)
-            name = string.ascii_uppercase[rem] + name
-        out.append(name)
-    return out
 
 
 def label_map(order: Sequence[int]) -> dict[str, str]:
@@ -90,7 +78,11 @@ class TurnScoring:
 
     @classmethod
     def of(cls, campaign) -> TurnScoring | None:
-        raw = getattr(campaign, "score_turns", None)
+        return cls.parse(getattr(campaign, "score_turns", None))
+
+    @classmethod
+    def parse(cls, raw: dict | None) -> TurnScoring | None:
+        """A stored `score_turns` (or a report's copy of it) with its defaults, or None."""
         if not raw or not raw.get("dimension"):
             return None
         gap = raw.get("max_gap")

@@ -26,16 +26,22 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Now
 
 from evalsite.roles import REVIEWER
+from tasks import blinding
+from tasks.campaign_blinding import (
+    campaign_identity_terms,
+    instructions_shown,
+    text_shown,
+    words_shown,
+)
 from tasks.models import Campaign, Generation, Task
 
-from . import blinding, transcript_shown
-from .models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
+from . import transcript_shown
+from .models import FLAGS, Assignment, ItemOutput, ReviewerRemoval, ReviewItem
 from .rubric import Rubric
 from .services import (
     BLOCKING,
     REVIEWABLE,
     SKIP_REASONS,
-    campaign_identity_terms,
     campaign_wants,
     labels_for,
     stale_leases_q,
@@ -174,30 +180,6 @@ def _rubric(campaign: Campaign, terms: tuple[str, ...], task: Task) -> list[dict
     return rows
 
 
-def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
-    """Text of the campaign or its test set (instructions, a task's messages, its reference)
-    as reviewers and arbiters see it: masked like the outputs, as an admin naming a contender
-    there, or a logged conversation whose assistant says who it is, must not unblind the
-    campaign."""
-    if not html:
-        return {"text": blinding.mask_identity(text, terms).text, "html": None}
-    masked, rendered, _ = blinding.render_output(text, terms)
-    return {"text": masked, "html": rendered}
-
-
-def words_shown(text: str, terms: tuple[str, ...]) -> str:
-    """A short plain text of the campaign or its test set (a rubric label, an anchor, a task's
-    category, a reviewer's comment) as reviewers and arbiters see it: text_shown's text."""
-    return text_shown(text, terms, html=False)["text"] if text else text
-
-
-def instructions_shown(campaign: Campaign, terms: tuple[str, ...], *, html: bool = True):
-    """The campaign's instructions as reviewers and arbiters see them (None without any)."""
-    if not campaign.instructions:
-        return None
-    return text_shown(campaign.instructions, terms, html=html)
-
-
 def conversation_shown(task: Task, terms: tuple[str, ...], *, html: bool = True) -> list[dict]:
     """The task's messages (or its prompt as one), masked; tool calls in them with the tool
     messages that answered them, as generated steps are (reviews/transcript_shown.py). With
@@ -230,7 +212,7 @@ def review_screen(
     for label, output_id in zip(labels, assignment.order, strict=True):
         generation = generations[output_id]
         # The API sends text only: mask, but skip the Markdown rendering. (Flagging for
-        # admins happens when the output is stored: reviews/identity_hold.py.)
+        # admins happens when the output is stored: tasks/identity_hold.py.)
         if html:
             text, rendered, _ = blinding.render_output(generation.output, terms)
         else:
@@ -269,7 +251,7 @@ def review_screen(
         "wants_scores": wants_scores,
         "wants_preference": wants_preference,
         "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
-        "flag_choices": list(blinding.FLAG_CHOICES),
+        "flag_choices": list(FLAGS),
         "skip_reasons": SKIP_REASONS,
     }
 

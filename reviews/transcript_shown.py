@@ -4,7 +4,7 @@ A generation of a tool-using or multi-turn task keeps its transcript (docs/revie
 "Transcripts and conversations"): per turn, the model's calls ("steps"), each step's text,
 tool calls and the results the mocks gave. Reviewers and arbiters read it masked: every text
 in it (assistant text, tool names, argument and result strings and keys, errors, user turns)
-goes through reviews.blinding with the campaign's identity terms, as the outputs do. Leads
+goes through tasks.blinding with the campaign's identity terms, as the outputs do. Leads
 and admins (the item page) read it as it is.
 
 What reviewers never get from a transcript: the provider's call ids (Anthropic's `toolu_...`
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import blinding
+from tasks import blinding
 
 # How a turn that did not end with a final answer is described (the stored finish reasons
 # differ by provider, so they are not shown as such).

@@ -23,11 +23,12 @@ from django_htmx.http import HttpResponseClientRedirect, replace_url
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
-from tasks.models import Campaign
+from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
+from tasks.models import Campaign, Task
 from tasks.rosters import roster_exclude, roster_include
 
 from . import selectors, services
-from .models import Assignment
+from .models import FLAGS, Assignment
 from .rubric import Rubric
 
 REVIEW_TEMPLATE = "reviews/review.html"
@@ -40,6 +41,26 @@ SKIP_OPTIONS_TEMPLATE = f"{REVIEW_TEMPLATE}#skip_options"
 # a few campaigns and label sets per process.
 _blank_answers: dict[tuple, str] = {}
 BLANK_ANSWERS_MAX = 64
+
+
+def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: list[str]) -> str:
+    """The answer grid as a reviewer gets it, blank, for an unsaved campaign's rubric and mode
+    and one output per label: the new-campaign form's live preview (tasks/rubric_builder.py,
+    through tasks.review_side)."""
+    wants_scores, wants_preference = services.campaign_wants(campaign)
+    screen = {
+        # The review page's reading of a campaign's rubric (labels, anchors masked), for a
+        # task of one reply (no per-turn questions).
+        "rubric": selectors._rubric(campaign, terms, Task(turns=[])) if wants_scores else [],
+        "candidates": [{"label": label} for label in labels],
+        "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
+        "flag_choices": list(FLAGS),
+        "wants_preference": wants_preference,
+    }
+    form = selectors.review_form(screen=screen)
+    return render_to_string(
+        ANSWERS_TEMPLATE, {"form": form, "screen": {"wants_preference": wants_preference}}
+    )
 
 
 def _answers_html(
@@ -251,9 +272,7 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "campaign": {"slug": campaign.slug, "name": campaign.name},
             "progress": progress,
-            "instructions": selectors.instructions_shown(
-                campaign, services.campaign_identity_terms(campaign)
-            ),
+            "instructions": instructions_shown(campaign, campaign_identity_terms(campaign)),
         },
     )
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reviews.identity_hold import generation_identity_approve
-
 from .campaign_demo import CONTENDERS, RUBRIC
 from .campaigns import campaign_create
 from .generation import outputs_import
+from .identity_hold import generation_identity_approve
 from .models import Campaign
 from .services import testset_import
 

@@ -10,7 +10,6 @@ from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
-from reviews.identity_hold import IdentityNotHeld, generation_identity_approve
 
 from .campaign_selectors import campaign_held_outputs, campaign_list, campaign_progress
 from .campaigns import (
@@ -35,6 +34,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
+from .identity_hold import IdentityNotHeld, generation_identity_approve
 from .models import Campaign, Generation, Mode, Provider
 from .providers.imported import ImportErrors
 from .rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read

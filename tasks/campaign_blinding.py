@@ -3,16 +3,64 @@
 Reviewers and arbiters see the instructions, the rubric's texts and the test set's categories
 masked like the outputs, and the campaign's name and the rubric's keys as written; the slug,
 in every URL, is refused when it names a contender, a model or a vendor. These helpers find
-the words in question for the campaign definition's checks and warnings (tasks/campaigns.py).
+the words in question for the campaign definition's checks and warnings (tasks/campaigns.py),
+and give the words masked for a campaign (cached per process) and its texts as reviewers and
+arbiters see them.
 """
 
 from __future__ import annotations
 
+import time
+
 from django.template.defaultfilters import pluralize
 
-from reviews import blinding
+from . import blinding
+from .models import Campaign, Contender, TestSet
 
-from .models import Contender, TestSet
+_TERMS_CACHE: dict[int, tuple[float, tuple, tuple[str, ...]]] = {}
+
+
+TERMS_TTL_SECONDS = 30.0
+
+
+def campaign_identity_terms(campaign: Campaign) -> tuple[str, ...]:
+    """Words to mask for this campaign. Cached per process for a few seconds: every review
+    page needs them, and a campaign's contenders do not change while it is reviewed."""
+    now = time.monotonic()
+    redact = tuple(campaign.redact or [])
+    cached = _TERMS_CACHE.get(campaign.pk)
+    if cached is not None and cached[1] == redact and now - cached[0] < TERMS_TTL_SECONDS:
+        return cached[2]
+    terms = blinding.identity_terms(
+        redact=redact,
+        contenders=campaign.contenders.values("name", "model", "version_label", "base_url"),
+    )
+    _TERMS_CACHE[campaign.pk] = (now, redact, terms)
+    return terms
+
+
+def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
+    """Text of the campaign or its test set (instructions, a task's messages, its reference)
+    as reviewers and arbiters see it: masked like the outputs, as an admin naming a contender
+    there, or a logged conversation whose assistant says who it is, must not unblind the
+    campaign."""
+    if not html:
+        return {"text": blinding.mask_identity(text, terms).text, "html": None}
+    masked, rendered, _ = blinding.render_output(text, terms)
+    return {"text": masked, "html": rendered}
+
+
+def words_shown(text: str, terms: tuple[str, ...]) -> str:
+    """A short plain text of the campaign or its test set (a rubric label, an anchor, a task's
+    category, a reviewer's comment) as reviewers and arbiters see it: text_shown's text."""
+    return text_shown(text, terms, html=False)["text"] if text else text
+
+
+def instructions_shown(campaign: Campaign, terms: tuple[str, ...], *, html: bool = True):
+    """The campaign's instructions as reviewers and arbiters see them (None without any)."""
+    if not campaign.instructions:
+        return None
+    return text_shown(campaign.instructions, terms, html=html)
 
 
 def blinding_terms(*, redact, contenders) -> tuple[str, ...]:

@@ -8,10 +8,9 @@ campaign and re-imports identical outputs, which changes nothing.
 import json
 from pathlib import Path
 
-from reviews.identity_hold import generation_identity_approve
-
 from .campaigns import campaign_create
 from .generation import outputs_import
+from .identity_hold import generation_identity_approve
 from .models import Campaign
 
 OUTPUTS = Path(__file__).resolve().parent / "demo_data" / "support-demo-outputs.jsonl"

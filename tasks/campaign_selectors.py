@@ -9,9 +9,8 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from reviews import blinding
-from reviews.services import campaign_identity_terms
-
+from . import blinding, review_side
+from .campaign_blinding import campaign_identity_terms
 from .models import Campaign, Contender, Generation
 
 S = Generation.Status
@@ -279,38 +278,10 @@ def identity_review(*, campaign: Campaign, pk: int) -> dict:
 
 
 def campaign_items_summary(*, campaign: Campaign) -> dict:
-    from reviews.models import ReviewItem
-
-    counts = dict(
-        ReviewItem.objects.filter(campaign=campaign)
-        .values_list("state")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    waiting = counts.get(ReviewItem.State.WAITING, 0)
-
-    def waiting_on(status: str) -> int:
-        if not waiting:
-            return 0
-        return (
-            ReviewItem.objects.filter(
-                campaign=campaign,
-                state=ReviewItem.State.WAITING,
-                outputs__generation__status=status,
-            )
-            .distinct()
-            .count()
-        )
-
-    # Waiting on a generation that failed for good or was cancelled: no worker will finish it
-    # (Retry failed, or Generate, does).
+    """The campaign page's review items by state (tasks.review_side), and the outputs that
+    name a model, kept from reviewers until an admin approves them."""
     return {
-        "total": sum(counts.values()),
-        "waiting": waiting,
-        "blocked": waiting_on(Generation.Status.FAILED),
-        "cancelled": waiting_on(Generation.Status.CANCELLED),
-        "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),
-        # Outputs that name a model, kept from reviewers until an admin approves them.
+        **review_side.review_item_states(campaign=campaign),
         "held_outputs": Generation.objects.filter(campaign=campaign, identity_held=True).count(),
     }
 

@@ -13,12 +13,10 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-from reviews.blinding import render_markdown
-from reviews.identity_hold import IdentityNotHeld, generation_identity_approve
-from reviews.selectors import instructions_shown
-from reviews.services import campaign_identity_terms
 
 from . import rubric_builder
+from .blinding import render_markdown
+from .campaign_blinding import campaign_identity_terms, instructions_shown
 from .campaign_forms import (
     CampaignForm,
     ContenderForm,
@@ -51,6 +49,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
+from .identity_hold import IdentityNotHeld, generation_identity_approve
 from .lifecycle import LABELS, STAGES, campaign_close, campaign_lifecycle, campaign_reopen
 from .models import Campaign, Contender, Generation, Provider
 from .providers.imported import ImportErrors

@@ -26,6 +26,7 @@ from .campaign_thresholds import read_pass_threshold
 from .models import Campaign, Contender, Mode, Provider, TestSet
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
 from .score_turns import score_turns_read
+from .signals import outputs_changed
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
 RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
@@ -549,8 +550,6 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     Contenders are created or reused by name; the test set is frozen; one generation row per
     (task, contender, sample) is created (pending, not yet queued).
     """
-    from reviews.readiness import review_items_sync
-
     from .generation import generation_rows_create
 
     valid = (
@@ -563,9 +562,7 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     testset = TestSet.objects.select_for_update().filter(pk=valid.testset.pk).first()
     if testset is None:
         raise DefinitionError([f"testset: {valid.testset} was deleted; choose another"])
-    if not testset.frozen:
-        testset.frozen = True
-        testset.save(update_fields=["frozen"])
+    testset.freeze()
     try:
         with transaction.atomic():
             campaign = Campaign.objects.create(testset=testset, created_by=user, **valid.campaign)
@@ -582,8 +579,8 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     campaign.contenders.set(contenders)
     roster_users_store(campaign=campaign, rosters=valid.rosters)
     generation_rows_create(campaign=campaign)
-    # Items exist (waiting) from the start; finishing generations only open them.
-    review_items_sync(campaign=campaign)
+    # Review items exist (waiting) from the start; finishing generations only open them.
+    outputs_changed.send(sender=Campaign, campaign=campaign)
     return campaign, valid.warnings
 
 

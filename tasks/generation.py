@@ -34,7 +34,6 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.text import counted
-from reviews.readiness import review_items_open_for, review_items_sync
 
 from . import providers
 from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
@@ -42,6 +41,7 @@ from .conversation import LoopAbandoned, conversation_run
 from .grading import graded_fields
 from .models import Campaign, Generation, Provider
 from .providers.base import cost_of
+from .signals import generation_finished, outputs_changed
 from .sql import generation_claim
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ def generation_enqueue(*, campaign: Campaign) -> int:
         )
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     generation_rows_create(campaign=campaign)
-    review_items_sync(campaign=campaign)
+    outputs_changed.send(sender=Campaign, campaign=campaign)  # its review items exist
     now = timezone.now()
     rows = (
         Generation.objects.filter(campaign=campaign)
@@ -507,7 +507,7 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
         gen = Generation.objects.select_related("campaign").get(pk=generation_id)
     # A single-turn regime row is scored by its checks only: it is never in an item.
     if not gen.single_turn and gen.sample_index < gen.campaign.reviewed_samples:
-        review_items_open_for(generation_id=gen.pk)
+        generation_finished.send(sender=Generation, generation_id=gen.pk)
     active = Generation.objects.filter(campaign_id=gen.campaign_id).filter(
         Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False)
     )

@@ -11,9 +11,8 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from reviews.readiness import review_items_sync
-
 from .models import Campaign, Generation, Provider
+from .signals import outputs_changed
 
 S = Generation.Status
 
@@ -64,7 +63,8 @@ def generation_reconcile(
     except GenerationNotSent:
         pass  # logged by _send; the rows stay queued for the next run
     for campaign in Campaign.objects.filter(status=Campaign.Status.GENERATING):
-        review_items_sync(campaign=campaign)  # safety net: items missed by a crash between steps
+        # Safety net: review items missed by a crash between steps.
+        outputs_changed.send(sender=Campaign, campaign=campaign)
         campaign_status_refresh(campaign_id=campaign.pk)
     return {"lapsed": len(lapsed), "requeued": len(stale)}
 

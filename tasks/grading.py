@@ -4,10 +4,9 @@ checks, the task's checks, and the identity findings (docs/tools.md, "Checks and
 
 from __future__ import annotations
 
-from reviews.identity_hold import identity_fields
-
 from .checks import normalize, run_checks, turn_checks_run
 from .conversation import transcript_text
+from .identity_hold import identity_fields
 from .models import Campaign, Task
 
 

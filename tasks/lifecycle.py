@@ -8,10 +8,11 @@ say "reviewing" about a campaign whose every item is settled.
 
 from __future__ import annotations
 
-from django.db.models import Count, F, Q
+from django.db.models import Count, Q
 
 from evalsite.roles import ARBITER, REVIEWER
 
+from . import review_side
 from .models import Campaign, Generation, Provider
 from .rosters import roster_holders
 
@@ -34,8 +35,6 @@ def _percent(done: int, total: int) -> int:
 
 def campaign_lifecycle(campaign: Campaign) -> dict:
     """{stage, label, review: {done, total, pct}, arbitration: {...}, blockers: [text]}."""
-    from reviews.models import ReviewItem
-
     gens = Generation.objects.filter(campaign=campaign).aggregate(
         total=Count("pk"),
         done=Count("pk", filter=Q(status=S.DONE)),
@@ -43,13 +42,7 @@ def campaign_lifecycle(campaign: Campaign) -> dict:
             "pk", filter=Q(status=S.RUNNING) | Q(status=S.PENDING, queued_at__isnull=False)
         ),
     )
-    items = ReviewItem.objects.filter(campaign=campaign).aggregate(
-        total=Count("pk"),
-        ready=Count("pk", filter=Q(ready=True)),
-        reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
-        disputed=Count("pk", filter=Q(state=ReviewItem.State.DISPUTED)),
-        resolved=Count("pk", filter=Q(state=ReviewItem.State.RESOLVED)),
-    )
+    items = review_side.review_item_progress(campaign=campaign)
     if campaign.status == Campaign.Status.CLOSED:
         stage = "closed"
     elif campaign.status == Campaign.Status.CANCELLED and not gens["active"]:

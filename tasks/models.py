@@ -42,6 +42,13 @@ class TestSet(models.Model):
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
 
+    def freeze(self) -> None:
+        """Mark the test set as used (by a campaign or a monitor): read-only from now on.
+        Call it with the row locked (select_for_update)."""
+        if not self.frozen:
+            self.frozen = True
+            self.save(update_fields=["frozen"])
+
 
 class Task(models.Model):
     """One test case. Either `prompt` or `messages` (multi-turn) is set."""
@@ -239,10 +246,6 @@ class Campaign(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def dimension_keys(self) -> list[str]:
-        return [d["key"] for d in self.rubric]
-
     def on_roster(self, user, role: str) -> bool:
         """Whether `user` may see this campaign as a `role`: `visible_to` for one campaign
         (no query when the roster is "all")."""
@@ -303,7 +306,7 @@ class Generation(models.Model):
     # when the output is stored (admins and leads only; reviewers see the masked text).
     identity_findings = models.JSONField(default=list, blank=True)
     # Flagged, and its campaign holds such outputs: its items stay waiting (not ready) until
-    # an admin approves the masked view (reviews.identity_hold).
+    # an admin approves the masked view (tasks.identity_hold).
     identity_held = models.BooleanField(default=False)
     identity_approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

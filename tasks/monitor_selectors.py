@@ -11,7 +11,7 @@ import math
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
-from .models import AlertDelivery, Generation, Monitor, MonitorAlert, MonitorRun
+from .models import Generation, Monitor, MonitorAlert, MonitorRun
 
 CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
 W, H, PAD = 320, 120, 24
@@ -171,8 +171,3 @@ def task_side_by_side(*, run: MonitorRun, task_id: str) -> dict:
             for name in sorted(set(base) | set(now))
         ],
     }
-
-
-def delivery_counts(*, monitor: Monitor) -> dict:
-    rows = AlertDelivery.objects.filter(alert__run__monitor=monitor).values("status")
-    return dict(rows.annotate(n=Count("pk")).values_list("status", "n"))

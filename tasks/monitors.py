@@ -208,9 +208,7 @@ def monitor_create(*, definition: dict, user=None) -> Monitor:
     """All or nothing: a definition with any problem creates nothing (DefinitionError)."""
     valid = monitor_definition_validate(definition)
     testset = TestSet.objects.select_for_update().get(pk=valid["testset"].pk)
-    if not testset.frozen:
-        testset.frozen = True
-        testset.save(update_fields=["frozen"])
+    testset.freeze()
     try:
         with transaction.atomic():
             monitor = Monitor.objects.create(testset=testset, created_by=user, **valid["monitor"])

@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.text import counted
-from reviews.readiness import review_items_sync
 
+from . import review_side
 from .grading import graded_fields
 from .models import Campaign, Generation, Provider, Task
 from .providers.base import cost_of
@@ -124,7 +124,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
                 lease_expires_at=None,
             )
             stored += 1
-    sync = review_items_sync(campaign=campaign)
+    sync = review_side.review_items_sync(campaign=campaign)
     campaign_status_refresh(campaign_id=campaign.pk)
     missing = (
         Generation.objects.filter(campaign=campaign, contender=contender)

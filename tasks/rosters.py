@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
 
-from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, roles_of
+from evalsite.roles import ARBITER, REVIEWER, roles_of
 
+from . import review_side
 from .models import Campaign
 
 ALL = "all"
@@ -110,10 +110,6 @@ def campaign_rosters_set(*, campaign: Campaign, rosters: dict[str, Roster], by=N
     campaign's "remove reviewer": their open items go back to the pool and they are marked
     removed on the assignments page; an arbiter's claimed disputes go back to the queue. Someone
     named again is let back in. Returns {"leases": n, "disputes": n} returned to the queues."""
-    from reviews import services as review_services
-    from reviews.arbitration import arbiter_campaign_release
-    from reviews.models import Arbitration, Assignment
-
     Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
     returned = {"leases": 0, "disputes": 0}
     for key, roster in rosters.items():
@@ -123,29 +119,10 @@ def campaign_rosters_set(*, campaign: Campaign, rosters: dict[str, Roster], by=N
         if roster.everyone:
             continue
         named = set(roster.users)
-        if role == REVIEWER and before is not None:
-            for user in named - before:  # named again: let back in
-                review_services.reviewer_restore_to_campaign(campaign=campaign, reviewer=user)
-        if role == REVIEWER:
-            workers = Assignment.objects.filter(campaign=campaign).values("reviewer_id")
-        else:
-            workers = Arbitration.objects.filter(
-                item__campaign=campaign, state=Arbitration.State.ACTIVE
-            ).values("arbiter_id")
-        leaving = (
-            get_user_model()
-            .objects.filter(pk__in=workers)
-            .exclude(pk__in=[u.pk for u in named])
-            .exclude(Q(is_superuser=True) | Q(groups__name__in=[ADMIN, LEAD]))
-            .order_by("pk")
+        again = named - before if role == REVIEWER and before is not None else set()
+        returned["leases" if role == REVIEWER else "disputes"] += review_side.roster_changed(
+            campaign=campaign, role=role, named=named, again=again, by=by
         )
-        for user in leaving:
-            if role == REVIEWER:
-                returned["leases"] += review_services.reviewer_remove_from_campaign(
-                    campaign=campaign, reviewer=user, by=by
-                )
-            else:
-                returned["disputes"] += arbiter_campaign_release(campaign=campaign, arbiter=user)
     return returned
 
 

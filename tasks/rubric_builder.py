@@ -20,19 +20,15 @@ import yaml
 from django import forms
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from evalsite.roles import ADMIN, role_required
-from reviews import selectors as review_selectors
-from reviews.blinding import FLAG_CHOICES
-from reviews.rubric import labels
-from reviews.services import campaign_wants
-from reviews.views import ANSWERS_TEMPLATE
 
+from . import review_side
+from .blinding import labels
 from .campaign_blinding import blinding_terms
 from .campaigns import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
-from .models import Campaign, Contender, Mode, Task
+from .models import Campaign, Contender, Mode
 from .rubric_templates import DEFAULT_TEMPLATE, TEMPLATES
 
 TEMPLATE = "tasks/_rubric_builder.html"
@@ -465,22 +461,10 @@ def preview_html(state: dict, *, contenders: list[str], redact: list[str]) -> st
         if checked and not errors and checked[0]["key"] not in seen:
             seen.add(checked[0]["key"])
             dims.append(checked[0])
-    terms = blinding_terms(redact=redact, contenders=[{"name": n} for n in contenders])
-    shown = labels(max(2, len(contenders)))
-    campaign = Campaign(rubric=dims, mode=state["mode"])
-    wants_scores, wants_preference = campaign_wants(campaign)
-    screen = {
-        # The review page's reading of a campaign's rubric (labels, anchors masked), for a
-        # task of one reply (no per-turn questions).
-        "rubric": review_selectors._rubric(campaign, terms, Task(turns=[])) if wants_scores else [],
-        "candidates": [{"label": label} for label in shown],
-        "preference_choices": [*shown, "tie", "both_bad"] if wants_preference else [],
-        "flag_choices": list(FLAG_CHOICES),
-        "wants_preference": wants_preference,
-    }
-    form = review_selectors.review_form(screen=screen)
-    return render_to_string(
-        ANSWERS_TEMPLATE, {"form": form, "screen": {"wants_preference": wants_preference}}
+    return review_side.answers_preview_html(
+        campaign=Campaign(rubric=dims, mode=state["mode"]),
+        terms=blinding_terms(redact=redact, contenders=[{"name": n} for n in contenders]),
+        labels=labels(max(2, len(contenders))),
     )
 
 

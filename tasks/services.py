@@ -110,9 +110,3 @@ def testset_delete(*, testset: TestSet) -> None:
     if locked.frozen or locked.campaigns.exists():
         raise TestSetFrozen(f"{locked} is frozen (a campaign uses it) and cannot be deleted")
     locked.delete()
-
-
-def testset_freeze(*, testset: TestSet) -> None:
-    """Mark a test set as used by a campaign: from now on it is read-only."""
-    TestSet.objects.filter(pk=testset.pk, frozen=False).update(frozen=True)
-    testset.frozen = True

@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from tasks.blinding import labels
 from tasks.models import Campaign
 
-from ..rubric import Mode, Rubric, TurnScoring, answers_check, labels
+from ..rubric import Mode, Rubric, TurnScoring, answers_check
 from .format import JSONL_KEYS, MAX_SECONDS, REQUIRED_KEYS, USERNAME_RE, RecordError
 
 BLIND_FILE = (

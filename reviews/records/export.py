@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 from django.db.models import Count, Max
 
 from evalsite.csvsafe import csv_lines
+from tasks.blinding import labels
 from tasks.models import Campaign
 
 from ..models import Arbitration, ItemOutput, Preference, Review, Score
-from ..rubric import TURN_MARK, Rubric, TurnScoring, labels
+from ..rubric import TURN_MARK, Rubric, TurnScoring
 from .format import CSV_FIXED, EXPORT_CHUNK, FORMATS
 
 

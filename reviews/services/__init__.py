@@ -11,8 +11,9 @@ order of importance (docs/architecture.md, "Flow of a review request"):
 3. Lock order, to stay deadlock-free (leases.py).
 
 One module per concern: claim, leases (expiry, heartbeat, skip, release), submit, answers
-(a submit's parsing), standing (who may review), order (presented order), terms (masking
-words). Every name other modules use is importable from `reviews.services`.
+(a submit's parsing), standing (who may review), order (presented order). Every name other
+modules use is importable from `reviews.services`; the masking words of a campaign are
+`tasks.campaign_blinding.campaign_identity_terms`.
 """
 
 from .answers import SUBMIT_FIELDS, campaign_wants, labels_for, review_payload_parse
@@ -53,7 +54,6 @@ from .standing import (
     reviewer_restore_to_campaign,
 )
 from .submit import SUBMIT_KEY_MAX, SubmitResult, _submit_assignment, assignment_submit
-from .terms import _TERMS_CACHE, TERMS_TTL_SECONDS, campaign_identity_terms
 
 __all__ = [
     "BLOCKING",
@@ -66,8 +66,6 @@ __all__ = [
     "SKIP_REASONS",
     "SUBMIT_FIELDS",
     "SUBMIT_KEY_MAX",
-    "TERMS_TTL_SECONDS",
-    "_TERMS_CACHE",
     "_submit_assignment",
     "Claim",
     "ClaimBusy",
@@ -85,7 +83,6 @@ __all__ = [
     "assignment_submit",
     "assignment_sweep_expired",
     "barred_message",
-    "campaign_identity_terms",
     "campaign_wants",
     "labels_for",
     "lease_extended",

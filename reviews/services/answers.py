@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
+from tasks.blinding import labels as rubric_labels
 from tasks.models import Campaign, Mode
 
 from ..disputes import unknown_field_errors
 from ..models import Assignment, Preference, Review, ReviewItem
 from ..rubric import Mode as AnswerMode
 from ..rubric import Rubric, answers_check
-from ..rubric import labels as rubric_labels
 
 
 def labels_for(n: int) -> list[str]:

@@ -15,7 +15,6 @@ from tests.services import CLOSED_REDIS_URL as CLOSED
 from tests.services import broker_at
 
 
-
 def redis_down():
     """The settings REDIS_URL gives, with nothing listening there: a new outage each time."""
     cache_module._outages.clear()

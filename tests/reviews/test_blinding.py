@@ -7,8 +7,8 @@ from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.models import ApiToken
-from reviews import blinding
 from reviews.models import Arbitration, Assignment, ItemOutput, ReviewItem
+from tasks import blinding
 from tasks.models import Generation
 from tests.factories import (
     CampaignFactory,
@@ -531,7 +531,7 @@ class TaskTextMaskingTests(TestCase):
 
 class CampaignScanTests(TestCase):
     def test_it_flags_every_self_identifying_output_of_a_campaign_without_a_reviewer(self):
-        from reviews.identity_hold import generations_flag_identity
+        from tasks.identity_hold import generations_flag_identity
 
         contender = ContenderFactory(name="acme-large", model="acme-large-2")
         campaign = CampaignFactory(contenders=[contender, ContenderFactory()], redact=["Globex"])

@@ -30,8 +30,9 @@ from urllib.parse import unquote
 import pytest
 
 from evalsite.models import ApiToken
-from reviews import blinding, services
 from reviews.models import Arbitration, Assignment, ReviewItem
+from tasks import blinding
+from tasks.campaign_blinding import campaign_identity_terms
 from tasks.models import Contender
 from tests.conftest import browser_login
 from tests.factories import (
@@ -487,7 +488,7 @@ def test_no_identity_is_readable_anywhere_a_reviewer_or_arbiter_looks(browser_pa
     assert not page.js_errors, page.js_errors  # the pages worked as a reviewer's do
     assert leaks.checked > 10_000  # the canary read the pages, not an empty list
     assert min(leaks.steps_seen, leaks.turn_rows_seen, leaks.api_turns_seen) > 10  # transcripts
-    leaks.assert_none(services.campaign_identity_terms(campaign))
+    leaks.assert_none(campaign_identity_terms(campaign))
 
 
 def test_the_canary_reads_every_identity_in_the_corpus_as_written():

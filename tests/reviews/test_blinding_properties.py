@@ -13,7 +13,7 @@ from django.test import SimpleTestCase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviews import blinding
+from tasks import blinding
 
 NAMES = ["Claude", "OpenAI", "Anthropic", "Gemini", "DeepSeek", "Mistral", "zz-secret-model-9"]
 TERMS = blinding.identity_terms(contenders=[{"name": "zz-secret-model-9"}])

@@ -14,8 +14,9 @@ from django.urls import reverse
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviews import blinding, identity_terms, masking, selectors
+from reviews import selectors
 from reviews.models import Assignment, ReviewerRemoval
+from tasks import blinding, identity_terms, masking
 from tasks.models import Campaign
 from tests.factories import ContenderFactory, campaign_ready, personas
 

@@ -3,7 +3,8 @@
 from django.test import SimpleTestCase
 
 from reviews import arbitration, services
-from reviews.rubric import Dimension, Rubric, label_map, labels
+from reviews.rubric import Dimension, Rubric, label_map
+from tasks.blinding import labels
 
 
 class LabelTests(SimpleTestCase):

@@ -10,10 +10,10 @@ from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.models import ApiToken
-from reviews import blinding
 from reviews.arbitration import arbitration_claim_next
 from reviews.models import Assignment, ItemOutput
 from reviews.services import labels_for
+from tasks import blinding
 from tasks.models import Contender
 from tests.factories import (
     CampaignFactory,

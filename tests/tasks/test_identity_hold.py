@@ -117,8 +117,8 @@ class HoldTests(TestCase):
         assert "As reviewers see it" in body and "[redacted]" in body
         assert "Approve masked view" in body and "csrfmiddlewaretoken" in body
         # the masked side is exactly what the review pages render
-        from reviews import blinding
-        from reviews.services import campaign_identity_terms
+        from tasks import blinding
+        from tasks.campaign_blinding import campaign_identity_terms
 
         _, html, _ = blinding.render_output(LEAK, campaign_identity_terms(self.campaign))
         assert str(html) in body

@@ -176,9 +176,9 @@ class ApiAndFormTests(TestCase):
             "form-turns", score_turns="turn_quality", score_turns_min=1, score_turns_max=4
         )
         response = self.client.post("/campaigns/new/", data, headers={"HX-Request": "true"})
-        assert response.headers.get("HX-Redirect") == "/campaigns/form-turns/", (
-            response.context["form"].errors
-        )
+        assert response.headers.get("HX-Redirect") == "/campaigns/form-turns/", response.context[
+            "form"
+        ].errors
         campaign = Campaign.objects.get(slug="form-turns")
         assert (campaign.score_turns["dimension"], campaign.score_turns["max"]) == (
             "turn_quality",

@@ -93,7 +93,7 @@ class DeleteTests(TestCase):
 
     def test_it_refuses_to_delete_a_frozen_test_set(self):
         ts = services.testset_import(name="support", data=jsonl(ROWS)).testset
-        services.testset_freeze(testset=ts)
+        ts.freeze()
         with pytest.raises(TestSetFrozen):
             services.testset_delete(testset=ts)
         assert TestSet.objects.get(pk=ts.pk).frozen and Task.objects.filter(testset=ts).count() == 2

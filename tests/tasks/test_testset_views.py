@@ -424,7 +424,7 @@ class DeleteViewTests(TestCase):
 
     def test_it_refuses_to_delete_a_frozen_set(self):
         Campaign.objects.create(slug="c", name="C", testset=self.ts)
-        services.testset_freeze(testset=self.ts)
+        self.ts.freeze()
         html = self.client.get("/testsets/support/v1/").content.decode()
         assert "Delete</button>" not in html and "frozen" in html
         response = self.client.post("/testsets/support/v1/delete", headers={"HX-Request": "true"})

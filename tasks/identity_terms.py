@@ -1,8 +1,8 @@
 """The built-in words that tell a reviewer which model wrote an answer.
 
 Kept as data, one list per kind, so adding a model family or a vendor is one line here (and
-a case in tests/reviews/blinding_corpus.jsonl). The masker (reviews/blinding.py) matches them
-on the text's normalized view (reviews/skeleton.py), so each is written once, in its usual
+a case in tests/reviews/blinding_corpus.jsonl). The masker (tasks/blinding.py) matches them
+on the text's normalized view (tasks/skeleton.py), so each is written once, in its usual
 spelling: case, look-alike letters, invisible characters and the separators between letters
 are taken care of there.
 

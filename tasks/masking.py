@@ -1,6 +1,6 @@
 """Finding a model's identity in a text, and masking exactly what was found.
 
-The words are looked for in the text's view (reviews/skeleton.py: decoded, look-alikes folded,
+The words are looked for in the text's view (tasks/skeleton.py: decoded, look-alikes folded,
 invisible characters gone), where the separators between a long name's letters are optional
 ("Open AI", "zz_secret_model_9", "C l a u d e", "[Cl](x)[aude](y)"), and a name must start
 and end at a word's edge (camelCase and snake_case edges included), so "geminate" and

@@ -1,7 +1,7 @@
 """What a reviewer may see of a model's output: masked, then rendered as safe Markdown.
 
 Every text a reviewer reads goes through the same pipeline: identity masking on the raw text
-(reviews/masking.py, on the normalized view of reviews/skeleton.py), then Markdown with raw
+(tasks/masking.py, on the normalized view of tasks/skeleton.py), then Markdown with raw
 HTML disabled, then an allow-list sanitizer, so a model cannot smuggle markup, scripts,
 images (which would call out to a third party) or attributes into the page. Nothing here calls an LLM; it is cheap enough to run per request,
 and its results are kept in small per-process LRU caches (keyed by the full text and the
@@ -13,6 +13,7 @@ a form with errors is shown again.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,13 +29,24 @@ from markdown_it.common.utils import escapeHtml
 from . import identity_terms as data
 from . import masking
 from .masking import Finding
-from .models import FLAGS
 from .skeleton import skeleton
 
-__all__ = ["MASK", "Finding", "Masked", "mask_identity", "render_output", "skeleton"]
+__all__ = ["MASK", "Finding", "Masked", "labels", "mask_identity", "render_output", "skeleton"]
 
 MASK = "[redacted]"
-FLAG_CHOICES = FLAGS
+
+
+def labels(n: int) -> list[str]:
+    """The labels of `n` outputs in the order shown, in place of their contenders' names: A, B,
+    ..., Z, AA, AB, ..."""
+    out = []
+    for i in range(n):
+        name, i = "", i + 1
+        while i:
+            i, rem = divmod(i - 1, 26)
+            name = string.ascii_uppercase[rem] + name
+        out.append(name)
+    return out
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Only the maker (and a tier name a speaker gives as its own, "I'm Sonnet") is mas
 the words around it: "As an AI developed by [redacted] I cannot see your account" keeps its
 meaning. A maker is a known vendor, or any capitalized name, but only near the assistant's
 words about itself, so "the bridge was built by Contoso" stays. These run on the text's
-normalized view (reviews/skeleton.py) like the names.
+normalized view (tasks/skeleton.py) like the names.
 """
 
 from __future__ import annotations

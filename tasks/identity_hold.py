@@ -5,7 +5,7 @@ Findings are computed once, when the output is stored (generation or outputs imp
 in a reviewer's request. A held output keeps every item that shows it waiting (not ready), so
 the claim, the queue and the API's `next` need no rule of their own: readiness
 (reviews/readiness.py) counts a held output as not there yet, and approving one runs the same
-opening step a finished generation runs.
+opening step a finished generation runs (through tasks/review_side.py, for the count).
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from collections.abc import Iterable
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from tasks.models import Campaign, Generation
-
-from . import blinding
-from .readiness import review_items_open_for
-from .services import campaign_identity_terms
+from . import blinding, review_side
+from .campaign_blinding import campaign_identity_terms
+from .models import Campaign, Generation
 
 # An output that repeats a name hundreds of times needs no hundred entries to be judged.
 MAX_FINDINGS = 100
@@ -64,7 +62,7 @@ def generation_identity_approve(*, generation: Generation, user: AbstractBaseUse
         raise IdentityNotHeld("this output is not waiting for approval")
     # Its own statement, after the release committed (autocommit): a concurrent finish of an
     # item's other output sees this row released, or this statement sees that one done.
-    return review_items_open_for(generation_id=generation.pk)
+    return review_side.review_items_open_for(generation_id=generation.pk)
 
 
 def generations_flag_identity(

@@ -1,0 +1,99 @@
+"""The few review-side functions tasks asks for an answer (docs/decisions/0007).
+
+`tasks` never imports `reviews`; `reviews` registers the implementations here from its
+AppConfig.ready(). Each function below gives the signature and the contract, and calling one
+before the review side registered it (the `reviews` app missing from INSTALLED_APPS) raises
+ReviewSideMissing rather than doing nothing. Events whose answer nobody reads are signals
+(tasks/signals.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from .models import Campaign
+
+_registered: dict[str, Callable[..., Any]] = {}
+
+
+class ReviewSideMissing(RuntimeError):
+    """A review-side function was called before the reviews app registered it."""
+
+
+def register(
+    *,
+    review_items_sync: Callable[..., dict[str, int]],
+    review_items_open_for: Callable[..., int],
+    review_item_progress: Callable[..., dict[str, int]],
+    review_item_states: Callable[..., dict[str, int]],
+    roster_changed: Callable[..., int],
+    answers_preview_html: Callable[..., str],
+) -> None:
+    """Fill the port: called once, by reviews' AppConfig.ready()."""
+    _registered.update(
+        review_items_sync=review_items_sync,
+        review_items_open_for=review_items_open_for,
+        review_item_progress=review_item_progress,
+        review_item_states=review_item_states,
+        roster_changed=roster_changed,
+        answers_preview_html=answers_preview_html,
+    )
+
+
+def _side(name: str) -> Callable[..., Any]:
+    try:
+        return _registered[name]
+    except KeyError:
+        raise ReviewSideMissing(
+            f"tasks.review_side.{name} is filled in by the reviews app when Django starts "
+            "(ReviewsConfig.ready()); is 'reviews' in INSTALLED_APPS and django.setup() run?"
+        ) from None
+
+
+def review_items_sync(*, campaign: Campaign) -> dict[str, int]:
+    """Create the campaign's missing review items (waiting) and open those whose outputs are
+    all done. Returns {"created": n, "ready": n}."""
+    return _side("review_items_sync")(campaign=campaign)
+
+
+def review_items_open_for(*, generation_id: int) -> int:
+    """Open the items showing this generation whose outputs are now all done and none held.
+    Returns how many opened."""
+    return _side("review_items_open_for")(generation_id=generation_id)
+
+
+def review_item_progress(*, campaign: Campaign) -> dict[str, int]:
+    """The campaign's review items for its stage: {"total", "ready", "reviewed" (k reviews
+    in), "disputed", "resolved"}."""
+    return _side("review_item_progress")(campaign=campaign)
+
+
+def review_item_states(*, campaign: Campaign) -> dict[str, int]:
+    """The campaign page's item counts: {"total", "waiting", "blocked" (waiting on a generation
+    that failed for good), "cancelled" (waiting on a cancelled one), "ready" (not waiting)}."""
+    return _side("review_item_states")(campaign=campaign)
+
+
+def roster_changed(
+    *,
+    campaign: Campaign,
+    role: str,
+    named: set[AbstractBaseUser],
+    again: set[AbstractBaseUser],
+    by: AbstractBaseUser | None,
+) -> int:
+    """The review side of a roster now naming exactly `named` for `role` (REVIEWER or
+    ARBITER): reviewers in `again` (named again) are let back in; whoever else holds work in
+    the campaign and is not named (admins and leads excepted) has it returned to the queues.
+    Returns how many leases (reviewers) or disputes (arbiters) went back."""
+    return _side("roster_changed")(campaign=campaign, role=role, named=named, again=again, by=by)
+
+
+def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: list[str]) -> str:
+    """The review page's answer grid, blank, for an unsaved `campaign` (its rubric and mode)
+    and one output per label, its texts masked with `terms`, for a task of one reply."""
+    return _side("answers_preview_html")(campaign=campaign, terms=terms, labels=labels)
