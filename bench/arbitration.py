@@ -41,9 +41,10 @@ from django.db import connection, transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from reviews.arbitration import arbitration_claim_next, arbitration_resolve, labels_for  # noqa: E402
+from reviews.arbitration import arbitration_claim_next, arbitration_resolve  # noqa: E402
 from reviews.disputes import item_settle  # noqa: E402
 from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score  # noqa: E402
+from reviews.rubric import label_map  # noqa: E402
 from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402
 
 BATCH = 5000
@@ -245,7 +246,7 @@ def bench_claims(campaign: Campaign, threads: int, claims: int) -> None:
                 t1 = time.perf_counter()
                 if arbitration is None:
                     return
-                label = labels_for(arbitration.order)
+                label = label_map(arbitration.order)
                 item = arbitration.item
                 scores = {}
                 for part in item.dispute_reasons:

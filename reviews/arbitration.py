@@ -68,11 +68,6 @@ class ResolveInvalid(ValueError):
         self.errors = errors
 
 
-def labels_for(order: list[int]) -> dict[str, str]:
-    """{"A": "<ItemOutput id>", ...} in the order the arbiter sees."""
-    return label_map(order)
-
-
 def lease_length(campaign: Campaign) -> timedelta:
     return timedelta(minutes=max(1, campaign.lease_minutes))
 
@@ -272,14 +267,56 @@ def resolution_build(
     The values are parsed by reviews/rubric.py; what is disputed is checked here.
     """
     item = arbitration.item
-    campaign = item.campaign
-    labels = labels_for(arbitration.order)
+    labels = label_map(arbitration.order)
     by_output = {v: k for k, v in labels.items()}
     rubric = Rubric.for_item(item)  # per-turn scores are resolved like dimensions
     cells = disputed_cells(item.dispute_reasons or [])
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})
     final.setdefault("flags", {})
+    data = {"scores": scores, "preference": preference, "flags": flags, "note": note}
+    answers = _answers_checked(
+        item=item, rubric=rubric, labels=labels, cells=cells, final=final, data=data
+    )
+    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS) | answers.errors
+    arbitrated: set[str] = set()
+    corrections: list[dict] = []
+    given_scores = {labels[label]: dims for label, dims in answers.scores.items() if dims}
+    _apply_scores(given_scores, cells, final, arbitrated, corrections)
+    # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
+    in_label_order = sorted(cells, key=lambda c: (c[0], by_output.get(c[1], "")))
+    for part, output in in_label_order:
+        if part in rubric and part not in given_scores.get(output, {}):
+            errors.setdefault(f"scores.{by_output.get(output, '?')}.{part}", VALUE_REQUIRED)
+    choice = answers.preference
+    mapped_preference = labels.get(choice, choice) if choice else None
+    _apply_preference(mapped_preference, cells, final, arbitrated, corrections, errors)
+    given_flags = {labels[label]: sorted(set(f)) for label, f in answers.flags.items()}
+    _apply_flags(given_flags, cells, final, arbitrated, corrections)
+    for part, output in in_label_order:
+        if part.startswith("flag:") and output not in given_flags:
+            errors[f"flags.{by_output.get(output, '?')}"] = (
+                f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
+            )
+    if errors:
+        raise ResolveInvalid(errors)
+    final["arbitrated"] = sorted(arbitrated)
+    final["corrections"] = corrections
+    values = {
+        "scores": given_scores,
+        "preference": mapped_preference,
+        "flags": given_flags,
+        "corrected": corrections,
+        "note": answers.comment,
+    }
+    return final, values
+
+
+def _answers_checked(
+    *, item: ReviewItem, rubric: Rubric, labels: dict, cells: set, final: dict, data: dict
+):
+    """The arbiter's values parsed as a resolution (reviews/rubric.py): N/A where a reviewer
+    gave N/A, a fraction only where it keeps the agreed value."""
     # A reviewer's N/A makes N/A a legitimate final value for that cell.
     na_cells = {
         (dim, str(out))
@@ -295,65 +332,34 @@ def resolution_build(
         current = final["scores"].get(output, {}).get(dim.key)
         return (dim.key, output) not in cells and value == current
 
-    answers = answers_check(
+    return answers_check(
         rubric=rubric,
         labels=list(labels),
-        data={"scores": scores, "preference": preference, "flags": flags, "note": note},
+        data=data,
         mode=AnswerMode.RESOLUTION,
-        wants_preference=campaign.mode != Mode.RUBRIC,
+        wants_preference=item.campaign.mode != Mode.RUBRIC,
         na_ok=lambda label, dim: (dim.key, labels[label]) in na_cells,
         fraction_ok=kept,
     )
-    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS) | answers.errors
-    arbitrated: set[str] = set()
-    corrections: list[dict] = []
-    given_scores = {labels[label]: dims for label, dims in answers.scores.items() if dims}
-    _apply_scores(given_scores, cells, final, arbitrated, corrections)
-    # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
-    for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
-        if part in rubric and part not in given_scores.get(output, {}):
-            errors.setdefault(f"scores.{by_output.get(output, '?')}.{part}", VALUE_REQUIRED)
 
-    choice = answers.preference
-    mapped_preference = labels.get(choice, choice) if choice else None
+
+def _apply_preference(
+    mapped: str | None, cells: set, final: dict, arbitrated: set, corrections: list, errors: dict
+) -> None:
+    """The arbiter's preference (an output id, tie or both_bad) into `final`: required when
+    disputed; a change to an agreed one is a correction."""
     if ("preference", None) in cells:
-        if mapped_preference is None and "preference" not in errors:
+        if mapped is None and "preference" not in errors:
             errors["preference"] = CHOOSE_PREFERENCE
-        elif mapped_preference is not None:
+        elif mapped is not None:
             arbitrated.add("preference")
-            final["preference"] = mapped_preference
-    elif mapped_preference is not None and mapped_preference != final.get("preference"):
+            final["preference"] = mapped
+    elif mapped is not None and mapped != final.get("preference"):
         corrections.append(
-            {
-                "part": "preference",
-                "output": None,
-                "from": final.get("preference"),
-                "to": mapped_preference,
-            }
+            {"part": "preference", "output": None, "from": final.get("preference"), "to": mapped}
         )
         arbitrated.add("preference")
-        final["preference"] = mapped_preference
-
-    given_flags = {labels[label]: sorted(set(f)) for label, f in answers.flags.items()}
-    _apply_flags(given_flags, cells, final, arbitrated, corrections)
-    for part, output in sorted(cells, key=lambda c: (c[0], by_output.get(c[1], ""))):
-        if part.startswith("flag:") and output not in given_flags:
-            errors[f"flags.{by_output.get(output, '?')}"] = (
-                f"disputed flag {part[5:]}: list this output's flags (an empty list clears them)"
-            )
-
-    if errors:
-        raise ResolveInvalid(errors)
-    final["arbitrated"] = sorted(arbitrated)
-    final["corrections"] = corrections
-    values = {
-        "scores": given_scores,
-        "preference": mapped_preference,
-        "flags": given_flags,
-        "corrected": corrections,
-        "note": answers.comment,
-    }
-    return final, values
+        final["preference"] = mapped
 
 
 def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):

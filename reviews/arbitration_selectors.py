@@ -26,10 +26,9 @@ from tasks.campaign_blinding import (
 from tasks.models import Campaign
 
 from . import transcript_shown
-from .arbitration import labels_for
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from .rubric import Rubric
+from .rubric import Rubric, label_map
 from .selectors import conversation_shown, task_json
 from .services import campaign_wants
 
@@ -53,15 +52,79 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     """Everything the arbitration page and API show, blinded and keyed by the arbiter's labels."""
     item = ReviewItem.objects.select_related("task", "campaign").get(pk=arbitration.item_id)
     campaign = item.campaign
-    labels = labels_for(arbitration.order)  # {"A": "<output id>"}
+    labels = label_map(arbitration.order)  # {"A": "<output id>"}
     label_of = {pk: label for label, pk in labels.items()}
     terms = campaign_identity_terms(campaign)
+    wants_scores, wants_preference = campaign_wants(campaign)
+    candidates, turns = _candidates_shown(item=item, labels=labels, terms=terms)
+    reviews = item.reviews.prefetch_related("scores").order_by("submitted_at", "pk")
+    reviewer_rows = [
+        _reviewer_row(n=n, review=review, labels=labels, label_of=label_of, terms=terms)
+        for n, review in enumerate(reviews, start=1)
+    ]
+    cells = disputed_cells(item.dispute_reasons or [])
+    final = item.final or {}
+    agreed = _agreed(final=final, labels=labels, label_of=label_of)
+    agreed_scores, agreed_preference = agreed["scores"], agreed["preference"] or ""
+    rubric, grid = [], []
+    for dim in Rubric.for_item(item):  # with a conversation's per-turn scores (score_turns)
+        rubric.append(_rubric_entry(dim=dim, terms=terms))
+        grid.append(
+            _grid_row(
+                dim=dim,
+                label=rubric[-1]["label"],
+                labels=labels,
+                reviewer_rows=reviewer_rows,
+                agreed_scores=agreed_scores,
+                cells=cells,
+            )
+        )
+    return {
+        "token": arbitration.token,
+        "lease_expires_at": arbitration.lease_expires_at,
+        "campaign": {"name": campaign.name, "slug": campaign.slug},
+        "task": _task_shown(task=item.task, campaign=campaign, terms=terms),
+        "labels": list(labels),
+        "candidates": candidates,
+        "conversation_turns": turns,  # None: each output whole, its steps above its answer
+        "instructions": instructions_shown(campaign, terms),
+        "rubric": rubric if wants_scores else [],
+        "grid": grid if wants_scores else [],
+        "wants_preference": wants_preference,
+        "preference": _preference_shown(
+            labels=labels, agreed=agreed_preference, reviewer_rows=reviewer_rows, cells=cells
+        ),
+        "flag_rows": _flag_rows(
+            labels=labels, final=final, reviewer_rows=reviewer_rows, cells=cells
+        ),
+        "reviews": reviewer_rows,
+        "disputed": _disputed_rows(item=item, grid=grid, label_of=label_of),
+        "agreed": agreed,
+    }
+
+
+def _agreed(*, final: dict, labels: dict, label_of: dict) -> dict:
+    """The item's current final outcome (scores, preference, flags) keyed by the arbiter's labels."""
+    return {
+        "scores": {
+            label: {k: v for k, v in (final.get("scores") or {}).get(pk, {}).items()}
+            for label, pk in labels.items()
+        },
+        "preference": _choice_label(final.get("preference"), label_of) or None,
+        "flags": {
+            label: sorted((final.get("flags") or {}).get(pk, [])) for label, pk in labels.items()
+        },
+    }
+
+
+def _candidates_shown(
+    *, item: ReviewItem, labels: dict[str, str], terms
+) -> tuple[list, list | None]:
+    """The outputs in the arbiter's label order, masked, with their transcripts attached."""
     shown = item.outputs.values_list("pk", "generation__output", "generation__transcript")
     texts, transcripts = {}, {}
     for pk, text, transcript in shown:
         texts[pk], transcripts[pk] = text, transcript
-    wants_scores, wants_preference = campaign_wants(campaign)
-
     candidates = []
     for label, pk in labels.items():
         text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)
@@ -73,96 +136,118 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         task_turns=item.task.turns,
         terms=terms,
     )
+    return candidates, turns
 
-    task = item.task
-    conversation = conversation_shown(task, terms)
+
+def _task_shown(*, task, campaign: Campaign, terms) -> dict:
+    """The task as the arbiter sees it: masked category, conversation, reference and turns."""
     reference = reference_html = ""
     if campaign.show_reference and task.reference:
         shown = text_shown(task.reference, terms)
         reference, reference_html = shown["text"], shown["html"]
-
-    reviews = list(item.reviews.prefetch_related("scores").order_by("submitted_at", "pk"))
-    reviewer_rows = []
-    for n, review in enumerate(reviews, start=1):
-        scores: dict[str, dict[str, float | None]] = {label: {} for label in labels}
-        for s in review.scores.all():
-            if str(s.output_id) in label_of:
-                scores[label_of[str(s.output_id)]][s.dimension] = s.value
-        if review.preference == "output" and review.preferred_output_id:
-            preference = label_of.get(str(review.preferred_output_id), "")
-        else:
-            preference = review.preference or ""
-        seen = [
-            {"theirs": blinding_label(i), "ours": label_of.get(str(pk), "?")}
-            for i, pk in enumerate(review.presented_order or [])
-        ]
-        reviewer_rows.append(
-            {
-                "name": f"Reviewer {n}",
-                "scores": scores,
-                "preference": preference,
-                "flags": {
-                    label: sorted(v)
-                    for label, v in _by_label(review.flags, label_of).items()
-                    if label != "?"
-                },
-                # Comments are free text by blind reviewers; mask them all the same.
-                "comment": words_shown(review.comment or "", terms),
-                "seen": seen,
-            }
-        )
-
-    cells = disputed_cells(item.dispute_reasons or [])
-    final = item.final or {}
-    agreed_scores = {
-        label: {k: v for k, v in (final.get("scores") or {}).get(pk, {}).items()}
-        for label, pk in labels.items()
+    return {
+        "category": words_shown(task.category, terms),
+        "multi_turn": bool(task.messages or task.turns),
+        "conversation": conversation_shown(task, terms),
+        "reference": reference,
+        "reference_html": reference_html,
+        "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
     }
-    agreed_preference = _choice_label(final.get("preference"), label_of)
 
-    rubric = []
-    grid = []
-    for dim in Rubric.for_item(item):  # with a conversation's per-turn scores (score_turns)
-        key = dim.key
-        # Masked as on the review page: the label, description and anchors are text of the
-        # campaign's author, shown in the page, its attributes (title=) and the API.
-        label = words_shown(dim.label, terms)
-        anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
-        rubric.append(
+
+def _reviewer_row(*, n: int, review: Review, labels: dict, label_of: dict, terms) -> dict:
+    """One review as "Reviewer <n>": scores, preference and flags keyed by the arbiter's labels."""
+    scores: dict[str, dict[str, float | None]] = {label: {} for label in labels}
+    for s in review.scores.all():
+        if str(s.output_id) in label_of:
+            scores[label_of[str(s.output_id)]][s.dimension] = s.value
+    if review.preference == "output" and review.preferred_output_id:
+        preference = label_of.get(str(review.preferred_output_id), "")
+    else:
+        preference = review.preference or ""
+    seen = [
+        {"theirs": blinding_label(i), "ours": label_of.get(str(pk), "?")}
+        for i, pk in enumerate(review.presented_order or [])
+    ]
+    return {
+        "name": f"Reviewer {n}",
+        "scores": scores,
+        "preference": preference,
+        "flags": {
+            label: sorted(v)
+            for label, v in _by_label(review.flags, label_of).items()
+            if label != "?"
+        },
+        # Comments are free text by blind reviewers; mask them all the same.
+        "comment": words_shown(review.comment or "", terms),
+        "seen": seen,
+    }
+
+
+def _rubric_entry(*, dim, terms) -> dict:
+    """One rubric dimension, masked as on the review page."""
+    # The label, description and anchors are text of the campaign's author, shown in the
+    # page, its attributes (title=) and the API.
+    anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
+    return {
+        "key": dim.key,
+        "label": words_shown(dim.label, terms),
+        "description": words_shown(dim.description, terms),
+        "min": dim.min,
+        "max": dim.max,
+        "allow_na": dim.allow_na,
+        "max_gap": dim.max_gap,
+        "anchors": [{"value": v, "text": anchors.get(str(v), "")} for v in dim.points],
+    }
+
+
+def _grid_row(
+    *,
+    dim,
+    label: str,
+    labels: dict,
+    reviewer_rows: list[dict],
+    agreed_scores: dict,
+    cells: set,
+) -> dict:
+    """One dimension's row of the score grid: per label, each reviewer's value and the agreed one."""
+    key = dim.key
+    row = {"key": key, "label": label, "cells": [], "disputed": False}
+    for out_label, pk in labels.items():
+        disputed = (key, pk) in cells
+        row["disputed"] = row["disputed"] or disputed
+        values = [r["scores"][out_label].get(key) for r in reviewer_rows]
+        row["cells"].append(
             {
-                "key": key,
-                "label": label,
-                "description": words_shown(dim.description, terms),
-                "min": dim.min,
-                "max": dim.max,
-                "allow_na": dim.allow_na,
-                "max_gap": dim.max_gap,
-                "anchors": [{"value": v, "text": anchors.get(str(v), "")} for v in dim.points],
+                "label": out_label,
+                "name": f"score-{out_label}-{key}",
+                "disputed": disputed,
+                "reviewers": [
+                    {"name": r["name"], "value": _fmt(v)}
+                    for r, v in zip(reviewer_rows, values, strict=True)
+                ],
+                "agreed": None if disputed else agreed_scores[out_label].get(key),
+                "agreed_text": "" if disputed else _fmt(agreed_scores[out_label].get(key)),
+                "choices": list(dim.points),
+                "na": dim.allow_na or any(v is None for v in values),
             }
         )
-        row = {"key": key, "label": label, "cells": [], "disputed": False}
-        for label, pk in labels.items():
-            disputed = (key, pk) in cells
-            row["disputed"] = row["disputed"] or disputed
-            values = [r["scores"][label].get(key) for r in reviewer_rows]
-            row["cells"].append(
-                {
-                    "label": label,
-                    "name": f"score-{label}-{key}",
-                    "disputed": disputed,
-                    "reviewers": [
-                        {"name": r["name"], "value": _fmt(v)}
-                        for r, v in zip(reviewer_rows, values, strict=True)
-                    ],
-                    "agreed": None if disputed else agreed_scores[label].get(key),
-                    "agreed_text": "" if disputed else _fmt(agreed_scores[label].get(key)),
-                    "choices": list(dim.points),
-                    "na": dim.allow_na or any(v is None for v in values),
-                }
-            )
-        grid.append(row)
+    return row
 
-    pref_disputed = ("preference", None) in cells
+
+def _preference_shown(*, labels: dict, agreed: str, reviewer_rows: list[dict], cells: set) -> dict:
+    """The preference question: each reviewer's choice, and the agreed one unless disputed."""
+    disputed = ("preference", None) in cells
+    return {
+        "disputed": disputed,
+        "agreed": "" if disputed else agreed,
+        "choices": [*labels, "tie", "both_bad"],
+        "reviewers": [{"name": r["name"], "value": r["preference"] or "—"} for r in reviewer_rows],
+    }
+
+
+def _flag_rows(*, labels: dict, final: dict, reviewer_rows: list[dict], cells: set) -> list[dict]:
+    """Per label, every flag: agreed or not, how many reviewers raised it, disputed or split."""
     flag_rows = []
     for label, pk in labels.items():
         agreed_flags = set((final.get("flags") or {}).get(pk, []))
@@ -182,7 +267,11 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
                 }
             )
         flag_rows.append({"label": label, "flags": entries})
+    return flag_rows
 
+
+def _disputed_rows(*, item: ReviewItem, grid: list[dict], label_of: dict) -> list[dict]:
+    """The item's dispute reasons, named as the form names them, in the arbiter's label order."""
     disputed = []
     part_texts = {row["key"]: row["label"] for row in grid} | {"preference": "Preference"}
     for reason in item.dispute_reasons or []:
@@ -203,46 +292,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
         )
     # In the arbiter's label order (A first): the reasons were recorded in output-id order.
     disputed.sort(key=lambda d: d["label"])
-
-    return {
-        "token": arbitration.token,
-        "lease_expires_at": arbitration.lease_expires_at,
-        "campaign": {"name": campaign.name, "slug": campaign.slug},
-        "task": {
-            "category": words_shown(task.category, terms),
-            "multi_turn": bool(task.messages or task.turns),
-            "conversation": conversation,
-            "reference": reference,
-            "reference_html": reference_html,
-            "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
-        },
-        "labels": list(labels),
-        "candidates": candidates,
-        "conversation_turns": turns,  # None: each output whole, its steps above its answer
-        "instructions": instructions_shown(campaign, terms),
-        "rubric": rubric if wants_scores else [],
-        "grid": grid if wants_scores else [],
-        "wants_preference": wants_preference,
-        "preference": {
-            "disputed": pref_disputed,
-            "agreed": "" if pref_disputed else agreed_preference,
-            "choices": [*labels, "tie", "both_bad"],
-            "reviewers": [
-                {"name": r["name"], "value": r["preference"] or "—"} for r in reviewer_rows
-            ],
-        },
-        "flag_rows": flag_rows,
-        "reviews": reviewer_rows,
-        "disputed": disputed,
-        "agreed": {
-            "scores": agreed_scores,
-            "preference": agreed_preference or None,
-            "flags": {
-                label: sorted((final.get("flags") or {}).get(pk, []))
-                for label, pk in labels.items()
-            },
-        },
-    }
+    return disputed
 
 
 def blinding_label(index: int) -> str:
@@ -307,7 +357,7 @@ def workspace_json(ws: dict) -> dict:
 def arbitration_final_json(*, arbitration: Arbitration) -> dict:
     """A resolved arbitration's outcome keyed by the arbiter's labels (no ids)."""
     item = arbitration.item
-    labels = labels_for(arbitration.order)
+    labels = label_map(arbitration.order)
     label_of = {pk: label for label, pk in labels.items()}
     final = item.final or {}
     return {

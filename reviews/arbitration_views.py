@@ -28,7 +28,6 @@ from .arbitration import (
     arbitration_heartbeat,
     arbitration_release,
     arbitration_resolve,
-    labels_for,
 )
 from .arbitration_selectors import (
     DisputeFilter,
@@ -41,7 +40,7 @@ from .arbitration_selectors import (
 )
 from .item_selectors import arbiter_resolved
 from .models import FLAGS, Arbitration
-from .rubric import Rubric
+from .rubric import Rubric, label_map
 
 PAGE = "reviews/arbitration.html"
 
@@ -249,7 +248,7 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
         return _gone(request)
     campaign = arbitration.item.campaign
     keys = Rubric.for_item(arbitration.item).keys  # per-turn scores (score_turns) included
-    values = _form_values(request, list(labels_for(arbitration.order)), keys)
+    values = _form_values(request, list(label_map(arbitration.order)), keys)
     try:
         arbitration, _ = arbitration_resolve(token=token, arbiter=request.user, **values)
     except ArbitrationGone:

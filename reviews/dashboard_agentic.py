@@ -198,11 +198,40 @@ def _spread_labels(lines: list[dict], top: float, bottom: float, gap: float = 14
 
 def conversation_page(report: dict) -> dict:
     conv = report.get("conversation") or {}
+    tables = [_turn_curve_table(conv), _decay_table(conv)]
+    if any(c.get("single_vs_multi") for c in conv.values()):
+        tables.append(_single_vs_multi_table(conv))
+    return {"tables": tables, "turn_chart": turn_chart(conv)}
+
+
+def _turn_curve_table(conv: dict) -> Table:
+    """Each contender's mean score at each turn, with its interval."""
     curve_rows = [
         [name, p["turn"], p["mean"], p.get("ci95") or p.get("reason"), p["n"]]
         for name, c in conv.items()
         for p in c.get("turn_curve") or []
     ]
+    reasons = {c.get("basis_reason") for c in conv.values()} - {None}
+    return Table(
+        "turn-curve",
+        "Turn curve",
+        [
+            Column("contender", "name"),
+            Column("turn", "int"),
+            Column("mean score", "num"),
+            Column("mean", "ci"),
+            Column("tasks", "int"),
+        ],
+        curve_rows,
+        empty="No turn is scored yet: add turn checks to the tasks, or score turns.",
+        note="Mean score (0-1) at each turn: per task its samples first, then over tasks. "
+        "95% interval from the report's bootstrap over test cases (none below 10)."
+        + "".join(f" {r[:1].upper()}{r[1:]}." for r in sorted(reasons)),
+    )
+
+
+def _decay_table(conv: dict) -> Table:
+    """Each contender's decay from the first scored turn to the last, and what it is measured on."""
     decay_rows = []
     for name, c in conv.items():
         d = c.get("decay") or {}
@@ -217,6 +246,26 @@ def conversation_page(report: dict) -> dict:
                 d.get("n"),
             ]
         )
+    return Table(
+        "decay",
+        "Decay from the first to the last turn",
+        [
+            Column("contender", "name"),
+            Column("measured on"),
+            Column("decay", "num"),
+            Column("decay", "ci"),
+            Column("first turn", "int"),
+            Column("last turn", "int"),
+            Column("tasks", "int"),
+        ],
+        decay_rows,
+        note="Per task: its mean score at the last scored turn minus at the first, then "
+        "the mean over tasks. Negative: the conversation loses quality as it goes on.",
+    )
+
+
+def _single_vs_multi_table(conv: dict) -> Table:
+    """The conversation against the same request in one message, for the contenders with both."""
     svm_rows = [
         [
             name,
@@ -234,65 +283,26 @@ def conversation_page(report: dict) -> dict:
         for name, c in conv.items()
         if (s := c.get("single_vs_multi"))
     ]
-    reasons = {c.get("basis_reason") for c in conv.values()} - {None}
-    tables = [
-        Table(
-            "turn-curve",
-            "Turn curve",
-            [
-                Column("contender", "name"),
-                Column("turn", "int"),
-                Column("mean score", "num"),
-                Column("mean", "ci"),
-                Column("tasks", "int"),
-            ],
-            curve_rows,
-            empty="No turn is scored yet: add turn checks to the tasks, or score turns.",
-            note="Mean score (0-1) at each turn: per task its samples first, then over tasks. "
-            "95% interval from the report's bootstrap over test cases (none below 10)."
-            + "".join(f" {r[:1].upper()}{r[1:]}." for r in sorted(reasons)),
-        ),
-        Table(
-            "decay",
-            "Decay from the first to the last turn",
-            [
-                Column("contender", "name"),
-                Column("measured on"),
-                Column("decay", "num"),
-                Column("decay", "ci"),
-                Column("first turn", "int"),
-                Column("last turn", "int"),
-                Column("tasks", "int"),
-            ],
-            decay_rows,
-            note="Per task: its mean score at the last scored turn minus at the first, then "
-            "the mean over tasks. Negative: the conversation loses quality as it goes on.",
-        ),
-    ]
-    if any(c.get("single_vs_multi") for c in conv.values()):
-        tables.append(
-            Table(
-                "single-vs-multi",
-                "Conversation against the same request in one message",
-                [
-                    Column("contender", "name"),
-                    Column("single turn", "num"),
-                    Column("conversation", "num"),
-                    Column("gap", "num"),
-                    Column("gap", "ci"),
-                    Column("tasks", "int"),
-                    Column("aptitude", "num"),
-                    Column("unreliability", "num"),
-                    Column("single-turn aptitude", "num"),
-                    Column("single-turn unreliability", "num"),
-                    Column("note"),
-                ],
-                svm_rows,
-                note="Score of a sample: the share of the task's checks that pass on its final "
-                "answer. Gap = conversation - single turn, paired by task. Aptitude: the 90th "
-                "percentile of a task's sample scores, averaged over tasks; unreliability: "
-                "90th minus 10th percentile (Laban et al. 2025). Both from the conversation "
-                "unless named single-turn.",
-            )
-        )
-    return {"tables": tables, "turn_chart": turn_chart(conv)}
+    return Table(
+        "single-vs-multi",
+        "Conversation against the same request in one message",
+        [
+            Column("contender", "name"),
+            Column("single turn", "num"),
+            Column("conversation", "num"),
+            Column("gap", "num"),
+            Column("gap", "ci"),
+            Column("tasks", "int"),
+            Column("aptitude", "num"),
+            Column("unreliability", "num"),
+            Column("single-turn aptitude", "num"),
+            Column("single-turn unreliability", "num"),
+            Column("note"),
+        ],
+        svm_rows,
+        note="Score of a sample: the share of the task's checks that pass on its final "
+        "answer. Gap = conversation - single turn, paired by task. Aptitude: the 90th "
+        "percentile of a task's sample scores, averaged over tasks; unreliability: "
+        "90th minus 10th percentile (Laban et al. 2025). Both from the conversation "
+        "unless named single-turn.",
+    )

@@ -24,19 +24,18 @@ from collections import defaultdict
 from django.db.models import Count
 
 from evalsite.text import counted
+from tasks import blinding
 from tasks.models import Campaign
 
 from .arbitration import arbitration_claim_next, arbitration_resolve
-from .arbitration import labels_for as arbitration_labels
 from .disputes import disputed_cells
 from .models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
-from .rubric import Dimension, Rubric
+from .rubric import Dimension, Rubric, label_map
 from .services import (
     NotReviewable,
     assignment_claim_next,
     assignment_submit,
     campaign_wants,
-    labels_for,
 )
 
 DEMO_CAMPAIGN = "support-demo"
@@ -96,7 +95,7 @@ def _first_review(
     item: ReviewItem, order: list[int], campaign: Campaign, truth: _Truth, rng: random.Random
 ) -> dict:
     wants_scores, wants_preference = campaign_wants(campaign)
-    labels = labels_for(len(order))
+    labels = blinding.labels(len(order))
     rubric = Rubric.for_item(item)  # a conversation's per-turn scores too
     info = _outputs_by_id(item)
     task = item.task
@@ -141,7 +140,7 @@ def _second_review(
 ) -> dict:
     """Anchored on the first review: within every allowed gap, or deliberately beyond one."""
     wants_scores, wants_preference = campaign_wants(campaign)
-    labels = labels_for(len(order))
+    labels = blinding.labels(len(order))
     label_of = dict(zip(order, labels, strict=True))
     given: dict[int, dict[str, float | None]] = defaultdict(dict)
     for score in Score.objects.filter(review=first):
@@ -251,7 +250,7 @@ def _resolve_some(campaign: Campaign, arbiter, rng: random.Random) -> int:
         if arbitration is None:
             break
         item = arbitration.item
-        labels = arbitration_labels(arbitration.order)
+        labels = label_map(arbitration.order)
         label_of = {output: label for label, output in labels.items()}
         cells = disputed_cells(item.dispute_reasons or [])
         values: dict[str, list[float]] = defaultdict(list)

@@ -89,6 +89,18 @@ def _frame(rows, columns: list[str]) -> pd.DataFrame:
 
 def campaign_frames(campaign: Campaign) -> CampaignFrames:
     """Seven bulk reads, no per-row queries."""
+    return CampaignFrames(
+        _contenders_frame(campaign),
+        _tasks_frame(campaign),
+        _generations_frame(campaign),
+        _items_frame(campaign),
+        _outputs_frame(campaign),
+        _reviews_frame(campaign),
+        _scores_frame(campaign),
+    )
+
+
+def _contenders_frame(campaign: Campaign) -> pd.DataFrame:
     contenders = _frame(
         campaign.contenders.order_by("name").values_list(
             "id", "name", "price_in_per_mtok", "price_out_per_mtok"
@@ -97,6 +109,10 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
     )
     contenders["price_in"] = contenders["price_in"].astype(float)
     contenders["price_out"] = contenders["price_out"].astype(float)
+    return contenders
+
+
+def _tasks_frame(campaign: Campaign) -> pd.DataFrame:
     tasks = _frame(
         Task.objects.filter(testset_id=campaign.testset_id)
         .order_by("id")
@@ -110,6 +126,10 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
     tasks["tools"] = tasks["tools"].map(lambda v: len(v) if isinstance(v, list) else 0)
     tasks["turns"] = tasks["turns"].map(lambda v: len(v) if isinstance(v, list) else 0)
     tasks["single_turn"] = tasks["single_turn"].map(bool)
+    return tasks
+
+
+def _generations_frame(campaign: Campaign) -> pd.DataFrame:
     generations = _frame(
         Generation.objects.filter(campaign=campaign)
         .order_by("id")
@@ -148,19 +168,29 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
     )
     for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms"):
         generations[col] = pd.to_numeric(generations[col], errors="coerce").astype(float)
-    items = _frame(
+    return generations
+
+
+def _items_frame(campaign: Campaign) -> pd.DataFrame:
+    return _frame(
         ReviewItem.objects.filter(campaign=campaign)
         .order_by("id")
         .values_list("id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons"),
         ["id", "task", "sample", "state", "ready", "final", "dispute_reasons"],
     )
-    outputs = _frame(
+
+
+def _outputs_frame(campaign: Campaign) -> pd.DataFrame:
+    return _frame(
         ItemOutput.objects.filter(item__campaign=campaign)
         .order_by("id")
         .values_list("id", "item_id", "generation_id"),
         ["id", "item", "generation"],
     )
-    reviews = _frame(
+
+
+def _reviews_frame(campaign: Campaign) -> pd.DataFrame:
+    return _frame(
         Review.objects.filter(item__campaign=campaign)
         .order_by("id")
         .values_list(
@@ -174,6 +204,9 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
         ),
         ["id", "item", "reviewer", "preference", "preferred_output", "seconds", "presented_order"],
     )
+
+
+def _scores_frame(campaign: Campaign) -> pd.DataFrame:
     scores = _frame(
         Score.objects.filter(review__item__campaign=campaign)
         .order_by("id")
@@ -181,7 +214,7 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
         ["review", "output", "dimension", "value"],
     )
     scores["value"] = scores["value"].astype(float)
-    return CampaignFrames(contenders, tasks, generations, items, outputs, reviews, scores)
+    return scores
 
 
 def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEED) -> dict:

@@ -19,66 +19,34 @@ from .stats import costs, joint, quality, rates
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
-    # Single-turn rows and per-turn scores have their own figures (``report_agentic``); every
-    # other figure reads the conversation regime and the rubric's own dimensions.
+    """The report from the frames, one section at a time in this order: later sections read
+    earlier ones' figures, and the warnings are listed in the order the sections raise them."""
     f_all = f
-    f = dataclasses.replace(
-        f,
-        generations=agentic.without_single_turn(f.generations),
-        scores=agentic.split_turn_scores(f.scores)[0],
-    )
+    f = _conversation_regime(f)
     outputs = output_table(f)
     ctx = sec.make_context(f, meta, n_boot=n_boot, seed=seed, outputs=outputs)
-    rubric = meta["rubric"]
-    category_weights = {
-        str(k): float(v) for k, v in (meta["weights"].get("categories") or {}).items()
-    }
+    category_weights = _category_weights(meta)
     prog = sec.progress(ctx)
     raw = sec.raw_ratings(ctx)
-
-    final_scores, final_prefs, final_full = final_outcomes(f, outputs)
-    final_scores = agentic.split_turn_scores(final_scores)[0]
-    final_full, turn_final = agentic.split_turn_scores(final_full)
-    outq = quality.output_quality(final_full, rubric)
+    final_scores, final_prefs, final_full, turn_final = _final_outcomes(f, outputs)
+    outq = quality.output_quality(final_full, meta["rubric"])
     weighted, q_boot = fig.weighted_quality(ctx, outq, category_weights)
     battles, sources = make_battles(outputs, outq, final_prefs, ctx.contender_index)
     bt = fig.rating_section(ctx, battles)
-
-    gens = f.generations.copy()
-    gens["contender"] = gens["contender"].map(
-        dict(zip(f.contenders["id"], f.contenders["name"], strict=True))
-    )
+    gens = _named_generations(f)
     stab, s_boot = sec.stability_section(ctx, outq, gens)
     pass_figs, _ = sec.pass_section(ctx, sec.sample_frame(ctx, outq))
-
-    done = gens[gens["status"] == Generation.Status.DONE].copy()
-    prices = f.contenders.set_index("name")
-    done["price_in"] = done["contender"].map(prices["price_in"])
-    done["price_out"] = done["contender"].map(prices["price_out"])
-    done["answer_cost"] = costs.answer_costs(done) if len(done) else np.nan
-    decision, decision_meta = fig.cost_decision(ctx, done, weighted, q_boot, stab, s_boot)
-
+    decision, decision_meta = _cost_decision(ctx, f, gens, weighted, q_boot, stab, s_boot)
     board = leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full)
     top = [r["contender"] for r in board if r["rating"] is not None][:2]
-    if not prog["settled"]:
-        ctx.warnings.append(
-            "final outcomes: no item has a final outcome yet (agreed, or resolved by an "
-            "arbiter), so ratings, quality, head-to-head and reviewer offsets wait for one"
-        )
-    _small_sample_warning(ctx, weighted)
+    _outcome_warnings(ctx, prog, weighted)
     both_regimes = agentic.done_generations(ctx, f_all)
     tools = agentic.tools_section(ctx, f_all, both_regimes)
     conversation = agentic.conversation_section(ctx, f_all, both_regimes, turn_final)
     return {
         "campaign": meta["slug"],
         "name": meta["name"],
-        "settings": {
-            "mode": meta["mode"],
-            "samples_per_task": meta["samples_per_task"],
-            "reviewed_samples": meta["reviewed_samples"],
-            "overlap": meta["overlap"],
-            "pass_threshold": meta["pass_threshold"],
-        },
+        "settings": _settings(meta),
         "contenders": ctx.names,
         "currency": settings.EVALSITE_CURRENCY,  # of every cost and price in the report
         "progress": prog,
@@ -86,23 +54,11 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "preference_agreement": sec.preference_agreement(ctx),
         "leaderboard": board,
         "rating": _rating_meta(bt, sources),
-        "quality": {
-            "weights": {
-                c: category_weights.get(c, 1.0) for c in sorted(f.tasks["category"].unique())
-            },
-            "by_category": fig.grouped_quality(ctx, outq, "category"),
-            "by_tier": fig.grouped_quality(ctx, outq, "tier"),
-            "by_case_type": fig.grouped_quality(ctx, outq, "case_type"),
-        },
-        "stability": {
-            name: {**stab[name], **_headline(pass_figs[name]), "k": meta["samples_per_task"]}
-            for name in ctx.names
-        },
+        "quality": _quality_section(ctx, f, outq, category_weights),
+        "stability": _stability_section(ctx, stab, pass_figs),
         "passes": pass_figs,
-        "rates": rates.contender_rates(
-            check_rows(gens, f.tasks), final_flags(f, outputs, FLAGS), ctx.names
-        ),
-        "position_bias": position_bias(f, rubric),
+        "rates": _rates_section(ctx, f, gens, outputs),
+        "position_bias": position_bias(f, meta["rubric"]),
         "reviewers": sec.reviewer_section(ctx, raw, final_scores),
         "disputes": sec.disputes(ctx, prog),
         "head_to_head": fig.head_to_head_section(ctx, outq, battles),
@@ -110,14 +66,99 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "decision": decision_meta,
         "tools": tools,
         "conversation": conversation,
-        "bootstrap": {
-            "rounds": int(len(ctx.weights)),
-            "seed": seed,
-            "unit": "test case (all its samples, items, outputs and reviews together)",
-            "min_items": joint.MIN_ITEMS,
-            "small_sample_below": joint.SMALL_SAMPLE,
-        },
+        "bootstrap": _bootstrap_meta(ctx, seed),
         "warnings": ctx.warnings,
+    }
+
+
+def _conversation_regime(f):
+    """The frames without single-turn rows and per-turn scores: those have their own figures
+    (``report_agentic``); every other figure reads the conversation regime and the rubric's
+    own dimensions."""
+    return dataclasses.replace(
+        f,
+        generations=agentic.without_single_turn(f.generations),
+        scores=agentic.split_turn_scores(f.scores)[0],
+    )
+
+
+def _category_weights(meta: dict) -> dict[str, float]:
+    return {str(k): float(v) for k, v in (meta["weights"].get("categories") or {}).items()}
+
+
+def _final_outcomes(f, outputs):
+    """(final scores on the rubric's dimensions, final preferences, every final score on the
+    rubric's dimensions, the final per-turn scores)."""
+    final_scores, final_prefs, final_full = final_outcomes(f, outputs)
+    final_scores = agentic.split_turn_scores(final_scores)[0]
+    final_full, turn_final = agentic.split_turn_scores(final_full)
+    return final_scores, final_prefs, final_full, turn_final
+
+
+def _named_generations(f):
+    """The generations with each contender's name in place of its id."""
+    gens = f.generations.copy()
+    gens["contender"] = gens["contender"].map(
+        dict(zip(f.contenders["id"], f.contenders["name"], strict=True))
+    )
+    return gens
+
+
+def _cost_decision(ctx, f, gens, weighted: dict, q_boot, stab: dict, s_boot):
+    """(the decision score per contender, the decision section) from the done generations'
+    costs at the contenders' prices."""
+    done = gens[gens["status"] == Generation.Status.DONE].copy()
+    prices = f.contenders.set_index("name")
+    done["price_in"] = done["contender"].map(prices["price_in"])
+    done["price_out"] = done["contender"].map(prices["price_out"])
+    done["answer_cost"] = costs.answer_costs(done) if len(done) else np.nan
+    return fig.cost_decision(ctx, done, weighted, q_boot, stab, s_boot)
+
+
+def _outcome_warnings(ctx, prog: dict, weighted: dict) -> None:
+    if not prog["settled"]:
+        ctx.warnings.append(
+            "final outcomes: no item has a final outcome yet (agreed, or resolved by an "
+            "arbiter), so ratings, quality, head-to-head and reviewer offsets wait for one"
+        )
+    _small_sample_warning(ctx, weighted)
+
+
+def _settings(meta: dict) -> dict:
+    keys = ("mode", "samples_per_task", "reviewed_samples", "overlap", "pass_threshold")
+    return {k: meta[k] for k in keys}
+
+
+def _quality_section(ctx, f, outq, category_weights: dict) -> dict:
+    """Every category's weight (1 unless given), and quality by category, tier and case type."""
+    return {
+        "weights": {c: category_weights.get(c, 1.0) for c in sorted(f.tasks["category"].unique())},
+        "by_category": fig.grouped_quality(ctx, outq, "category"),
+        "by_tier": fig.grouped_quality(ctx, outq, "tier"),
+        "by_case_type": fig.grouped_quality(ctx, outq, "case_type"),
+    }
+
+
+def _stability_section(ctx, stab: dict, pass_figs: dict) -> dict:
+    """Per contender: its stability with its headline pass figures and k."""
+    k = ctx.meta["samples_per_task"]
+    return {name: {**stab[name], **_headline(pass_figs[name]), "k": k} for name in ctx.names}
+
+
+def _rates_section(ctx, f, gens, outputs) -> dict:
+    """Per contender: the automatic checks' pass rates and the final flags' rates."""
+    return rates.contender_rates(
+        check_rows(gens, f.tasks), final_flags(f, outputs, FLAGS), ctx.names
+    )
+
+
+def _bootstrap_meta(ctx, seed: int) -> dict:
+    return {
+        "rounds": int(len(ctx.weights)),
+        "seed": seed,
+        "unit": "test case (all its samples, items, outputs and reviews together)",
+        "min_items": joint.MIN_ITEMS,
+        "small_sample_below": joint.SMALL_SAMPLE,
     }
 
 

@@ -43,7 +43,6 @@ from .services import (
     REVIEWABLE,
     SKIP_REASONS,
     campaign_wants,
-    labels_for,
     stale_leases_q,
 )
 
@@ -207,7 +206,7 @@ def review_screen(
         # The API claim's answer: the item's task and outputs in one query.
         task, generations = ItemOutput.objects.task_and_generations(assignment.item_id)
     terms = campaign_identity_terms(campaign)
-    labels = labels_for(len(assignment.order))
+    labels = blinding.labels(len(assignment.order))
     candidates = []
     for label, output_id in zip(labels, assignment.order, strict=True):
         generation = generations[output_id]
@@ -437,6 +436,34 @@ def assignment_overview(
     *, campaign: Campaign, page: int = 1, item_state: str = "", per_page: int = 50
 ) -> dict:
     """Assignment state for admins and leads: per reviewer, per item, stale leases."""
+    items = (
+        ReviewItem.objects.filter(campaign=campaign)
+        .select_related("task")
+        .order_by("task__position", "sample_index", "pair_key", "pk")
+    )
+    if item_state:
+        items = items.filter(state=item_state)
+    paginator = Paginator(items, per_page)
+    page_obj = paginator.get_page(page)
+    totals = ReviewItem.objects.filter(campaign=campaign).aggregate(
+        items=Count("pk"),
+        ready=Count("pk", filter=Q(ready=True)),
+        complete=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
+        in_progress=Count("pk", filter=Q(live_count__gt=0, submitted_count__lt=F("overlap"))),
+    )
+    return {
+        "totals": totals,
+        "reviewers": _reviewer_counts(campaign=campaign),
+        "items": _item_rows(items=list(page_obj.object_list)),
+        "page": page_obj,
+        "item_state": item_state,
+        "item_states": ReviewItem.State.choices,
+        "stale": _stale_rows(campaign=campaign),
+    }
+
+
+def _reviewer_counts(*, campaign: Campaign) -> list[dict]:
+    """Per reviewer, their assignments by state; a removed reviewer is listed even with none."""
     User = get_user_model()
     removed = set(
         ReviewerRemoval.objects.filter(campaign=campaign).values_list("reviewer_id", flat=True)
@@ -470,20 +497,14 @@ def assignment_overview(
                 "removed": True,
             }
         )
+    return reviewers
 
-    items = (
-        ReviewItem.objects.filter(campaign=campaign)
-        .select_related("task")
-        .order_by("task__position", "sample_index", "pair_key", "pk")
-    )
-    if item_state:
-        items = items.filter(state=item_state)
-    paginator = Paginator(items, per_page)
-    page_obj = paginator.get_page(page)
-    page_items = list(page_obj.object_list)
+
+def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
+    """One page of items as rows, each with its assignments (slot order) and their leases."""
     by_item: dict[int, list] = {}
     for a in (
-        Assignment.objects.filter(item__in=page_items)
+        Assignment.objects.filter(item__in=items)
         .select_related("reviewer")
         .annotate(is_stale=ExpressionWrapper(stale_leases_q(), output_field=BooleanField()))
         .order_by("slot", "created_at")
@@ -499,44 +520,35 @@ def assignment_overview(
                 "skip_reason": a.skip_reason,
             }
         )
-    totals = ReviewItem.objects.filter(campaign=campaign).aggregate(
-        items=Count("pk"),
-        ready=Count("pk", filter=Q(ready=True)),
-        complete=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
-        in_progress=Count("pk", filter=Q(live_count__gt=0, submitted_count__lt=F("overlap"))),
-    )
-    stale = list(
+    return [
+        {
+            "task": i.task.external_id,
+            "sample": i.sample_index,
+            "pair": i.pair_key,
+            "state": i.state,
+            "ready": i.ready,
+            "live": i.live_count,
+            "submitted": i.submitted_count,
+            "k": i.overlap,
+            "assignments": by_item.get(i.pk, []),
+        }
+        for i in items
+    ]
+
+
+def _stale_rows(*, campaign: Campaign) -> list[dict]:
+    """The campaign's stale leases, oldest first (the first 200)."""
+    stale = (
         Assignment.objects.filter(stale_leases_q(), campaign=campaign)
         .select_related("reviewer", "item__task")
         .order_by("lease_expires_at")[:200]
     )
-    return {
-        "totals": totals,
-        "reviewers": reviewers,
-        "items": [
-            {
-                "task": i.task.external_id,
-                "sample": i.sample_index,
-                "pair": i.pair_key,
-                "state": i.state,
-                "ready": i.ready,
-                "live": i.live_count,
-                "submitted": i.submitted_count,
-                "k": i.overlap,
-                "assignments": by_item.get(i.pk, []),
-            }
-            for i in page_items
-        ],
-        "page": page_obj,
-        "item_state": item_state,
-        "item_states": ReviewItem.State.choices,
-        "stale": [
-            {
-                "token": a.token,
-                "reviewer": a.reviewer.get_username(),
-                "task": a.item.task.external_id,
-                "lease_expires_at": a.lease_expires_at,
-            }
-            for a in stale
-        ],
-    }
+    return [
+        {
+            "token": a.token,
+            "reviewer": a.reviewer.get_username(),
+            "task": a.item.task.external_id,
+            "lease_expires_at": a.lease_expires_at,
+        }
+        for a in stale
+    ]

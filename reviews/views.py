@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect, replace_url
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
+from tasks import blinding
 from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
 from tasks.models import Campaign, Task
 from tasks.rosters import roster_exclude, roster_include
@@ -338,7 +339,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     assignment = _assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
         return _barred(request, slug, token)
-    labels = services.labels_for(len(assignment.order))
+    labels = blinding.labels(len(assignment.order))
     assignment.item.campaign = campaign
     # The item's rubric: a conversation's per-turn scores (score_turns) are fields too.
     data = _submitted_data(request, labels, Rubric.for_item(assignment.item).keys)

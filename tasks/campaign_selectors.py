@@ -16,6 +16,17 @@ from .models import Campaign, Contender, Generation
 S = Generation.Status
 RATE_WINDOW = 60  # seconds of finished rows the rate is measured over
 RATE_MIN_SECONDS = 5  # shortest span a rate is taken over (one quick output is no trend)
+# The counts campaign_progress sums over contenders for its totals.
+PROGRESS_COUNTS = (
+    "total",
+    "waiting",
+    "queued",
+    "running",
+    "done",
+    "failed",
+    "cancelled",
+    "recent_done",
+)
 
 
 def campaign_get(*, slug: str) -> Campaign:
@@ -58,16 +69,45 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     """
     now = timezone.now()
     since = now - timedelta(seconds=RATE_WINDOW)
+    contenders = []
+    totals = dict.fromkeys(PROGRESS_COUNTS, 0)
+    firsts = []
+    for row in _contender_counts(campaign=campaign, since=since):
+        rate = _done_rate(row["recent_done"], row["recent_first"], now=now, since=since)
+        if row["recent_first"] is not None:
+            firsts.append(row["recent_first"])
+        contenders.append(_contender_progress(row, rate))
+        for k in totals:
+            totals[k] += row[k]
+    remaining = totals["queued"] + totals["running"]
+    rate = _done_rate(totals["recent_done"], min(firsts, default=None), now=now, since=since)
+    return {
+        "contenders": contenders,
+        "totals": {
+            **totals,
+            "remaining": remaining,
+            "rate_per_min": round(rate * 60, 1),
+            "finished_count": totals["done"] + totals["failed"] + totals["cancelled"],
+            "eta_seconds": int(remaining / rate) if rate and remaining else None,
+        },
+        "active": remaining > 0,
+        "status": Campaign.objects.filter(pk=campaign.pk).values_list("status", flat=True).first(),
+    }
+
+
+def _done_rate(done: int, first, *, now, since) -> float:
+    """Outputs done per second since `first` (the earliest start among them)."""
+    if not done or first is None:
+        return 0.0
+    elapsed = (now - max(first, since)).total_seconds()
+    return done / max(elapsed, RATE_MIN_SECONDS)
+
+
+def _contender_counts(*, campaign: Campaign, since):
+    """Per contender (by name): its rows by state, those done since `since` and the earliest
+    start among them, retries, timings, cost, checks and identity leaks."""
     recent = Q(status=S.DONE, finished_at__gte=since)
-
-    def rate_of(done: int, first) -> float:
-        """Outputs done per second since `first` (the earliest start among them)."""
-        if not done or first is None:
-            return 0.0
-        elapsed = (now - max(first, since)).total_seconds()
-        return done / max(elapsed, RATE_MIN_SECONDS)
-
-    rows = (
+    return (
         Generation.objects.filter(campaign=campaign)
         .values("contender_id", "contender__name", "contender__provider")
         .annotate(
@@ -91,61 +131,28 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         )
         .order_by("contender__name")
     )
-    contenders = []
-    totals = {
-        k: 0
-        for k in (
-            "total",
-            "waiting",
-            "queued",
-            "running",
-            "done",
-            "failed",
-            "cancelled",
-            "recent_done",
-        )
-    }
-    firsts = []
-    for row in rows:
-        remaining = row["queued"] + row["running"]
-        rate = rate_of(row["recent_done"], row["recent_first"])
-        if row["recent_first"] is not None:
-            firsts.append(row["recent_first"])
-        eta = remaining / rate if rate and remaining else None
-        contenders.append(
-            {
-                "name": row["contender__name"],
-                "provider": row["contender__provider"],
-                **{k: row[k] for k in totals},
-                "remaining": remaining,
-                "finished_count": row["done"] + row["failed"] + row["cancelled"],
-                "rate_per_min": round(rate * 60, 1),
-                "eta_seconds": int(eta) if eta is not None else None,
-                "retries": row["retries"] or 0,
-                "discarded": row["discarded"] or 0,
-                "latency_ms": int(row["latency"]) if row["latency"] is not None else None,
-                "ttft_ms": int(row["ttft"]) if row["ttft"] is not None else None,
-                "cost": row["cost"],
-                "checks_pass": row["checks_pass"],
-                "checks_fail": row["checks_fail"],
-                "leaks": row["leaks"],
-            }
-        )
-        for k in totals:
-            totals[k] += row[k]
-    remaining = totals["queued"] + totals["running"]
-    rate = rate_of(totals["recent_done"], min(firsts, default=None))
+
+
+def _contender_progress(row: dict, rate: float) -> dict:
+    """One contender's line: its counts, what remains, its rate and ETA, timings and checks."""
+    remaining = row["queued"] + row["running"]
+    eta = remaining / rate if rate and remaining else None
     return {
-        "contenders": contenders,
-        "totals": {
-            **totals,
-            "remaining": remaining,
-            "rate_per_min": round(rate * 60, 1),
-            "finished_count": totals["done"] + totals["failed"] + totals["cancelled"],
-            "eta_seconds": int(remaining / rate) if rate and remaining else None,
-        },
-        "active": remaining > 0,
-        "status": Campaign.objects.filter(pk=campaign.pk).values_list("status", flat=True).first(),
+        "name": row["contender__name"],
+        "provider": row["contender__provider"],
+        **{k: row[k] for k in PROGRESS_COUNTS},
+        "remaining": remaining,
+        "finished_count": row["done"] + row["failed"] + row["cancelled"],
+        "rate_per_min": round(rate * 60, 1),
+        "eta_seconds": int(eta) if eta is not None else None,
+        "retries": row["retries"] or 0,
+        "discarded": row["discarded"] or 0,
+        "latency_ms": int(row["latency"]) if row["latency"] is not None else None,
+        "ttft_ms": int(row["ttft"]) if row["ttft"] is not None else None,
+        "cost": row["cost"],
+        "checks_pass": row["checks_pass"],
+        "checks_fail": row["checks_fail"],
+        "leaks": row["leaks"],
     }
 
 

@@ -23,6 +23,7 @@ from .campaign_blinding import (
     quoted_identity_words,
 )
 from .campaign_thresholds import read_pass_threshold
+from .definition_reader import _Reader
 from .models import Campaign, Contender, Mode, Provider, TestSet
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
 from .score_turns import score_turns_read
@@ -125,82 +126,6 @@ SCALE_LIMIT = 1000
 MAX_SCALE_STEPS = 100
 MAX_PRICE = 999_999
 MAX_WEIGHT = 1000
-
-
-# -- small typed readers that record errors instead of raising --------------------------------
-
-
-class _Reader:
-    def __init__(self, errors: list[str]):
-        self.errors = errors
-
-    def integer(self, data: dict, key: str, where: str, default=None, lo=None, hi=None):
-        value = data.get(key, default)
-        if value is None:
-            self._null(key, where, default, "an integer")
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.errors.append(f"{where}{key}: must be an integer")
-            return default
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-            self.errors.append(f"{where}{key}: must be {bounds}")
-        return value
-
-    def number(self, data: dict, key: str, where: str, default=None, lo=None, hi=None):
-        value = data.get(key, default)
-        if value is None:
-            self._null(key, where, default, "a number")
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.errors.append(f"{where}{key}: must be a number")
-            return default
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-            self.errors.append(f"{where}{key}: must be {bounds}")
-        return value
-
-    def string(
-        self,
-        data: dict,
-        key: str,
-        where: str,
-        default: str = "",
-        max_len: int = 200,
-        required=False,
-    ):
-        value = data.get(key, default)
-        if value is None:
-            value = default
-        if not isinstance(value, str):
-            self.errors.append(f"{where}{key}: must be a string")
-            return default
-        if required and not value.strip():
-            self.errors.append(f"{where}{key}: required")
-        if len(value) > max_len:
-            self.errors.append(f"{where}{key}: longer than {max_len} characters")
-        return value.strip() if max_len <= 1000 else value
-
-    def boolean(self, data: dict, key: str, where: str, default: bool):
-        value = data.get(key, default)
-        if not isinstance(value, bool):
-            self.errors.append(f"{where}{key}: must be true or false")
-            return default
-        return value
-
-    def _null(self, key: str, where: str, default, what: str) -> None:
-        # An explicit null where the value has a default (YAML's `overlap:` with nothing after
-        # it) was taken and stored: a 500 for overlap, and for a scale's min every later
-        # review of the campaign. It stays None here, so cross-checks skip it (the campaign
-        # form passes a field that failed its own checks as None; this error is then dropped).
-        if default is not None:
-            self.errors.append(
-                f"{where}{key}: must be {what}, not null (leave it out for {default})"
-            )
-
-    def unknown(self, data: dict, allowed: set, where: str):
-        for key in sorted(set(data) - allowed):
-            self.errors.append(f"{where}{key}: unknown field")
 
 
 def _dimension(raw, index: int, r: _Reader) -> dict | None:
@@ -349,21 +274,80 @@ def _contender_conflicts(existing: Contender, spec: dict) -> list[str]:
 
 
 def campaign_definition_validate(data: dict) -> ValidDefinition:
+    """Check a whole definition, field by field; every problem is collected, then raised at
+    once as a DefinitionError. Notes (nothing wrong, worth knowing) go to the warnings."""
     errors: list[str] = []
     warnings: list[str] = []
     r = _Reader(errors)
     r.unknown(data, CAMPAIGN_KEYS, "")
+    slug = _slug_read(data, r)
+    name = r.string(data, "name", "", max_len=200) or slug
+    testset = _testset_read(data.get("testset"), errors)
+    contenders = _contenders_read(data.get("contenders"), errors, warnings)
+    samples = r.integer(data, "samples_per_task", "", default=1, lo=1, hi=100)
+    reviewed = r.integer(data, "reviewed_samples", "", default=1, lo=1)
+    if isinstance(samples, int) and isinstance(reviewed, int) and reviewed > samples:
+        errors.append(f"reviewed_samples: cannot exceed samples_per_task ({samples})")
+    overlap = r.integer(data, "overlap", "", default=2, lo=1, hi=20)
+    mode, rubric = _mode_and_rubric_read(data, errors, warnings)
+    weights = _weights_read(data, r, testset, warnings)
+    redact = _redact_read(data, errors)
+    instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
+    _blinding_check(
+        slug=slug,
+        name=name,
+        rubric=rubric,
+        instructions=instructions,
+        redact=redact,
+        contenders=contenders,
+        testset=testset,
+        errors=errors,
+        warnings=warnings,
+    )
+    rosters = rosters_read(data, errors, warnings)
+    score_turns = score_turns_read(
+        data, rubric=rubric, mode=mode, testset=testset, errors=errors, warnings=warnings
+    )
+    campaign = {
+        "slug": slug,
+        "name": name,
+        "instructions": instructions,
+        "samples_per_task": samples,
+        "reviewed_samples": reviewed,
+        "overlap": overlap,
+        "mode": mode,
+        "rubric": rubric,
+        "weights": weights,
+        "redact": [w.strip() for w in redact],
+        **_settings_read(data, r, weights, errors),
+        "score_turns": score_turns,
+    }
+    if errors:
+        raise DefinitionError(errors)
+    return ValidDefinition(
+        campaign=campaign,
+        testset=testset,
+        contenders=contenders,
+        warnings=warnings,
+        rosters=rosters,
+    )
+
+
+def _slug_read(data: dict, r: _Reader) -> str:
+    """The slug: well formed, not reserved, not taken."""
     slug = r.string(data, "slug", "", required=True, max_len=100)
     if slug and not SLUG_RE.match(slug):
-        errors.append("slug: lowercase letters, digits, - and _")
+        r.errors.append("slug: lowercase letters, digits, - and _")
     elif slug in RESERVED_SLUGS:
-        errors.append(f"slug: {slug!r} is reserved, choose another")
+        r.errors.append(f"slug: {slug!r} is reserved, choose another")
     elif slug and Campaign.objects.filter(slug=slug).exists():
-        errors.append(_slug_taken(slug))
-    name = r.string(data, "name", "", max_len=200) or slug
+        r.errors.append(_slug_taken(slug))
+    return slug
 
+
+def _testset_read(ref, errors: list[str]) -> TestSet | None:
+    """The test set a definition names: its newest version by name, or {"name", "version"}."""
     testset = None
-    ref = data.get("testset")
     if isinstance(ref, str) and ref.strip():
         testset = TestSet.objects.filter(name=ref.strip()).order_by("-version").first()
         if testset is None:
@@ -386,9 +370,12 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         errors.append('testset: required, a name or {"name": ..., "version": ...}')
     if testset is not None and testset.task_count == 0 and not testset.tasks.exists():
         errors.append(f"testset: {testset} has no tasks")
+    return testset
 
+
+def _contenders_read(raw_contenders, errors: list[str], warnings: list[str]) -> list[dict]:
+    """The contenders, each new or naming an existing one with the same configuration."""
     contenders: list[dict] = []
-    raw_contenders = data.get("contenders")
     if not isinstance(raw_contenders, list) or not raw_contenders:
         errors.append("contenders: required, a non-empty list")
         raw_contenders = []
@@ -418,16 +405,16 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
             "a blind comparison needs at least 2 contenders: with one, its outputs are generated "
             "but no item is offered for review (define the campaign with two or more to review)"
         )
+    return contenders
 
-    samples = r.integer(data, "samples_per_task", "", default=1, lo=1, hi=100)
-    reviewed = r.integer(data, "reviewed_samples", "", default=1, lo=1)
-    if isinstance(samples, int) and isinstance(reviewed, int) and reviewed > samples:
-        errors.append(f"reviewed_samples: cannot exceed samples_per_task ({samples})")
-    overlap = r.integer(data, "overlap", "", default=2, lo=1, hi=20)
+
+def _mode_and_rubric_read(
+    data: dict, errors: list[str], warnings: list[str]
+) -> tuple[str, list[dict]]:
+    """The mode, and the rubric it needs (or does not score)."""
     mode = data.get("mode", Mode.RUBRIC)
     if mode not in Mode.values:
         errors.append(f"mode: one of {', '.join(Mode.values)}")
-
     rubric, rubric_errors = rubric_validate(data.get("rubric") or [])
     errors += rubric_errors
     if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric:
@@ -437,32 +424,54 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
             "rubric: mode 'pairwise' only asks which output is better, so these dimensions are "
             "not scored; choose mode 'both' to score them as well"
         )
+    return mode, rubric
 
+
+def _weights_read(data: dict, r: _Reader, testset: TestSet | None, warnings: list[str]) -> dict:
+    """The report's weights: per category, quality and stability, the quality floor."""
     weights = data.get("weights") or {}
     if not isinstance(weights, dict):
-        errors.append("weights: must be an object")
-        weights = {}
+        r.errors.append("weights: must be an object")
+        return {}
+    r.unknown(weights, {"categories", "quality", "stability", "min_quality"}, "weights.")
+    categories = weights.get("categories") or {}
+    if not isinstance(categories, dict):
+        r.errors.append("weights.categories: must map a category to a weight")
     else:
-        r.unknown(weights, {"categories", "quality", "stability", "min_quality"}, "weights.")
-        categories = weights.get("categories") or {}
-        if not isinstance(categories, dict):
-            errors.append("weights.categories: must map a category to a weight")
-        else:
-            for cat in categories:
-                r.number(categories, cat, "weights.categories.", 1, lo=0, hi=MAX_WEIGHT)
-            if testset is not None:
-                warnings += _weight_category_warnings(categories, testset)
-        # The defaults the report uses; a null stored here made every report a 500.
-        r.number(weights, "quality", "weights.", 0.7, lo=0, hi=MAX_WEIGHT)
-        r.number(weights, "stability", "weights.", 0.3, lo=0, hi=MAX_WEIGHT)
-        if "min_quality" in weights:  # the decision score's quality floor
-            r.number(weights, "min_quality", "weights.", None, lo=0, hi=1)
+        for cat in categories:
+            r.number(categories, cat, "weights.categories.", 1, lo=0, hi=MAX_WEIGHT)
+        if testset is not None:
+            warnings += _weight_category_warnings(categories, testset)
+    # The defaults the report uses; a null stored here made every report a 500.
+    r.number(weights, "quality", "weights.", 0.7, lo=0, hi=MAX_WEIGHT)
+    r.number(weights, "stability", "weights.", 0.3, lo=0, hi=MAX_WEIGHT)
+    if "min_quality" in weights:  # the decision score's quality floor
+        r.number(weights, "min_quality", "weights.", None, lo=0, hi=1)
+    return weights
+
+
+def _redact_read(data: dict, errors: list[str]) -> list:
+    """The words to mask, as given (stripped when stored)."""
     redact = data.get("redact") or []
     if not isinstance(redact, list) or not all(isinstance(w, str) and w.strip() for w in redact):
         errors.append("redact: must be a list of words")
-        redact = []
+        return []
+    return redact
 
-    instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
+
+def _blinding_check(
+    *,
+    slug: str,
+    name: str,
+    rubric: list[dict],
+    instructions: str,
+    redact: list,
+    contenders: list[dict],
+    testset: TestSet | None,
+    errors: list[str],
+    warnings: list[str],
+) -> None:
+    """What reviewers read that could name a contender: refused in the slug, warned elsewhere."""
     rubric_text = "\n".join(
         str(part)
         for d in rubric
@@ -490,38 +499,17 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     )
     if testset is not None:
         warnings += category_warnings(testset, terms)
-    rosters = rosters_read(data, errors, warnings)
-    score_turns = score_turns_read(
-        data, rubric=rubric, mode=mode, testset=testset, errors=errors, warnings=warnings
-    )
 
-    campaign = {
-        "slug": slug,
-        "name": name,
-        "instructions": instructions,
-        "samples_per_task": samples,
-        "reviewed_samples": reviewed,
-        "overlap": overlap,
-        "mode": mode,
-        "rubric": rubric,
-        "weights": weights,
-        "redact": [w.strip() for w in redact],
+
+def _settings_read(data: dict, r: _Reader, weights: dict, errors: list[str]) -> dict:
+    """The campaign's remaining settings: lease, pass threshold and the three switches."""
+    return {
         "lease_minutes": r.integer(data, "lease_minutes", "", default=20, lo=1, hi=24 * 60),
         "pass_threshold": read_pass_threshold(data, weights, errors),
         "show_reference": r.boolean(data, "show_reference", "", False),
         "flags_dispute": r.boolean(data, "flags_dispute", "", False),
         "hold_identity_leaks": r.boolean(data, "hold_identity_leaks", "", True),
-        "score_turns": score_turns,
     }
-    if errors:
-        raise DefinitionError(errors)
-    return ValidDefinition(
-        campaign=campaign,
-        testset=testset,
-        contenders=contenders,
-        warnings=warnings,
-        rosters=rosters,
-    )
 
 
 def _slug_taken(slug: str) -> str:

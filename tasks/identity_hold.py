@@ -63,25 +63,3 @@ def generation_identity_approve(*, generation: Generation, user: AbstractBaseUse
     # Its own statement, after the release committed (autocommit): a concurrent finish of an
     # item's other output sees this row released, or this statement sees that one done.
     return review_side.review_items_open_for(generation_id=generation.pk)
-
-
-def generations_flag_identity(
-    *, campaign: Campaign, generation_ids: list[int] | None = None
-) -> int:
-    """Flag (with findings) done outputs that need masking but were not flagged when stored,
-    e.g. after the built-in list of names grew. Never holds them: their items may already be
-    in review. Pure text work, no LLM. Returns how many rows were newly flagged."""
-    terms = campaign_identity_terms(campaign)
-    rows = Generation.objects.filter(
-        campaign=campaign, identity_leak=False, status=Generation.Status.DONE
-    )
-    if generation_ids is not None:
-        rows = rows.filter(pk__in=generation_ids)
-    flagged = 0
-    for pk, text in rows.values_list("pk", "output"):
-        masked = blinding.mask_identity(text, terms)
-        if masked.hits:
-            flagged += Generation.objects.filter(pk=pk, identity_leak=False).update(
-                identity_leak=True, identity_findings=findings_json(masked.findings)
-            )
-    return flagged

@@ -39,13 +39,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     # tasks.generation re-exports this function, so its names are imported when it runs.
     from .generation import campaign_status_refresh, generation_rows_create
 
-    contender = campaign.contenders.filter(name=contender_name).first()
-    if contender is None:
-        raise ImportErrors(
-            [f"contender {contender_name!r} is not part of campaign {campaign.slug}"]
-        )
-    if contender.provider != Provider.IMPORTED:
-        raise ImportErrors([f"contender {contender_name!r} is not an imported contender"])
+    contender = _imported_contender(campaign=campaign, contender_name=contender_name)
     generation_rows_create(campaign=campaign)
     existing = {
         (g.task.external_id, g.sample_index, g.single_turn): g
@@ -56,45 +50,97 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     tasks = {g.task.external_id: g.task for g in existing.values()}
 
     def check(line: int, fields: dict) -> list[str]:
-        # Only the fields that parsed are here: every problem of a line in one run, no knock-ons.
-        problems = []
-        named = fields.get("contender", contender.name)
-        if named != contender.name:
-            problems.append(f"line {line}, field contender: {named!r} is not {contender.name!r}")
-        task_id, sample = fields.get("task_id"), fields.get("sample")
-        single = fields.get("single_turn", False)
-        task = tasks.get(task_id)
-        if task_id is not None and task is None:
-            problems.append(
-                f"line {line}, field task_id: no task {task_id!r} in {campaign.testset}"
-            )
-        if sample is not None and sample >= campaign.samples_per_task:
-            problems.append(
-                f"line {line}, field sample: the campaign has "
-                f"{counted(campaign.samples_per_task, 'sample')} per task"
-            )
-        if task is not None and single and not (task.turns and task.single_turn):
-            problems.append(
-                f"line {line}, field single_turn: task {task_id} has no single-turn statement"
-            )
-        elif task is not None and fields.get("transcript"):
-            problems += _transcript_problems(line, task, fields["transcript"], single)
-        gen = existing.get((task_id, sample, single))
-        output = fields.get("output")
-        if (
-            named == contender.name
-            and gen
-            and gen.status == S.DONE
-            and output not in (None, gen.output)
-        ):
-            problems.append(
-                f"line {line}, field output: {task_id} sample {sample} already has a different output"
-            )
-        return problems
+        return _line_problems(
+            line, fields, campaign=campaign, contender=contender, existing=existing, tasks=tasks
+        )
 
     rows, errors = parse_outputs_collect(raw, check=check)
     if errors:
         raise ImportErrors(*capped(errors))
+    stored, unchanged = _rows_store(
+        rows=rows, existing=existing, campaign=campaign, contender=contender
+    )
+    sync = review_side.review_items_sync(campaign=campaign)
+    campaign_status_refresh(campaign_id=campaign.pk)
+    missing = (
+        Generation.objects.filter(campaign=campaign, contender=contender)
+        .exclude(status=S.DONE)
+        .count()
+    )
+    return {
+        "stored": stored,
+        "unchanged": unchanged,
+        "missing": missing,
+        "items_ready": sync.get("ready", 0),
+    }
+
+
+def _imported_contender(*, campaign: Campaign, contender_name: str):
+    """The campaign's contender of that name, if it is an imported one; else ImportErrors."""
+    contender = campaign.contenders.filter(name=contender_name).first()
+    if contender is None:
+        raise ImportErrors(
+            [f"contender {contender_name!r} is not part of campaign {campaign.slug}"]
+        )
+    if contender.provider != Provider.IMPORTED:
+        raise ImportErrors([f"contender {contender_name!r} is not an imported contender"])
+    return contender
+
+
+def _line_problems(
+    line: int,
+    fields: dict,
+    *,
+    campaign: Campaign,
+    contender,
+    existing: dict[tuple, Generation],
+    tasks: dict[str, Task],
+) -> list[str]:
+    """A line's problems against the campaign: its contender, task, sample, single-turn
+    answer, transcript, and a done output it would change."""
+    # Only the fields that parsed are here: every problem of a line in one run, no knock-ons.
+    problems = []
+    named = fields.get("contender", contender.name)
+    if named != contender.name:
+        problems.append(f"line {line}, field contender: {named!r} is not {contender.name!r}")
+    task_id, sample = fields.get("task_id"), fields.get("sample")
+    single = fields.get("single_turn", False)
+    task = tasks.get(task_id)
+    if task_id is not None and task is None:
+        problems.append(f"line {line}, field task_id: no task {task_id!r} in {campaign.testset}")
+    if sample is not None and sample >= campaign.samples_per_task:
+        problems.append(
+            f"line {line}, field sample: the campaign has "
+            f"{counted(campaign.samples_per_task, 'sample')} per task"
+        )
+    if task is not None and single and not (task.turns and task.single_turn):
+        problems.append(
+            f"line {line}, field single_turn: task {task_id} has no single-turn statement"
+        )
+    elif task is not None and fields.get("transcript"):
+        problems += _transcript_problems(line, task, fields["transcript"], single)
+    gen = existing.get((task_id, sample, single))
+    output = fields.get("output")
+    if (
+        named == contender.name
+        and gen
+        and gen.status == S.DONE
+        and output not in (None, gen.output)
+    ):
+        problems.append(
+            f"line {line}, field output: {task_id} sample {sample} already has a different output"
+        )
+    return problems
+
+
+def _rows_store(
+    *,
+    rows: list[ImportedOutput],
+    existing: dict[tuple, Generation],
+    campaign: Campaign,
+    contender,
+) -> tuple[int, int]:
+    """Write the parsed rows in one transaction; (stored, unchanged: already done)."""
     now = timezone.now()
     stored = unchanged = 0
     with transaction.atomic():
@@ -124,19 +170,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
                 lease_expires_at=None,
             )
             stored += 1
-    sync = review_side.review_items_sync(campaign=campaign)
-    campaign_status_refresh(campaign_id=campaign.pk)
-    missing = (
-        Generation.objects.filter(campaign=campaign, contender=contender)
-        .exclude(status=S.DONE)
-        .count()
-    )
-    return {
-        "stored": stored,
-        "unchanged": unchanged,
-        "missing": missing,
-        "items_ready": sync.get("ready", 0),
-    }
+    return stored, unchanged
 
 
 def _transcript_problems(line: int, task: Task, transcript: list, single: bool) -> list[str]:

@@ -16,7 +16,7 @@ modules use is importable from `reviews.services`; the masking words of a campai
 `tasks.campaign_blinding.campaign_identity_terms`.
 """
 
-from .answers import SUBMIT_FIELDS, campaign_wants, labels_for, review_payload_parse
+from .answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
 from .claim import (
     CLAIM_ATTEMPTS,
     Claim,
@@ -84,7 +84,6 @@ __all__ = [
     "assignment_sweep_expired",
     "barred_message",
     "campaign_wants",
-    "labels_for",
     "lease_extended",
     "presented_order",
     "review_payload_parse",

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import math
 
-from tasks.blinding import labels as rubric_labels
+from tasks import blinding
 from tasks.models import Campaign, Mode
 
 from ..disputes import unknown_field_errors
 from ..models import Assignment, Preference, Review, ReviewItem
 from ..rubric import Mode as AnswerMode
 from ..rubric import Rubric, answers_check
-
-
-def labels_for(n: int) -> list[str]:
-    return rubric_labels(n)
 
 
 def campaign_wants(campaign: Campaign) -> tuple[bool, bool]:
@@ -39,7 +35,7 @@ def review_payload_parse(
     would otherwise be dropped without a word. The answers are checked by reviews/rubric.py,
     against the `item`'s rubric when given (its task's per-turn scores included).
     """
-    labels = labels_for(len(order))
+    labels = blinding.labels(len(order))
     by_label = dict(zip(labels, order, strict=True))
     wants_scores, wants_preference = campaign_wants(campaign)
     errors = unknown_field_errors(data, SUBMIT_FIELDS)

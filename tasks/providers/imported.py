@@ -123,115 +123,153 @@ def parse_outputs_collect(
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            data = strict_json(line)
-        except (ValueError, RecursionError) as exc:
-            errors.append(f"line {number}, field (json): {exc}")
+        data, problem = _line_object(number, line)
+        if problem:
+            errors.append(problem)
             continue
-        if not isinstance(data, dict):
-            errors.append(f"line {number}, field (json): each line must be a JSON object")
-            continue
-        row_errors = []
-        valid = {}
-        unknown = sorted(set(data) - KNOWN_FIELDS)
-        for key in unknown:
-            row_errors.append(f"line {number}, field {key}: unknown field")
-        task_id = data.get("task_id", data.get("external_id"))
-        if not isinstance(task_id, str) or not task_id.strip():
-            row_errors.append(f"line {number}, field task_id: required, a non-empty string")
-        else:
-            # as test-set intake stores ids: NFC, invisible characters dropped
-            task_id = valid["task_id"] = clean_id(task_id)
-        sample = data.get("sample", data.get("sample_index", 0))
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-            row_errors.append(f"line {number}, field sample: must be an integer >= 0")
-        else:
-            valid["sample"] = sample
-        transcript, transcript_problems = None, []
-        if data.get("transcript") is not None:
-            transcript, transcript_problems = transcript_value(data["transcript"])
-            row_errors += [f"line {number}, field {problem}" for problem in transcript_problems]
-        output = data.get("output", data.get("text"))
-        if transcript_problems:
-            transcript = None  # its problems say it; the output is not judged against it
-        elif output is None and transcript:
-            output = transcript[-1]["answer"]
-        if transcript_problems and output is None:
-            pass
-        elif not isinstance(output, str):
-            row_errors.append(f"line {number}, field output: required, a string")
-        elif transcript and output != transcript[-1]["answer"]:
-            row_errors.append(f"line {number}, field output: is not the transcript's last answer")
-        else:
-            valid["output"] = output
-            if transcript:
-                valid["transcript"] = transcript
-        single_turn = data.get("single_turn", False)
-        if not isinstance(single_turn, bool):
-            row_errors.append(f"line {number}, field single_turn: must be true or false")
-        else:
-            valid["single_turn"] = single_turn
-        values = {}
-        for field in INT_FIELDS:
-            value = data.get(field)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT
-            ):
-                row_errors.append(
-                    f"line {number}, field {field}: must be an integer from 0 to {MAX_INT}"
-                )
-            values[field] = value
-        cost = data.get("cost")
-        if cost is not None:
-            try:
-                if isinstance(cost, bool):
-                    raise InvalidOperation
-                cost = Decimal(str(cost))
-                if not 0 <= cost <= MAX_COST:
-                    raise InvalidOperation
-            except InvalidOperation:
-                row_errors.append(
-                    f"line {number}, field cost: must be a number from 0 to {MAX_COST}"
-                )
-        contender = data.get("contender") or ""
-        if not isinstance(contender, str):
-            row_errors.append(f"line {number}, field contender: must be a string")
-        elif contender:
-            valid["contender"] = contender
-        finish_reason = data.get("finish_reason") or ""
-        if not isinstance(finish_reason, str):
-            row_errors.append(f"line {number}, field finish_reason: must be a string")
-        if "task_id" in valid and "sample" in valid:
-            key = (task_id, sample, single_turn is True)
-            if key in seen:
-                row_errors.append(
-                    f"line {number}, field task_id: duplicate of line {seen[key]} "
-                    f"({task_id}, sample {sample}{', single turn' if key[2] else ''})"
-                )
-                del valid["task_id"], valid["sample"]
-            else:
-                seen[key] = number
-        if check is not None:
-            row_errors.extend(check(number, valid))
+        row, row_errors = _line_row(number, data, seen=seen, check=check)
         if row_errors:
             errors.extend(row_errors)
             continue
-        rows.append(
-            ImportedOutput(
-                line=number,
-                task_id=task_id,
-                sample=sample,
-                output=output,
-                cost=cost,
-                finish_reason=finish_reason[:50],
-                single_turn=single_turn,
-                transcript=transcript,
-                **values,
-            )
-        )
+        rows.append(row)
     if not rows and not errors:
         errors.append("line 1, field (file): the file holds no outputs")
     return rows, errors
+
+
+def _line_object(number: int, line: str) -> tuple[dict | None, str]:
+    """(the line's JSON object, "") or (None, the problem)."""
+    try:
+        data = strict_json(line)
+    except (ValueError, RecursionError) as exc:
+        return None, f"line {number}, field (json): {exc}"
+    if not isinstance(data, dict):
+        return None, f"line {number}, field (json): each line must be a JSON object"
+    return data, ""
+
+
+def _line_row(
+    number: int,
+    data: dict,
+    *,
+    seen: dict[tuple[str, int, bool], int],
+    check: Callable[[int, dict], list[str]] | None,
+) -> tuple[ImportedOutput | None, list[str]]:
+    """(the line's output, []) or (None, every problem of the line, in field order).
+
+    `valid` collects the values that passed their checks, for `check`; `seen` maps each
+    (task_id, sample, single_turn) read so far to its line, to catch duplicates."""
+    row_errors = [
+        f"line {number}, field {key}: unknown field" for key in sorted(set(data) - KNOWN_FIELDS)
+    ]
+    valid: dict = {}
+    task_id, sample = _line_ids(number, data, valid, row_errors)
+    output, transcript = _line_output(number, data, valid, row_errors)
+    single_turn = data.get("single_turn", False)
+    if not isinstance(single_turn, bool):
+        row_errors.append(f"line {number}, field single_turn: must be true or false")
+    else:
+        valid["single_turn"] = single_turn
+    values, cost = _line_usage(number, data, row_errors)
+    contender = data.get("contender") or ""
+    if not isinstance(contender, str):
+        row_errors.append(f"line {number}, field contender: must be a string")
+    elif contender:
+        valid["contender"] = contender
+    finish_reason = data.get("finish_reason") or ""
+    if not isinstance(finish_reason, str):
+        row_errors.append(f"line {number}, field finish_reason: must be a string")
+    if "task_id" in valid and "sample" in valid:
+        key = (task_id, sample, single_turn is True)
+        if key in seen:
+            row_errors.append(
+                f"line {number}, field task_id: duplicate of line {seen[key]} "
+                f"({task_id}, sample {sample}{', single turn' if key[2] else ''})"
+            )
+            del valid["task_id"], valid["sample"]
+        else:
+            seen[key] = number
+    if check is not None:
+        row_errors.extend(check(number, valid))
+    if row_errors:
+        return None, row_errors
+    row = ImportedOutput(
+        line=number,
+        task_id=task_id,
+        sample=sample,
+        output=output,
+        cost=cost,
+        finish_reason=finish_reason[:50],
+        single_turn=single_turn,
+        transcript=transcript,
+        **values,
+    )
+    return row, []
+
+
+def _line_ids(number: int, data: dict, valid: dict, row_errors: list[str]) -> tuple:
+    """(task_id, sample) as given; each valid one also goes to `valid`, a problem to `row_errors`."""
+    task_id = data.get("task_id", data.get("external_id"))
+    if not isinstance(task_id, str) or not task_id.strip():
+        row_errors.append(f"line {number}, field task_id: required, a non-empty string")
+    else:
+        # as test-set intake stores ids: NFC, invisible characters dropped
+        task_id = valid["task_id"] = clean_id(task_id)
+    sample = data.get("sample", data.get("sample_index", 0))
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        row_errors.append(f"line {number}, field sample: must be an integer >= 0")
+    else:
+        valid["sample"] = sample
+    return task_id, sample
+
+
+def _line_output(number: int, data: dict, valid: dict, row_errors: list[str]) -> tuple:
+    """(output, transcript): the output may be left out when a transcript ends in it."""
+    transcript, transcript_problems = None, []
+    if data.get("transcript") is not None:
+        transcript, transcript_problems = transcript_value(data["transcript"])
+        row_errors += [f"line {number}, field {problem}" for problem in transcript_problems]
+    output = data.get("output", data.get("text"))
+    if transcript_problems:
+        transcript = None  # its problems say it; the output is not judged against it
+    elif output is None and transcript:
+        output = transcript[-1]["answer"]
+    if transcript_problems and output is None:
+        pass
+    elif not isinstance(output, str):
+        row_errors.append(f"line {number}, field output: required, a string")
+    elif transcript and output != transcript[-1]["answer"]:
+        row_errors.append(f"line {number}, field output: is not the transcript's last answer")
+    else:
+        valid["output"] = output
+        if transcript:
+            valid["transcript"] = transcript
+    return output, transcript
+
+
+def _line_usage(number: int, data: dict, row_errors: list[str]) -> tuple[dict, Decimal | None]:
+    """(the token counts and timings by field, the cost as a Decimal)."""
+    values = {}
+    for field in INT_FIELDS:
+        value = data.get(field)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT
+        ):
+            row_errors.append(
+                f"line {number}, field {field}: must be an integer from 0 to {MAX_INT}"
+            )
+        values[field] = value
+    cost = data.get("cost")
+    if cost is not None:
+        try:
+            if isinstance(cost, bool):
+                raise InvalidOperation
+            cost = Decimal(str(cost))
+            if not 0 <= cost <= MAX_COST:
+                raise InvalidOperation
+        except InvalidOperation:
+            row_errors.append(f"line {number}, field cost: must be a number from 0 to {MAX_COST}")
+    return values, cost
 
 
 def transcript_value(value) -> tuple[list, list[str]]:

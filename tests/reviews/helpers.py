@@ -3,7 +3,7 @@
 from django.db.models import Count, Q
 
 from reviews.models import Assignment, ReviewItem
-from reviews.services import labels_for
+from tasks import blinding
 
 
 def full_review(assignment: Assignment, value: int = 4, preference: str | None = "A") -> dict:
@@ -11,7 +11,7 @@ def full_review(assignment: Assignment, value: int = 4, preference: str | None =
 
     preference=None for campaigns in "rubric" mode, which do not ask for one.
     """
-    labels = labels_for(len(assignment.order))
+    labels = blinding.labels(len(assignment.order))
     data = {"scores": {label: {"accuracy": value, "completeness": value} for label in labels}}
     if preference is not None:
         data["preference"] = preference

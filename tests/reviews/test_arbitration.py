@@ -15,10 +15,10 @@ from reviews.arbitration import (
     arbitration_claim_next,
     arbitration_release,
     arbitration_resolve,
-    labels_for,
 )
 from reviews.disputes import item_settle
 from reviews.models import Arbitration, ReviewItem, Score
+from reviews.rubric import label_map
 from tests.factories import CampaignFactory, ReviewItemFactory, UserFactory, personas, review_create
 
 
@@ -176,7 +176,7 @@ class ArbitrationServiceTests(TestCase):
         return arbitration_claim_next(campaign=self.campaign, arbiter=user or self.users["arbiter"])
 
     def outputs(self, arbitration):
-        return {label: int(pk) for label, pk in labels_for(arbitration.order).items()}
+        return {label: int(pk) for label, pk in label_map(arbitration.order).items()}
 
     def test_it_claims_with_a_fresh_order_and_a_lease(self):
         before = Arbitration.objects.get(item=self.item).token
@@ -425,7 +425,7 @@ class ArbitrationServiceTests(TestCase):
         review_create(item, self.users["reviewer_b"], scores=same)
         item_settle(item)
         arbitration = arbitration_claim_next(campaign=campaign, arbiter=self.users["arbiter"])
-        label = {int(v): k for k, v in labels_for(arbitration.order).items()}[o1.pk]
+        label = {int(v): k for k, v in label_map(arbitration.order).items()}[o1.pk]
         other = "B" if label == "A" else "A"
         with pytest.raises(ResolveInvalid) as exc:
             arbitration_resolve(

@@ -14,9 +14,9 @@ from reviews.arbitration import (
     arbitration_heartbeat,
     arbitration_release,
     arbitration_resolve,
-    labels_for,
 )
 from reviews.models import Arbitration
+from reviews.rubric import label_map
 from reviews.services import LeaseGone
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, CampaignFactory, UserFactory, personas
@@ -30,7 +30,7 @@ def lapse(arbitration):
 
 
 def resolve(arbitration, arbiter):
-    labels = {label: int(pk) for label, pk in labels_for(arbitration.order).items()}
+    labels = {label: int(pk) for label, pk in label_map(arbitration.order).items()}
     o1_label = min(labels, key=labels.get)
     other = next(label for label in labels if label != o1_label)
     return arbitration_resolve(

@@ -10,9 +10,9 @@ from django.test import TestCase
 from django.utils import timezone
 
 from evalsite.models import ApiToken
-from reviews.arbitration import labels_for
 from reviews.disputes import item_settle
 from reviews.models import Arbitration, ItemOutput, ReviewItem
+from reviews.rubric import label_map
 from tasks.models import Contender, Generation
 from tests.conftest import arrows_scroll, browser_login, wait_until
 from tests.factories import (
@@ -38,7 +38,7 @@ def htmx(**extra):
 
 
 def o1_label(arbitration) -> str:
-    labels = labels_for(arbitration.order)
+    labels = label_map(arbitration.order)
     return next(k for k, v in labels.items() if int(v) == min(int(x) for x in labels.values()))
 
 
@@ -389,7 +389,7 @@ class ArbitrationApiTests(TestCase):
         assert "already resolved" in changed.json()["error"]
         assert "not saved" in changed.json()["error"]
         assert ReviewItem.objects.get(pk=self.item.pk).final["preference"] == str(
-            labels_for(arbitration.order)[label]
+            label_map(arbitration.order)[label]
         )
         assert self.post("/api/v1/arbitrations/not-a-token/resolve", body).status_code == 404
 
@@ -754,7 +754,7 @@ def test_an_arbiter_resolves_with_the_keyboard_and_the_lead_sees_it(browser_page
     page.screenshot(path=str(ARTIFACTS / "arbitration-resolved.png"), full_page=True)
     item.refresh_from_db()
     assert item.state == "resolved"
-    final = item.final["scores"][str(labels_for(arbitration.order)[label])]
+    final = item.final["scores"][str(label_map(arbitration.order)[label])]
     assert final["accuracy"] == 4.0 and final["completeness"] is None
     assert item.final["preference"] == "tie"
     # Enter on the focused "Next dispute" loads the next one in place (no full page load).

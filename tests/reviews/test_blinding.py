@@ -527,31 +527,3 @@ class TaskTextMaskingTests(TestCase):
         Arbitration.objects.update(state="open", arbiter=None)
         api = {"HTTP_AUTHORIZATION": f"Bearer {ApiToken.issue(self.users['arbiter'])}"}
         self.assert_masked(self.client.post("/api/v1/campaigns/disp/arbitration/next", **api))
-
-
-class CampaignScanTests(TestCase):
-    def test_it_flags_every_self_identifying_output_of_a_campaign_without_a_reviewer(self):
-        from tasks.identity_hold import generations_flag_identity
-
-        contender = ContenderFactory(name="acme-large", model="acme-large-2")
-        campaign = CampaignFactory(contenders=[contender, ContenderFactory()], redact=["Globex"])
-        task = TaskFactory(testset=campaign.testset)
-        leaking = [
-            GenerationFactory(
-                campaign=campaign, task=task, contender=contender, sample_index=i, output=text
-            )
-            for i, text in enumerate(
-                ["I am acme-large.", "Globex says hi", "As an AI made by Initech, no."]
-            )
-        ]
-        clean = GenerationFactory(
-            campaign=campaign,
-            task=task,
-            contender=contender,
-            sample_index=9,
-            output="Restart the router.",
-        )
-        assert generations_flag_identity(campaign=campaign) == 3
-        assert generations_flag_identity(campaign=campaign) == 0
-        flagged = set(Generation.objects.filter(identity_leak=True).values_list("pk", flat=True))
-        assert flagged == {g.pk for g in leaking} and clean.pk not in flagged

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 from django.test import TestCase
 
-from reviews.arbitration import arbitration_claim_next, arbitration_resolve, labels_for
+from reviews.arbitration import arbitration_claim_next, arbitration_resolve
 from reviews.models import Arbitration
+from reviews.rubric import label_map
 from tasks.models import Generation
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, CampaignFactory, ContenderFactory, personas
@@ -24,7 +25,7 @@ def resolved_case(users):
         checks_passed=False,
     )
     arbitration = arbitration_claim_next(campaign=campaign, arbiter=users["arbiter"])
-    label = next(iter(labels_for(arbitration.order)))
+    label = next(iter(label_map(arbitration.order)))
     arbitration_resolve(
         token=arbitration.token,
         arbiter=users["arbiter"],

@@ -12,7 +12,6 @@ from django.urls import reverse
 from evalsite.models import ApiToken
 from reviews.arbitration import arbitration_claim_next
 from reviews.models import Assignment, ItemOutput
-from reviews.services import labels_for
 from tasks import blinding
 from tasks.models import Contender
 from tests.factories import (
@@ -60,7 +59,7 @@ def conversation_turns(tag: str):
 def labelled(assignment) -> dict[str, object]:
     """{label: Generation} as this assignment shows them."""
     outputs = {o.pk: o.generation for o in ItemOutput.objects.filter(item=assignment.item)}
-    labels = labels_for(len(assignment.order))
+    labels = blinding.labels(len(assignment.order))
     return {label: outputs[pk] for label, pk in zip(labels, assignment.order, strict=True)}
 
 

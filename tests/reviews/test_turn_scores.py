@@ -13,10 +13,9 @@ from reviews.arbitration import (
     ResolveInvalid,
     arbitration_claim_next,
     arbitration_resolve,
-    labels_for,
 )
 from reviews.models import Arbitration, ReviewItem, Score
-from reviews.rubric import Rubric, is_turn_key
+from reviews.rubric import Rubric, is_turn_key, label_map
 from reviews.selectors import review_api_payload, review_screen
 from tests.factories import CampaignFactory, ReviewItemFactory, personas
 from tests.reviews.turn_fixtures import conversation_item, turn_campaign, turn_submit
@@ -171,7 +170,7 @@ class Disputed(TestCase):
         assignment = claim.assignment
         # The same turn scores for the same output, whatever order each reviewer saw.
         by_output = dict(zip(sorted(assignment.order), per_turn, strict=True))
-        labels = labels_for(assignment.order)
+        labels = label_map(assignment.order)
         data = turn_submit(
             assignment,
             {label: by_output[int(pk)] for label, pk in labels.items()},
@@ -206,7 +205,7 @@ class DisputeTests(Disputed):
         item, (o1, _o2) = self.dispute()
         arbiter = self.users["arbiter"]
         arbitration = arbitration_claim_next(campaign=self.campaign, arbiter=arbiter)
-        label = {pk: lab for lab, pk in labels_for(arbitration.order).items()}[o1]
+        label = {pk: lab for lab, pk in label_map(arbitration.order).items()}[o1]
         with self.assertRaises(ResolveInvalid) as caught:
             arbitration_resolve(
                 token=arbitration.token, arbiter=arbiter, scores={}, note="turn 2 is weak"
@@ -316,7 +315,7 @@ class DisputePageTests(Disputed):
         page = self.client.get(self.client.post(f"/arbitration/{self.campaign.slug}/next").url)
         body = page.content.decode()
         arbitration = Arbitration.objects.get(item=self.item)
-        label = {pk: lab for lab, pk in labels_for(arbitration.order).items()}[o1]
+        label = {pk: lab for lab, pk in label_map(arbitration.order).items()}[o1]
         assert "Turn 2: Turn quality" in body
         assert "scores 4, 1 differ by 3 (allowed 1)" in body
         assert f'name="score-{label}-turn_quality@2"' in body

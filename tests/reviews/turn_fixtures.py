@@ -4,7 +4,7 @@ A task with `turns` (its scripted user) and, per contender, a generation whose t
 one entry per user turn, in the shape the generation stores (tasks/transcripts.py reads it).
 """
 
-from reviews.services import labels_for
+from tasks import blinding
 from tests.factories import CampaignFactory, ReviewItemFactory, TaskFactory
 
 SCORE_TURNS = {"dimension": "turn_quality", "min": 1, "max": 5}
@@ -60,7 +60,7 @@ def turn_campaign(*, overlap: int = 2, score_turns: dict | None = None, **fields
 def turn_submit(assignment, per_turn: dict[str, list], value: int = 4, preference="A") -> dict:
     """A submit for the factories' rubric plus the turn scores `per_turn` ({"A": [4, 3, 5]})."""
     data = {"scores": {}, "preference": preference}
-    for label in labels_for(len(assignment.order)):
+    for label in blinding.labels(len(assignment.order)):
         scores = {"accuracy": value, "completeness": value}
         for turn, score in enumerate(per_turn.get(label, []), start=1):
             scores[f"turn_quality@{turn}"] = score
