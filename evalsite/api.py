@@ -148,43 +148,19 @@ def api_endpoint(
         @csrf_exempt
         @wraps(view)
         def wrapped(request, *args, **kwargs):
-            user = bearer_user(request)
-            if user is None:
-                return JsonResponse(
-                    {"error": "authentication required: send Authorization: Bearer <token>"},
-                    status=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-            if not has_role(user, *roles):
-                return JsonResponse({"error": "your role does not allow this"}, status=403)
-            if request.method not in answered:
-                return method_not_allowed(request, answered)
-            request.user = user
+            refused = _refusal(request, roles, answered)
+            if refused is not None:
+                return refused
             if request.method != "HEAD":
-                return respond(request, *args, **kwargs)
+                return _respond(view, too_big, request, *args, **kwargs)
             # HEAD runs the view's GET branch (its other branch may be a POST or PATCH), so the
             # headers are the GET's. The body is dropped by the server (gunicorn, runserver),
             # not here; the test client drops it on request.method, hence the restore.
             request.method = "GET"
             try:
-                return respond(request, *args, **kwargs)
+                return _respond(view, too_big, request, *args, **kwargs)
             finally:
                 request.method = "HEAD"
-
-        def respond(request, *args, **kwargs):
-            try:
-                return view(request, *args, **kwargs)
-            except ApiError as exc:
-                return JsonResponse({"error": exc.message, **exc.extra}, status=exc.status)
-            except Http404:
-                # get_object_or_404 in a view: the API answers in JSON, not the HTML page.
-                return JsonResponse({"error": "not found"}, status=404)
-            except RequestDataTooBig:
-                # Caught here, not in a handler400: that one is skipped with DEBUG on (the
-                # embedded mode) and would also catch DisallowedHost, which is not ours.
-                return body_too_big(too_big)
-            except (SuspiciousOperation, MultiPartParserError, BadRequest) as exc:
-                return bad_request(request, exc)
 
         wrapped.api_doc = {
             "roles": roles,
@@ -197,3 +173,38 @@ def api_endpoint(
         return wrapped
 
     return decorator
+
+
+def _refusal(request, roles: tuple[str, ...], answered) -> JsonResponse | None:
+    """The answer to a request without a valid token, the role or an answered method; None
+    when it may go on (then `request.user` is the token's user)."""
+    user = bearer_user(request)
+    if user is None:
+        return JsonResponse(
+            {"error": "authentication required: send Authorization: Bearer <token>"},
+            status=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if not has_role(user, *roles):
+        return JsonResponse({"error": "your role does not allow this"}, status=403)
+    if request.method not in answered:
+        return method_not_allowed(request, answered)
+    request.user = user
+    return None
+
+
+def _respond(view, too_big: str, request, *args, **kwargs):
+    """The view's answer, with its errors answered in JSON."""
+    try:
+        return view(request, *args, **kwargs)
+    except ApiError as exc:
+        return JsonResponse({"error": exc.message, **exc.extra}, status=exc.status)
+    except Http404:
+        # get_object_or_404 in a view: the API answers in JSON, not the HTML page.
+        return JsonResponse({"error": "not found"}, status=404)
+    except RequestDataTooBig:
+        # Caught here, not in a handler400: that one is skipped with DEBUG on (the
+        # embedded mode) and would also catch DisallowedHost, which is not ours.
+        return body_too_big(too_big)
+    except (SuspiciousOperation, MultiPartParserError, BadRequest) as exc:
+        return bad_request(request, exc)

@@ -83,67 +83,79 @@ def _reviewed_by(item_id: int, user) -> bool:
 def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None:
     """The arbiter's current arbitration in this campaign, else the next claimable one, else None."""
     with transaction.atomic():
-        # Resume what this arbiter holds, even past its lease if nobody took it meanwhile: the
-        # lease is renewed and the token (in their open tab) stays valid.
-        held = (
-            Arbitration.objects.select_for_update(of=("self",), no_key=True)
-            .filter(item__campaign=campaign, arbiter=arbiter, state=Arbitration.State.ACTIVE)
+        held = _held_resume(campaign=campaign, arbiter=arbiter)
+        if held is not None:
+            return held
+        return _claimable_take(campaign=campaign, arbiter=arbiter)
+
+
+def _held_resume(*, campaign: Campaign, arbiter) -> Arbitration | None:
+    """The arbitration this arbiter holds, locked, its lease renewed; None if none. Inside the
+    claim's transaction."""
+    # Resume what this arbiter holds, even past its lease if nobody took it meanwhile: the
+    # lease is renewed and the token (in their open tab) stays valid.
+    held = (
+        Arbitration.objects.select_for_update(of=("self",), no_key=True)
+        .filter(item__campaign=campaign, arbiter=arbiter, state=Arbitration.State.ACTIVE)
+        .order_by("pk")
+        .first()
+    )
+    if held is None:
+        return None
+    # Taking back a lapsed lease is a new claim (a new heartbeat window), as reviving an
+    # expired review assignment is; resuming a live one keeps its window.
+    Arbitration.objects.filter(pk=held.pk).update(
+        lease_expires_at=_lease_end(campaign),
+        claimed_at=Case(When(lease_expires_at__lte=Now(), then=Now()), default=F("claimed_at")),
+    )
+    held.refresh_from_db()
+    return held
+
+
+def _claimable_take(*, campaign: Campaign, arbiter) -> Arbitration | None:
+    """Lock and take the oldest claimable dispute the arbiter did not review (five tries),
+    with a fresh output order; None if there is none. Inside the claim's transaction."""
+    skipped: list[int] = []
+    for _ in range(5):
+        candidate = (
+            Arbitration.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
+            .filter(item__campaign=campaign, item__state=ReviewItem.State.DISPUTED)
+            .filter(
+                Q(state=Arbitration.State.OPEN)
+                | Q(state=Arbitration.State.ACTIVE, lease_expires_at__lte=Now())
+            )
+            .exclude(item__reviews__reviewer=arbiter)
+            .exclude(pk__in=skipped)
+            # Oldest dispute first, along the primary key index: the scan stops at the first
+            # row it can lock instead of sorting the whole queue (an arbiter sees every
+            # contender in every item, so queue order reveals nothing).
             .order_by("pk")
             .first()
         )
-        if held is not None:
-            # Taking back a lapsed lease is a new claim (a new heartbeat window), as reviving an
-            # expired review assignment is; resuming a live one keeps its window.
-            Arbitration.objects.filter(pk=held.pk).update(
-                lease_expires_at=_lease_end(campaign),
-                claimed_at=Case(
-                    When(lease_expires_at__lte=Now(), then=Now()), default=F("claimed_at")
-                ),
-            )
-            held.refresh_from_db()
-            return held
-
-        skipped: list[int] = []
-        for _ in range(5):
-            candidate = (
-                Arbitration.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
-                .filter(item__campaign=campaign, item__state=ReviewItem.State.DISPUTED)
-                .filter(
-                    Q(state=Arbitration.State.OPEN)
-                    | Q(state=Arbitration.State.ACTIVE, lease_expires_at__lte=Now())
-                )
-                .exclude(item__reviews__reviewer=arbiter)
-                .exclude(pk__in=skipped)
-                # Oldest dispute first, along the primary key index: the scan stops at the first
-                # row it can lock instead of sorting the whole queue (an arbiter sees every
-                # contender in every item, so queue order reveals nothing).
-                .order_by("pk")
-                .first()
-            )
-            if candidate is None:
-                return None
-            # Defence in depth: the query excludes the arbiter's own items; check the locked row.
-            if _reviewed_by(candidate.item_id, arbiter):
-                skipped.append(candidate.pk)
-                continue
-            order = list(candidate.item.outputs.values_list("pk", flat=True))
-            secrets.SystemRandom().shuffle(order)  # a fresh order, unrelated to any reviewer's
-            taken = Arbitration.objects.filter(
-                pk=candidate.pk, state=candidate.state, token=candidate.token
-            ).update(
-                state=Arbitration.State.ACTIVE,
-                arbiter=arbiter,
-                token=new_token(),
-                order=order,
-                lease_expires_at=_lease_end(campaign),
-                claimed_at=Now(),
-            )
-            if taken != 1:  # cannot happen under the row lock; never hand out a row we lost
-                skipped.append(candidate.pk)
-                continue
-            candidate.refresh_from_db()
-            return candidate
-        return None
+        if candidate is None:
+            return None
+        # Defence in depth: the query excludes the arbiter's own items; check the locked row.
+        if _reviewed_by(candidate.item_id, arbiter):
+            skipped.append(candidate.pk)
+            continue
+        order = list(candidate.item.outputs.values_list("pk", flat=True))
+        secrets.SystemRandom().shuffle(order)  # a fresh order, unrelated to any reviewer's
+        taken = Arbitration.objects.filter(
+            pk=candidate.pk, state=candidate.state, token=candidate.token
+        ).update(
+            state=Arbitration.State.ACTIVE,
+            arbiter=arbiter,
+            token=new_token(),
+            order=order,
+            lease_expires_at=_lease_end(campaign),
+            claimed_at=Now(),
+        )
+        if taken != 1:  # cannot happen under the row lock; never hand out a row we lost
+            skipped.append(candidate.pk)
+            continue
+        candidate.refresh_from_db()
+        return candidate
+    return None
 
 
 def _locked_for(token: str, arbiter) -> Arbitration:

@@ -33,9 +33,13 @@ def _rate_cells(r: dict | None) -> list:
 
 def tools_page(report: dict) -> dict:
     tools = report.get("tools") or {}
-    call_rows, recovery_rows = [], []
+    return {"tables": [_tool_calls_table(tools), _tool_recovery_table(tools)]}
+
+
+def _tool_calls_table(tools: dict) -> Table:
+    """Per contender: tool-call accuracy, invalid calls and unmocked calls."""
+    call_rows = []
     for name, t in tools.items():
-        ms = t.get("completion_ms") or {}
         unmocked = t.get("unmocked_call_rate") or {}
         call_rows.append(
             [
@@ -46,18 +50,7 @@ def tools_page(report: dict) -> dict:
                 unmocked.get("ci95") or unmocked.get("reason"),
             ]
         )
-        recovery_rows.append(
-            [
-                name,
-                *_rate_cells(t.get("error_recovery_rate")),
-                t.get("mean_steps"),
-                t.get("mean_steps_ci95") or t.get("mean_steps_reason"),
-                ms.get("p50"),
-                ms.get("p95"),
-                t.get("n_tasks"),
-            ]
-        )
-    calls = Table(
+    return Table(
         "tool-calls",
         "Tool calls",
         [
@@ -75,7 +68,25 @@ def tools_page(report: dict) -> dict:
         note=CALLS_NOTE,
         empty=NO_TOOL_OUTPUT,
     )
-    recovery = Table(
+
+
+def _tool_recovery_table(tools: dict) -> Table:
+    """Per contender: error recovery, steps per task and completion time."""
+    recovery_rows = []
+    for name, t in tools.items():
+        ms = t.get("completion_ms") or {}
+        recovery_rows.append(
+            [
+                name,
+                *_rate_cells(t.get("error_recovery_rate")),
+                t.get("mean_steps"),
+                t.get("mean_steps_ci95") or t.get("mean_steps_reason"),
+                ms.get("p50"),
+                ms.get("p95"),
+                t.get("n_tasks"),
+            ]
+        )
+    return Table(
         "tool-recovery",
         "Error recovery, steps and completion time",
         [
@@ -93,7 +104,6 @@ def tools_page(report: dict) -> dict:
         note=RECOVERY_NOTE,
         empty=NO_TOOL_OUTPUT,
     )
-    return {"tables": [calls, recovery]}
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,36 +147,8 @@ def turn_chart(conversation: dict) -> TurnChart | None:
     lines = []
     for i, (name, pts) in enumerate(curves.items()):
         pts = [p for p in pts if p["mean"] is not None]
-        if not pts:
-            continue
-        banded = [p for p in pts if p.get("ci95") and None not in p["ci95"]]
-        upper = [f"{x(p['turn'])},{y(p['ci95'][1])}" for p in banded]
-        lower = [f"{x(p['turn'])},{y(p['ci95'][0])}" for p in reversed(banded)]
-        end = pts[-1]
-        lines.append(
-            {
-                "name": name,
-                "css": f"series-{i % SERIES}",
-                "points": " ".join(f"{x(p['turn'])},{y(p['mean'])}" for p in pts),
-                "band": " ".join(upper + lower) if len(banded) > 1 else "",
-                "dots": [
-                    {
-                        "x": x(p["turn"]),
-                        "y": y(p["mean"]),
-                        "title": f"{name}, turn {p['turn']}: {p['mean']:.3f}"
-                        + (
-                            f" [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]"
-                            if p in banded
-                            else f" ({p.get('reason') or 'no interval'})"
-                        )
-                        + f", n = {p['n']} tasks",
-                    }
-                    for p in pts
-                ],
-                "label_x": x(end["turn"]) + 8,
-                "label_y": y(end["mean"]) + 4,
-            }
-        )
+        if pts:
+            lines.append(_turn_line(name, pts, css=f"series-{i % SERIES}", x=x, y=y))
     _spread_labels(lines, top, bottom)
     basis = {c.get("basis") for c in conversation.values()} - {None}
     return TurnChart(
@@ -182,6 +164,37 @@ def turn_chart(conversation: dict) -> TurnChart | None:
         title="Mean score per turn with 95% interval",
         basis=", ".join(sorted(BASES.get(b, b) for b in basis)),
     )
+
+
+def _turn_line(name: str, pts: list[dict], *, css: str, x, y) -> dict:
+    """One contender's line over the turns it has a mean for: its points, its 95% band (where
+    two or more turns have an interval), a dot per turn and its label at the end."""
+    banded = [p for p in pts if p.get("ci95") and None not in p["ci95"]]
+    upper = [f"{x(p['turn'])},{y(p['ci95'][1])}" for p in banded]
+    lower = [f"{x(p['turn'])},{y(p['ci95'][0])}" for p in reversed(banded)]
+    end = pts[-1]
+    return {
+        "name": name,
+        "css": css,
+        "points": " ".join(f"{x(p['turn'])},{y(p['mean'])}" for p in pts),
+        "band": " ".join(upper + lower) if len(banded) > 1 else "",
+        "dots": [
+            {
+                "x": x(p["turn"]),
+                "y": y(p["mean"]),
+                "title": f"{name}, turn {p['turn']}: {p['mean']:.3f}"
+                + (
+                    f" [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]"
+                    if p in banded
+                    else f" ({p.get('reason') or 'no interval'})"
+                )
+                + f", n = {p['n']} tasks",
+            }
+            for p in pts
+        ],
+        "label_x": x(end["turn"]) + 8,
+        "label_y": y(end["mean"]) + 4,
+    }
 
 
 def _spread_labels(lines: list[dict], top: float, bottom: float, gap: float = 14) -> None:

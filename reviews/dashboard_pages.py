@@ -31,42 +31,42 @@ def _agreement_note(a: dict) -> str:
 
 
 def _agreement(report: dict) -> dict:
-    rows = []
-    for dim, a in report["agreement"].items():
-        rows.append(
-            [
-                dim,
-                a.get("level"),
-                a.get("alpha"),
-                a.get("ci95"),
-                a.get("band") or _no_band(a),
-                a.get("ac1", a.get("ac2")),
-                a.get("n_units"),
-                a.get("n_items"),
-                a.get("n_ratings"),
-                a.get("exact"),
-                a.get("within_one"),
-                _agreement_note(a),
-            ]
-        )
+    rows = [
+        _agreement_row(dim, a, a.get("ac1", a.get("ac2"))) for dim, a in report["agreement"].items()
+    ]
     pa = report.get("preference_agreement") or {}
     if pa:
-        rows.append(
-            [
-                "preference",
-                pa.get("level"),
-                pa.get("alpha"),
-                pa.get("ci95"),
-                pa.get("band") or _no_band(pa),
-                pa.get("ac1"),
-                pa.get("n_units"),
-                pa.get("n_items"),
-                pa.get("n_ratings"),
-                pa.get("exact"),
-                pa.get("within_one"),
-                _agreement_note(pa),
-            ]
-        )
+        rows.append(_agreement_row("preference", pa, pa.get("ac1")))
+    chart = interval_chart(
+        [(r[0], r[2], r[3]) for r in rows],
+        title="Krippendorff's alpha with 95% bootstrap interval",
+        domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
+        marks=[(0.667, "0.667"), (0.8, "0.800")],
+        fmt="{:.2f}",
+    )
+    return {"tables": [_agreement_table(rows)], "chart": chart}
+
+
+def _agreement_row(name: str, a: dict, ac) -> list:
+    """One dimension's (or the preference's) agreement figures; `ac`: its AC1 or AC2."""
+    return [
+        name,
+        a.get("level"),
+        a.get("alpha"),
+        a.get("ci95"),
+        a.get("band") or _no_band(a),
+        ac,
+        a.get("n_units"),
+        a.get("n_items"),
+        a.get("n_ratings"),
+        a.get("exact"),
+        a.get("within_one"),
+        _agreement_note(a),
+    ]
+
+
+def _agreement_table(rows: list[list]) -> Table:
+    """Agreement on the raw reviews: a row per rubric dimension, then the preference's."""
     columns = [
         Column("dimension"),
         Column("level"),
@@ -81,25 +81,13 @@ def _agreement(report: dict) -> dict:
         Column("within one", "pct"),
         Column("note"),
     ]
-    chart = interval_chart(
-        [(r[0], r[2], r[3]) for r in rows],
-        title="Krippendorff's alpha with 95% bootstrap interval",
-        domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
-        marks=[(0.667, "0.667"), (0.8, "0.800")],
-        fmt="{:.2f}",
+    return Table(
+        "agreement",
+        "Agreement per dimension (raw reviews, before arbitration)",
+        columns,
+        rows,
+        note=AGREEMENT_NOTE,
     )
-    return {
-        "tables": [
-            Table(
-                "agreement",
-                "Agreement per dimension (raw reviews, before arbitration)",
-                columns,
-                rows,
-                note=AGREEMENT_NOTE,
-            )
-        ],
-        "chart": chart,
-    }
 
 
 STABILITY_SOURCES = {"human": "people's scores", "checks": "automatic checks"}
@@ -113,6 +101,11 @@ def _thresholds(value) -> str:
 
 
 def _stability(report: dict) -> dict:
+    return {"tables": [_stability_table(report), _pass_bases_table(report), rates_table(report)]}
+
+
+def _stability_table(report: dict) -> Table:
+    """Stability over samples and the pass rates, one row per contender."""
     columns = [
         Column("contender", "name"),
         Column("stability", "num"),
@@ -144,6 +137,21 @@ def _stability(report: dict) -> dict:
         ]
         for c, s in report["stability"].items()
     ]
+    return Table(
+        "stability",
+        "Stability over samples and pass@k",
+        columns,
+        rows,
+        note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
+        "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
+        f"the pass threshold ({_thresholds(report['settings']['pass_threshold'])}). "
+        "pass@k: the chance "
+        "that at least one of k samples of a task passes; pass^k: that all k pass.",
+    )
+
+
+def _pass_bases_table(report: dict) -> Table:
+    """Pass@1 and the pass@k curve per contender and basis (human, checks, combined)."""
     basis_rows = [
         [
             c,
@@ -161,44 +169,47 @@ def _stability(report: dict) -> dict:
         for c, p in (report.get("passes") or {}).items()
         for basis in ("human", "checks", "combined")
     ]
-    return {
-        "tables": [
-            Table(
-                "stability",
-                "Stability over samples and pass@k",
-                columns,
-                rows,
-                note="Stability = 1 - SD / 0.5, where SD is the spread of a task's sample scores "
-                "(0-1 scale; 0.5 is the largest possible), averaged over tasks. A sample passes when its automatic checks pass and its final quality reaches "
-                f"the pass threshold ({_thresholds(report['settings']['pass_threshold'])}). "
-                "pass@k: the chance "
-                "that at least one of k samples of a task passes; pass^k: that all k pass.",
-            ),
-            Table(
-                "pass-bases",
-                "Pass rates per basis, and the pass@k curve",
-                [
-                    Column("contender", "name"),
-                    Column("basis"),
-                    Column("pass@1", "pct"),
-                    Column("pass@1", "ci"),
-                    Column("pass@k curve"),
-                    Column("samples", "int"),
-                    Column("tasks", "int"),
-                    Column("pending", "int"),
-                ],
-                basis_rows,
-                note="human: final quality reaches the pass threshold; checks: every automatic "
-                "check passes; combined: both, where both exist. A sample in an unresolved "
-                "dispute is pending: neither pass nor fail, and out of the denominators.",
-            ),
-            rates_table(report),
-        ]
-    }
+    return Table(
+        "pass-bases",
+        "Pass rates per basis, and the pass@k curve",
+        [
+            Column("contender", "name"),
+            Column("basis"),
+            Column("pass@1", "pct"),
+            Column("pass@1", "ci"),
+            Column("pass@k curve"),
+            Column("samples", "int"),
+            Column("tasks", "int"),
+            Column("pending", "int"),
+        ],
+        basis_rows,
+        note="human: final quality reaches the pass threshold; checks: every automatic "
+        "check passes; combined: both, where both exist. A sample in an unresolved "
+        "dispute is pending: neither pass nor fail, and out of the denominators.",
+    )
 
 
 def _cost(report: dict) -> dict:
     lb = report["leaderboard"]
+    decision = report["decision"]
+    return {
+        "decision": decision,
+        "pareto_chart": pareto_chart(report),
+        "tables": [
+            _cost_table(lb),
+            _decision_table(lb, decision),
+            Table(
+                "decision-weights",
+                "Weights",
+                [Column("weight"), Column("value", "num")],
+                [["w_quality", decision["w_quality"]], ["w_stability", decision["w_stability"]]],
+            ),
+        ],
+    }
+
+
+def _cost_table(lb: list[dict]) -> Table:
+    """Cost per task and latency percentiles, one row per contender."""
     cost_columns = [
         Column("contender", "name"),
         Column("cost per task (one answer)", "money"),
@@ -220,7 +231,11 @@ def _cost(report: dict) -> dict:
         ]
         for r in lb
     ]
-    decision = report["decision"]
+    return Table("cost-latency", "Cost and latency", cost_columns, cost_rows)
+
+
+def _decision_table(lb: list[dict], decision: dict) -> Table:
+    """The decision score per contender, best first, those below the quality floor last."""
     decision_rows = [
         [
             r["contender"],
@@ -237,36 +252,23 @@ def _cost(report: dict) -> dict:
     ]
     # Below the quality floor is not ranked on decision: listed after the others.
     decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
-    return {
-        "decision": decision,
-        "pareto_chart": pareto_chart(report),
-        "tables": [
-            Table("cost-latency", "Cost and latency", cost_columns, cost_rows),
-            Table(
-                "decision",
-                "Decision score",
-                [
-                    Column("contender", "name"),
-                    Column("quality", "num"),
-                    Column("stability", "num"),
-                    Column("normalized cost", "num"),
-                    Column("decision score", "num"),
-                    Column("decision score", "ci"),
-                    Column("decision rank", "int"),
-                    Column(f"quality floor ({decision.get('min_quality')})"),
-                    Column("cost-quality Pareto front"),
-                ],
-                decision_rows,
-                note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
-                "over test cases. A contender whose quality is below the floor is not ranked on "
-                "decision. On the Pareto front: no other contender is both better and cheaper."
-                + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
-            ),
-            Table(
-                "decision-weights",
-                "Weights",
-                [Column("weight"), Column("value", "num")],
-                [["w_quality", decision["w_quality"]], ["w_stability", decision["w_stability"]]],
-            ),
+    return Table(
+        "decision",
+        "Decision score",
+        [
+            Column("contender", "name"),
+            Column("quality", "num"),
+            Column("stability", "num"),
+            Column("normalized cost", "num"),
+            Column("decision score", "num"),
+            Column("decision score", "ci"),
+            Column("decision rank", "int"),
+            Column(f"quality floor ({decision.get('min_quality')})"),
+            Column("cost-quality Pareto front"),
         ],
-    }
+        decision_rows,
+        note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
+        "over test cases. A contender whose quality is below the floor is not ranked on "
+        "decision. On the Pareto front: no other contender is both better and cheaper."
+        + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
+    )

@@ -159,51 +159,14 @@ def interval_chart(
     known = [(v, ci) for _, v, ci in points if v is not None]
     if not known:
         return None
-    values = [v for v, _ in known] + [x for _, ci in known if ci for x in ci]
-    lo, hi = domain or (min(values), max(values))
-    if domain is None:
-        pad = (hi - lo) * 0.08 or max(abs(hi) * 0.05, 1.0)
-        lo, hi = lo - pad, hi + pad
-    for value, _ in marks or []:
-        lo, hi = min(lo, value), max(hi, value)
+    lo, hi = _chart_domain(known, domain, marks)
     width, left, right, row_h, top = 720, 190, 30, 30, 16
     plot = width - left - right
-
-    def x(v: float) -> float:
-        return (
-            round(left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot, 1)
-            if hi > lo
-            else left + plot / 2
-        )
-
-    rows = []
-    for i, (label, value, ci) in enumerate(points):
-        y = top + i * row_h + row_h / 2
-        row = {
-            "label": label,
-            "y": y,
-            "ty": y + 4,
-            "value": value,
-            "x": None,
-            "x_lo": None,
-            "x_hi": None,
-            "text": "no data" if value is None else fmt.format(value),
-        }
-        if value is not None:
-            row["x"] = x(value)
-            if ci and len(ci) == 2 and ci[0] is not None and ci[1] is not None:
-                row["x_lo"], row["x_hi"] = x(ci[0]), x(ci[1])
-                row["text"] += f"  [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
-            elif ci and len(ci) == 2 and (ci[0] is not None or ci[1] is not None):
-                # an undefeated (winless) contender: only one side of its interval is known
-                row["x_lo"] = x(ci[0]) if ci[0] is not None else left
-                row["x_hi"] = x(ci[1]) if ci[1] is not None else left + plot
-                row["text"] += (
-                    f"  [>= {fmt.format(ci[0])}]"
-                    if ci[0] is not None
-                    else f"  [<= {fmt.format(ci[1])}]"
-                )
-        rows.append(row)
+    x = _x_scale(lo, hi, left, plot)
+    rows = [
+        _chart_row(label, value, ci, y=top + i * row_h + row_h / 2, x=x, fmt=fmt, span=(left, plot))
+        for i, (label, value, ci) in enumerate(points)
+    ]
     height = top + len(points) * row_h + 28
     axis_y = top + len(points) * row_h + 4
     ticks = [
@@ -222,3 +185,59 @@ def interval_chart(
         marks=drawn_marks,
         title=title,
     )
+
+
+def _chart_domain(known: list[tuple], domain, marks) -> tuple[float, float]:
+    """The axis' ends: `domain`, or the values and intervals padded by 8%; marks always in."""
+    values = [v for v, _ in known] + [x for _, ci in known if ci for x in ci]
+    lo, hi = domain or (min(values), max(values))
+    if domain is None:
+        pad = (hi - lo) * 0.08 or max(abs(hi) * 0.05, 1.0)
+        lo, hi = lo - pad, hi + pad
+    for value, _ in marks or []:
+        lo, hi = min(lo, value), max(hi, value)
+    return lo, hi
+
+
+def _x_scale(lo: float, hi: float, left: int, plot: int):
+    """Value -> x position on the plot, clamped to [lo, hi] (the middle when lo == hi)."""
+
+    def x(v: float) -> float:
+        return (
+            round(left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot, 1)
+            if hi > lo
+            else left + plot / 2
+        )
+
+    return x
+
+
+def _chart_row(label: str, value, ci, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
+    """One point's row: its value's x, its interval's ends (one open side for an undefeated
+    or winless contender) and its text."""
+    left, plot = span
+    row = {
+        "label": label,
+        "y": y,
+        "ty": y + 4,
+        "value": value,
+        "x": None,
+        "x_lo": None,
+        "x_hi": None,
+        "text": "no data" if value is None else fmt.format(value),
+    }
+    if value is not None:
+        row["x"] = x(value)
+        if ci and len(ci) == 2 and ci[0] is not None and ci[1] is not None:
+            row["x_lo"], row["x_hi"] = x(ci[0]), x(ci[1])
+            row["text"] += f"  [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+        elif ci and len(ci) == 2 and (ci[0] is not None or ci[1] is not None):
+            # an undefeated (winless) contender: only one side of its interval is known
+            row["x_lo"] = x(ci[0]) if ci[0] is not None else left
+            row["x_hi"] = x(ci[1]) if ci[1] is not None else left + plot
+            row["text"] += (
+                f"  [>= {fmt.format(ci[0])}]"
+                if ci[0] is not None
+                else f"  [<= {fmt.format(ci[1])}]"
+            )
+    return row

@@ -232,6 +232,25 @@ def _leaderboard(report: dict) -> dict:
         report["leaderboard"],
         key=lambda r: (r["rank"] is None, r["rank"] or 0, -(r["rating"] or 0)),
     )
+    tables = [_leaderboard_table(report, lb), _dimension_means_table(lb)]
+    rating = report["rating"]
+    chart = interval_chart(
+        [(r["contender"], r["rating"], r["ci95"]) for r in lb],
+        title="Rating with 95% interval",
+        marks=[(1000.0, "1000")],
+    )
+    quality_chart = interval_chart(
+        [(r["contender"], r["quality"], r.get("quality_ci95")) for r in lb],
+        title="Quality (0-1) with 95% interval",
+        domain=(0.0, 1.0),
+        fmt="{:.2f}",
+    )
+    tables.append(separation_table(report))
+    return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
+
+
+def _leaderboard_table(report: dict, lb: list[dict]) -> Table:
+    """The leaderboard itself: one row per contender, in `lb`'s order."""
     columns = [
         Column("rank", "int"),
         Column("contender", "name"),
@@ -275,44 +294,32 @@ def _leaderboard(report: dict) -> dict:
         ]
         for r in lb
     ]
+    return Table(
+        "leaderboard",
+        "Leaderboard",
+        columns,
+        rows,
+        note="Bradley-Terry on final (adjudicated) outcomes, Elo scale centred on 1000; 95% "
+        "intervals from one bootstrap over test cases (none below 10 test cases). Rank rule: "
+        "rank = 1 + the number of contenders whose interval lies entirely above, so "
+        "overlapping intervals share a rank; the rank interval and P(best) come from the "
+        "resamples. A contender that never lost (never won) has only a bound. "
+        "Ordered by rank, then rating.",
+    )
+
+
+def _dimension_means_table(lb: list[dict]) -> Table:
+    """Mean final score per rubric dimension (the first contender's dimensions), per contender."""
     dims = [d for r in lb[:1] for d in r["scores"]]
     score_rows = [
         [r["contender"], *[(r["scores"].get(d) or {}).get("mean") for d in dims]] for r in lb
     ]
-    tables = [
-        Table(
-            "leaderboard",
-            "Leaderboard",
-            columns,
-            rows,
-            note="Bradley-Terry on final (adjudicated) outcomes, Elo scale centred on 1000; 95% "
-            "intervals from one bootstrap over test cases (none below 10 test cases). Rank rule: "
-            "rank = 1 + the number of contenders whose interval lies entirely above, so "
-            "overlapping intervals share a rank; the rank interval and P(best) come from the "
-            "resamples. A contender that never lost (never won) has only a bound. "
-            "Ordered by rank, then rating.",
-        ),
-        Table(
-            "dimension-means",
-            "Mean final score per dimension",
-            [Column("contender", "name")] + [Column(d, "num") for d in dims],
-            score_rows,
-        ),
-    ]
-    rating = report["rating"]
-    chart = interval_chart(
-        [(r["contender"], r["rating"], r["ci95"]) for r in lb],
-        title="Rating with 95% interval",
-        marks=[(1000.0, "1000")],
+    return Table(
+        "dimension-means",
+        "Mean final score per dimension",
+        [Column("contender", "name")] + [Column(d, "num") for d in dims],
+        score_rows,
     )
-    quality_chart = interval_chart(
-        [(r["contender"], r["quality"], r.get("quality_ci95")) for r in lb],
-        title="Quality (0-1) with 95% interval",
-        domain=(0.0, 1.0),
-        fmt="{:.2f}",
-    )
-    tables.append(separation_table(report))
-    return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
 
 
 NO_OUTCOME = "No item has a final outcome yet (agreed, or resolved by an arbiter)."

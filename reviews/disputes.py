@@ -86,57 +86,93 @@ def settle(
     if not reviews:
         raise ValueError("an item cannot be settled without reviews")
     reasons: list[dict] = []
+    scores = _settle_scores(
+        rubric=Rubric.coerce(rubric), outputs=outputs, reviews=reviews, reasons=reasons
+    )
+    preference = _settle_preference(reviews=reviews, reasons=reasons)
+    flags = _settle_flags(
+        outputs=outputs, reviews=reviews, flags_dispute=flags_dispute, reasons=reasons
+    )
+    disputed = any(r["disputes"] for r in reasons)
+    final = {
+        "scores": scores,
+        "preference": preference,
+        "flags": flags,
+        "arbitrated": [],
+        "corrections": [],
+    }
+    return Outcome(disputed=disputed, reasons=reasons, final=final)
+
+
+def _settle_scores(
+    *, rubric: Rubric, outputs: list[str], reviews: list[ReviewData], reasons: list[dict]
+) -> dict[str, dict[str, float | None]]:
+    """{output: {dimension: mean or None}}; appends a reason for each disputed score."""
     scores: dict[str, dict[str, float | None]] = {}
-    rubric = Rubric.coerce(rubric)
     for output in outputs:
         scores[output] = {}
         for dim in rubric:
-            key = dim.key
-            values = [r.scores.get(output, {}).get(key) for r in reviews]
-            rated = [float(v) for v in values if v is not None]
-            final: float | None = None
-            if rated and len(rated) < len(values):
-                reasons.append(
-                    {
-                        "part": key,
-                        "output": output,
-                        "disputes": True,
-                        "detail": f"N/A against a score ({', '.join(_fmt(v) for v in values)})",
-                    }
-                )
-            elif rated:
-                gap = max(rated) - min(rated)
-                allowed = dim.max_gap
-                if gap > allowed:
-                    reasons.append(
-                        {
-                            "part": key,
-                            "output": output,
-                            "disputes": True,
-                            "detail": f"scores {', '.join(_fmt(v) for v in values)} differ by "
-                            f"{_fmt(gap)} (allowed {_fmt(allowed)})",
-                        }
-                    )
-                else:
-                    final = sum(rated) / len(rated)
-            scores[output][key] = final
+            values = [r.scores.get(output, {}).get(dim.key) for r in reviews]
+            scores[output][dim.key] = _settle_score(
+                key=dim.key, allowed=dim.max_gap, output=output, values=values, reasons=reasons
+            )
+    return scores
 
-    choices = [r.preference for r in reviews if r.preference != NO_CHOICE]
-    preference: str | None = None
-    if choices:
-        if len(set(choices)) > 1:
+
+def _settle_score(
+    *, key: str, allowed: float, output: str, values: list, reasons: list[dict]
+) -> float | None:
+    """One output's agreed score on one dimension (None: N/A or disputed, with its reason)."""
+    rated = [float(v) for v in values if v is not None]
+    if rated and len(rated) < len(values):
+        reasons.append(
+            {
+                "part": key,
+                "output": output,
+                "disputes": True,
+                "detail": f"N/A against a score ({', '.join(_fmt(v) for v in values)})",
+            }
+        )
+    elif rated:
+        gap = max(rated) - min(rated)
+        if gap > allowed:
             reasons.append(
                 {
-                    "part": "preference",
-                    "output": None,
+                    "part": key,
+                    "output": output,
                     "disputes": True,
-                    "detail": f"preferences differ ({len(set(choices))} different choices "
-                    f"among {len(choices)} reviewers)",
+                    "detail": f"scores {', '.join(_fmt(v) for v in values)} differ by "
+                    f"{_fmt(gap)} (allowed {_fmt(allowed)})",
                 }
             )
         else:
-            preference = choices[0]
+            return sum(rated) / len(rated)
+    return None
 
+
+def _settle_preference(*, reviews: list[ReviewData], reasons: list[dict]) -> str | None:
+    """The agreed preference (None: nobody gave one, or they differ, with its reason)."""
+    choices = [r.preference for r in reviews if r.preference != NO_CHOICE]
+    if not choices:
+        return None
+    if len(set(choices)) == 1:
+        return choices[0]
+    reasons.append(
+        {
+            "part": "preference",
+            "output": None,
+            "disputes": True,
+            "detail": f"preferences differ ({len(set(choices))} different choices "
+            f"among {len(choices)} reviewers)",
+        }
+    )
+    return None
+
+
+def _settle_flags(
+    *, outputs: list[str], reviews: list[ReviewData], flags_dispute: bool, reasons: list[dict]
+) -> dict[str, list[str]]:
+    """{output: flags every reviewer raised}; appends a reason for each flag only some raised."""
     flags: dict[str, list[str]] = {}
     for output in outputs:
         raised = [set(r.flags.get(output, [])) for r in reviews]
@@ -154,16 +190,7 @@ def settle(
                     "detail": f"{flag} raised by {count} of {len(reviews)} reviewers",
                 }
             )
-
-    disputed = any(r["disputes"] for r in reasons)
-    final = {
-        "scores": scores,
-        "preference": preference,
-        "flags": flags,
-        "arbitrated": [],
-        "corrections": [],
-    }
-    return Outcome(disputed=disputed, reasons=reasons, final=final)
+    return flags
 
 
 def disputed_cells(reasons: list[dict]) -> set[tuple[str, str | None]]:

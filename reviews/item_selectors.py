@@ -65,6 +65,33 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
     name_of = {str(o.pk): o.generation.contender.name for o in outputs}
     transcripts, conversation_turns = _transcripts(item, outputs, name_of)
     dims = rubric.keys
+    reviews = _item_reviews(item, outputs, name_of, dims)
+    final = item.final or {}
+    final_rows = _final_rows(final, outputs, name_of, dims)
+    arbitration = Arbitration.objects.filter(item=item).select_related("arbiter").first()
+    return {
+        "id": item.pk,
+        "sample": item.sample_index,
+        "pair": item.pair_key,
+        "state": item.get_state_display()
+        if item.state != "open" or item.live_count
+        # Nobody took it yet: "in review" would say someone is at it.
+        else "not started",
+        "reasons": [
+            r.get("detail", "") for r in item.dispute_reasons or [] if r.get("disputes", True)
+        ],
+        "outputs": _item_outputs(outputs, transcripts, name_of),
+        "conversation_turns": conversation_turns,
+        "id_prefix": f"item-{item.pk}-",  # the page shows each sample's conversation
+        "reviews": reviews,
+        "final": final_rows if final else [],
+        "final_preference": _choice(final.get("preference"), None, name_of),
+        "arbitration": _arbitration_block(arbitration) if arbitration else None,
+    }
+
+
+def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str]) -> list[dict]:
+    """The item's reviews in submit order, each with its reviewer and a row per output."""
     reviews = []
     for review in (
         item.reviews.select_related("reviewer")
@@ -91,8 +118,12 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
                 ],
             }
         )
-    final = item.final or {}
-    final_rows = [
+    return reviews
+
+
+def _final_rows(final: dict, outputs: list, name_of: dict, dims: list[str]) -> list[dict]:
+    """The final outcome's scores and flags, a row per output ("—": a disputed score)."""
+    return [
         {
             "contender": name_of[str(o.pk)],
             "scores": [
@@ -105,42 +136,30 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
         }
         for o in outputs
     ]
-    arbitration = Arbitration.objects.filter(item=item).select_related("arbiter").first()
-    return {
-        "id": item.pk,
-        "sample": item.sample_index,
-        "pair": item.pair_key,
-        "state": item.get_state_display()
-        if item.state != "open" or item.live_count
-        # Nobody took it yet: "in review" would say someone is at it.
-        else "not started",
-        "reasons": [
-            r.get("detail", "") for r in item.dispute_reasons or [] if r.get("disputes", True)
-        ],
-        "outputs": [
-            {
-                "contender": name_of[str(o.pk)],
-                "model": o.generation.served_model or o.generation.contender.model,
-                "html": blinding.render_markdown(o.generation.output),
-                "checks": _checks(o.generation.check_results),
-                "identity_leak": o.generation.identity_leak,
-                "turns": turns,
-            }
-            for o, turns in zip(outputs, transcripts, strict=True)
-        ],
-        "conversation_turns": conversation_turns,
-        "id_prefix": f"item-{item.pk}-",  # the page shows each sample's conversation
-        "reviews": reviews,
-        "final": final_rows if final else [],
-        "final_preference": _choice(final.get("preference"), None, name_of),
-        "arbitration": {
-            "state": arbitration.state,
-            "arbiter": arbitration.arbiter.get_username() if arbitration.arbiter else "",
-            "note": arbitration.note,
-            "resolved_at": arbitration.resolved_at,
+
+
+def _item_outputs(outputs: list, transcripts: list, name_of: dict) -> list[dict]:
+    """Each output under its contender's name, with its served model, text and checks."""
+    return [
+        {
+            "contender": name_of[str(o.pk)],
+            "model": o.generation.served_model or o.generation.contender.model,
+            "html": blinding.render_markdown(o.generation.output),
+            "checks": _checks(o.generation.check_results),
+            "identity_leak": o.generation.identity_leak,
+            "turns": turns,
         }
-        if arbitration
-        else None,
+        for o, turns in zip(outputs, transcripts, strict=True)
+    ]
+
+
+def _arbitration_block(arbitration: Arbitration) -> dict:
+    """The item's arbitration: its state, arbiter, note and when it was resolved."""
+    return {
+        "state": arbitration.state,
+        "arbiter": arbitration.arbiter.get_username() if arbitration.arbiter else "",
+        "note": arbitration.note,
+        "resolved_at": arbitration.resolved_at,
     }
 
 

@@ -129,6 +129,21 @@ def review_items_sync(
     plan = item_plan(campaign, task_id=task_id, sample_index=sample_index)
     if not plan:
         return {"created": 0, "ready": 0}
+    gens, items = _sync_scope(campaign=campaign, task_id=task_id, sample_index=sample_index)
+    gen_ids = {
+        (t, c, s): pk
+        for pk, t, c, s in gens.values_list("pk", "task_id", "contender_id", "sample_index")
+    }
+    wanted = _items_wanted(plan=plan, items=items, gen_ids=gen_ids)
+    created = 0
+    if wanted:
+        _items_create(campaign=campaign, items=items, wanted=wanted, gen_ids=gen_ids)
+        created = len(wanted)
+    return {"created": created, "ready": _items_open(items=items)}
+
+
+def _sync_scope(*, campaign: Campaign, task_id: int | None, sample_index: int | None):
+    """(generations, items) of the campaign that a sync looks at, scoped to the task / sample."""
     # A single-turn regime row (docs/conversations.md) answers another statement of the task:
     # it is scored by its checks and never shown beside the conversation's outputs.
     gens = Generation.objects.filter(
@@ -142,55 +157,59 @@ def review_items_sync(
             gens.filter(sample_index=sample_index),
             items.filter(sample_index=sample_index),
         )
-    gen_ids = {
-        (t, c, s): pk
-        for pk, t, c, s in gens.values_list("pk", "task_id", "contender_id", "sample_index")
-    }
+    return gens, items
+
+
+def _items_wanted(*, plan: list, items, gen_ids: dict) -> list:
+    """The planned items not made yet whose every output has its generation row."""
     rows = list(items.values_list("task_id", "sample_index", "pair_key", "imported"))
     existing = {(t, s, key) for t, s, key, _ in rows}
     # A sample whose pair item exists keeps that pair, even one dealt by the older file-order
     # rule: never a second, differently paired twin. (Imported items are the records' choice.)
     paired = {(t, s) for t, s, key, imported in rows if key and not imported}
-    wanted = [
+    return [
         (t, s, key, cs)
         for t, s, key, cs in plan
         if (t, s, key) not in existing
         and not (key and (t, s) in paired)
         and all((t, c, s) in gen_ids for c in cs)
     ]
-    created = 0
-    if wanted:
-        with transaction.atomic():
-            rotations = item_rotations(
-                campaign_id=campaign.pk, sizes=[len(cs) for *_, cs in wanted]
-            )
-            ReviewItem.objects.bulk_create(
-                [
-                    ReviewItem(
-                        campaign=campaign,
-                        task_id=t,
-                        sample_index=s,
-                        pair_key=key,
-                        overlap=campaign.overlap,
-                        shuffle_key=secrets.randbelow(2**31),
-                        rotation=rotation,
-                    )
-                    for (t, s, key, _), rotation in zip(wanted, rotations, strict=True)
-                ],
-                batch_size=500,
-                ignore_conflicts=True,
-            )
-            by_key = {
-                (t, s, key): pk
-                for pk, t, s, key in items.values_list("pk", "task_id", "sample_index", "pair_key")
-            }
-            outputs = [
-                ItemOutput(item_id=by_key[(t, s, key)], generation_id=gen_ids[(t, c, s)])
-                for t, s, key, cs in wanted
-                for c in cs
-            ]
-            ItemOutput.objects.bulk_create(outputs, batch_size=1000, ignore_conflicts=True)
-        created = len(wanted)
+
+
+def _items_create(*, campaign: Campaign, items, wanted: list, gen_ids: dict) -> None:
+    """Make the wanted items (waiting) and their outputs, in one transaction."""
+    with transaction.atomic():
+        rotations = item_rotations(campaign_id=campaign.pk, sizes=[len(cs) for *_, cs in wanted])
+        ReviewItem.objects.bulk_create(
+            [
+                ReviewItem(
+                    campaign=campaign,
+                    task_id=t,
+                    sample_index=s,
+                    pair_key=key,
+                    overlap=campaign.overlap,
+                    shuffle_key=secrets.randbelow(2**31),
+                    rotation=rotation,
+                )
+                for (t, s, key, _), rotation in zip(wanted, rotations, strict=True)
+            ],
+            batch_size=500,
+            ignore_conflicts=True,
+        )
+        by_key = {
+            (t, s, key): pk
+            for pk, t, s, key in items.values_list("pk", "task_id", "sample_index", "pair_key")
+        }
+        outputs = [
+            ItemOutput(item_id=by_key[(t, s, key)], generation_id=gen_ids[(t, c, s)])
+            for t, s, key, cs in wanted
+            for c in cs
+        ]
+        ItemOutput.objects.bulk_create(outputs, batch_size=1000, ignore_conflicts=True)
+
+
+def _items_open(*, items) -> int:
+    """Open the waiting items whose outputs are all done and released; how many opened."""
     waiting = items.filter(ready=False, state=ReviewItem.State.WAITING)
     # Not there yet: an output not done, or one held until an admin approves its masked view.
     blocked = ItemOutput.objects.filter(item__in=waiting).filter(
@@ -202,10 +221,9 @@ def review_items_sync(
         .filter(n__gte=2)
         .values_list("pk", flat=True)
     )
-    ready = ReviewItem.objects.filter(
+    return ReviewItem.objects.filter(
         pk__in=ready_ids, ready=False, state=ReviewItem.State.WAITING
     ).update(ready=True, state=ReviewItem.State.OPEN)
-    return {"created": created, "ready": ready}
 
 
 def review_items_open_for(*, generation_id: int) -> int:

@@ -212,31 +212,9 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
     per_task = done.groupby(["contender", "task"], sort=True)["answer_cost"].mean().reset_index()
     c_point, c_boot, _ = per_contender(ctx, per_task, "answer_cost")
     known = {n: cost_lat.get(n, {}).get("cost_per_task") for n in ctx.names}
-    normalized, cost_reason = costs.normalized_costs(known)
-    free = bool(known) and all(v is not None and v <= 0 for v in known.values())
-    if free:
-        normalized = dict.fromkeys(ctx.names)
-        cost_reason = (
-            "every contender is free (cost 0), so normalized cost is undefined; the decision "
-            "score leaves the cost term out"
-        )
-    if cost_reason:
-        ctx.warnings.append(f"cost: {cost_reason}")
-    lacking = [n for n in ctx.names if stab.get(n, {}).get("stability") is None]
-    formula = "(w_quality * quality + w_stability * stability)"
-    if lacking:
-        formula = "quality"
-        if len(lacking) < len(ctx.names):
-            ctx.warnings.append(
-                f"decision score: no stability for {', '.join(lacking)}, so every contender's "
-                "decision score is quality / normalized cost, without the stability term"
-            )
-    formula = formula if free else f"{formula} / normalized_cost"
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cheapest = joint.nanmin_rows(np.where(c_boot > 0, c_boot, np.nan))
-        norm_boot = np.ones_like(c_boot) if free else c_boot / cheapest
-        top = wq * q_boot + (0 if lacking else ws * s_boot)
-        d_boot = (top / (wq if lacking else 1.0)) / norm_boot
+    normalized, cost_reason, free = _normalized(ctx, known)
+    formula, lacking = _decision_formula(ctx, stab, free)
+    d_boot = _decision_boot(c_boot, q_boot, s_boot, weights=(wq, ws), free=free, lacking=lacking)
     floor = _floor(ctx.meta)
     out = {}
     for i, name in enumerate(ctx.names):
@@ -270,6 +248,47 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
         "cost_reason": cost_reason,
     }
     return out, meta
+
+
+def _normalized(ctx: Context, known: dict) -> tuple[dict, str | None, bool]:
+    """(normalized cost per contender, why it is missing, whether every contender is free);
+    the reason is a report warning too."""
+    normalized, cost_reason = costs.normalized_costs(known)
+    free = bool(known) and all(v is not None and v <= 0 for v in known.values())
+    if free:
+        normalized = dict.fromkeys(ctx.names)
+        cost_reason = (
+            "every contender is free (cost 0), so normalized cost is undefined; the decision "
+            "score leaves the cost term out"
+        )
+    if cost_reason:
+        ctx.warnings.append(f"cost: {cost_reason}")
+    return normalized, cost_reason, free
+
+
+def _decision_formula(ctx: Context, stab: dict, free: bool) -> tuple[str, list[str]]:
+    """(the decision score's formula, the contenders without a stability): one of them
+    lacking drops the stability term for all, with a warning."""
+    lacking = [n for n in ctx.names if stab.get(n, {}).get("stability") is None]
+    formula = "(w_quality * quality + w_stability * stability)"
+    if lacking:
+        formula = "quality"
+        if len(lacking) < len(ctx.names):
+            ctx.warnings.append(
+                f"decision score: no stability for {', '.join(lacking)}, so every contender's "
+                "decision score is quality / normalized cost, without the stability term"
+            )
+    return (formula if free else f"{formula} / normalized_cost"), lacking
+
+
+def _decision_boot(c_boot, q_boot, s_boot, *, weights: tuple, free: bool, lacking: list):
+    """The decision score in every bootstrap round (rounds x contenders)."""
+    wq, ws = weights
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cheapest = joint.nanmin_rows(np.where(c_boot > 0, c_boot, np.nan))
+        norm_boot = np.ones_like(c_boot) if free else c_boot / cheapest
+        top = wq * q_boot + (0 if lacking else ws * s_boot)
+        return (top / (wq if lacking else 1.0)) / norm_boot
 
 
 def _floor(meta: dict) -> float:

@@ -207,6 +207,39 @@ def review_screen(
         task, generations = ItemOutput.objects.task_and_generations(assignment.item_id)
     terms = campaign_identity_terms(campaign)
     labels = blinding.labels(len(assignment.order))
+    candidates = _candidates_shown(assignment, generations, labels, terms, html=html)
+    # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
+    turns = transcript_shown.attach(
+        candidates=candidates,
+        transcripts=[generations[o].transcript for o in assignment.order],
+        task_turns=task.turns,
+        terms=terms,
+        html=html,
+    )
+    task_shown = _task_shown(task, campaign, terms, html=html)
+    wants_scores, wants_preference = campaign_wants(campaign)
+    return {
+        "token": assignment.token,
+        "state": assignment.state,
+        "lease_expires_at": assignment.lease_expires_at,
+        "campaign": {"slug": campaign.slug, "name": campaign.name, "mode": campaign.mode},
+        "task": task_shown,
+        "candidates": candidates,
+        "conversation_turns": turns,  # None: each output whole, its steps above its answer
+        "instructions": instructions_shown(campaign, terms, html=html),
+        "rubric": _rubric(campaign, terms, task) if wants_scores else [],
+        "wants_scores": wants_scores,
+        "wants_preference": wants_preference,
+        "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
+        "flag_choices": list(FLAGS),
+        "skip_reasons": SKIP_REASONS,
+    }
+
+
+def _candidates_shown(
+    assignment: Assignment, generations: dict, labels: list[str], terms, *, html: bool
+) -> list[dict]:
+    """The outputs in the assignment's order, under their labels, masked: {label, text, html}."""
     candidates = []
     for label, output_id in zip(labels, assignment.order, strict=True):
         generation = generations[output_id]
@@ -217,41 +250,22 @@ def review_screen(
         else:
             text, rendered = blinding.mask_identity(generation.output or "", terms).text, None
         candidates.append({"label": label, "text": text, "html": rendered})
-    # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
-    turns = transcript_shown.attach(
-        candidates=candidates,
-        transcripts=[generations[o].transcript for o in assignment.order],
-        task_turns=task.turns,
-        terms=terms,
-        html=html,
-    )
+    return candidates
 
+
+def _task_shown(task: Task, campaign: Campaign, terms, *, html: bool) -> dict:
+    """The task as the reviewer sees it: category, conversation, reference (where the
+    campaign shows it) and turns, masked."""
     conversation = conversation_shown(task, terms, html=html)
     reference = None
     if campaign.show_reference and task.reference:
         reference = text_shown(task.reference, terms, html=html)
-    wants_scores, wants_preference = campaign_wants(campaign)
     return {
-        "token": assignment.token,
-        "state": assignment.state,
-        "lease_expires_at": assignment.lease_expires_at,
-        "campaign": {"slug": campaign.slug, "name": campaign.name, "mode": campaign.mode},
-        "task": {
-            "category": words_shown(task.category, terms),
-            "multi_turn": bool(task.messages or task.turns),
-            "conversation": conversation,
-            "reference": reference,
-            "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
-        },
-        "candidates": candidates,
-        "conversation_turns": turns,  # None: each output whole, its steps above its answer
-        "instructions": instructions_shown(campaign, terms, html=html),
-        "rubric": _rubric(campaign, terms, task) if wants_scores else [],
-        "wants_scores": wants_scores,
-        "wants_preference": wants_preference,
-        "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
-        "flag_choices": list(FLAGS),
-        "skip_reasons": SKIP_REASONS,
+        "category": words_shown(task.category, terms),
+        "multi_turn": bool(task.messages or task.turns),
+        "conversation": conversation,
+        "reference": reference,
+        "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
     }
 
 

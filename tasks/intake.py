@@ -231,29 +231,63 @@ def _metadata(value: Any) -> dict:
     return value
 
 
+class _RowCheck:
+    """A row's task as its fields validate, and the problems found so far."""
+
+    def __init__(self, row: dict) -> None:
+        self.problems: list[RowError] = [
+            RowError(k, "unknown field; free-form data belongs under metadata")
+            for k in row
+            if k not in FIELDS
+        ]
+        self.task: dict[str, Any] = {"prompt": "", "messages": None}
+
+    def check(self, name: str, fn, *args, **kwargs) -> None:
+        """Store field `name` as `fn` reads it, or its problem."""
+        try:
+            self.task[name] = fn(*args, **kwargs)
+        except RowError as exc:
+            self.problems.append(exc)
+
+
 def validate_row(row: dict) -> tuple[dict, list[RowError]]:
     """One raw row (JSON object, or CSV with its JSON columns decoded) -> (task, problems).
 
     Every field is checked, so one pass reports all of a row's problems. With problems, the
     task is partial (only the fields that validated).
     """
-    problems: list[RowError] = [
-        RowError(k, "unknown field; free-form data belongs under metadata")
-        for k in row
-        if k not in FIELDS
-    ]
-    task: dict[str, Any] = {"prompt": "", "messages": None}
+    rc = _RowCheck(row)
+    _check_labels(rc, row)
+    conversation = conversation_fields(row)
+    _check_statement(rc, row)
+    before = len(rc.problems)
+    rc.check("reference", _text, row.get("reference"), "reference", limit=MAX_TEXT_CHARS)
+    # None: the reference has a problem of its own, so a reference check is not judged on it.
+    reference = rc.task.get("reference", "") if len(rc.problems) == before else None
+    rc.check(
+        "checks", checks_value, row.get("checks"), context=conversation.context(reference=reference)
+    )
+    rc.check("metadata", _metadata, row.get("metadata"))
+    rc.problems.extend(conversation.problems)
+    turn_checks = row.get("turn_checks")
+    rc.check(
+        "turn_checks", turn_checks_value, turn_checks, fields=conversation, reference=reference
+    )
+    task, problems = rc.task, rc.problems
+    if problems:
+        return task, problems  # partial: the fields that did validate
+    extra = conversation.values
+    if task["turn_checks"]:
+        extra = {**extra, "turn_checks": task["turn_checks"]}
+    return {**{k: task[k] for k in BASE_FIELDS}, **extra}, []
 
-    def check(name: str, fn, *args, **kwargs) -> None:
-        try:
-            task[name] = fn(*args, **kwargs)
-        except RowError as exc:
-            problems.append(exc)
 
+def _check_labels(rc: _RowCheck, row: dict) -> None:
+    """The task's id, category, tier and case type."""
     external_id = row.get("external_id")
     if isinstance(external_id, str):  # stored cleaned, so duplicates are found as people see them
         external_id = clean_id(external_id)
-    check(
+    rc.check(
         "external_id",
         _text,
         external_id,
@@ -262,7 +296,7 @@ def validate_row(row: dict) -> tuple[dict, list[RowError]]:
         required=True,
         strip=True,
     )
-    check(
+    rc.check(
         "category",
         _text,
         row.get("category"),
@@ -271,46 +305,34 @@ def validate_row(row: dict) -> tuple[dict, list[RowError]]:
         required=True,
         strip=True,
     )
-    check("tier", _choice, row.get("tier"), "tier", TIERS)
-    check("case_type", _choice, row.get("case_type"), "case_type", CASE_TYPES)
-    conversation = conversation_fields(row)
+    rc.check("tier", _choice, row.get("tier"), "tier", TIERS)
+    rc.check("case_type", _choice, row.get("case_type"), "case_type", CASE_TYPES)
+
+
+def _check_statement(rc: _RowCheck, row: dict) -> None:
+    """What the task asks: a prompt, or messages, or turns (after an optional messages
+    prefix), never a prompt with either."""
     prompt, messages = row.get("prompt"), row.get("messages")
     has_prompt = prompt is not None and prompt != ""
     has_messages = messages is not None and messages != ""
     has_turns = row.get("turns") not in (None, "")
     if has_prompt and has_messages:
-        problems.append(RowError("prompt", "give either prompt or messages, not both"))
+        rc.problems.append(RowError("prompt", "give either prompt or messages, not both"))
     elif has_prompt and has_turns:
-        problems.append(
+        rc.problems.append(
             RowError(
                 "prompt", "give turns (after an optional messages prefix) or a prompt, not both"
             )
         )
     elif has_prompt:
-        check("prompt", _text, prompt, "prompt", limit=MAX_TEXT_CHARS)
+        rc.check("prompt", _text, prompt, "prompt", limit=MAX_TEXT_CHARS)
+        task = rc.task
         if isinstance(task["prompt"], str) and task["prompt"] and not task["prompt"].strip():
-            problems.append(RowError("prompt", "is blank"))
+            rc.problems.append(RowError("prompt", "is blank"))
     elif has_messages:
-        check("messages", messages_value, messages, prefix=has_turns)
+        rc.check("messages", messages_value, messages, prefix=has_turns)
     elif not has_turns:
-        problems.append(RowError("prompt", "is required (or give a messages array, or turns)"))
-    before = len(problems)
-    check("reference", _text, row.get("reference"), "reference", limit=MAX_TEXT_CHARS)
-    # None: the reference has a problem of its own, so a reference check is not judged on it.
-    reference = task.get("reference", "") if len(problems) == before else None
-    check(
-        "checks", checks_value, row.get("checks"), context=conversation.context(reference=reference)
-    )
-    check("metadata", _metadata, row.get("metadata"))
-    problems.extend(conversation.problems)
-    turn_checks = row.get("turn_checks")
-    check("turn_checks", turn_checks_value, turn_checks, fields=conversation, reference=reference)
-    if problems:
-        return task, problems  # partial: the fields that did validate
-    extra = conversation.values
-    if task["turn_checks"]:
-        extra = {**extra, "turn_checks": task["turn_checks"]}
-    return {**{k: task[k] for k in BASE_FIELDS}, **extra}, []
+        rc.problems.append(RowError("prompt", "is required (or give a messages array, or turns)"))
 
 
 # --- formats ------------------------------------------------------------------------------
@@ -374,13 +396,41 @@ def _parse_csv(text: str, result: ParsedTestSet) -> None:
 
 
 def _read_csv(reader, result: ParsedTestSet) -> None:
+    names = _csv_header(reader, result)
+    if names is None:
+        return
+    width = len(names)
+    seen_ids: dict[str, int] = {}
+    start = reader.line_num + 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            result.add(start, "(row)", _csv_error_message(exc))
+            start = reader.line_num + 1
+            continue
+        line, start = start, reader.line_num + 1
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue  # blank line
+        if len(cells) != width:
+            result.add(line, "(row)", f"has {len(cells)} cells; the header has {width}")
+            continue
+        row = _csv_row(names, cells, line, result)
+        if row is not None:
+            _accept(result, seen_ids, line, row)
+
+
+def _csv_header(reader, result: ParsedTestSet) -> list[str] | None:
+    """The header's column names; None when there is none, or it has a problem (reported)."""
     try:
         header = next(reader)
     except StopIteration:
-        return
+        return None
     except csv.Error as exc:
         result.add(1, "(header)", f"unreadable CSV header: {exc}")
-        return
+        return None
     names = [h.strip() for h in header]
     if len(names) == 1:  # one column: maybe a spreadsheet's semicolon or tab separated export
         for separator, word in ((";", "semicolons"), ("\t", "tabs")):
@@ -391,7 +441,12 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
                     f"the columns are separated by {word}; save the file as comma-separated "
                     "CSV (in a spreadsheet: CSV, comma delimited)",
                 )
-                return
+                return None
+    return None if _header_problems(names, result) else names
+
+
+def _header_problems(names: list[str], result: ParsedTestSet) -> bool:
+    """Report empty, duplicate, unknown and missing columns; True when there was any."""
     problems = False
     seen_names: set[str] = set()
     for position, name in enumerate(names, start=1):
@@ -412,47 +467,38 @@ def _read_csv(reader, result: ParsedTestSet) -> None:
     if not seen_names & {"prompt", "messages", "turns"}:
         result.add(1, "prompt", "missing column in the header (or a messages or turns column)")
         problems = True
-    if problems:
-        return
-    width = len(names)
-    seen_ids: dict[str, int] = {}
-    start = reader.line_num + 1
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            message = str(exc)
-            if "unexpected end of data" in message:
-                message = "unterminated quoted field (a missing closing quote swallows the rest of the file)"
-            elif "field larger than field limit" in message:
-                message = f"a cell is longer than {CSV_FIELD_LIMIT:,} characters"
-            result.add(start, "(row)", message)
-            start = reader.line_num + 1
-            continue
-        line, start = start, reader.line_num + 1
-        if not cells or (len(cells) == 1 and not cells[0].strip()):
-            continue  # blank line
-        if len(cells) != width:
-            result.add(line, "(row)", f"has {len(cells)} cells; the header has {width}")
-            continue
-        row: dict[str, Any] = {}
-        bad = False
-        for name, cell in zip(names, cells, strict=True):
-            if name in JSON_COLUMNS and cell.strip():
-                try:
-                    row[name] = strict_json(cell)
-                except ValueError as exc:
-                    # Every bad cell of the row is listed, not only the first.
-                    result.add(line, name, f"JSON column: {exc}")
-                    bad = True
-            elif name in INT_COLUMNS and re.fullmatch(r"\s*[0-9]{1,6}\s*", cell):
-                row[name] = int(cell)
-            elif cell != "":
-                row[name] = cell
-        if not bad:
-            _accept(result, seen_ids, line, row)
+    return problems
+
+
+def _csv_error_message(exc: csv.Error) -> str:
+    """A row the csv module could not read, said for people."""
+    message = str(exc)
+    if "unexpected end of data" in message:
+        message = (
+            "unterminated quoted field (a missing closing quote swallows the rest of the file)"
+        )
+    elif "field larger than field limit" in message:
+        message = f"a cell is longer than {CSV_FIELD_LIMIT:,} characters"
+    return message
+
+
+def _csv_row(names: list[str], cells: list[str], line: int, result: ParsedTestSet) -> dict | None:
+    """One row's cells by column, JSON columns decoded; None when a JSON cell is bad (every
+    bad cell of the row is reported, not only the first)."""
+    row: dict[str, Any] = {}
+    bad = False
+    for name, cell in zip(names, cells, strict=True):
+        if name in JSON_COLUMNS and cell.strip():
+            try:
+                row[name] = strict_json(cell)
+            except ValueError as exc:
+                result.add(line, name, f"JSON column: {exc}")
+                bad = True
+        elif name in INT_COLUMNS and re.fullmatch(r"\s*[0-9]{1,6}\s*", cell):
+            row[name] = int(cell)
+        elif cell != "":
+            row[name] = cell
+    return None if bad else row
 
 
 def detect_format(filename: str, data: bytes) -> str:

@@ -43,47 +43,10 @@ def campaign_lifecycle(campaign: Campaign) -> dict:
         ),
     )
     items = review_side.review_item_progress(campaign=campaign)
-    if campaign.status == Campaign.Status.CLOSED:
-        stage = "closed"
-    elif campaign.status == Campaign.Status.CANCELLED and not gens["active"]:
-        stage = "cancelled"
-    elif gens["active"] or campaign.status == Campaign.Status.GENERATING:
-        # Stored "generating" with nothing running: the last worker is about to flip it, or
-        # failures wait for a retry (the page says so).
-        stage = "generating"
-    elif not gens["done"] and not items["ready"]:
-        stage = "draft"
-    elif not items["total"] or items["reviewed"] < items["total"]:
-        stage = "reviewing"
-    elif items["disputed"]:
-        stage = "arbitrating"
-    else:
-        stage = "complete"
-
+    stage = _stage(campaign, gens, items)
     blockers = []
     if stage not in ("closed", "complete"):
-        missing = (
-            campaign.contenders.filter(provider=Provider.IMPORTED)
-            .annotate(
-                n_done=Count(
-                    "generations",
-                    filter=Q(generations__campaign=campaign, generations__status=S.DONE),
-                )
-            )
-            .filter(n_done=0)
-            .order_by("name")
-        )
-        for contender in missing:
-            blockers.append(
-                f"{contender.name} is an imported contender without outputs: upload its file "
-                "under Import outputs (no item opens for review without them)."
-            )
-        if stage in ("reviewing", "arbitrating") and not items["ready"]:
-            blockers.append(
-                "0 items ready: reviewers have nothing to take until every output of an item "
-                "exists."
-            )
-        blockers += _roster_blockers(campaign, disputed=items["disputed"])
+        blockers = _stage_blockers(campaign, stage, items)
     arbitrated = items["disputed"] + items["resolved"]
     return {
         "stage": stage,
@@ -100,6 +63,53 @@ def campaign_lifecycle(campaign: Campaign) -> dict:
         },
         "blockers": blockers,
     }
+
+
+def _stage(campaign: Campaign, gens: dict, items: dict) -> str:
+    """The campaign's stage from its status and its generation and item counts."""
+    if campaign.status == Campaign.Status.CLOSED:
+        return "closed"
+    if campaign.status == Campaign.Status.CANCELLED and not gens["active"]:
+        return "cancelled"
+    if gens["active"] or campaign.status == Campaign.Status.GENERATING:
+        # Stored "generating" with nothing running: the last worker is about to flip it, or
+        # failures wait for a retry (the page says so).
+        return "generating"
+    if not gens["done"] and not items["ready"]:
+        return "draft"
+    if not items["total"] or items["reviewed"] < items["total"]:
+        return "reviewing"
+    if items["disputed"]:
+        return "arbitrating"
+    return "complete"
+
+
+def _stage_blockers(campaign: Campaign, stage: str, items: dict) -> list[str]:
+    """What keeps an unfinished campaign from moving on: imported contenders without outputs,
+    no item ready, and the roster's gaps."""
+    blockers = []
+    missing = (
+        campaign.contenders.filter(provider=Provider.IMPORTED)
+        .annotate(
+            n_done=Count(
+                "generations",
+                filter=Q(generations__campaign=campaign, generations__status=S.DONE),
+            )
+        )
+        .filter(n_done=0)
+        .order_by("name")
+    )
+    for contender in missing:
+        blockers.append(
+            f"{contender.name} is an imported contender without outputs: upload its file "
+            "under Import outputs (no item opens for review without them)."
+        )
+    if stage in ("reviewing", "arbitrating") and not items["ready"]:
+        blockers.append(
+            "0 items ready: reviewers have nothing to take until every output of an item exists."
+        )
+    blockers += _roster_blockers(campaign, disputed=items["disputed"])
+    return blockers
 
 
 def _roster_blockers(campaign: Campaign, *, disputed: int) -> list[str]:

@@ -48,6 +48,28 @@ def load(context: dict, stdout) -> dict:
         stdout.write(f"Monitor {SLUG}: already loaded")
         return {}
     testset = context["testset"]
+    _contenders_create()
+    monitor = _monitor_create(testset=testset, user=context.get("users", {}).get("admin"))
+    answers = _answers()
+    rng = random.Random(26)
+    now = timezone.now()
+    for number in range(1, 5):
+        with transaction.atomic():  # the run number is taken under a lock of the monitor row
+            run = _run_create(monitor=monitor, scheduled_for=None, baseline=None)
+        _run_answer(run=run, number=number, answers=answers, rng=rng, now=now)
+        monitor_run_finish(run_id=run.pk)
+        when = now - timedelta(days=4 - number, hours=2)
+        MonitorRun.objects.filter(pk=run.pk).update(created_at=when, finished_at=when)
+        run.alerts.update(created_at=when)
+    alerts = sum(r.alerts.count() for r in monitor.runs.all())
+    stdout.write(
+        f"Monitor {SLUG}: 4 past runs, {alerts} alerts (a regression, a served-model change)"
+    )
+    return {"monitor": monitor}
+
+
+def _contenders_create() -> None:
+    """The monitor's two contenders, pointing at the local fake endpoint."""
     for name in CONTENDERS:
         Contender.objects.get_or_create(
             name=name,
@@ -59,7 +81,11 @@ def load(context: dict, stdout) -> dict:
                 "price_out_per_mtok": Decimal("1.5"),
             },
         )
-    monitor = monitor_create(
+
+
+def _monitor_create(*, testset, user) -> Monitor:
+    """The support-golden monitor over the demo's test set, with its four thresholds."""
+    return monitor_create(
         definition={
             "slug": SLUG,
             "name": "Support golden set",
@@ -75,56 +101,46 @@ def load(context: dict, stdout) -> dict:
                 {"metric": "regressed_tasks", "max": 1},
             ],
         },
-        user=context.get("users", {}).get("admin"),
+        user=user,
     )
-    answers = _answers()
-    rng = random.Random(26)
-    now = timezone.now()
-    for number in range(1, 5):
-        with transaction.atomic():  # the run number is taken under a lock of the monitor row
-            run = _run_create(monitor=monitor, scheduled_for=None, baseline=None)
-        rows = Generation.objects.filter(campaign=run.campaign).select_related("task", "contender")
-        for gen in rows:
-            source, served = CONTENDERS[gen.contender.name]
-            shipped = answers[(source, gen.task.external_id)]
-            text = shipped["output"]
-            if (
-                number == 3
-                and source == "northwind-large"
-                and gen.task.external_id
-                in (
-                    "SUP-001",
-                    "SUP-007",
-                )
-            ):
-                # The regression: the answer loses what its check requires.
-                text = text.replace("30 days", "a month").replace("carrier", "shop")
-            if number == 4 and source == "northwind-small":
-                served = "zephyr-3b-lite"  # the endpoint routed to a lighter model
-            results, passed = run_checks(text, gen.task.checks)
-            latency = int(shipped["latency_ms"] * rng.uniform(0.85, 1.15))
-            Generation.objects.filter(pk=gen.pk).update(
-                status=Generation.Status.DONE,
-                output=text,
-                input_tokens=shipped["input_tokens"],
-                output_tokens=shipped["output_tokens"],
-                latency_ms=latency,
-                ttft_ms=int(shipped["ttft_ms"] * rng.uniform(0.85, 1.15)),
-                cost=Decimal(shipped["input_tokens"] * 0.5 + shipped["output_tokens"] * 1.5)
-                / 1_000_000,
-                finish_reason="stop",
-                served_model=served,
-                check_results=results,
-                checks_passed=passed,
-                attempts=1,
-                finished_at=now,
+
+
+def _run_answer(*, run: MonitorRun, number: int, answers: dict, rng: random.Random, now) -> None:
+    """Write run `number`'s answers from the shipped outputs: run 3 regresses two tasks, run 4
+    is served another model for one contender."""
+    rows = Generation.objects.filter(campaign=run.campaign).select_related("task", "contender")
+    for gen in rows:
+        source, served = CONTENDERS[gen.contender.name]
+        shipped = answers[(source, gen.task.external_id)]
+        text = shipped["output"]
+        if (
+            number == 3
+            and source == "northwind-large"
+            and gen.task.external_id
+            in (
+                "SUP-001",
+                "SUP-007",
             )
-        monitor_run_finish(run_id=run.pk)
-        when = now - timedelta(days=4 - number, hours=2)
-        MonitorRun.objects.filter(pk=run.pk).update(created_at=when, finished_at=when)
-        run.alerts.update(created_at=when)
-    alerts = sum(r.alerts.count() for r in monitor.runs.all())
-    stdout.write(
-        f"Monitor {SLUG}: 4 past runs, {alerts} alerts (a regression, a served-model change)"
-    )
-    return {"monitor": monitor}
+        ):
+            # The regression: the answer loses what its check requires.
+            text = text.replace("30 days", "a month").replace("carrier", "shop")
+        if number == 4 and source == "northwind-small":
+            served = "zephyr-3b-lite"  # the endpoint routed to a lighter model
+        results, passed = run_checks(text, gen.task.checks)
+        latency = int(shipped["latency_ms"] * rng.uniform(0.85, 1.15))
+        Generation.objects.filter(pk=gen.pk).update(
+            status=Generation.Status.DONE,
+            output=text,
+            input_tokens=shipped["input_tokens"],
+            output_tokens=shipped["output_tokens"],
+            latency_ms=latency,
+            ttft_ms=int(shipped["ttft_ms"] * rng.uniform(0.85, 1.15)),
+            cost=Decimal(shipped["input_tokens"] * 0.5 + shipped["output_tokens"] * 1.5)
+            / 1_000_000,
+            finish_reason="stop",
+            served_model=served,
+            check_results=results,
+            checks_passed=passed,
+            attempts=1,
+            finished_at=now,
+        )

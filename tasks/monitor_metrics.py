@@ -300,43 +300,12 @@ def compare_tables(
         metrics[metric] = _compare_metric(
             base, run, metric, bi, ri, picks, len(regressed), len(improved), caches
         )
-    metrics["regressed_tasks"] = {
-        "baseline": 0,
-        "run": len(regressed),
-        "delta": len(regressed),
-        "ci95": None,
-        "p": sign_test(len(improved), len(regressed)),
-    }
-    metrics["improved_tasks"] = {
-        "baseline": 0,
-        "run": len(improved),
-        "delta": len(improved),
-        "ci95": None,
-        "p": sign_test(len(improved), len(regressed)),
-    }
-
-    def task_row(i: int) -> dict:
-        t = common[i]
-        return {
-            "task_id": t,
-            "baseline_pass_rate": _pass_rate(base.arrays["passed"][bi], i),
-            "run_pass_rate": _pass_rate(run.arrays["passed"][ri], i),
-            "failed_checks": run.failed_checks.get(t, [])
-            if i in regressed
-            else base.failed_checks.get(t, []),
-        }
-
-    base_served = dict(sorted(base.served.items()))
-    run_served = dict(sorted(run.served.items()))
-    changed = set(base_served) != set(run_served) or (
-        bool(base.fingerprints)
-        and bool(run.fingerprints)
-        and set(base.fingerprints) != set(run.fingerprints)
-    )
+    metrics.update(_task_counts(len(regressed), len(improved)))
+    base_served, run_served, changed = _served_change(base, run)
     return {
         "metrics": metrics,
-        "regressions": [task_row(i) for i in regressed],
-        "improvements": [task_row(i) for i in improved],
+        "regressions": [_task_row(base, run, common, bi, ri, regressed, i) for i in regressed],
+        "improvements": [_task_row(base, run, common, bi, ri, regressed, i) for i in improved],
         "served_models": {"baseline": base_served, "run": run_served},
         "fingerprints": {
             "baseline": dict(sorted(base.fingerprints.items())),
@@ -345,6 +314,51 @@ def compare_tables(
         "served_model_changed": changed,
         "n_tasks": len(common),
     }
+
+
+def _task_counts(n_regressed: int, n_improved: int) -> dict:
+    """The regressed_tasks and improved_tasks metrics, with the sign test's p."""
+    return {
+        "regressed_tasks": {
+            "baseline": 0,
+            "run": n_regressed,
+            "delta": n_regressed,
+            "ci95": None,
+            "p": sign_test(n_improved, n_regressed),
+        },
+        "improved_tasks": {
+            "baseline": 0,
+            "run": n_improved,
+            "delta": n_improved,
+            "ci95": None,
+            "p": sign_test(n_improved, n_regressed),
+        },
+    }
+
+
+def _task_row(base: RunTable, run: RunTable, common: list, bi, ri, regressed: list, i: int) -> dict:
+    """Common task i: both pass rates, and the failed checks of the run that failed it."""
+    t = common[i]
+    return {
+        "task_id": t,
+        "baseline_pass_rate": _pass_rate(base.arrays["passed"][bi], i),
+        "run_pass_rate": _pass_rate(run.arrays["passed"][ri], i),
+        "failed_checks": run.failed_checks.get(t, [])
+        if i in regressed
+        else base.failed_checks.get(t, []),
+    }
+
+
+def _served_change(base: RunTable, run: RunTable) -> tuple[dict, dict, bool]:
+    """Both runs' served models, and whether they (or the fingerprints both have) changed."""
+    base_served = dict(sorted(base.served.items()))
+    run_served = dict(sorted(run.served.items()))
+    changed = set(base_served) != set(run_served) or (
+        bool(base.fingerprints)
+        and bool(run.fingerprints)
+        and set(base.fingerprints) != set(run.fingerprints)
+    )
+    return base_served, run_served, changed
 
 
 def _compare_metric(base, run, metric, bi, ri, picks, n_regressed, n_improved, caches) -> dict:

@@ -33,6 +33,27 @@ def review_blind_create(*, run: MonitorRun, contender: str, user=None) -> Campai
         raise MonitorError(f"run {run.number} has no regressed task for {contender}")
     baseline = run.monitor.runs.get(number=run.baseline_number)
     task_ids = [r["task_id"] for r in entry["regressions"]]
+    testset = _regressions_testset(run=run, task_ids=task_ids, user=user)
+    a_name = f"{run.monitor.slug}#{baseline.number} {contender}"[:100]
+    b_name = f"{run.monitor.slug}#{run.number} {contender}"[:100]
+    campaign = _blind_campaign(
+        run=run, baseline=baseline, testset=testset, names=(a_name, b_name), user=user
+    )
+    for name_, source_run in ((a_name, baseline), (b_name, run)):
+        outputs = Generation.objects.filter(
+            campaign_id=source_run.campaign_id, contender__name=contender,
+            task__external_id__in=task_ids, sample_index=0,
+        ).values_list("task__external_id", "output")  # fmt: skip
+        raw = "\n".join(
+            json.dumps({"task_id": t, "sample": 0, "output": text or "(no answer)"})
+            for t, text in outputs
+        ).encode()
+        outputs_import(campaign=campaign, contender_name=name_, raw=raw)
+    return campaign
+
+
+def _regressions_testset(*, run: MonitorRun, task_ids: list[str], user) -> TestSet:
+    """A new version of the run's regressions test set: copies of the regressed tasks."""
     source = run.campaign.testset
     tasks = list(source.tasks.filter(external_id__in=task_ids).order_by("position"))
     name = f"{source.name}-{run.monitor.slug}-{run.number}-regressions"[:200]
@@ -57,8 +78,14 @@ def review_blind_create(*, run: MonitorRun, contender: str, user=None) -> Campai
     Task.objects.bulk_create(
         Task(testset=testset, position=i, **copy) for i, copy in enumerate(copies)
     )
-    a_name = f"{run.monitor.slug}#{baseline.number} {contender}"[:100]
-    b_name = f"{run.monitor.slug}#{run.number} {contender}"[:100]
+    return testset
+
+
+def _blind_campaign(
+    *, run: MonitorRun, baseline: MonitorRun, testset: TestSet, names: tuple[str, str], user
+) -> Campaign:
+    """The campaign over the copied tasks, with the two runs as imported contenders `names`."""
+    a_name, b_name = names
     # Neither slug nor name carries the contender: both reach reviewers, unmasked.
     slug = f"{run.monitor.slug}-{run.number}-blind-{secrets.token_hex(3)}"[:100]
     try:
@@ -80,14 +107,4 @@ def review_blind_create(*, run: MonitorRun, contender: str, user=None) -> Campai
     except DefinitionError as exc:
         # The monitor's own slug or name names a model (both reach reviewers).
         raise MonitorError("; ".join(exc.errors)) from None
-    for name_, source_run in ((a_name, baseline), (b_name, run)):
-        outputs = Generation.objects.filter(
-            campaign_id=source_run.campaign_id, contender__name=contender,
-            task__external_id__in=task_ids, sample_index=0,
-        ).values_list("task__external_id", "output")  # fmt: skip
-        raw = "\n".join(
-            json.dumps({"task_id": t, "sample": 0, "output": text or "(no answer)"})
-            for t, text in outputs
-        ).encode()
-        outputs_import(campaign=campaign, contender_name=name_, raw=raw)
     return campaign

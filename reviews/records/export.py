@@ -149,74 +149,92 @@ def _arbitration_records(
         .iterator(chunk_size=chunk_size)
     )
     batch: list[tuple] = []
-
-    def flush(batch):
-        output_contender = dict(
-            ItemOutput.objects.filter(item_id__in={r[0] for r in batch}).values_list(
-                "id", "generation__contender_id"
-            )
-        )
-        for _item, task_id, category, sample, arbiter, order, values, note, resolved_at in batch:
-            order = [int(o) for o in order or []]
-            names = labels(len(order))
-            label_of = {str(o): name for o, name in zip(order, names, strict=True)}
-            values = values or {}
-            record = {
-                "task_id": task_id,
-                "category": category,
-                "candidates": names,
-                "scores": {
-                    label_of[o]: {
-                        d: _number(v)
-                        for d, v in sorted(
-                            dims.items(), key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0])
-                        )
-                    }
-                    for o, dims in sorted(
-                        (values.get("scores") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
-                    )
-                    if o in label_of
-                },
-                "judge": arbiter or "",
-                "blind": True,
-            }
-            if unblind:
-                record["models"] = {
-                    label_of[str(o)]: contender_names.get(output_contender.get(o), "")
-                    for o in order
-                }
-            preference = values.get("preference")
-            record["preference"] = label_of.get(preference, preference) if preference else None
-            record["sample"] = sample
-            record["flags"] = {
-                label_of[o]: list(fl)
-                for o, fl in sorted(
-                    (values.get("flags") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
-                )
-                if o in label_of
-            }
-            record["comment"] = note
-            record["submitted_at"] = _iso(resolved_at)
-            record["arbitration"] = True
-            yield record
-
     for row in rows:
         batch.append(row)
         if len(batch) >= chunk_size:
-            yield from flush(batch)
+            yield from _arbitrations_for_batch(batch, dim_rank, contender_names, unblind)
             batch = []
     if batch:
-        yield from flush(batch)
+        yield from _arbitrations_for_batch(batch, dim_rank, contender_names, unblind)
+
+
+def _arbitrations_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
+    """One batch of arbitration rows as records (one query for their outputs' contenders)."""
+    output_contender = dict(
+        ItemOutput.objects.filter(item_id__in={r[0] for r in batch}).values_list(
+            "id", "generation__contender_id"
+        )
+    )
+    for row in batch:
+        yield _arbitration_record(row, dim_rank, contender_names, unblind, output_contender)
+
+
+def _arbitration_record(row, dim_rank, contender_names, unblind, output_contender) -> dict:
+    """One resolved arbitration as a record: the arbiter's values under the labels of the
+    order they saw, models named only when `unblind`."""
+    _item, task_id, category, sample, arbiter, order, values, note, resolved_at = row
+    order = [int(o) for o in order or []]
+    names = labels(len(order))
+    label_of = {str(o): name for o, name in zip(order, names, strict=True)}
+    values = values or {}
+    record = {
+        "task_id": task_id,
+        "category": category,
+        "candidates": names,
+        "scores": {
+            label_of[o]: {
+                d: _number(v)
+                for d, v in sorted(dims.items(), key=lambda kv: (dim_rank.get(kv[0], 1e9), kv[0]))
+            }
+            for o, dims in sorted(
+                (values.get("scores") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+            )
+            if o in label_of
+        },
+        "judge": arbiter or "",
+        "blind": True,
+    }
+    if unblind:
+        record["models"] = {
+            label_of[str(o)]: contender_names.get(output_contender.get(o), "") for o in order
+        }
+    preference = values.get("preference")
+    record["preference"] = label_of.get(preference, preference) if preference else None
+    record["sample"] = sample
+    record["flags"] = {
+        label_of[o]: list(fl)
+        for o, fl in sorted(
+            (values.get("flags") or {}).items(), key=lambda kv: label_of.get(kv[0], "")
+        )
+        if o in label_of
+    }
+    record["comment"] = note
+    record["submitted_at"] = _iso(resolved_at)
+    record["arbitration"] = True
+    return record
 
 
 def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
-    review_ids = [r[0] for r in batch]
-    item_ids = {r[1] for r in batch}
+    scores = _batch_scores([r[0] for r in batch])
+    item_outputs, output_contender = _batch_outputs({r[1] for r in batch})
+    for row in batch:
+        yield _review_record(
+            row, scores, item_outputs, output_contender, dim_rank, contender_names, unblind
+        )
+
+
+def _batch_scores(review_ids: list[int]) -> dict[int, dict[int, dict[str, float | None]]]:
+    """{review: {output: {dimension: value}}} for a batch of reviews, in one query."""
     scores: dict[int, dict[int, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for review_id, output_id, dim, value in Score.objects.filter(
         review_id__in=review_ids
     ).values_list("review_id", "output_id", "dimension", "value"):
         scores[review_id][output_id][dim] = value
+    return scores
+
+
+def _batch_outputs(item_ids: set[int]) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """The batch's items' outputs in id order, and each output's contender, in one query."""
     item_outputs: dict[int, list[int]] = defaultdict(list)
     output_contender: dict[int, int] = {}
     for output_id, item_id, contender_id in (
@@ -226,7 +244,15 @@ def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[di
     ):
         item_outputs[item_id].append(output_id)
         output_contender[output_id] = contender_id
-    for (
+    return item_outputs, output_contender
+
+
+def _review_record(
+    row, scores, item_outputs, output_contender, dim_rank, contender_names, unblind
+) -> dict:
+    """One review as a record, under the labels of the order its reviewer saw (the outputs'
+    id order when none was stored); models named only when `unblind`."""
+    (
         review_id,
         item_id,
         task_id,
@@ -240,40 +266,38 @@ def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[di
         submitted_at,
         order,
         seconds,
-    ) in batch:
-        order = [int(o) for o in (order or [])] or item_outputs[item_id]
-        names = labels(len(order))
-        label_of = dict(zip(order, names, strict=True))
-        review_scores = scores.get(review_id, {})
-        record = {
-            "task_id": task_id,
-            "category": category,
-            "candidates": names,
-            "scores": {
-                label_of[o]: _ordered_scores(review_scores.get(o, {}), dim_rank) for o in order
-            },
-            "judge": judge,
-            "blind": True,
+    ) = row
+    order = [int(o) for o in (order or [])] or item_outputs[item_id]
+    names = labels(len(order))
+    label_of = dict(zip(order, names, strict=True))
+    review_scores = scores.get(review_id, {})
+    record = {
+        "task_id": task_id,
+        "category": category,
+        "candidates": names,
+        "scores": {label_of[o]: _ordered_scores(review_scores.get(o, {}), dim_rank) for o in order},
+        "judge": judge,
+        "blind": True,
+    }
+    if unblind:
+        record["models"] = {
+            label_of[o]: contender_names.get(output_contender.get(o), "") for o in order
         }
-        if unblind:
-            record["models"] = {
-                label_of[o]: contender_names.get(output_contender.get(o), "") for o in order
-            }
-        if preference == Preference.OUTPUT:
-            record["preference"] = label_of.get(preferred)
-        else:
-            record["preference"] = preference or None
-        record["sample"] = sample
-        record["flags"] = {
-            label_of[int(o)]: list(fl)
-            for o, fl in sorted((flags or {}).items(), key=lambda kv: label_of.get(int(kv[0]), ""))
-            if fl and int(o) in label_of
-        }
-        record["comment"] = comment
-        record["submitted_at"] = _iso(submitted_at)
-        if seconds is not None:
-            record["seconds"] = seconds
-        yield record
+    if preference == Preference.OUTPUT:
+        record["preference"] = label_of.get(preferred)
+    else:
+        record["preference"] = preference or None
+    record["sample"] = sample
+    record["flags"] = {
+        label_of[int(o)]: list(fl)
+        for o, fl in sorted((flags or {}).items(), key=lambda kv: label_of.get(int(kv[0]), ""))
+        if fl and int(o) in label_of
+    }
+    record["comment"] = comment
+    record["submitted_at"] = _iso(submitted_at)
+    if seconds is not None:
+        record["seconds"] = seconds
+    return record
 
 
 def _ordered_scores(per_dim: dict, dim_rank: dict) -> dict:

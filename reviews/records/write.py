@@ -359,7 +359,7 @@ def _write_arbitrations(
     validation as the arbitration page, and the same final outcome as the original. Problems
     go to `errors`; a record of an `unsettled` task (None: every task) is checked only where
     its item's reviews do not matter, so their problems are not echoed as its own."""
-    from ..arbitration import ResolveInvalid, note_checked, resolution_build
+    from ..arbitration import note_checked
 
     for rec in records:
         if unsettled is None or rec.task_id in unsettled:
@@ -376,63 +376,93 @@ def _write_arbitrations(
         out_of = {label: outputs_by_item[item.pk][rec.models[label]] for label in rec.labels}
         arbitration = Arbitration.objects.filter(item=item).first()
         if item.state == ReviewItem.State.RESOLVED and arbitration is not None:
-            if arbitration.arbiter_id == arbiter.pk and arbitration.has_values(
-                scores={out_of[label]: dims for label, dims in rec.scores.items()},
-                preference=str(out_of.get(rec.preference, rec.preference))
-                if rec.preference
-                else None,
-                flags={out_of[label]: f for label, f in rec.flags.items()},
-                note=rec.comment,
-            ):
-                summary.arbitrations_unchanged += 1
-            else:
-                errors.append(
-                    RecordError(
-                        rec.line, "arbitration", "this item was already arbitrated differently"
-                    )
-                )
+            _arbitration_again(rec, arbitration, arbiter, out_of, summary, errors)
             continue
-        if item.state != ReviewItem.State.DISPUTED or arbitration is None:
-            errors.append(
-                RecordError(
-                    rec.line, "arbitration", "the reviews of this item agree: nothing to arbitrate"
-                )
-            )
+        problem = _arbitration_refused(rec, item, arbitration, arbiter)
+        if problem is not None:
+            errors.append(problem)
             continue
-        if Review.objects.filter(item=item, reviewer=arbiter).exists():
-            errors.append(
-                RecordError(
-                    rec.line, "judge", f"{rec.judge} reviewed this item and cannot arbitrate it"
-                )
-            )
-            continue
-        arbitration.order = [out_of[label] for label in rec.labels]
-        try:
-            final, values = resolution_build(
-                arbitration=arbitration,
-                scores=rec.scores,
-                preference=rec.preference,
-                flags=rec.flags or None,
-                note=rec.comment,
-            )
-        except ResolveInvalid as exc:
-            for where, message in exc.errors.items():
-                errors.append(
-                    RecordError(rec.line, "comment" if where == "note" else where, message)
-                )
-            continue
-        note = values.pop("note")
-        Arbitration.objects.filter(pk=arbitration.pk).update(
-            state=Arbitration.State.RESOLVED,
-            arbiter=arbiter,
-            order=arbitration.order,
-            final_values=values,
-            note=note,
-            resolved_at=rec.submitted_at or now,
-            lease_expires_at=None,
+        if _arbitration_resolve(rec, item, arbitration, arbiter, out_of, now, errors):
+            summary.arbitrations_created += 1
+
+
+def _arbitration_again(
+    rec: _Record,
+    arbitration: Arbitration,
+    arbiter,
+    out_of: dict,
+    summary: ImportSummary,
+    errors: list[RecordError],
+) -> None:
+    """A record of an item already resolved: unchanged when the same arbiter decided the same
+    values, else an error."""
+    if arbitration.arbiter_id == arbiter.pk and arbitration.has_values(
+        scores={out_of[label]: dims for label, dims in rec.scores.items()},
+        preference=str(out_of.get(rec.preference, rec.preference)) if rec.preference else None,
+        flags={out_of[label]: f for label, f in rec.flags.items()},
+        note=rec.comment,
+    ):
+        summary.arbitrations_unchanged += 1
+    else:
+        errors.append(
+            RecordError(rec.line, "arbitration", "this item was already arbitrated differently")
         )
-        ReviewItem.objects.filter(pk=item.pk).update(final=final, state=ReviewItem.State.RESOLVED)
-        summary.arbitrations_created += 1
+
+
+def _arbitration_refused(
+    rec: _Record, item: ReviewItem, arbitration: Arbitration | None, arbiter
+) -> RecordError | None:
+    """Why the record cannot arbitrate this item: it is not disputed, or the arbiter reviewed
+    it. None when it can."""
+    if item.state != ReviewItem.State.DISPUTED or arbitration is None:
+        return RecordError(
+            rec.line, "arbitration", "the reviews of this item agree: nothing to arbitrate"
+        )
+    if Review.objects.filter(item=item, reviewer=arbiter).exists():
+        return RecordError(
+            rec.line, "judge", f"{rec.judge} reviewed this item and cannot arbitrate it"
+        )
+    return None
+
+
+def _arbitration_resolve(
+    rec: _Record,
+    item: ReviewItem,
+    arbitration: Arbitration,
+    arbiter,
+    out_of: dict,
+    now,
+    errors: list[RecordError],
+) -> bool:
+    """Resolve the item's arbitration with the record's decision, as the arbitration page
+    would. False (problems in `errors`) when the rules refuse it."""
+    from ..arbitration import ResolveInvalid, resolution_build
+
+    arbitration.order = [out_of[label] for label in rec.labels]
+    try:
+        final, values = resolution_build(
+            arbitration=arbitration,
+            scores=rec.scores,
+            preference=rec.preference,
+            flags=rec.flags or None,
+            note=rec.comment,
+        )
+    except ResolveInvalid as exc:
+        for where, message in exc.errors.items():
+            errors.append(RecordError(rec.line, "comment" if where == "note" else where, message))
+        return False
+    note = values.pop("note")
+    Arbitration.objects.filter(pk=arbitration.pk).update(
+        state=Arbitration.State.RESOLVED,
+        arbiter=arbiter,
+        order=arbitration.order,
+        final_values=values,
+        note=note,
+        resolved_at=rec.submitted_at or now,
+        lease_expires_at=None,
+    )
+    ReviewItem.objects.filter(pk=item.pk).update(final=final, state=ReviewItem.State.RESOLVED)
+    return True
 
 
 def _stored_signatures(item_ids: Iterable[int], outputs_by_item: dict) -> dict:

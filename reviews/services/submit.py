@@ -96,6 +96,25 @@ def assignment_submit(
     """
     key = (key or "").strip()
     assignment = _submit_assignment(token=token, reviewer=reviewer)
+    refused = _submit_refused(assignment=assignment, key=key, data=data)
+    if refused is not None:
+        return refused
+    campaign = assignment.item.campaign
+    parsed, errors = review_payload_parse(
+        campaign=campaign, order=assignment.order, data=data, item=assignment.item
+    )
+    if errors:
+        return SubmitResult(
+            "invalid", "Some answers are missing or invalid.", assignment, errors=errors
+        )
+    if not key:
+        key = "server-" + secrets.token_hex(8)
+    return _submit_store(assignment=assignment, reviewer=reviewer, key=key, parsed=parsed)
+
+
+def _submit_refused(*, assignment: Assignment, key: str, data: dict) -> SubmitResult | None:
+    """The answer to a submit that stores nothing: a key too long, an assignment already
+    submitted (a duplicate, or a reused key), skipped or released. None: go on."""
     if len(key) > SUBMIT_KEY_MAX:
         # Refused, not cut: two keys that share their first characters would be one key,
         # and the second review would be taken for a retry of the first.
@@ -117,17 +136,14 @@ def assignment_submit(
         return result
     if assignment.state in (Assignment.State.SKIPPED, Assignment.State.RELEASED):
         return _closed_result(assignment)
-    campaign = assignment.item.campaign
-    parsed, errors = review_payload_parse(
-        campaign=campaign, order=assignment.order, data=data, item=assignment.item
-    )
-    if errors:
-        return SubmitResult(
-            "invalid", "Some answers are missing or invalid.", assignment, errors=errors
-        )
-    if not key:
-        key = "server-" + secrets.token_hex(8)
+    return None
 
+
+def _submit_store(
+    *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed
+) -> SubmitResult:
+    """Store the checked answers: fenced in one transaction, else by the late path; a lost
+    race is retried (three times, then ClaimBusy)."""
     for attempt in range(3):
         try:
             with transaction.atomic():

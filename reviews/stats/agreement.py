@@ -139,6 +139,21 @@ def krippendorff_alpha(
     if len(domain) < 2:
         result["reason"] = "every rating has the same value, so alpha is undefined (no variation)"
         return result
+    point, reason = _point_alpha(pairable, domain, level)
+    if point is None:
+        result["reason"] = reason
+        return result
+    result["alpha"] = point
+    result["band"] = band(point)
+    if len(pairable) < 2:
+        result["reason"] = "one unit: no confidence interval"
+        return result
+    result["ci95"] = _bootstrap_ci(pairable, domain, level, n_boot=n_boot, seed=seed)
+    return result
+
+
+def _point_alpha(pairable: np.ndarray, domain: np.ndarray, level: str):
+    """(alpha, None), or (None, why it is undefined) on the pairable units' counts."""
     try:
         # The package (reference implementation), on counts of the pairable units. When the
         # paired ratings show no variation it divides 0 by 0: handled below, not a warning.
@@ -149,18 +164,10 @@ def krippendorff_alpha(
                 )
             )
     except ValueError as exc:
-        result["reason"] = f"alpha is undefined: {exc}"
-        return result
+        return None, f"alpha is undefined: {exc}"
     if not np.isfinite(point):
-        result["reason"] = "the paired ratings show no variation, so alpha is undefined"
-        return result
-    result["alpha"] = point
-    result["band"] = band(point)
-    if len(pairable) < 2:
-        result["reason"] = "one unit: no confidence interval"
-        return result
-    result["ci95"] = _bootstrap_ci(pairable, domain, level, n_boot=n_boot, seed=seed)
-    return result
+        return None, "the paired ratings show no variation, so alpha is undefined"
+    return point, None
 
 
 def _bootstrap_ci(counts: np.ndarray, domain: np.ndarray, level: str, *, n_boot: int, seed: int):

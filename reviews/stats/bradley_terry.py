@@ -202,28 +202,8 @@ def bradley_terry(
 
 
 def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed: int) -> dict:
-    k = len(contenders)
-    rec = (
-        record(battles, contenders)
-        if not battles.empty
-        else {c: {"wins": 0, "losses": 0, "ties": 0} for c in contenders}
-    )
-    out = {
-        "ratings": dict.fromkeys(contenders),
-        "ci95": dict.fromkeys(contenders),
-        "rank": dict.fromkeys(contenders),
-        "record": rec,
-        "n_battles": int(len(battles)),
-        "n_items": int(battles["item"].nunique()) if not battles.empty else 0,
-        "ridge": None,
-        "undefeated": [],
-        "winless": [],
-        "components": None,
-        "reason": None,
-        "unrated": [],
-        "bootstrap": None,
-    }
-    if k < 2:
+    out = _bt_blank(battles, contenders)
+    if len(contenders) < 2:
         out["reason"] = "fewer than two contenders"
         return out
     if battles.empty:
@@ -244,6 +224,38 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
             "the comparison graph is disconnected: these groups never met, so they cannot share one scale"
         )
         return out
+    theta = _bt_rate(out, w, contenders)
+    _bt_intervals(out, battles, contenders, theta, n_boot=n_boot, seed=seed)
+    return out
+
+
+def _bt_blank(battles: pd.DataFrame, contenders: list) -> dict:
+    """The result with every contender's record and nothing rated yet."""
+    rec = (
+        record(battles, contenders)
+        if not battles.empty
+        else {c: {"wins": 0, "losses": 0, "ties": 0} for c in contenders}
+    )
+    return {
+        "ratings": dict.fromkeys(contenders),
+        "ci95": dict.fromkeys(contenders),
+        "rank": dict.fromkeys(contenders),
+        "record": rec,
+        "n_battles": int(len(battles)),
+        "n_items": int(battles["item"].nunique()) if not battles.empty else 0,
+        "ridge": None,
+        "undefeated": [],
+        "winless": [],
+        "components": None,
+        "reason": None,
+        "unrated": [],
+        "bootstrap": None,
+    }
+
+
+def _bt_rate(out: dict, w, contenders: list):
+    """Fit the ratings of a connected graph into `out` (with the ridge where the plain fit has
+    no maximum: someone never lost or never won); returns the fitted strengths."""
     lost = (w.T > 0).sum(axis=1) > 0  # someone scored against i
     won = (w > 0).sum(axis=1) > 0
     out["undefeated"] = [c for c, x in zip(contenders, lost, strict=True) if not x]
@@ -253,7 +265,14 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
     theta = fit(w, ridge=ridge)
     elo = to_elo(theta)
     out["ratings"].update((c, float(r)) for c, r in zip(contenders, elo, strict=True))
+    return theta
 
+
+def _bt_intervals(
+    out: dict, battles: pd.DataFrame, contenders: list, theta, *, n_boot: int, seed: int
+) -> None:
+    """The bootstrap's 95% intervals and the ranks they give, into `out` (or the reason there
+    are none)."""
     lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
     if lo is None:
         # The rank rule needs intervals; ranking bare point estimates would claim a precision
@@ -261,13 +280,12 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
         out["reason"] = (
             "no confidence intervals (fewer than two items, or no bootstrap rounds): no ranks"
         )
-        return out
+        return
     out["ci95"].update(
         (c, [float(a), float(b)]) for c, a, b in zip(contenders, lo, hi, strict=True)
     )
     out["rank"].update(zip(contenders, ranks(lo, hi), strict=True))
     out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
-    return out
 
 
 def _bootstrap(

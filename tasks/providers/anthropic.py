@@ -147,26 +147,9 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             input_tokens = usage.get("input_tokens", input_tokens)
             output_tokens = usage.get("output_tokens", output_tokens)
         elif kind == "content_block_start":
-            block = data.get("content_block") or {}
-            if block.get("type") == "tool_use":
-                call.token()
-                tools[data.get("index", len(tools))] = {
-                    "id": str(block.get("id") or ""),
-                    "name": str(block.get("name") or ""),
-                    "start": block.get("input"),
-                    "raw": [],
-                }
+            _block_start(data, tools, call)
         elif kind == "content_block_delta":
-            delta = data.get("delta") or {}
-            partial = delta.get("partial_json")
-            tool = tools.get(data.get("index"))
-            if tool is not None and isinstance(partial, str):
-                answer.count(len(partial))
-                tool["raw"].append(partial)
-            text = delta.get("text")
-            if text:
-                call.token()
-                answer.add(text)
+            _block_delta(data, tools, answer, call)
         elif kind == "message_delta":
             finish_reason = (data.get("delta") or {}).get("stop_reason") or finish_reason
             usage = data.get("usage") or {}
@@ -186,6 +169,35 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         served_model=served_model,
         tool_calls=[_tool_call(i, tools[key]) for i, key in enumerate(sorted(tools))],
     )
+
+
+def _block_start(data: dict, tools: dict[int, dict], call: StreamingCall) -> None:
+    """A content block begins: a tool_use one is streamed into `tools` by its index."""
+    block = data.get("content_block") or {}
+    if block.get("type") == "tool_use":
+        call.token()
+        tools[data.get("index", len(tools))] = {
+            "id": str(block.get("id") or ""),
+            "name": str(block.get("name") or ""),
+            "start": block.get("input"),
+            "raw": [],
+        }
+
+
+def _block_delta(
+    data: dict, tools: dict[int, dict], answer: OutputText, call: StreamingCall
+) -> None:
+    """A piece of a content block: a tool_use's input JSON, or answer text."""
+    delta = data.get("delta") or {}
+    partial = delta.get("partial_json")
+    tool = tools.get(data.get("index"))
+    if tool is not None and isinstance(partial, str):
+        answer.count(len(partial))
+        tool["raw"].append(partial)
+    text = delta.get("text")
+    if text:
+        call.token()
+        answer.add(text)
 
 
 def _tool_call(position: int, tool: dict) -> ToolCall:

@@ -42,8 +42,11 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     page.check("text=vendor-export")
     # The rubric as text (the form starts with the builder and a template): emptied.
     page.get_by_role("radio", name="Text (YAML or JSON)").check()
-    # the switch writes the builder's rows as text; empty it once that has arrived
-    page.wait_for_function("document.querySelector('textarea[name=rubric]').value.length > 0")
+    # The switch swaps the builder for a text box holding its rows (an htmx request: until it
+    # lands there is no text box); empty it once that has arrived.
+    page.wait_for_function(
+        "(document.querySelector('textarea[name=rubric]')?.value || '').length > 0"
+    )
     page.locator("textarea[name=rubric]").fill("")
     page.get_by_role("button", name="Create campaign").click()
     page.get_by_text("needs at least one dimension").wait_for()
