@@ -26,6 +26,8 @@ Afterwards it checks the double-assignment invariants on the database (no item o
 counters equal rows, no reviewer twice). The site runs as in production: sessions and cache
 in Redis (--redis-url), data in PostgreSQL.
 
+bench/review_ab.py runs this loop on an older checkout and this one, A/B in the same run.
+
     .venv/bin/python bench/review_load.py --database-url postgres://postgres@127.0.0.1:5432/evalsite_bench_review
 
 Options: --items 10000 --reviewers 32 --duration 60 --rounds 4 --ceiling-duration 6 --workers 4
@@ -209,26 +211,57 @@ def build(items: int, reviewers: int) -> tuple[str, list[tuple[str, str]]]:
     return campaign.slug, users
 
 
-def start_server(env: dict, workers: int, threads: int, app: str) -> subprocess.Popen:
+def site_env(database_url: str, redis_url: str) -> dict:
+    """The environment the site runs in for a benchmark: production settings, this database,
+    sessions and cache in `redis_url` ('' for none), a throwaway data directory."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DEBUG": "0",
+        "SECURE_COOKIES": "0",
+        "EVALSITE_DATA_DIR": tempfile.mkdtemp(prefix="bench-review-"),
+        "LOG_LEVEL": "WARNING",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "REDIS_URL": redis_url,
+        "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "evalsite.settings"),
+    }
+
+
+def setup_django(env: dict, root: Path = ROOT) -> None:
+    """Django in this process, with the code in `root` (the bench/ of this checkout may build
+    the database of another checkout, run with that checkout's Python)."""
+    os.environ.update(env)
+    sys.path.insert(0, str(root))
+    import django
+
+    django.setup()
+
+
+def start_server(
+    env: dict, workers: int, threads: int, app: str, *, root: Path = ROOT, port: int | None = None
+) -> subprocess.Popen:
+    """gunicorn serving the code in `root`, with that checkout's own venv and from that
+    directory (the editable install maps the packages to it), on `port` (default PORT)."""
     # gunicorn.conf.py in the project root holds the production settings (the connection cap
     # per process follows the thread count); only the port, the counts and the logs differ.
+    port = port or PORT
     proc = subprocess.Popen(
         [
-            str(ROOT / ".venv/bin/gunicorn"),
+            str(root / ".venv/bin/gunicorn"),
             app,
             "-b",
-            f"127.0.0.1:{PORT}",
+            f"127.0.0.1:{port}",
             "--log-level",
             "warning",
         ],
-        cwd=ROOT,
+        cwd=root,
         env={**env, "WEB_WORKERS": str(workers), "WEB_THREADS": str(threads), "WEB_ACCESS_LOG": ""},
         start_new_session=True,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"http://127.0.0.1:{PORT}/healthz?quick", timeout=1).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz?quick", timeout=1).status_code == 200:
                 return proc
         except httpx.HTTPError:
             time.sleep(0.2)
@@ -371,6 +404,14 @@ def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, flo
 CEILING_CPU: dict[str, float] = {}  # the ceiling run's CPU use, for comparison
 SERVER_SID = [0]  # gunicorn's session id (it runs in a session of its own)
 RETRY_LOCK = threading.Lock()
+
+
+def use_server(port: int, server: subprocess.Popen) -> None:
+    """Send the runs that follow to the server on `port`, and count its processes' CPU as the
+    site's (bench/review_ab.py switches between two servers)."""
+    global PORT
+    PORT = port
+    SERVER_SID[0] = server.pid
 
 
 def send(client: httpx.Client, method: str, url: str, retried: list, **kwargs) -> httpx.Response:
@@ -569,9 +610,9 @@ def merge_runs(runs: list[dict]) -> dict:
     }
 
 
-def invariants() -> list[str]:
-    from django.db import connection
-
+def invariants(database_url: str) -> tuple[list[str], int]:
+    """The double-assignment invariants that fail on this database, and how many items are
+    fully reviewed (plain SQL on tables every version of the code has)."""
     checks = {
         "items with more live assignments than k": """
             SELECT count(*) FROM reviews_reviewitem i WHERE (SELECT count(*) FROM reviews_assignment a
@@ -592,20 +633,21 @@ def invariants() -> list[str]:
             SELECT count(*) FROM reviews_reviewitem WHERE submitted_count = overlap AND state = 'open'""",
     }
     problems = []
-    with connection.cursor() as cursor:
+    with psycopg.connect(database_url) as conn:
         for name, sql in checks.items():
-            cursor.execute(sql)
-            n = cursor.fetchone()[0]
+            n = conn.execute(sql).fetchone()[0]
             if n:
                 problems.append(f"{n} {name}")
-        cursor.execute("SELECT count(*) FROM reviews_reviewitem WHERE submitted_count = overlap")
-        full = cursor.fetchone()[0]
+        full = conn.execute(
+            "SELECT count(*) FROM reviews_reviewitem WHERE submitted_count = overlap"
+        ).fetchone()[0]
     return problems, full
 
 
-def main() -> None:
+def make_parser(description: str | None = __doc__) -> argparse.ArgumentParser:
+    """This benchmark's options (bench/review_ab.py takes the same ones, and a few more)."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--database-url",
@@ -663,29 +705,19 @@ def main() -> None:
         default="redis://127.0.0.1:6379/14",
         help="the site's cache and session store, as in production ('' for none)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = make_parser().parse_args()
 
     recreate_database(args.database_url)
-    env = {
-        **os.environ,
-        "DATABASE_URL": args.database_url,
-        "DEBUG": "0",
-        "SECURE_COOKIES": "0",
-        "EVALSITE_DATA_DIR": tempfile.mkdtemp(prefix="bench-review-"),
-        "LOG_LEVEL": "WARNING",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "REDIS_URL": args.redis_url,
-    }
-    os.environ.update(env)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    env = site_env(args.database_url, args.redis_url)
+    setup_django(env)
     slug, users = build(args.items, args.reviewers)
 
     server = start_server(env, args.workers, args.threads, args.app)
-    SERVER_SID[0] = server.pid
+    use_server(PORT, server)
     stop_analyzer = threading.Event()
     if args.analyze_every:
         analyzer(args.database_url, args.analyze_every, stop_analyzer)
@@ -715,7 +747,7 @@ def main() -> None:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
 
-    problems, full = invariants()
+    problems, full = invariants(args.database_url)
     for run in filter(None, (result, paced)):
         if not all(run["steps"].values()):
             raise SystemExit(f"no requests completed: {run['errors'][:3]}")
