@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem
+from . import sql
+from .models import Arbitration, ItemOutput, Preference, ReviewItem
 from .rubric import Rubric
 
 NO_CHOICE = ""
@@ -211,21 +212,7 @@ def _item_reviews(
     if output_ids is None:
         output_ids = list(ItemOutput.objects.filter(item_id=item_pk).values_list("pk", flat=True))
     outputs = [str(pk) for pk in sorted(output_ids)]
-    # One row per score (a review without scores: one row, its score columns None), in
-    # submit order.
-    rows = (
-        Review.objects.filter(item_id=item_pk)
-        .order_by("submitted_at", "pk", "scores__pk")
-        .values_list(
-            "pk",
-            "preference",
-            "preferred_output_id",
-            "flags",
-            "scores__output_id",
-            "scores__dimension",
-            "scores__value",
-        )
-    )
+    rows = sql.item_reviews(item_pk)  # one row per score, in submit order
     reviews: dict[int, ReviewData] = {}
     for pk, preference, preferred, flags, output_id, dimension, value in rows:
         data = reviews.get(pk)

@@ -102,14 +102,6 @@ class ItemOutputQuerySet(models.QuerySet):
             self.filter(item_id=item_id).select_related("generation", "item__task").order_by("pk")
         )
 
-    def task_and_generations(self, item_id: int) -> tuple[Task, dict[int, Generation]]:
-        """An item's task and {ItemOutput pk: its Generation}, in one query (`shown`): what
-        the review page and the claim hand a reviewer's screen."""
-        outputs = list(self.shown(item_id))
-        if not outputs:  # an item without outputs still has its task
-            return ReviewItem.objects.select_related("task").get(pk=item_id).task, {}
-        return outputs[0].item.task, {o.pk: o.generation for o in outputs}
-
 
 class ItemOutput(models.Model):
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="outputs")

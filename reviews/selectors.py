@@ -13,17 +13,8 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db.models import (
-    BooleanField,
-    Count,
-    Exists,
-    ExpressionWrapper,
-    F,
-    OuterRef,
-    Q,
-    Subquery,
-)
-from django.db.models.functions import Coalesce, Now
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
+from django.db.models.functions import Now
 
 from evalsite.roles import REVIEWER
 from tasks import blinding
@@ -35,8 +26,8 @@ from tasks.campaign_blinding import (
 )
 from tasks.models import Campaign, Generation, Task
 
-from . import transcript_shown
-from .models import FLAGS, Assignment, ItemOutput, ReviewerRemoval, ReviewItem
+from . import sql, transcript_shown
+from .models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
 from .rubric import Rubric
 from .services import (
     BLOCKING,
@@ -119,36 +110,26 @@ class ReviewPage:
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
 
+def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
+    """An item's task and {ItemOutput pk: Generation}, in one query (reviews/sql.py)."""
+    return sql.item_outputs(item_id)
+
+
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
     """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows, or
-    None (no such token, or someone else's: as if it did not exist)."""
-    theirs = {"reviewer": OuterRef("reviewer_id"), "campaign": OuterRef("campaign_id")}
-    submitted = (
-        Assignment.objects.filter(**theirs, state=Assignment.State.SUBMITTED)
-        .order_by()
-        .values("reviewer")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    assignment = (
-        Assignment.objects.select_related("campaign")
-        .annotate(
-            reviewer_removed=Exists(ReviewerRemoval.objects.filter(**theirs)),
-            done=Coalesce(Subquery(submitted), 0),
-        )
-        .filter(token=token, campaign__slug=slug)
-        .first()
-    )
-    if assignment is None or assignment.reviewer_id != reviewer.pk:
+    None (no such token, or someone else's: as if it did not exist). Two queries written as
+    SQL: the page runs for every reviewed item (reviews/sql.py)."""
+    found = sql.review_page(token=token, slug=slug)
+    if found is None or found[0].reviewer_id != reviewer.pk:
         return None
-    campaign, done = assignment.campaign, assignment.done
-    task, generations = ItemOutput.objects.task_and_generations(assignment.item_id)
+    assignment, campaign, removed, done = found
+    task, generations = sql.item_outputs(assignment.item_id)
     return ReviewPage(
         assignment=assignment,
         campaign=campaign,
         task=task,
-        may_review=campaign.status in REVIEWABLE and not assignment.reviewer_removed,
-        removed=assignment.reviewer_removed,
+        may_review=campaign.status in REVIEWABLE and not removed,
+        removed=removed,
         done=done,
         generations=generations,
     )
@@ -204,7 +185,7 @@ def review_screen(
         campaign = Campaign.objects.get(items__pk=assignment.item_id)
     if task is None or generations is None:
         # The API claim's answer: the item's task and outputs in one query.
-        task, generations = ItemOutput.objects.task_and_generations(assignment.item_id)
+        task, generations = item_outputs(assignment.item_id)
     terms = campaign_identity_terms(campaign)
     labels = blinding.labels(len(assignment.order))
     candidates = _candidates_shown(assignment, generations, labels, terms, html=html)

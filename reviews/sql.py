@@ -1,6 +1,7 @@
-"""The raw SQL of the reviews app, each statement where correctness needs SQL
-(docs/decisions/0004-raw-sql-only-where-correctness-needs-it.md), each with a test that
-compares it with its ORM twin on the same data (tests/reviews/test_sql.py):
+"""The raw SQL of the reviews app (docs/decisions/0004), each statement with a test that
+compares it with its ORM twin on the same data (tests/reviews/test_sql.py).
+
+Kept because correctness needs SQL:
 
 - `db_now`: the database's clock (the ORM compares with it, `Now()`, but cannot read it);
 - `claim_candidate`: the claim's SELECT ... FOR NO KEY UPDATE SKIP LOCKED, with a planner
@@ -9,20 +10,27 @@ compares it with its ORM twin on the same data (tests/reviews/test_sql.py):
   its scores and the item's count, all or nothing in one statement (its twin, and SQLite's
   path, is the ORM sequence in `services.submit`).
 
-Everything else in the app goes through the ORM.
+Kept because the review loop's budget needs them (every claim and every page runs them; the
+ORM's query building costs several times what the database spends): `claim_context`,
+`item_slots`, `item_outputs`, `review_page`, `submit_assignment` and `item_reviews`. Their rows become model instances as the ORM makes them
+(`_instance`: the fields' own converters). Everything else in the app goes through the ORM.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Field, Model
 from django.utils import timezone
 
-from .models import Assignment, Review, ReviewItem, Score
+from tasks.models import Campaign, Generation, Task
+
+from .models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem, Score
 
 _WORD = re.compile(r"[a-z_]+")
 
@@ -36,6 +44,51 @@ def literal(*values: str) -> str:
         if not _WORD.fullmatch(value):
             raise ValueError(f"not a code constant: {value!r}")
     return ", ".join(f"'{value}'" for value in values)
+
+
+@cache
+def _fields(model: type[Model]) -> tuple[Field, ...]:
+    """The concrete fields of `model` in model order (Model.from_db expects that order)."""
+    return tuple(model._meta.concrete_fields)
+
+
+def _columns(alias: str, model: type[Model]) -> str:
+    qn = connection.ops.quote_name
+    return ", ".join(f"{alias}.{qn(f.column)}" for f in _fields(model))
+
+
+def _table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+@lru_cache(maxsize=64)
+def _converters(model: type[Model], conn) -> tuple[list[str], list]:
+    """(attnames, [(column, converters)]) of `model` on `conn` (Django keeps one connection
+    object per thread)."""
+    converted = []
+    for field in _fields(model):
+        col = field.get_col(model._meta.db_table)
+        converted.append((col, (*conn.ops.get_db_converters(col), *col.get_db_converters(conn))))
+    return [f.attname for f in _fields(model)], converted
+
+
+def _instance(model: type[Model], values: Sequence) -> Model:
+    """A `model` instance from raw column values (as `_columns` listed them), converted as the
+    ORM converts them."""
+    db = connections[DEFAULT_DB_ALIAS]
+    attnames, cols = _converters(model, db)
+    converted = []
+    for (col, converters), value in zip(cols, values, strict=True):
+        for convert in converters:
+            value = convert(value, col, db)
+        converted.append(value)
+    return model.from_db(db.alias, attnames, converted)
+
+
+def _fetch(statement: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall()
 
 
 def db_now() -> datetime:
@@ -105,6 +158,150 @@ def claim_candidate(
     if not isinstance(clock, datetime):
         clock = timezone.now()  # SQLite: the clock parameter comes back as text
     return (*found, clock)
+
+
+@cache
+def _claim_context_sql(key: str, vendor: str) -> str:
+    now = "STATEMENT_TIMESTAMP()" if vendor == "postgresql" else "%s"
+    active = literal(Assignment.State.ACTIVE)
+    in_campaign = f"FROM {_table(Assignment)} a WHERE a.campaign_id = c.id"
+    return (
+        f"SELECT {_columns('c', Campaign)}, "
+        f"EXISTS (SELECT 1 FROM {_table(ReviewerRemoval)} r "
+        "WHERE r.campaign_id = c.id AND r.reviewer_id = %s), "
+        f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}), "
+        f"(SELECT a.id {in_campaign} AND a.reviewer_id = %s AND a.state = {active} "
+        f"AND a.lease_expires_at > {now} ORDER BY a.created_at, a.id LIMIT 1) "
+        f"FROM {_table(Campaign)} c WHERE c.{key} = %s"
+    )
+
+
+def claim_context(
+    *, reviewer_id: int, campaign_id: int | None = None, slug: str | None = None
+) -> tuple[Campaign | None, bool, bool, int | None]:
+    """(the campaign, reviewer removed?, any lapsed lease in the campaign?, the live lease the
+    reviewer already holds or None): what every claim asks first, read by the campaign's pk or
+    its slug (the API). Its ORM twin is in tests/reviews/test_sql.py."""
+    now = [] if connection.vendor == "postgresql" else [timezone.now()]
+    key, value = ("slug", slug) if campaign_id is None else ("id", campaign_id)
+    rows = _fetch(
+        _claim_context_sql(key, connection.vendor), [reviewer_id, *now, reviewer_id, *now, value]
+    )
+    if not rows:
+        return None, False, False, None
+    *values, removed, stale, held = rows[0]
+    return _instance(Campaign, values), bool(removed), bool(stale), held
+
+
+def item_slots(item_id: int) -> list[tuple[int, int, str, int]]:
+    """(id, reviewer, state, slot) of each assignment of an item: the claim's fresh read under
+    the item's lock. The ORM twin: Assignment.objects.filter(item_id=...).values_list(...)."""
+    return _fetch(
+        f"SELECT id, reviewer_id, state, slot FROM {_table(Assignment)} WHERE item_id = %s",
+        [item_id],
+    )
+
+
+@cache
+def _item_outputs_sql() -> str:
+    i, t, o, g = (_table(m) for m in (ReviewItem, Task, ItemOutput, Generation))
+    # One row per output (LEFT JOIN: an item without outputs still gives its task).
+    return (
+        f"SELECT {_columns('t', Task)}, o.id, {_columns('g', Generation)} FROM {i} i "
+        f"JOIN {t} t ON t.id = i.task_id LEFT JOIN {o} o ON o.item_id = i.id "
+        f"LEFT JOIN {g} g ON g.id = o.generation_id WHERE i.id = %s ORDER BY o.id"
+    )
+
+
+def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
+    """An item's task and {ItemOutput pk: its Generation}: what a reviewer's screen shows of
+    an item (the review page, the API's claim). Its ORM twin: ItemOutput.objects.shown."""
+    rows = _fetch(_item_outputs_sql(), [item_id])
+    width = len(_fields(Task))
+    task = _instance(Task, rows[0][:width])
+    return task, {
+        row[width]: _instance(Generation, row[width + 1 :])
+        for row in rows
+        if row[width] is not None
+    }
+
+
+@cache
+def _review_page_sql(vendor: str) -> str:
+    a, r = _table(Assignment), _table(ReviewerRemoval)
+    # The removal and the progress count refer to the assignment's own reviewer and campaign
+    # columns, not to parameters: the planner's estimate is then the same for every reviewer,
+    # so PostgreSQL keeps the statement's generic plan (given the reviewer as a parameter, it
+    # planned it again on every page for a reviewer newer than the statistics).
+    return (
+        f"SELECT {_columns('a', Assignment)}, {_columns('c', Campaign)}, "
+        f"EXISTS (SELECT 1 FROM {r} rr "
+        "WHERE rr.reviewer_id = a.reviewer_id AND rr.campaign_id = a.campaign_id), "
+        f"(SELECT COUNT(*) FROM {a} da WHERE da.reviewer_id = a.reviewer_id "
+        f"AND da.campaign_id = a.campaign_id AND da.state = {literal(Assignment.State.SUBMITTED)}) "
+        f"FROM {a} a JOIN {_table(Campaign)} c ON c.id = a.campaign_id "
+        # The token alone picks the row (its unique index); whose it is is checked after.
+        "WHERE a.token = %s AND c.slug = %s"
+    )
+
+
+def review_page(*, token: str, slug: str) -> tuple[Assignment, Campaign, bool, int] | None:
+    """The assignment `token` in campaign `slug` with its campaign, whether its reviewer was
+    removed from the campaign and how many reviews they submitted there, or None."""
+    rows = _fetch(_review_page_sql(connection.vendor), [token, slug])
+    if not rows:
+        return None
+    width = len(_fields(Assignment))
+    *values, removed, done = rows[0]
+    return (
+        _instance(Assignment, values[:width]),
+        _instance(Campaign, values[width:]),
+        bool(removed),
+        done,
+    )
+
+
+def item_reviews(item_id: int) -> list[tuple]:
+    """An item's reviews, one row per score (a review without scores has one row with the
+    score columns None): (review id, preference, preferred output id, flags, output id,
+    dimension, value), in submit order. The settle reads it in the submit of every k-th
+    review. Its ORM twin: Review.objects.values_list(..., "scores__output_id", ...)."""
+    rows = _fetch(
+        f"SELECT r.id, r.preference, r.preferred_output_id, r.flags, s.output_id, s.dimension, "
+        f"s.value FROM {_table(Review)} r LEFT JOIN {_table(Score)} s ON s.review_id = r.id "
+        "WHERE r.item_id = %s ORDER BY r.submitted_at, r.id, s.id",
+        [item_id],
+    )
+    # SQLite returns JSON as text; PostgreSQL's jsonb comes decoded.
+    return [
+        (pk, pref, preferred, json.loads(flags) if isinstance(flags, str) else flags, *score)
+        for pk, pref, preferred, flags, *score in rows
+    ]
+
+
+@cache
+def _submit_assignment_sql() -> str:
+    return (
+        f"SELECT {_columns('a', Assignment)}, {_columns('i', ReviewItem)}, "
+        f"{_columns('c', Campaign)} FROM {_table(Assignment)} a "
+        f"JOIN {_table(ReviewItem)} i ON i.id = a.item_id "
+        f"JOIN {_table(Campaign)} c ON c.id = i.campaign_id "
+        # The token alone picks the row (its unique index); whose it is is checked after.
+        "WHERE a.token = %s"
+    )
+
+
+def submit_assignment(*, token: str) -> Assignment | None:
+    """The assignment `token` with its item and its item's campaign (what every submit reads
+    before its fence), or None. The ORM twin: select_related("item__campaign")."""
+    rows = _fetch(_submit_assignment_sql(), [token])
+    if not rows:
+        return None
+    a, i = len(_fields(Assignment)), len(_fields(ReviewItem))
+    assignment = _instance(Assignment, rows[0][:a])
+    assignment.item = _instance(ReviewItem, rows[0][a : a + i])
+    assignment.item.campaign = _instance(Campaign, rows[0][a + i :])
+    return assignment
 
 
 @cache

@@ -20,13 +20,13 @@ from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Case, Exists, F, OuterRef, Subquery, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Value, When
 from django.db.models.functions import Now
 
 from tasks.models import Campaign, Generation, Task
 
 from .. import sql
-from ..models import Assignment, ItemOutput, ReviewerRemoval, ReviewItem
+from ..models import Assignment, ReviewItem
 from .leases import assignment_expire_stale
 from .order import presented_order, shuffle_offset
 from .standing import REVIEWABLE
@@ -69,11 +69,11 @@ def assignment_claim_next(
     """The reviewer's current item, or a newly claimed one, or None when nothing is left.
 
     Give the campaign, or only its slug (the API); it is read again either way, with the
-    reviewer's standing (`_claim_context`). NotReviewable if there is no such campaign, it is
+    reviewer's standing (sql.claim_context). NotReviewable if there is no such campaign, it is
     not open for review, or the reviewer was removed from it.
     """
-    campaign, removed, stale, held = _claim_context(
-        reviewer=reviewer, campaign_id=campaign and campaign.pk, slug=slug
+    campaign, removed, stale, held = sql.claim_context(
+        reviewer_id=reviewer.pk, campaign_id=campaign and campaign.pk, slug=slug
     )
     if campaign is None or campaign.status not in REVIEWABLE or removed:
         raise NotReviewable(slug if campaign is None else campaign.slug)
@@ -96,28 +96,6 @@ def assignment_claim_next(
             continue
         return result  # a Claim, or None: nothing left
     raise ClaimBusy(campaign.slug)
-
-
-def _claim_context(
-    *, reviewer: AbstractBaseUser, campaign_id: int | None, slug: str | None
-) -> tuple[Campaign | None, bool, bool, int | None]:
-    """(the campaign, reviewer removed?, any lapsed lease in it?, the live lease the reviewer
-    already holds or None): what every claim asks first, in one query, by pk or by slug."""
-    found = Campaign.objects.filter(
-        **({"slug": slug} if campaign_id is None else {"pk": campaign_id})
-    )
-    leases = Assignment.objects.filter(campaign=OuterRef("pk"))
-    held = leases.live_leases().filter(reviewer=reviewer).order_by("created_at", "pk")
-    campaign = found.annotate(
-        reviewer_removed=Exists(
-            ReviewerRemoval.objects.filter(campaign=OuterRef("pk"), reviewer=reviewer)
-        ),
-        any_stale_lease=Exists(leases.stale()),
-        held_lease=Subquery(held.values("pk")[:1]),
-    ).first()
-    if campaign is None:
-        return None, False, False, None
-    return campaign, campaign.reviewer_removed, campaign.any_stale_lease, campaign.held_lease
 
 
 def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
@@ -179,9 +157,7 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
     # snapshot, and a row lock re-checks only the item row. Inserting over a row of ours that
     # exists but is being changed right now would wait on that transaction while we hold the
     # item lock it needs: a deadlock. So never insert when a row exists.
-    rows = Assignment.objects.filter(item_id=item_pk).values_list(
-        "pk", "reviewer_id", "state", "slot"
-    )
+    rows = sql.item_slots(item_pk)
     used = {slot for _, _, state, slot in rows if state in Assignment.LIVE}
     previous = next(((pk, state) for pk, rid, state, _ in rows if rid == reviewer.pk), None)
     if previous is not None and previous[1] in Assignment.BLOCKING:
@@ -199,7 +175,7 @@ def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lea
         "heartbeat_at": None,
         "submit_key": "",
     }
-    task, generations = answer = ItemOutput.objects.task_and_generations(item_pk)
+    task, generations = answer = sql.item_outputs(item_pk)
     if previous is not None:
         # Same token and same presented order: a page still open from the earlier lease keeps
         # working, and its labels still mean the same outputs.

@@ -78,7 +78,7 @@ def _closed_result(assignment: Assignment) -> SubmitResult:
 def _submit_assignment(*, token: str, reviewer: AbstractBaseUser) -> Assignment:
     """The reviewer's assignment `token` with its item and campaign; someone else's token is
     as if it did not exist (Assignment.DoesNotExist)."""
-    assignment = Assignment.objects.select_related("item__campaign").filter(token=token).first()
+    assignment = sql.submit_assignment(token=token)
     if assignment is None or assignment.reviewer_id != reviewer.pk:
         raise Assignment.DoesNotExist(token)
     return assignment

@@ -12,10 +12,11 @@ from django.db.models.functions import Now
 from django.test import TestCase
 
 from reviews import sql
-from reviews.models import Assignment, Review, ReviewItem
+from reviews.models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem
 from reviews.services import candidates, shuffle_offset
 from reviews.services.submit import _review_store, _score_rows
-from tests.factories import UserFactory, campaign_ready
+from tasks.models import Campaign
+from tests.factories import UserFactory, campaign_ready, review_create
 
 
 class ClockTests(TestCase):
@@ -108,6 +109,106 @@ class ClaimCandidateTests(TestCase):
                 campaign_id=self.campaign.pk, reviewer_id=self.reviewer.pk, offset=0, pass_index=1
             )
         assert before <= found[4] <= sql.db_now()
+
+
+def field_values(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+class ReadTests(TestCase):
+    """The review loop's reads written as SQL give the instances the ORM gives."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = campaign_ready(items=2, redact=["Acme"], lease_minutes=7)
+        cls.reviewer = UserFactory(roles=["reviewer"])
+        cls.item = ReviewItem.objects.filter(campaign=cls.campaign).order_by("pk").first()
+        cls.assignment = Assignment.objects.create(
+            item=cls.item,
+            campaign=cls.campaign,
+            reviewer=cls.reviewer,
+            slot=0,
+            overlap=2,
+            order=[3, 1],
+            lease_expires_at=sql.db_now() + timedelta(minutes=5),
+        )
+
+    def orm_context(self, reviewer):
+        campaign = Campaign.objects.filter(slug=self.campaign.slug).first()
+        leases = Assignment.objects.filter(campaign=campaign)
+        held = leases.live_leases().filter(reviewer=reviewer).order_by("created_at", "pk")
+        return (
+            field_values(campaign),
+            ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists(),
+            leases.stale().exists(),
+            held.values_list("pk", flat=True).first(),
+        )
+
+    def raw_context(self, reviewer, **by):
+        campaign, *standing = sql.claim_context(reviewer_id=reviewer.pk, **by)
+        return (field_values(campaign), *standing)
+
+    def test_the_claim_context_is_the_orms(self):
+        other = UserFactory(roles=["reviewer"])
+        for reviewer in (self.reviewer, other):
+            assert self.raw_context(reviewer, slug=self.campaign.slug) == self.orm_context(reviewer)
+        ReviewerRemoval.objects.create(campaign=self.campaign, reviewer=other)
+        Assignment.objects.filter(pk=self.assignment.pk).update(lease_expires_at=sql.db_now())
+        for reviewer in (self.reviewer, other):
+            raw = self.raw_context(reviewer, campaign_id=self.campaign.pk)
+            assert raw == self.orm_context(reviewer)
+        assert raw[1:] == (True, True, None)  # removed, a lapsed lease, none held
+        assert sql.claim_context(reviewer_id=other.pk, slug="no-such") == (None, False, False, None)
+
+    def test_an_items_outputs_are_the_orms(self):
+        task, generations = sql.item_outputs(self.item.pk)
+        shown = list(ItemOutput.objects.shown(self.item.pk))
+        assert field_values(task) == field_values(shown[0].item.task)
+        assert {pk: field_values(g) for pk, g in generations.items()} == {
+            o.pk: field_values(o.generation) for o in shown
+        }
+
+    def test_the_review_page_rows_are_the_orms(self):
+        assignment, campaign, removed, done = sql.review_page(
+            token=self.assignment.token, slug=self.campaign.slug
+        )
+        assert field_values(assignment) == field_values(Assignment.objects.get(pk=assignment.pk))
+        assert field_values(campaign) == field_values(Campaign.objects.get(pk=campaign.pk))
+        assert campaign.redact == ["Acme"] and assignment.order == [3, 1]  # JSON, decoded
+        assert (removed, done) == (False, 0)
+        assert sql.review_page(token=self.assignment.token, slug="other") is None
+
+    def test_an_items_reviews_are_the_orms(self):
+        first, second = self.item.outputs.order_by("pk")
+        review_create(
+            self.item,
+            self.reviewer,
+            scores={first: {"accuracy": 4, "completeness": None}, second: {"accuracy": 2}},
+            preference=second,
+            flags={first: ["refusal"]},
+        )
+        review_create(self.item, UserFactory(), scores={}, preference="tie")  # no scores
+        orm = Review.objects.filter(item=self.item).order_by("submitted_at", "pk", "scores__pk")
+        assert sql.item_reviews(self.item.pk) == list(
+            orm.values_list(
+                "pk",
+                "preference",
+                "preferred_output_id",
+                "flags",
+                "scores__output_id",
+                "scores__dimension",
+                "scores__value",
+            )
+        )
+        assert len(sql.item_reviews(self.item.pk)) == 4
+
+    def test_the_submits_assignment_is_the_orms(self):
+        raw = sql.submit_assignment(token=self.assignment.token)
+        orm = Assignment.objects.select_related("item__campaign").get(pk=self.assignment.pk)
+        assert field_values(raw) == field_values(orm)
+        assert field_values(raw.item) == field_values(orm.item)
+        assert field_values(raw.item.campaign) == field_values(orm.item.campaign)
+        assert sql.submit_assignment(token="no-such") is None
 
 
 @pytest.mark.postgres
