@@ -1,4 +1,5 @@
-"""The raw SQL of the reviews app (docs/decisions/0004), each statement with a test that
+"""The raw SQL of the reviews app (docs/decisions/0004-raw-sql-only-where-correctness-needs-it.md),
+each statement with a test that
 compares it with its ORM twin on the same data (tests/reviews/test_sql.py).
 
 Kept because correctness needs SQL:
@@ -10,9 +11,11 @@ Kept because correctness needs SQL:
   its scores and the item's count, all or nothing in one statement (its twin, and SQLite's
   path, is the ORM sequence in `services.submit`).
 
-Kept because the review loop's budget needs them (every claim and every page runs them; the
+Kept because the review loop's budget needs them (every claim, page and submit runs them; the
 ORM's query building costs several times what the database spends): `claim_context`,
-`item_slots`, `item_outputs`, `review_page`, `submit_assignment` and `item_reviews`. Their rows become model instances as the ORM makes them
+`item_slots`, `item_outputs`, `review_page`, `submit_assignment` and `item_reviews`. Written
+with the ORM they kept 49% of the earlier code's reviews/s, as SQL 72%, against a budget of
+70% (docs/benchmarks.md). Their rows become model instances as the ORM makes them
 (`_instance`: the fields' own converters). Everything else in the app goes through the ORM.
 """
 
