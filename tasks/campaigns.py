@@ -23,7 +23,7 @@ from .campaign_blinding import (
     quoted_identity_words,
 )
 from .campaign_thresholds import read_pass_threshold
-from .definition_reader import _Reader
+from .definition_reader import DefinitionReader
 from .models import Campaign, Contender, Mode, Provider, TestSet
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
 from .score_turns import score_turns_read
@@ -128,7 +128,7 @@ MAX_PRICE = 999_999
 MAX_WEIGHT = 1000
 
 
-def _dimension(raw, index: int, r: _Reader) -> dict | None:
+def _dimension(raw, index: int, r: DefinitionReader) -> dict | None:
     where = f"rubric[{index}]."
     if not isinstance(raw, dict):
         r.errors.append(f"rubric[{index}]: must be an object")
@@ -189,7 +189,7 @@ def rubric_validate(raw) -> tuple[list[dict], list[str]]:
     errors: list[str] = []
     if not isinstance(raw, list):
         return [], ["rubric: must be a list of dimensions"]
-    r = _Reader(errors)
+    r = DefinitionReader(errors)
     rubric = [dim for i, item in enumerate(raw) if (dim := _dimension(item, i, r)) is not None]
     keys = [d["key"] for d in rubric]
     for key in sorted({k for k in keys if keys.count(k) > 1}):
@@ -206,7 +206,7 @@ def _decimal(value) -> Decimal:
 
 def contender_validate(raw, where: str, errors: list[str]) -> dict | None:
     """Validate one contender definition; returns the field values for a Contender row."""
-    r = _Reader(errors)
+    r = DefinitionReader(errors)
     if isinstance(raw, str):
         raw = {"name": raw}
     if not isinstance(raw, dict):
@@ -278,7 +278,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     once as a DefinitionError. Notes (nothing wrong, worth knowing) go to the warnings."""
     errors: list[str] = []
     warnings: list[str] = []
-    r = _Reader(errors)
+    r = DefinitionReader(errors)
     r.unknown(data, CAMPAIGN_KEYS, "")
     slug = _slug_read(data, r)
     name = r.string(data, "name", "", max_len=200) or slug
@@ -333,7 +333,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     )
 
 
-def _slug_read(data: dict, r: _Reader) -> str:
+def _slug_read(data: dict, r: DefinitionReader) -> str:
     """The slug: well formed, not reserved, not taken."""
     slug = r.string(data, "slug", "", required=True, max_len=100)
     if slug and not SLUG_RE.match(slug):
@@ -427,7 +427,9 @@ def _mode_and_rubric_read(
     return mode, rubric
 
 
-def _weights_read(data: dict, r: _Reader, testset: TestSet | None, warnings: list[str]) -> dict:
+def _weights_read(
+    data: dict, r: DefinitionReader, testset: TestSet | None, warnings: list[str]
+) -> dict:
     """The report's weights: per category, quality and stability, the quality floor."""
     weights = data.get("weights") or {}
     if not isinstance(weights, dict):
@@ -501,7 +503,7 @@ def _blinding_check(
         warnings += category_warnings(testset, terms)
 
 
-def _settings_read(data: dict, r: _Reader, weights: dict, errors: list[str]) -> dict:
+def _settings_read(data: dict, r: DefinitionReader, weights: dict, errors: list[str]) -> dict:
     """The campaign's remaining settings: lease, pass threshold and the three switches."""
     return {
         "lease_minutes": r.integer(data, "lease_minutes", "", default=20, lo=1, hi=24 * 60),

@@ -4,7 +4,7 @@ problem as a "where.key: message" string instead of raising, so every problem is
 from __future__ import annotations
 
 
-class _Reader:
+class DefinitionReader:
     def __init__(self, errors: list[str]):
         self.errors = errors
 

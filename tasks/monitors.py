@@ -23,10 +23,10 @@ from .campaigns import (
     SLUG_RE,
     DefinitionError,
     _contender_conflicts,
-    _Reader,
     campaign_definition_load,
     contender_validate,
 )
+from .definition_reader import DefinitionReader
 from .generation import GenerationNotSent, generation_enqueue, generation_rows_create
 from .models import Campaign, Contender, Generation, Monitor, MonitorRun, TestSet
 from .monitor_metrics import COUNT_METRICS, is_rate, known_metric, run_metrics, run_table
@@ -54,7 +54,7 @@ def monitor_definition_load(text: str, *, filename: str = "") -> dict:
 def monitor_definition_validate(data: dict) -> dict:
     """Every problem of the definition at once, each naming its field; raises DefinitionError."""
     errors: list[str] = []
-    r = _Reader(errors)
+    r = DefinitionReader(errors)
     r.unknown(data, MONITOR_KEYS, "")
     slug = r.string(data, "slug", "", required=True, max_len=100)
     if slug and not SLUG_RE.match(slug):

@@ -10,6 +10,7 @@ be given too. Definition files, the API and the campaign form all read it here.
 
 from __future__ import annotations
 
+from .definition_reader import DefinitionReader
 from .models import Mode, TestSet
 
 SCORE_TURNS_KEYS = ("dimension", "label", "min", "max", "max_gap")
@@ -40,7 +41,7 @@ def score_turns_read(
 ) -> dict | None:
     """The definition's `score_turns` with its defaults filled in, or None (off). Problems go
     to `errors` as "score_turns.max: must be greater than min", notes to `warnings`."""
-    from .campaigns import KEY_RE, MAX_SCALE_STEPS, SCALE_LIMIT, _Reader
+    from .campaigns import KEY_RE, MAX_SCALE_STEPS, SCALE_LIMIT
 
     raw = data.get("score_turns")
     if raw is None:
@@ -49,7 +50,7 @@ def score_turns_read(
         errors.append(f"score_turns: must be an object {SHAPE}, or null for none")
         return None
     before = len(errors)
-    r, where = _Reader(errors), "score_turns."
+    r, where = DefinitionReader(errors), "score_turns."
     r.unknown(raw, set(SCORE_TURNS_KEYS), where)
     dimension = r.string(raw, "dimension", where, required=True, max_len=63)
     if dimension and not KEY_RE.match(dimension):
