@@ -110,11 +110,6 @@ class ReviewPage:
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
 
-def item_outputs(item_id: int) -> tuple[Task, dict[int, Generation]]:
-    """An item's task and {ItemOutput pk: Generation}, in one query (reviews/sql.py)."""
-    return sql.item_outputs(item_id)
-
-
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
     """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows, or
     None (no such token, or someone else's: as if it did not exist). Two queries written as
@@ -185,7 +180,7 @@ def review_screen(
         campaign = Campaign.objects.get(items__pk=assignment.item_id)
     if task is None or generations is None:
         # The API claim's answer: the item's task and outputs in one query.
-        task, generations = item_outputs(assignment.item_id)
+        task, generations = sql.item_outputs(assignment.item_id)
     terms = campaign_identity_terms(campaign)
     labels = blinding.labels(len(assignment.order))
     candidates = _candidates_shown(assignment, generations, labels, terms, html=html)
