@@ -6,7 +6,7 @@ Two layers:
   hand-built data.
 * `item_settle(item)` loads an item's reviews, applies `settle` and stores the result. The review
   engine calls it inside the submit transaction when the k-th review lands; the review-record
-  import calls it for every imported item.
+  import settles all its items at once with `items_settle(items)`, the same in bulk.
 
 Rules (k reviewers, k >= 1; with k >= 3 every rule compares all reviewers at once, which is the
 pairwise maximum):
@@ -30,13 +30,18 @@ agreement statistics read them; the adjudicated result lives in `ReviewItem.fina
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from evalsite.bulk import rows_update
+from tasks.models import Task
+
 from . import sql
-from .models import Arbitration, ItemOutput, Preference, ReviewItem
-from .rubric import Rubric
+from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem
+from .rubric import Rubric, TurnScoring
 
 NO_CHOICE = ""
 
@@ -212,7 +217,12 @@ def _item_reviews(
     if output_ids is None:
         output_ids = list(ItemOutput.objects.filter(item_id=item_pk).values_list("pk", flat=True))
     outputs = [str(pk) for pk in sorted(output_ids)]
-    rows = sql.item_reviews(item_pk)  # one row per score, in submit order
+    return outputs, _reviews_data(sql.item_reviews(item_pk))  # one row per score, submit order
+
+
+def _reviews_data(rows: Iterable[tuple]) -> list[ReviewData]:
+    """Rows of (review id, preference, preferred output id, flags, output id, dimension,
+    value), one per score in submit order, as one ReviewData per review."""
     reviews: dict[int, ReviewData] = {}
     for pk, preference, preferred, flags, output_id, dimension, value in rows:
         data = reviews.get(pk)
@@ -227,7 +237,7 @@ def _item_reviews(
             data = reviews[pk] = ReviewData(preference=choice, flags=flags)
         if output_id is not None:
             data.scores.setdefault(str(output_id), {})[dimension] = value
-    return outputs, list(reviews.values())
+    return list(reviews.values())
 
 
 def item_settle(item: ReviewItem, output_ids: list[int] | None = None) -> Outcome | None:
@@ -268,3 +278,105 @@ def item_settle(item: ReviewItem, output_ids: list[int] | None = None) -> Outcom
             # Re-settled as agreed (e.g. a re-import): an unresolved arbitration has no work left.
             unresolved.delete()
         return outcome
+
+
+def items_settle(items: Sequence[ReviewItem]) -> int:
+    """`item_settle` for many items of one campaign at once (the review-record import): the
+    same outcomes, with the reviews read and the results written in a few bulk statements
+    instead of several per item. The caller holds the transaction and has made sure no item
+    is under live review. Returns the number of items settled."""
+    pending = [item for item in items if item.state != ReviewItem.State.RESOLVED]
+    if not pending:
+        return 0
+    campaign = pending[0].campaign
+    ids = [item.pk for item in pending]
+    outputs, rows = _items_outputs_and_rows(ids)
+    rubrics = _rubrics_by_item(pending)
+    for item in pending:
+        outcome = settle(
+            rubric=rubrics[item.pk],
+            outputs=outputs[item.pk],
+            reviews=_reviews_data(rows[item.pk]),
+            flags_dispute=campaign.flags_dispute,
+        )
+        item.state, item.dispute_reasons, item.final = outcome.state, outcome.reasons, outcome.final
+    rows_update(
+        ReviewItem,
+        [
+            (i.pk, {"state": i.state, "dispute_reasons": i.dispute_reasons, "final": i.final})
+            for i in pending
+        ],
+    )
+    _arbitrations_sync(pending)
+    return len(pending)
+
+
+def _items_outputs_and_rows(ids: list[int]) -> tuple[dict, dict]:
+    """Per item: its output ids (sorted, as strings) and its review rows in submit order (the
+    rows of `sql.item_reviews`, for many items in one ORM query)."""
+    outputs: dict[int, list[str]] = defaultdict(list)
+    for item_id, pk in (
+        ItemOutput.objects.filter(item_id__in=ids).order_by("pk").values_list("item_id", "pk")
+    ):
+        outputs[item_id].append(str(pk))
+    rows: dict[int, list[tuple]] = defaultdict(list)
+    for item_id, *row in (
+        Review.objects.filter(item_id__in=ids)
+        .order_by("item_id", "submitted_at", "pk", "scores__pk")
+        .values_list(
+            "item_id",
+            "pk",
+            "preference",
+            "preferred_output_id",
+            "flags",
+            "scores__output_id",
+            "scores__dimension",
+            "scores__value",
+        )
+    ):
+        rows[item_id].append(tuple(row))
+    return outputs, rows
+
+
+def _rubrics_by_item(items: list[ReviewItem]) -> dict[int, Rubric]:
+    """Each item's rubric; the tasks' turns read in one query when the campaign scores turns."""
+    campaign = items[0].campaign
+    if TurnScoring.of(campaign) is None:
+        rubric = Rubric.of(campaign)
+        return {item.pk: rubric for item in items}
+    turns = dict(
+        Task.objects.filter(pk__in={item.task_id for item in items}).values_list("pk", "turns")
+    )
+    return {item.pk: Rubric.of(campaign, turns=len(turns[item.task_id] or [])) for item in items}
+
+
+def _arbitrations_sync(items: list[ReviewItem]) -> None:
+    """As `item_settle` does per item: a disputed item's unresolved arbitration gets the new
+    reasons, or one is opened (unless an arbiter resolved it already); an agreed item's
+    unresolved arbitration is deleted."""
+    unresolved = {
+        a.item_id: a
+        for a in Arbitration.objects.filter(item__in=items).exclude(
+            state=Arbitration.State.RESOLVED
+        )
+    }
+    disputed = [item for item in items if item.state == ReviewItem.State.DISPUTED]
+    rows_update(
+        Arbitration,
+        [
+            (unresolved[i.pk].pk, {"reasons": i.dispute_reasons})
+            for i in disputed
+            if i.pk in unresolved
+        ],
+    )
+    Arbitration.objects.bulk_create(
+        [
+            Arbitration(item=i, reasons=i.dispute_reasons)
+            for i in disputed
+            if i.pk not in unresolved
+        ],
+        batch_size=500,
+        ignore_conflicts=True,
+    )
+    agreed = {item.pk for item in items} - {item.pk for item in disputed}
+    Arbitration.objects.filter(pk__in=[a.pk for i, a in unresolved.items() if i in agreed]).delete()

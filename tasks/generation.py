@@ -102,15 +102,21 @@ def generation_rows_create(*, campaign: Campaign) -> int:
         (t, True) for t, turns, one in tasks if both and turns and one
     ]
     contender_ids = list(campaign.contenders.values_list("pk", flat=True))
+    # Only the missing rows are built: an import calls this on a campaign that has them all.
+    have = set(
+        campaign.generations.values_list("task_id", "contender_id", "sample_index", "single_turn")
+    )
     rows = [
         Generation(campaign=campaign, task_id=t, contender_id=c, sample_index=s, single_turn=one)
         for t, one in regimes
         for c in contender_ids
         for s in range(campaign.samples_per_task)
+        if (t, c, s, one) not in have
     ]
-    before = campaign.generations.count()
+    if not rows:
+        return 0
     Generation.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
-    return campaign.generations.count() - before
+    return campaign.generations.count() - len(have)
 
 
 def missing_api_keys(*, campaign: Campaign) -> list[str]:

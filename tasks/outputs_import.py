@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite.bulk import rows_update
 from evalsite.text import counted
 
 from . import review_side
@@ -142,35 +143,43 @@ def _rows_store(
 ) -> tuple[int, int]:
     """Write the parsed rows in one transaction; (stored, unchanged: already done)."""
     now = timezone.now()
-    stored = unchanged = 0
+    todo = [
+        (row, existing[(row.task_id, row.sample, row.single_turn)])
+        for row in rows
+        if existing[(row.task_id, row.sample, row.single_turn)].status != S.DONE
+    ]
+    changes = [
+        (gen.pk, _stored_fields(gen, row, campaign=campaign, contender=contender, now=now))
+        for row, gen in todo
+    ]
     with transaction.atomic():
-        for row in rows:
-            gen = existing[(row.task_id, row.sample, row.single_turn)]
-            if gen.status == S.DONE:
-                unchanged += 1
-                continue
-            Generation.objects.filter(pk=gen.pk).exclude(status=S.DONE).update(
-                status=S.DONE,
-                output=row.output,
-                **_measures(row, contender),
-                finish_reason=row.finish_reason or _last_finish(row.transcript),
-                error="",
-                **graded_fields(
-                    task=gen.task,
-                    campaign=campaign,
-                    output=row.output,
-                    transcript=_judged(row.transcript, gen.task),
-                    single_turn=row.single_turn,
-                ),
-                attempts=1,
-                started_at=now,
-                finished_at=now,
-                queued_at=None,
-                claim_token="",
-                lease_expires_at=None,
-            )
-            stored += 1
-    return stored, unchanged
+        # A row another import finished meanwhile keeps its output (a conditional UPDATE).
+        rows_update(Generation, changes, unless=("status", S.DONE))
+    return len(todo), len(rows) - len(todo)
+
+
+def _stored_fields(gen: Generation, row: ImportedOutput, *, campaign, contender, now) -> dict:
+    """The columns an imported row sets on its generation: output, measures, grading, done."""
+    return {
+        "status": S.DONE,
+        "output": row.output,
+        **_measures(row, contender),
+        "finish_reason": row.finish_reason or _last_finish(row.transcript),
+        "error": "",
+        **graded_fields(
+            task=gen.task,
+            campaign=campaign,
+            output=row.output,
+            transcript=_judged(row.transcript, gen.task),
+            single_turn=row.single_turn,
+        ),
+        "attempts": 1,
+        "started_at": now,
+        "finished_at": now,
+        "queued_at": None,
+        "claim_token": "",
+        "lease_expires_at": None,
+    }
 
 
 def _transcript_problems(line: int, task: Task, transcript: list, single: bool) -> list[str]:

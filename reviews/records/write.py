@@ -16,11 +16,14 @@ from dataclasses import asdict, dataclass, field
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
 
+from evalsite.bulk import rows_update
 from tasks.models import Campaign, Generation
 
-from ..models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from ..disputes import items_settle
+from ..models import Arbitration, Assignment, ItemOutput, Preference, Review, ReviewItem, Score
 from ..readiness import item_rotations
 from ..readiness import pair_key as readiness_pair_key
 from .check import _Record, records_check, review_signature
@@ -95,6 +98,7 @@ class _Stored:
     outputs_by_item: dict[int, dict[str, int]]  # item -> contender name -> ItemOutput id
     users: dict  # judge name -> user
     signatures: dict[tuple[int, int], tuple]  # (item id, user id) -> review signature
+    in_review: set[int]  # items a reviewer holds an active assignment on
 
 
 def _stored(campaign: Campaign, contenders: dict, judge_names: list[str]) -> _Stored:
@@ -113,7 +117,12 @@ def _stored(campaign: Campaign, contenders: dict, judge_names: list[str]) -> _St
     # Reviews already stored, for idempotency.
     item_ids = [i.pk for i in existing.values()]
     signatures = _stored_signatures(item_ids, outputs_by_item) if item_ids else {}
-    return _Stored(existing, outputs_by_item, users, signatures)
+    in_review = set(
+        Assignment.objects.filter(item__campaign=campaign, state=Assignment.State.ACTIVE)
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    return _Stored(existing, outputs_by_item, users, signatures, in_review)
 
 
 def _write(
@@ -203,7 +212,7 @@ def _review_conflict(rec: _Record, item: ReviewItem, stored: _Stored, summary) -
         return ("judge", f"{rec.judge} already has a different review of this item")
     if item.state == ReviewItem.State.RESOLVED:
         return ("task_id", "this item was already arbitrated; new reviews cannot be added")
-    if item.live_count or item.assignments.filter(state="active").exists():
+    if item.live_count or item.pk in stored.in_review:
         return (
             "task_id",
             "this item is being reviewed on the site; import into a campaign without live review",
@@ -234,19 +243,19 @@ def _items_create(campaign, to_create, stored: _Stored, tasks, contenders, now, 
     sizes = [len(key[2]) for key in fresh]
     rotations = dict(zip(fresh, item_rotations(campaign_id=campaign.pk, sizes=sizes), strict=True))
     new_items: dict[tuple, ReviewItem] = {}
+    chosen: dict[tuple, list] = {}
     for key in fresh:
         task_id, sample, names = key
-        task = tasks[task_id]
-        chosen = [contenders[n] for n in sorted(names)]
+        chosen[key] = [contenders[n] for n in sorted(names)]
         # The generation side's key, so review_items_sync later finds the same item.
         pair_key = (
             ""
-            if len(chosen) == len(contenders)
-            else readiness_pair_key(campaign.pk, tuple(c.pk for c in chosen))
+            if len(chosen[key]) == len(contenders)
+            else readiness_pair_key(campaign.pk, tuple(c.pk for c in chosen[key]))
         )
-        item = ReviewItem.objects.create(
+        new_items[key] = ReviewItem(
             campaign=campaign,
-            task=task,
+            task=tasks[task_id],
             sample_index=sample,
             pair_key=pair_key,
             overlap=campaign.overlap,
@@ -256,23 +265,41 @@ def _items_create(campaign, to_create, stored: _Stored, tasks, contenders, now, 
             shuffle_key=secrets.randbelow(2**31),
             rotation=rotations[key],
         )
-        for contender in chosen:
-            gen = generations.get((task.pk, contender.pk, sample))
-            if gen is None:
-                gen = Generation.objects.create(
-                    campaign=campaign,
-                    task=task,
-                    contender=contender,
-                    sample_index=sample,
-                    status=Generation.Status.DONE,
-                    finished_at=now,
-                )
-                generations[(task.pk, contender.pk, sample)] = gen
-            out = ItemOutput.objects.create(item=item, generation=gen)
-            stored.outputs_by_item[item.pk][contender.name] = out.pk
-        new_items[key] = item
-        summary.items_created += 1
+    # bulk_create sets primary keys on PostgreSQL and SQLite >= 3.35.
+    ReviewItem.objects.bulk_create(new_items.values(), batch_size=1000)
+    _item_outputs_create(new_items, chosen, generations, stored, now)
+    summary.items_created += len(new_items)
     return new_items
+
+
+def _item_outputs_create(new_items: dict, chosen: dict, generations: dict, stored: _Stored, now):
+    """The new items' outputs, on the campaign's generations or, where it has none for that
+    task, contender and sample, on placeholder `done` ones."""
+    slots = [
+        (key, contender, (item.task_id, contender.pk, key[1]))
+        for key, item in new_items.items()
+        for contender in chosen[key]
+    ]
+    placeholders: dict[tuple, Generation] = {}
+    for key, _, slot in slots:
+        if slot not in generations and slot not in placeholders:
+            task_id, contender_id, sample = slot
+            placeholders[slot] = Generation(
+                campaign_id=new_items[key].campaign_id,
+                task_id=task_id,
+                contender_id=contender_id,
+                sample_index=sample,
+                status=Generation.Status.DONE,
+                finished_at=now,
+            )
+    Generation.objects.bulk_create(placeholders.values(), batch_size=1000)
+    generations.update(placeholders)
+    outputs = [
+        ItemOutput(item=new_items[key], generation=generations[slot]) for key, _, slot in slots
+    ]
+    ItemOutput.objects.bulk_create(outputs, batch_size=1000)
+    for (key, contender, _), out in zip(slots, outputs, strict=True):
+        stored.outputs_by_item[new_items[key].pk][contender.name] = out.pk
 
 
 def _reviews_create(to_create, items_by_key, stored: _Stored, now, summary) -> None:
@@ -317,17 +344,26 @@ def _reviews_create(to_create, items_by_key, stored: _Stored, now, summary) -> N
 
 
 def _items_settle(items: Iterable[ReviewItem], summary: ImportSummary) -> None:
-    from ..disputes import item_settle
-
+    """Count each touched item's reviews and settle them all (in bulk: one import may touch
+    tens of thousands of items)."""
+    items = list(items)
+    counts = dict(
+        Review.objects.filter(item__in=items)
+        .values("item_id")
+        .annotate(n=Count("pk"))
+        .values_list("item_id", "n")
+    )
     for item in items:
-        item.submitted_count = item.reviews.count()
+        item.submitted_count = counts.get(item.pk, 0)
         # An item still waiting for the campaign's own generations is reviewed and settled
         # now: it counts as ready, like an item the import creates (a generation finishing
         # later opens waiting items only, so it leaves this one settled).
         item.ready = True
-        item.save(update_fields=["submitted_count", "ready"])
-        item_settle(item)
-        summary.items_settled += 1
+    rows_update(
+        ReviewItem, [(i.pk, {"submitted_count": i.submitted_count, "ready": True}) for i in items]
+    )
+    summary.items_settled += len(items)
+    items_settle(items)
 
 
 def _unsettled_tasks(bad_lines: set[int], raw_lines: dict[int, dict]) -> set[str] | None:
