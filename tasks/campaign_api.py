@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
@@ -36,6 +36,7 @@ from .generation import (
 )
 from .identity_hold import IdentityNotHeld, generation_identity_approve
 from .models import Campaign, Generation, Mode, Provider
+from .outputs_export import export_filename, outputs_jsonl
 from .providers.imported import ImportErrors
 from .rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read
 from .score_turns import SCORE_TURNS_SCHEMA
@@ -409,9 +410,12 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
 
 @api_endpoint(
     ADMIN,
-    methods=("POST",),
-    summary="Import outputs for an imported contender: the JSONL file as the request body (or "
-    "the multipart field `file`), ?contender=NAME.",
+    LEAD,
+    methods=("GET", "POST"),
+    summary="GET streams the campaign's finished outputs with their text as JSONL, in the "
+    "import format with each output's contender (admins and leads; ?contender=NAME for one). "
+    "POST imports outputs for an imported contender (admins): the JSONL file as the request "
+    "body (or the multipart field `file`), ?contender=NAME.",
     body={
         "application/x-ndjson": {"schema": {"type": "string"}},
         "multipart/form-data": {
@@ -422,18 +426,31 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
             }
         },
     },
-    query={"contender": {"description": "the imported contender's name", "required": True}},
+    # GET's optional ?contender= is in the summary: one name has one schema, and POST's is
+    # required.
+    query={
+        "contender": {
+            "description": "the imported contender's name",
+            "required": True,
+            "methods": ("POST",),
+        }
+    },
     responses={
-        "200": "imported",
-        "400": "no contender given, or problems (all listed, nothing imported)",
+        "200": "the outputs (GET, JSONL) or the import summary (POST)",
+        "400": "no contender given, an unknown one, or problems (all listed, nothing imported)",
+        "403": "role (POST: admins only)",
         "404": "no such campaign",
     },
     too_big="import a bigger file on the server with "
     "`manage.py import_outputs FILE --campaign SLUG --contender NAME`",
 )
-def campaign_outputs(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_outputs(request: HttpRequest, slug: str) -> HttpResponseBase:
     campaign = _admin_campaign(request, slug)
     name = request.GET.get("contender", "")
+    if request.method == "GET":
+        return _outputs_download(campaign, name or None)
+    if not has_role(request.user, ADMIN):
+        raise ApiError("only admins import outputs", status=403)
     if not name:
         raise ApiError("give the contender: ?contender=NAME")
     try:
@@ -441,6 +458,20 @@ def campaign_outputs(request: HttpRequest, slug: str) -> JsonResponse:
     except ImportErrors as exc:
         raise ApiError("nothing imported", errors=exc.errors) from None
     return JsonResponse(result)
+
+
+def _outputs_download(campaign: Campaign, contender: str | None) -> StreamingHttpResponse:
+    """A streamed download: rows leave as they are read, nothing is built in memory first."""
+    if contender is not None and not campaign.contenders.filter(name=contender).exists():
+        raise ApiError(f"contender {contender!r} is not part of campaign {campaign.slug}")
+    response = StreamingHttpResponse(
+        outputs_jsonl(campaign=campaign, contender=contender),
+        content_type="application/x-ndjson; charset=utf-8",
+    )
+    filename = export_filename(campaign=campaign, contender=contender)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _outputs_file(request: HttpRequest) -> bytes:
