@@ -132,3 +132,133 @@ def spans(view: str):
     if not view.isascii():
         for match in cjk.finditer(view):
             yield match.span(next(g for g in ("zh", "zh2", "ja", "ko", "ru") if match.group(g)))
+
+
+# Self-descriptions in many languages, from the table in tasks/identity/languages.py.
+_REGEX_SYNTAX = re.compile(r"\\[A-Za-z]|\[[^\]]*\]|\{X\}|\(\?[:!=<-]*i?:?")
+
+
+def _hints(template: str) -> tuple[str, ...]:
+    """Literal words of a template (a match contains one of them, case-folded): the text is
+    searched for these before the template is run."""
+    words = re.split(r"[^\w'’\"·-]+|_", _REGEX_SYNTAX.sub(" ", template))
+    return tuple({read_as(w).casefold() for w in words if len(w) >= 3})
+
+
+def _maker_group(spaced: bool, vendors: str, suffixes: str) -> str:
+    if spaced:
+        # a known vendor, a capitalized name (Latin, Cyrillic or Greek capitals), or a word of
+        # a script without case (Arabic, Hebrew, Devanagari...: "جوجل", "गूगल")
+        return (
+            rf"(?P<who>(?:{vendors}|(?-i:[A-Z\u0391-\u03a9\u0410-\u042f])[\w.\-]*\w"
+            rf"|(?-i:[^\W\d_A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])\w{{1,19}})"
+            rf"(?:\s+(?:{suffixes})\b)*)"
+        )
+    return rf"(?P<who>{vendors}|[A-Za-z][\w.\-]*\w|[^\s，。、,.!?！？「」]{{1,12}}?)"
+
+
+@lru_cache(maxsize=1)
+def language_patterns() -> tuple[tuple[re.Pattern, bool, tuple[str, ...], bool], ...]:
+    """(pattern, names the speaker itself, hints, hints are ASCII) for every template."""
+    from .identity.languages import LANGUAGES
+    from .masking import alternation
+
+    vendors = alternation(data.VENDORS)
+    suffixes = "|".join(data.VENDOR_SUFFIXES)
+    out = []
+    for language in LANGUAGES:
+        maker = _maker_group(language.spaced, vendors, suffixes)
+        for template, itself in language.templates:
+            source = read_as(template).replace("{X}", maker)
+            hints = _hints(template)
+            out.append(
+                (
+                    re.compile(source, re.IGNORECASE),
+                    itself,
+                    hints,
+                    all(h.isascii() for h in hints),
+                )
+            )
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _about_itself_everywhere() -> re.Pattern:
+    """Every language's words for the speaker and for an AI, as the view reads them."""
+    from .identity.languages import LANGUAGES
+
+    words = {read_as(w) for lang in LANGUAGES for w in (*lang.me, *lang.ai)}
+    spaced = sorted((w for w in words if w.isascii()), key=len, reverse=True)
+    other = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
+    # "我们" is "we" (a company speaking of its own system), "我" alone is the speaker
+    other_alt = "|".join(re.escape(w) + ("(?![们們])" if w == "我" else "") for w in other)
+    return re.compile(
+        rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in spaced)})(?!\w)|{other_alt}",
+        re.IGNORECASE,
+    )
+
+
+def _sentence(view: str, start: int, end: int) -> str:
+    before = view[max(0, start - 120) : start]
+    ends = list(_SENTENCE_END.finditer(before))
+    if ends:
+        before = before[ends[-1].end() :]
+    after = view[end : end + 120]
+    stop = _SENTENCE_END.search(after)
+    return before + " " + view[start:end] + " " + (after[: stop.start()] if stop else after)
+
+
+def about_itself_near(view: str, start: int, end: int) -> bool:
+    """Whether the sentence around view[start:end] has the speaker's or an AI's words, in
+    any of the table's languages."""
+    return bool(_about_itself_everywhere().search(_sentence(view, start, end)))
+
+
+def language_spans(view: str, folded: str):
+    """(start, end) in `view` of each maker named in a self-description in any language."""
+    ascii_only = view.isascii()
+    for pattern, itself, hints, hints_ascii in language_patterns():
+        if ascii_only and not hints_ascii:
+            continue
+        if hints and not any(h in folded for h in hints):
+            continue
+        for match in pattern.finditer(view):
+            who = match.group("who")
+            if who.casefold() in _NOT_A_MAKER:
+                continue
+            if itself or about_itself_near(view, match.start(), match.end()):
+                yield match.span("who")
+
+
+@lru_cache(maxsize=1)
+def _ai_words() -> re.Pattern:
+    """Every language's words for an AI (not for the speaker), as the view reads them."""
+    from .identity.languages import LANGUAGES
+
+    words = {read_as(w) for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo"}
+    words |= {
+        "A.I.",
+        "LLM",
+        "LLMs",
+        "chatbot",
+        "language model",
+        "AI model",
+        "AI assistant",
+        "neural network",
+        "generative AI",
+        "large language model",
+        "foundation model",
+    }
+    spaced = sorted((w for w in words if w.isascii()), key=len, reverse=True)
+    other = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
+    return re.compile(
+        rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in spaced)})(?!\w)"
+        rf"|{'|'.join(re.escape(w) for w in other)}",
+        re.IGNORECASE,
+    )
+
+
+def ai_words_near(view: str, start: int, end: int) -> bool:
+    """Whether the sentence around view[start:end] speaks of an AI, in any of the table's
+    languages (a plain "model" does not count: "a GLM model" is statistics)."""
+    return bool(_ai_words().search(_sentence(view, start, end)))
