@@ -213,6 +213,28 @@ AMBIGUOUS: tuple[str, ...] = (
     "Ernie",
 )
 
+# Of those, the model families whose name with a version is the model's ("Llama 3", "GLM-4"),
+# where the others with a number are also products ("Nova 5" phones, "Titan 3" blenders) and
+# need a size ("Granite 3.3 8B") or more context.
+VERSIONED_AMBIGUOUS: tuple[str, ...] = (
+    "Claude",
+    "Gemini",
+    "Gemma",
+    "PaLM",
+    "Llama",
+    "LLaMA",
+    "Mistral",
+    "Grok",
+    "Kimi",
+    "MiniMax",
+    "GLM",
+    "Phi",
+    "Yi",
+    "Jamba",
+    "Ernie",
+    "Codex",
+)
+
 # Names that are also ordinary words: masked only when capitalized as a name ("the arguments
 # cohere" stays, "Cohere's model" does not).
 CASED_NAMES: tuple[str, ...] = ("Cohere", "Bard", "Copilot", "Groq", "Reka", "Inflection")
@@ -226,6 +248,11 @@ HOSTS_AND_KEYS: tuple[str, ...] = (
     "bigmodel.cn",
     "moonshot.cn",
     "moonshot.ai",
+    "cohere.com",
+    "cohere.ai",
+    "mistral.ai",
+    "deepmind.google",
+    "perplexity.ai",
     "GOOGLE_API_KEY",
     "GOOGLE_GENAI_API_KEY",
     "VERTEXAI_API_KEY",

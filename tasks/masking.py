@@ -348,26 +348,39 @@ def _self_naming() -> re.Pattern:
     )
 
 
+_SIZE = re.compile(r"\d+(?:\.\d+)?[bmk]\b|\d+x\d+b\b|\ba\d+b\b", re.IGNORECASE)
+
+
+def _kind(name: str, pattern: re.Pattern) -> str:
+    """ "strong": a model family first ("Llama 3" is the model); "weak": a product or word
+    first ("Nova 5", "Titan 3" are phones and blenders); "derived": a name from the dataset;
+    "contender": one of the campaign's own words."""
+    key = name.casefold()
+    if pattern is not catalog_index()[3]:
+        return "contender"
+    if key in {n.casefold() for n in data.VERSIONED_AMBIGUOUS}:
+        return "strong"
+    return "weak" if key in _ambiguous_words() else "derived"
+
+
 def _in_model_context(view: str, m: re.Match, spans) -> bool:
-    """Whether an ambiguous name stands where it names a model: a version or a tier after it,
-    the speaker naming itself, an AI word or another model or vendor name in its sentence, a
-    vendor beside it."""
-    name = m.group("name")
-    qualifiers = m.group("q")
-    if any(c.isdigit() for c in qualifiers) or "+" in qualifiers:
+    """Whether an ambiguous name stands where it names a model: a size after it, a version
+    (after a model family's name), the speaker naming itself, an AI word or another model or
+    vendor name in its sentence, a vendor beside it."""
+    name, qualifiers = m.group("name"), m.group("q")
+    kind = _kind(name, m.re)
+    versioned = any(c.isdigit() for c in qualifiers) or "+" in qualifiers
+    if _SIZE.search(qualifiers) or _disguised_or_attached(view, m):
         return True
-    if _disguised_or_attached(view, m):
-        return True
-    curated = name.casefold() in _ambiguous_words() or not m.re.pattern.startswith("(?P<name>")
-    if qualifiers.strip(" -_.:/@") and curated:
-        return True
+    if kind in ("strong", "contender") and (versioned or qualifiers.strip(" -_:/@")):
+        return True  # "Claude 3", "Llama Maverick"
     before = view[max(0, m.start() - 30) : m.start()]
-    if _self_naming().search(before):
+    if _self_naming().search(before) or re.match(
+        r"\s*[,:]?\s*(?:here|speaking)\b", view[m.end() : m.end() + 14], re.I
+    ):
         return True
-    if re.match(r"\s*(?:here|speaking)\b", view[m.end() : m.end() + 12], re.I):
-        return True
-    if name.casefold() not in _ambiguous_words() and m.re is catalog_index()[3]:
-        return False  # a derived name needs its version or its speaker
+    if kind == "derived":
+        return versioned and self_description.ai_words_near(view, m.start(), m.end())
     before_vendor, after_vendor = _vendor_patterns()
     if before_vendor.search(view, max(0, m.start() - 40), m.start()) or after_vendor.match(
         view, m.end()
@@ -375,11 +388,10 @@ def _in_model_context(view: str, m: re.Match, spans) -> bool:
         return True
     if name.casefold() != "glm" and re.match(r"(?:['’]s)?\s+(?:AI\s+)?models?\b", view[m.end() :]):
         return True
-    lo, hi = max(0, m.start() - 150), m.end() + 150
-    if any(lo <= s < hi and not (s >= m.start() and e <= m.end()) for s, e, _ in spans):
-        sentence = self_description._sentence(view, m.start(), m.end())
-        if any(view[s:e] in sentence for s, e, _ in spans if lo <= s < hi):
-            return True
+    sentence = self_description._sentence(view, m.start(), m.end())
+    others = (view[s:e] for s, e, _ in spans if abs(s - m.start()) < 150 and (s, e) != m.span())
+    if any(o in sentence for o in others):
+        return True
     return self_description.ai_words_near(view, m.start(), m.end())
 
 

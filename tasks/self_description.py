@@ -157,26 +157,50 @@ def _maker_group(spaced: bool, vendors: str, suffixes: str) -> str:
     return rf"(?P<who>{vendors}|[A-Za-z][\w.\-]*\w|[^\s，。、,.!?！？「」]{{1,12}}?)"
 
 
+def _words_pattern(words) -> re.Pattern:
+    """Words as the view reads them: whole words in spaced scripts, anywhere in the others;
+    short ones ("AI", "IA", "KI") only as written, so "mi" (Spanish "my") is not "MI"."""
+    folded = {read_as(w) for w in words}
+    spaced = sorted((w for w in folded if w.isascii()), key=len, reverse=True)
+    other = sorted((w for w in folded if not w.isascii()), key=len, reverse=True)
+
+    def one(w: str) -> str:
+        # "我们" is "we" (a company speaking of its own system), "我" alone is the speaker
+        tail = "(?![们們])" if w == "我" else ""
+        return f"(?-i:{re.escape(w)})" if len(w) <= 3 and w.isupper() else re.escape(w) + tail
+
+    alternatives = []
+    if spaced:
+        alternatives.append(rf"(?<!\w)(?:{'|'.join(one(w) for w in spaced)})(?!\w)")
+    if other:
+        alternatives.append("|".join(one(w) for w in other))
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
 @lru_cache(maxsize=1)
-def language_patterns() -> tuple[tuple[re.Pattern, bool, tuple[str, ...], bool], ...]:
-    """(pattern, names the speaker itself, hints, hints are ASCII) for every template."""
-    from .identity.languages import LANGUAGES
+def language_patterns() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple[str, ...], bool], ...]:
+    """(pattern, the sentence words it needs or None when it names the speaker itself,
+    hints, some hint is ASCII) for every template."""
+    from .identity.languages import LANGUAGES, Language
     from .masking import alternation
 
+    english = next(lang for lang in LANGUAGES if lang.code == "en")
     vendors = alternation(data.VENDORS)
     suffixes = "|".join(data.VENDOR_SUFFIXES)
     out = []
     for language in LANGUAGES:
         maker = _maker_group(language.spaced, vendors, suffixes)
+        own: Language = language
+        about = _words_pattern({*own.me, *own.ai, *english.ai, "I am", "I'm"})
         for template, itself in language.templates:
             source = read_as(template).replace("{X}", maker)
             hints = _hints(template)
             out.append(
                 (
                     re.compile(source, re.IGNORECASE),
-                    itself,
+                    None if itself else about,
                     hints,
-                    all(h.isascii() for h in hints),
+                    any(h.isascii() for h in hints),
                 )
             )
     return tuple(out)
@@ -187,15 +211,7 @@ def _about_itself_everywhere() -> re.Pattern:
     """Every language's words for the speaker and for an AI, as the view reads them."""
     from .identity.languages import LANGUAGES
 
-    words = {read_as(w) for lang in LANGUAGES for w in (*lang.me, *lang.ai)}
-    spaced = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    other = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
-    # "我们" is "we" (a company speaking of its own system), "我" alone is the speaker
-    other_alt = "|".join(re.escape(w) + ("(?![们們])" if w == "我" else "") for w in other)
-    return re.compile(
-        rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in spaced)})(?!\w)|{other_alt}",
-        re.IGNORECASE,
-    )
+    return _words_pattern({w for lang in LANGUAGES for w in (*lang.me, *lang.ai)})
 
 
 def _sentence(view: str, start: int, end: int) -> str:
@@ -217,16 +233,15 @@ def about_itself_near(view: str, start: int, end: int) -> bool:
 def language_spans(view: str, folded: str):
     """(start, end) in `view` of each maker named in a self-description in any language."""
     ascii_only = view.isascii()
-    for pattern, itself, hints, hints_ascii in language_patterns():
-        if ascii_only and not hints_ascii:
+    for pattern, about, hints, some_ascii in language_patterns():
+        if ascii_only and not some_ascii:
             continue
         if hints and not any(h in folded for h in hints):
             continue
         for match in pattern.finditer(view):
-            who = match.group("who")
-            if who.casefold() in _NOT_A_MAKER:
+            if match.group("who").casefold() in _NOT_A_MAKER:
                 continue
-            if itself or about_itself_near(view, match.start(), match.end()):
+            if about is None or about.search(_sentence(view, match.start(), match.end())):
                 yield match.span("who")
 
 
@@ -235,27 +250,10 @@ def _ai_words() -> re.Pattern:
     """Every language's words for an AI (not for the speaker), as the view reads them."""
     from .identity.languages import LANGUAGES
 
-    words = {read_as(w) for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo"}
-    words |= {
-        "A.I.",
-        "LLM",
-        "LLMs",
-        "chatbot",
-        "language model",
-        "AI model",
-        "AI assistant",
-        "neural network",
-        "generative AI",
-        "large language model",
-        "foundation model",
-    }
-    spaced = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    other = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
-    return re.compile(
-        rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in spaced)})(?!\w)"
-        rf"|{'|'.join(re.escape(w) for w in other)}",
-        re.IGNORECASE,
-    )
+    words = {w for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo", "modèle"}
+    words |= {"A.I.", "LLM", "LLMs", "chatbot", "language model", "AI model", "AI assistant",
+              "neural network", "generative AI", "large language model", "foundation model"}  # fmt: skip
+    return _words_pattern(words)
 
 
 def ai_words_near(view: str, start: int, end: int) -> bool:

@@ -154,7 +154,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("AI", "SI", "model", "asystent", "sztuczna inteligencja"),
         (
             (
-                r"(?:opracowan|stworzon|wytrenowan|wyszkolon|zbudowan|zaprojektowan)[yae]\s+przez\s+{X}",
+                r"(?:opracowan|stworzon|wytrenowan|wyszkolon|zbudowan|zaprojektowan)\w*\s+przez\s+{X}",
                 False,
             ),
             (r"{X}\s+(?:mnie\s+)?(?:stworzył|wytrenował|opracował)[ao]?(?:\s+mnie)?", True),
@@ -248,6 +248,12 @@ LANGUAGES: tuple[Language, ...] = (
                 False,
             ),
             (r"\bbenim\s+(?:geliştiricim|yaratıcım)\s+{X}", True),
+            # the verb's first-person ending says who: "Google tarafından eğitildim"
+            (
+                r"{X}(?:['’]\w+)?\s+tarafından\s+(?:geliştiril|eğitil|oluşturul|yapıl|tasarlan)"
+                r"d[iı]m\b",
+                True,
+            ),
         ),
     ),
     Language(
@@ -283,7 +289,7 @@ LANGUAGES: tuple[Language, ...] = (
     Language(
         "hi",
         "Hindi",
-        ("मैं", "मुझे", "मेरा"),
+        ("मुझे", "मेरा", "मैंने"),
         ("एआई", "AI", "मॉडल", "सहायक", "कृत्रिम बुद्धिमत्ता"),
         (
             (r"{X}\s+(?:द्वारा|ने)\s+(?:विकसित|प्रशिक्षित|बनाया|बनाई|निर्मित|तैयार)", False),
