@@ -16,6 +16,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ahocorasick_rs import AhoCorasick
+
 from . import identity_terms as data
 from . import self_description
 from .identity.catalog import COMMON_ZIPF, ORDINARY_ZIPF, catalog, english_zipf, zipf
@@ -137,46 +139,88 @@ def _ambiguous_words() -> set[str]:
     return {a.casefold() for a in data.AMBIGUOUS}
 
 
-@lru_cache(maxsize=1)
-def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
-    """(reason, pattern) for the built-in names that count wherever they stand: families with
-    their qualifiers, vendors and products, the short model names."""
-    q = _qualifier()
-    ambiguous = _ambiguous_words()
-    families = alternation(f for f in data.FAMILIES if f.casefold() not in ambiguous)
-    needs_version = alternation(data.FAMILIES_WITH_VERSION)
-    version_next = rf"(?={_QSEP}(?:v?\d|[a-z]\d))"
-    tiers = "|".join(data.TIERS)
-    short = "|".join(data.SHORT_MODELS)
-    short_q = "|".join(data.SHORT_QUALIFIERS)
-    model = (
-        rf"(?:(?:{families})(?:{q}){{0,8}}"
-        rf"|(?:{needs_version}){version_next}(?:{q}){{1,8}}"
-        rf"|{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
-        rf"|(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d))"
-    )
-    names = [n for n in (*data.NAMES, *data.HOSTS_AND_KEYS) if n.casefold() not in ambiguous]
-    return (
-        ("model name", re.compile(model, re.IGNORECASE)),
-        ("model or vendor name", re.compile(rf"(?:{alternation(names)})(?:{q}){{0,8}}", re.I)),
-    )
+# The built-in names by how they are matched: families (with their qualifiers), names (with
+# theirs), families that count only with a version, Claude's tiers, the short model names,
+# and the ambiguous names (matched in a model's context only).
+_KINDS = ("family", "name", "versioned", "tier", "short", "ambiguous")
 
 
 @lru_cache(maxsize=1)
-def catalog_index() -> tuple[frozenset[str], re.Pattern, frozenset[str], re.Pattern]:
-    """The names derived from the maintained dataset (tasks/identity/catalog.py): the words a
-    text must contain for each pattern to run, and the patterns (certain names with their
-    qualifiers; ambiguous ones, each as `name` and its `q`ualifiers)."""
+def builtin_terms() -> dict[str, tuple[str, ...]]:
+    """The built-in names of each kind: the curated lists (tasks/identity_terms.py) and the
+    names derived from the maintained dataset (tasks/identity/catalog.py)."""
     cat = catalog()
+    ambiguous = _ambiguous_words()
+    return {
+        "family": (*(f for f in data.FAMILIES if f.casefold() not in ambiguous), *cat.certain),
+        "name": tuple(
+            n for n in (*data.NAMES, *data.HOSTS_AND_KEYS) if n.casefold() not in ambiguous
+        ),
+        "versioned": data.FAMILIES_WITH_VERSION,
+        "tier": data.TIERS,
+        "short": data.SHORT_MODELS,
+        "ambiguous": tuple(sorted({*data.AMBIGUOUS, *cat.ambiguous}, key=str.casefold)),
+    }
+
+
+@lru_cache(maxsize=1)
+def _name_index() -> tuple[AhoCorasick, list[tuple[str, str]]]:
+    """One Aho-Corasick automaton over the letters every built-in name's match must contain
+    (tasks/masking.triggers), and for each trigger the (kind, name) it stands for: one pass
+    over a text's letters says which names' patterns can match, and only those run."""
+    owners: dict[str, list[tuple[str, str]]] = {}
+    for kind, names in builtin_terms().items():
+        for name in names:
+            for trigger in triggers((name,)):
+                owners.setdefault(trigger, []).append((kind, name))
+    keys = sorted(owners)
+    return AhoCorasick(keys), [owners[k] for k in keys]
+
+
+def names_in(letters: str) -> dict[str, frozenset[str]]:
+    """The built-in names whose letters occur in `letters`, by kind."""
+    automaton, owners = _name_index()
+    found: dict[str, set[str]] = {}
+    for index, _, _ in automaton.find_matches_as_indexes(letters, overlapping=True):
+        for kind, name in owners[index]:
+            found.setdefault(kind, set()).add(name)
+    return {kind: frozenset(names) for kind, names in found.items()}
+
+
+@lru_cache(maxsize=2048)
+def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
+    """The pattern for these names of one kind (cached per set of names: a text's names
+    repeat, and a pattern of a few names runs in microseconds where one of all would take a
+    hundred)."""
     q = _qualifier()
-    ambiguous = sorted({*data.AMBIGUOUS, *cat.ambiguous}, key=str.casefold)
+    alt = alternation(sorted(names, key=str.casefold))
+    if kind in ("family", "name"):
+        source = rf"(?:{alt})(?:{q}){{0,8}}"
+    elif kind == "versioned":
+        source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}"
+    elif kind == "tier":
+        tiers = "|".join(sorted(names))
+        source = rf"{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
+    elif kind == "short":
+        short, short_q = "|".join(sorted(names)), "|".join(data.SHORT_QUALIFIERS)
+        source = rf"(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d)"
+    else:
+        source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}})"
+    return re.compile(source, re.IGNORECASE)
 
-    def first_words(names) -> frozenset[str]:
-        return frozenset(m.group(0) for n in names if (m := re.match(r"[a-z]+", n.casefold())))
 
-    certain = re.compile(rf"(?:{alternation(cat.certain)})(?:{q}){{0,8}}", re.IGNORECASE)
-    maybe = re.compile(rf"(?P<name>{alternation(ambiguous)})(?P<q>(?:{q}){{0,8}})", re.IGNORECASE)
-    return first_words(cat.certain), certain, first_words(ambiguous), maybe
+def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
+    """(reason, pattern) for every built-in name that counts wherever it stands (all names
+    at once: for a look at them; detect() runs only those a text's letters call for)."""
+    terms = builtin_terms()
+    return tuple(
+        (
+            "model or vendor name" if kind == "name" else "model name",
+            kind_pattern(kind, frozenset(terms[kind])),
+        )
+        for kind in _KINDS
+        if kind != "ambiguous"
+    )
 
 
 def _split_campaign_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -236,22 +280,6 @@ def triggers(terms) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=1)
-def builtin_triggers() -> frozenset[str]:
-    return triggers(
-        (
-            *data.NAMES,
-            *data.HOSTS_AND_KEYS,
-            *data.CASED_NAMES,
-            *data.AMBIGUOUS,
-            *data.FAMILIES,
-            *data.FAMILIES_WITH_VERSION,
-            *data.TIERS,
-            *data.SHORT_MODELS,
-        )
-    )
-
-
 @lru_cache(maxsize=256)
 def campaign_triggers(terms: tuple[str, ...]) -> frozenset[str]:
     return triggers(terms)
@@ -269,14 +297,12 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     view = build_view(text, skip_links=True)
     folded = view.text.casefold()
     letters = "".join(_ALNUM.findall(folded))
-    words = set(_LETTERS.findall(folded))
-    builtin_hit = any(t in letters for t in builtin_triggers())
-    certain_words, certain_pattern, maybe_words, maybe_pattern = catalog_index()
-    passes = []
-    if builtin_hit:
-        passes += builtin_patterns()
-    if not certain_words.isdisjoint(words):
-        passes.append(("model name", certain_pattern))
+    found_names = names_in(letters)
+    passes = [
+        ("model or vendor name" if kind == "name" else "model name", kind_pattern(kind, names))
+        for kind, names in found_names.items()
+        if kind != "ambiguous"
+    ]
     campaign_hit = bool(terms) and any(t in letters for t in campaign_triggers(terms))
     if campaign_hit and (pattern := campaign_pattern(terms)):
         passes.append(("contender name, model id or redaction word", pattern))
@@ -291,15 +317,18 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
         (s, e, "self-description") for s, e in self_description.language_spans(view.text, folded)
     ]
     maybes = []
-    if builtin_hit or not maybe_words.isdisjoint(words):
-        maybes.append((maybe_pattern, POSSIBLE_NAME))
+    if "ambiguous" in found_names:
+        maybes.append((kind_pattern("ambiguous", found_names["ambiguous"]), POSSIBLE_NAME))
     if campaign_hit and (pattern := campaign_ambiguous_pattern(terms)):
         maybes.append((pattern, POSSIBLE_CONTENDER))
     held: list[tuple[int, int, str]] = []
     for pattern, why in maybes:
         for m in pattern.finditer(view.text):
             start, end = view.original_span(*m.span("name"))
-            if text[start:end] != m.group("name") or _in_model_context(view.text, m, spans):
+            contender = why == POSSIBLE_CONTENDER
+            if text[start:end] != m.group("name") or _in_model_context(
+                view.text, m, spans, contender
+            ):
                 spans.append((*m.span(), "model name" if why == POSSIBLE_NAME else why))
             elif _name_like(view.text, m):
                 held.append((*m.span("name"), why))
@@ -320,7 +349,6 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     return found, holds
 
 
-_LETTERS = re.compile(r"[^\W\d_]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？\n]|^\W*[-*+>#\d.)]+)\W*$")
 
 
@@ -351,24 +379,24 @@ def _self_naming() -> re.Pattern:
 _SIZE = re.compile(r"\d+(?:\.\d+)?[bmk]\b|\d+x\d+b\b|\ba\d+b\b", re.IGNORECASE)
 
 
-def _kind(name: str, pattern: re.Pattern) -> str:
+def _kind(name: str, contender: bool) -> str:
     """ "strong": a model family first ("Llama 3" is the model); "weak": a product or word
     first ("Nova 5", "Titan 3" are phones and blenders); "derived": a name from the dataset;
     "contender": one of the campaign's own words."""
     key = name.casefold()
-    if pattern is not catalog_index()[3]:
+    if contender:
         return "contender"
     if key in {n.casefold() for n in data.VERSIONED_AMBIGUOUS}:
         return "strong"
     return "weak" if key in _ambiguous_words() else "derived"
 
 
-def _in_model_context(view: str, m: re.Match, spans) -> bool:
+def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
     """Whether an ambiguous name stands where it names a model: a size after it, a version
     (after a model family's name), the speaker naming itself, an AI word or another model or
     vendor name in its sentence, a vendor beside it."""
     name, qualifiers = m.group("name"), m.group("q")
-    kind = _kind(name, m.re)
+    kind = _kind(name, contender)
     versioned = any(c.isdigit() for c in qualifiers) or "+" in qualifiers
     if _SIZE.search(qualifiers) or _disguised_or_attached(view, m):
         return True

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ahocorasick_rs import AhoCorasick
+
 from . import identity_terms as data
 from .skeleton import read_as
 
@@ -138,11 +140,74 @@ def spans(view: str):
 _REGEX_SYNTAX = re.compile(r"\\[A-Za-z]|\[[^\]]*\]|\{X\}|\(\?[:!=<-]*i?:?")
 
 
+def _words(fragment: str) -> list[str]:
+    """The literal words of a piece of a template (a CJK word is one or two characters; a
+    word of an alphabet, three letters or more)."""
+    words = re.split(r"[^\w'’\"·-]+|_", _REGEX_SYNTAX.sub(" ", fragment))
+    words = [w.strip("-'’") for w in words]
+    return [w for w in words if len(w) >= 3 or (w and not w.isascii())]
+
+
+def _top_level(template: str) -> tuple[str, list[tuple[str, bool]]]:
+    """The template's text outside any group (its escapes and classes blanked), and its
+    top-level groups' insides with whether each is required (not followed by ?, * or {0)."""
+    outside, groups, depth, start, i = [], [], 0, 0, 0
+    while i < len(template):
+        c = template[i]
+        if c == "\\":
+            outside.append(" ") if depth == 0 else None
+            i += 2
+            continue
+        if c == "[" and depth == 0:
+            i = template.index("]", i + 1) + 1
+            outside.append(" ")
+            continue
+        if c == "(":
+            depth += 1
+            if depth == 1:
+                start = i + 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                after = template[i + 1 : i + 3]
+                groups.append((template[start:i], not after.startswith(("?", "*", "{0"))))
+                outside.append(" ")
+        elif depth == 0:
+            outside.append(c)
+        i += 1
+    return "".join(outside), groups
+
+
+def _alternatives(group: str) -> list[str]:
+    group = re.sub(r"^\?(?:[:!=<]|-?i:)", "", group)
+    parts, depth, last = [], 0, 0
+    for i, c in enumerate(group):
+        depth += c == "("
+        depth -= c == ")"
+        if c == "|" and depth == 0:
+            parts.append(group[last:i])
+            last = i + 1
+    return [*parts, group[last:]]
+
+
 def _hints(template: str) -> tuple[str, ...]:
-    """Literal words of a template (a match contains one of them, case-folded): the text is
-    searched for these before the template is run."""
-    words = re.split(r"[^\w'’\"·-]+|_", _REGEX_SYNTAX.sub(" ", template))
-    return tuple({read_as(w).casefold() for w in words if len(w) >= 3})
+    """Words one of which every match of the template contains (case-folded, as the view
+    reads them): the text is searched for these before the template runs. A required word
+    outside any group ("tarafından") if there is one, else one word of each alternative of the
+    first required group that has one in each ("developed|created|made"), else every word."""
+    outside, groups = _top_level(template.replace("{X}", " "))
+    chosen: list[str] = []
+    if required := _words(outside):
+        chosen = [max(required, key=len)]
+    else:
+        candidates = []
+        for inside, needed in groups:
+            options = [_words(_top_level(alt)[0]) for alt in _alternatives(inside)]
+            if needed and options and all(options):
+                candidates.append([max(words, key=len) for words in options])
+        # the group whose shortest word is longest: "开发|训练", not the particles "이|가"
+        chosen = max(candidates, key=lambda c: min(map(len, c)), default=_words(template))
+    return tuple({read_as(w).casefold() for w in chosen})
 
 
 def _maker_group(spaced: bool, vendors: str, suffixes: str) -> str:
@@ -230,14 +295,26 @@ def about_itself_near(view: str, start: int, end: int) -> bool:
     return bool(_about_itself_everywhere().search(_sentence(view, start, end)))
 
 
+@lru_cache(maxsize=1)
+def _hint_index() -> tuple[AhoCorasick, list[tuple[int, ...]]]:
+    """One Aho-Corasick automaton over every template's hints, and for each hint the templates
+    that need it: one pass over a text says which templates can match."""
+    owners: dict[str, list[int]] = {}
+    for i, (_, _, hints, _) in enumerate(language_patterns()):
+        for hint in hints:
+            owners.setdefault(hint, []).append(i)
+    keys = sorted(owners)
+    return AhoCorasick(keys), [tuple(owners[k]) for k in keys]
+
+
 def language_spans(view: str, folded: str):
     """(start, end) in `view` of each maker named in a self-description in any language."""
-    ascii_only = view.isascii()
-    for pattern, about, hints, some_ascii in language_patterns():
-        if ascii_only and not some_ascii:
-            continue
-        if hints and not any(h in folded for h in hints):
-            continue
+    automaton, owners = _hint_index()
+    hits = automaton.find_matches_as_indexes(folded, overlapping=True)
+    patterns = language_patterns()
+    always = (i for i, p in enumerate(patterns) if not p[2])
+    for i in sorted({*always, *(t for index, _, _ in hits for t in owners[index])}):
+        pattern, about, _, _ = patterns[i]
         for match in pattern.finditer(view):
             if match.group("who").casefold() in _NOT_A_MAKER:
                 continue
