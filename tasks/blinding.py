@@ -31,7 +31,18 @@ from . import masking
 from .masking import Finding
 from .skeleton import skeleton
 
-__all__ = ["MASK", "Finding", "Masked", "labels", "mask_identity", "render_output", "skeleton"]
+__all__ = [
+    "MASK",
+    "MAX_REDACT_WORDS",
+    "Finding",
+    "Masked",
+    "check_identity",
+    "labels",
+    "mask_identity",
+    "redact_problem",
+    "render_output",
+    "skeleton",
+]
 
 MASK = "[redacted]"
 
@@ -55,6 +66,9 @@ class Masked:
     hits: int
     # what was found, where and why: for admins (equal masks are equal whatever the reasons)
     findings: tuple[Finding, ...] = field(default=(), compare=False)
+    # what was left as written but is worth an admin's look before reviewers see it
+    # ("possible model name", ...): the output is held, never the text changed
+    holds: tuple[Finding, ...] = field(default=(), compare=False)
 
 
 # Texts up to this size have their masking and rendering cached (a bound on memory: each
@@ -92,16 +106,47 @@ def _telling(value: str) -> bool:
     return len(alnum) >= 4 or (len(alnum) == 3 and has_digit and not alnum.isdigit())
 
 
+_ALIAS_SPLIT = re.compile(r"[\s\-_.:@]+")
+# What an answer may leave off a model's name: its size, version, date and tier.
+_DROPPABLE = re.compile(
+    r"^(?:v?\d+(?:\.\d+)*[a-z]{0,2}|[a-z]{1,2}\d+[a-z]{0,2}|\d+x\d+[a-z]?|\d{4,8})$", re.I
+)
+
+
 def _aliases(value: str) -> list[str]:
-    """A name or model id and the shorter forms a provider or an answer shows it under."""
+    """A name or model id and the shorter forms a provider or an answer shows it under: the
+    id without its organisation, date stamp or tag; the organisation alone ("orchidlabs");
+    the name without its trailing size, version and tier ("orchid-pilot-7b-instruct" is also
+    "orchid-pilot" and "orchid"), unless what is left is only very common words ("support
+    bot"). Separators need no variants: a long name matches with or without them ("Orchid
+    Pilot", "orchid-pilot", "orchidpilot")."""
     out = [value]
     if "/" in value:
-        out.append(value.rsplit("/", 1)[1])
+        org, name = value.rsplit("/", 1)
+        out += [name, org.rsplit("/", 1)[-1]]
     for v in list(out):
         bare = _ID_SUFFIX.sub("", v)
         if bare != v:
             out.append(bare)
-    return out
+    qualifiers = {q.casefold() for q in data.QUALIFIERS}
+    cut = []
+    for v in list(out):
+        words = [w for w in _ALIAS_SPLIT.split(v) if w]
+        while len(words) > 1 and (
+            _DROPPABLE.match(words[-1]) or words[-1].casefold() in qualifiers
+        ):
+            words.pop()
+            cut.append(" ".join(words))
+        if len(words) > 1 and words[0].isalpha() and len(words[0]) >= 4:
+            cut.append(words[0])
+    return list(dict.fromkeys([*out, *(c for c in cut if not _only_common_words(c))]))
+
+
+def _only_common_words(alias: str) -> bool:
+    from .identity.catalog import COMMON_ZIPF, zipf
+
+    words = [w for w in _ALIAS_SPLIT.split(alias.casefold()) if w]
+    return all(w.isalpha() and zipf(w) >= COMMON_ZIPF for w in words)
 
 
 def _host_terms(base_url: str) -> list[str]:
@@ -129,18 +174,69 @@ def identity_terms(
     return tuple(sorted(set(terms)))
 
 
-def mask_identity(text: str, terms: Iterable[str] = ()) -> Masked:
+def mask_identity(text: str, terms: Iterable[str] = (), *, strict: bool = False) -> Masked:
     """Replace every identity found in `text` with MASK; `hits` counts the replacements and
-    `findings` says what was replaced and why (for admins, never for reviewers)."""
-    return _mask_identity(text or "", tuple(terms), MASK)
+    `findings` says what was replaced and why (for admins, never for reviewers); `holds` are
+    the names left as written that make an output worth an admin's look. `strict` masks
+    those too: for the texts no admin approves before reviewers read them (the campaign's
+    instructions and rubric, the tasks, reviewers' comments shown to arbiters)."""
+    return _mask_identity(text or "", tuple(terms), MASK, strict)
 
 
 @_cached_for_small_texts
-def _mask_identity(text: str, terms: tuple[str, ...], token: str) -> Masked:
-    findings = tuple(masking.find(text, terms))
+def _mask_identity(text: str, terms: tuple[str, ...], token: str, strict: bool = False) -> Masked:
+    found, held = masking.detect(text, terms)
+    if strict and held:
+        found = masking.merged_findings(text, [*found, *held])
+        held = []
+    findings, holds = tuple(found), tuple(held)
     if not findings:
-        return Masked(text=text, hits=0)
-    return Masked(text=masking.masked(text, findings, token), hits=len(findings), findings=findings)
+        return Masked(text=text, hits=0, holds=holds)
+    return Masked(
+        text=masking.masked(text, findings, token),
+        hits=len(findings),
+        findings=findings,
+        holds=holds,
+    )
+
+
+def check_identity(text: str, terms: Iterable[str] = ()) -> Masked:
+    """mask_identity with the wider net: besides what it masks and the ambiguous names it
+    leaves, every suspect span an admin should look at before reviewers see the output
+    (tasks/identity/suspects.py), and "too long to check" for a text beyond the checks'
+    bound. Run when an output is stored, not on a reviewer's request."""
+    from .identity import suspects
+
+    text = text or ""
+    shown = mask_identity(text, terms)
+    more = suspects.holds(text, tuple(terms), shown.findings)
+    if not more:
+        return shown
+    holds = tuple(sorted({*shown.holds, *more}, key=lambda f: (f.start, f.end, f.reason)))
+    return Masked(text=shown.text, hits=shown.hits, findings=shown.findings, holds=holds)
+
+
+# A campaign's redact list beyond this is refused (the campaign definition's reader names the
+# limit): each word is a pattern every text a reviewer reads is searched for.
+MAX_REDACT_WORDS = 1000
+MAX_REDACT_WORD_CHARS = 200
+
+
+def redact_problem(words) -> str | None:
+    """Why a redact list is refused, naming the limit (None if it is within bounds)."""
+    words = list(words or [])
+    if len(words) > MAX_REDACT_WORDS:
+        return (
+            f"redact: {len(words):,} words, more than the limit of {MAX_REDACT_WORDS:,}; "
+            "name the contenders' own words, masking finds the rest"
+        )
+    long = [w for w in words if len(str(w)) > MAX_REDACT_WORD_CHARS]
+    if long:
+        return (
+            f"redact: a word of {len(str(long[0])):,} characters, more than the limit of "
+            f"{MAX_REDACT_WORD_CHARS}"
+        )
+    return None
 
 
 def _as_written(text: str) -> str:
@@ -153,10 +249,11 @@ def _as_written(text: str) -> str:
 
 
 def identity_words(text: str, terms: Iterable[str] = ()) -> list[str]:
-    """The distinct words (and makers in self-descriptions) mask_identity hides in `text`, as
-    written: for warning the person who wrote them, never for reviewers."""
+    """The distinct words (and makers in self-descriptions) mask_identity hides in `text`
+    (strictly: with the possible names), as written: for warning the person who wrote them,
+    never for reviewers."""
     found: dict[str, str] = {}
-    for f in mask_identity(text, terms).findings:
+    for f in mask_identity(text, terms, strict=True).findings:
         word = " ".join(_as_written(f.text).split())
         found.setdefault(word.casefold(), word)
     return sorted(found.values(), key=str.casefold)
@@ -290,15 +387,17 @@ def _placeholder(text: str) -> str:
     return next(chr(cp) for cp in range(0xE000, 0xF900) if chr(cp) not in text)
 
 
-def render_output(text: str, terms: Iterable[str] = ()) -> tuple[str, SanitizedHTML, int]:
+def render_output(
+    text: str, terms: Iterable[str] = (), *, strict: bool = False
+) -> tuple[str, SanitizedHTML, int]:
     """(masked text, sanitized HTML, mask hits) for one text a reviewer reads: masked first,
-    then rendered."""
+    then rendered (`strict` as for mask_identity)."""
     text = text or ""
-    shown = mask_identity(text, terms)
+    shown = mask_identity(text, terms, strict=strict)
     if not shown.hits:
         return text, render_markdown(text), 0
     token = _placeholder(text)
-    html = render_markdown(_mask_identity(text, tuple(terms), token).text)
+    html = render_markdown(_mask_identity(text, tuple(terms), token, strict).text)
     encoded = "".join(f"%{b:02X}" for b in token.encode())
     html = html.replace(token, MASK).replace(encoded, MASK).replace(encoded.lower(), MASK)
     return shown.text, SanitizedHTML(html), shown.hits

@@ -45,8 +45,10 @@ def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
     there, or a logged conversation whose assistant says who it is, must not unblind the
     campaign."""
     if not html:
-        return {"text": blinding.mask_identity(text, terms).text, "html": None}
-    masked, rendered, _ = blinding.render_output(text, terms)
+        return {"text": blinding.mask_identity(text, terms, strict=True).text, "html": None}
+    # strict: no admin approves these texts before reviewers read them, so a possible model
+    # name ("As good as Claude?") is masked rather than held
+    masked, rendered, _ = blinding.render_output(text, terms, strict=True)
     return {"text": masked, "html": rendered}
 
 
@@ -107,7 +109,7 @@ def blinding_warnings(
     warnings = []
     for where, text in texts.items():
         if where in _MASKED:
-            hits = blinding.mask_identity(text or "", terms).hits
+            hits = blinding.mask_identity(text or "", terms, strict=True).hits
             if not hits:
                 continue
             words = ", ".join(f"“{w}”" for w in blinding.identity_words(text, terms))

@@ -33,13 +33,15 @@ def findings_json(findings: Iterable[blinding.Finding]) -> list[dict]:
 
 def identity_fields(*, text: str, campaign: Campaign) -> dict:
     """The identity columns of an output being stored: whether reviewers will see anything
-    masked in it, what and why (admins and leads only), and whether it waits for an admin's
-    approval (the campaign holds such outputs)."""
-    masked = blinding.mask_identity(text or "", campaign_identity_terms(campaign))
-    leak = bool(masked.hits)
+    masked in it or it has a suspect span left as written (a possible model name, a
+    chat-template token, look-alike letters ...: blinding.check_identity), what and why
+    (admins and leads only), and whether it waits for an admin's approval (the campaign holds
+    such outputs)."""
+    checked = blinding.check_identity(text or "", campaign_identity_terms(campaign))
+    leak = bool(checked.hits or checked.holds)
     return {
         "identity_leak": leak,
-        "identity_findings": findings_json(masked.findings),
+        "identity_findings": findings_json([*checked.findings, *checked.holds]),
         "identity_held": leak and campaign.hold_identity_leaks,
     }
 

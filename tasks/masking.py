@@ -16,8 +16,11 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ahocorasick_rs import AhoCorasick
+
 from . import identity_terms as data
 from . import self_description
+from .identity.catalog import COMMON_ZIPF, ORDINARY_ZIPF, catalog, english_zipf, zipf
 from .skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
 
 # Letters of the scripts written with spaces between words, after look-alikes are folded:
@@ -34,7 +37,8 @@ _WRITTEN_GAP = r"[^\w\s]{0,3}"
 # not "x ai").
 _MARKUP_GAP = r"[^\w\s]{0,2}"
 # Between a family name and its version, size or tier: separators within one line.
-_QSEP = r"(?:[ \t\-_.:/\u2010-\u2015]{0,2})"
+# (A dot only before a digit: "3.5", "v1.0"; "GPT-4o. Pro tip" ends the name at the dot.)
+_QSEP = r"(?:[ \t\-_:/@\u2010-\u2015]{0,2}|\.(?=\d)|[\-_]\.(?=\d))"
 FREE_GAPS_FROM = 5  # letters and digits; shorter names must be written as they are
 
 
@@ -112,44 +116,153 @@ def alternation(terms) -> str:
     return "|".join(f"(?:{p})" for p in parts)
 
 
+@lru_cache(maxsize=1)
 def _qualifier() -> str:
-    words = "|".join(sorted(data.QUALIFIERS, key=len, reverse=True))
-    version = r"(?:v?\d+(?:x\d+)?[a-z]{0,2}|[a-z]\d+[a-z]?|" + words + ")"
+    """What may follow a family name as part of one model's name: a version, a size, a date,
+    a tier ("3.5", "7B", "17B-16E", "@20250805", "K2", "8x7b", "Maverick", "Sonnet")."""
+    words = {w.casefold() for w in (*data.QUALIFIERS, *catalog().qualifiers)}
+    words = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+    version = r"(?:v?\d+(?:x\d+)?[a-z]{0,2}|[a-z]{1,2}\d+[a-z]{0,2}|\+|" + words + ")"
     return rf"(?:{_QSEP}{version}(?![A-Za-z0-9]))"
 
 
 _ALNUM = re.compile(r"[^\W_]+")
 
 
+# Why a span is masked or held: for admins only.
+POSSIBLE_NAME = "possible model name"
+POSSIBLE_CONTENDER = "possible contender name"
+TEMPLATE_TOKEN = "chat-template token or provider id"
+
+
+def _ambiguous_words() -> set[str]:
+    return {a.casefold() for a in data.AMBIGUOUS}
+
+
+# The built-in names by how they are matched: families (with their qualifiers), names (with
+# theirs), families that count only with a version, Claude's tiers, the short model names,
+# and the ambiguous names (matched in a model's context only).
+_KINDS = ("family", "name", "versioned", "tier", "short", "ambiguous")
+
+
 @lru_cache(maxsize=1)
-def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
-    """(reason, pattern) for the built-in names, families with their qualifiers and the short
-    model names."""
+def builtin_terms() -> dict[str, tuple[str, ...]]:
+    """The built-in names of each kind: the curated lists (tasks/identity_terms.py) and the
+    names derived from the maintained dataset (tasks/identity/catalog.py)."""
+    cat = catalog()
+    ambiguous = _ambiguous_words()
+    return {
+        "family": (*(f for f in data.FAMILIES if f.casefold() not in ambiguous), *cat.certain),
+        "name": tuple(
+            n for n in (*data.NAMES, *data.HOSTS_AND_KEYS) if n.casefold() not in ambiguous
+        ),
+        "versioned": data.FAMILIES_WITH_VERSION,
+        "tier": data.TIERS,
+        "short": data.SHORT_MODELS,
+        "ambiguous": tuple(sorted({*data.AMBIGUOUS, *cat.ambiguous}, key=str.casefold)),
+    }
+
+
+@lru_cache(maxsize=1)
+def _name_index() -> tuple[AhoCorasick, list[tuple[str, str]]]:
+    """One Aho-Corasick automaton over the letters every built-in name's match must contain
+    (tasks/masking.triggers), and for each trigger the (kind, name) it stands for: one pass
+    over a text's letters says which names' patterns can match, and only those run."""
+    owners: dict[str, list[tuple[str, str]]] = {}
+    for kind, names in builtin_terms().items():
+        for name in names:
+            for trigger in triggers((name,)):
+                owners.setdefault(trigger, []).append((kind, name))
+    keys = sorted(owners)
+    return AhoCorasick(keys), [owners[k] for k in keys]
+
+
+def names_in(letters: str) -> dict[str, frozenset[str]]:
+    """The built-in names whose letters occur in `letters`, by kind."""
+    automaton, owners = _name_index()
+    found: dict[str, set[str]] = {}
+    for index, _, _ in automaton.find_matches_as_indexes(letters, overlapping=True):
+        for kind, name in owners[index]:
+            found.setdefault(kind, set()).add(name)
+    return {kind: frozenset(names) for kind, names in found.items()}
+
+
+@lru_cache(maxsize=2048)
+def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
+    """The pattern for these names of one kind (cached per set of names: a text's names
+    repeat, and a pattern of a few names runs in microseconds where one of all would take a
+    hundred)."""
     q = _qualifier()
-    families = alternation(data.FAMILIES)
-    needs_version = alternation(data.FAMILIES_WITH_VERSION)
-    version_next = rf"(?={_QSEP}(?:v?\d|[a-z]\d))"
-    tiers = "|".join(data.TIERS)
-    short = "|".join(data.SHORT_MODELS)
-    short_q = "|".join(data.SHORT_QUALIFIERS)
-    cased = "|".join(f"(?-i:{re.escape(t[0])}){re.escape(t[1:])}" for t in data.CASED_NAMES)
-    model = (
-        rf"(?:(?:{families})(?:{q}){{0,8}}"
-        rf"|(?:{needs_version}){version_next}(?:{q}){{1,8}}"
-        rf"|{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
-        rf"|(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d))"
+    alt = alternation(sorted(names, key=str.casefold))
+    if kind in ("family", "name"):
+        source = rf"(?:{alt})(?:{q}){{0,8}}"
+    elif kind == "versioned":
+        source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}"
+    elif kind == "tier":
+        tiers = "|".join(sorted(names))
+        source = rf"{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
+    elif kind == "short":
+        short, short_q = "|".join(sorted(names)), "|".join(data.SHORT_QUALIFIERS)
+        source = rf"(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d)"
+    else:
+        source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}})"
+    return re.compile(source, re.IGNORECASE)
+
+
+def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
+    """(reason, pattern) for every built-in name that counts wherever it stands (all names
+    at once: for a look at them; detect() runs only those a text's letters call for)."""
+    terms = builtin_terms()
+    return tuple(
+        (
+            "model or vendor name" if kind == "name" else "model name",
+            kind_pattern(kind, frozenset(terms[kind])),
+        )
+        for kind in _KINDS
+        if kind != "ambiguous"
     )
-    names = rf"{alternation((*data.NAMES, *data.HOSTS_AND_KEYS))}|{START}(?:{cased}){END}"
-    return (
-        ("model name", re.compile(model, re.IGNORECASE)),
-        ("model or vendor name", re.compile(names, re.IGNORECASE)),
-    )
+
+
+def _split_campaign_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(certain, ambiguous): a one-word term that is an ordinary word or a name in a major
+    language ("orchid", "brent") counts only in a model's context."""
+    certain, ambiguous = [], []
+    for term in terms:
+        word = term.strip()
+        if re.fullmatch(r"[^\W\d_]+", word) and zipf(word.casefold()) >= ORDINARY_ZIPF:
+            ambiguous.append(word)
+        else:
+            certain.append(word)
+    return tuple(certain), tuple(ambiguous)
 
 
 @lru_cache(maxsize=256)
 def campaign_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
-    pattern = alternation(terms)
+    certain, _ = _split_campaign_terms(terms)
+    pattern = alternation(certain)
     return re.compile(pattern, re.IGNORECASE) if pattern else None
+
+
+@lru_cache(maxsize=256)
+def campaign_ambiguous_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+    _, ambiguous = _split_campaign_terms(terms)
+    if not ambiguous:
+        return None
+    return re.compile(
+        rf"(?P<name>{alternation(ambiguous)})(?P<q>(?:{_qualifier()}){{0,8}})", re.IGNORECASE
+    )
+
+
+# Chat-template tokens and provider ids: they name a model family to anyone who has seen
+# them, and no ordinary text writes them.
+TEMPLATE_TOKENS = re.compile(
+    r"<\|[A-Za-z_\u2581 ]{2,40}\|>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>|</?think>"
+    r"|\[/?(?:TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|SYSTEM_PROMPT)\]"
+    r"|<\|?(?:endoftext|im_start|im_end|eot_id|begin_of_text)\|?>"
+    r"|(?<![\w-])(?:chatcmpl-[A-Za-z0-9]{8,}|(?:srv)?toolu_[A-Za-z0-9]{8,}|msg_01[A-Za-z0-9]{10,}"
+    r"|fp_[0-9a-f]{6,}|call_[A-Za-z0-9]{20,}|resp_[0-9a-f]{20,}|gen-\d{10}-[A-Za-z0-9]{10,})(?!\w)"
+)
+_TEMPLATE_HINTS = ("<", "[", "chatcmpl-", "toolu_", "msg_01", "fp_", "call_", "resp_", "gen-")
 
 
 def triggers(terms) -> frozenset[str]:
@@ -167,53 +280,184 @@ def triggers(terms) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=1)
-def builtin_triggers() -> frozenset[str]:
-    return triggers(
-        (
-            *data.NAMES,
-            *data.HOSTS_AND_KEYS,
-            *data.CASED_NAMES,
-            *data.FAMILIES,
-            *data.FAMILIES_WITH_VERSION,
-            *data.TIERS,
-            *data.SHORT_MODELS,
-        )
-    )
-
-
 @lru_cache(maxsize=256)
 def campaign_triggers(terms: tuple[str, ...]) -> frozenset[str]:
     return triggers(terms)
 
 
 def find(text: str, terms: tuple[str, ...]) -> list[Finding]:
-    """Every identity in `text`, as spans of the original, sorted and merged."""
+    """Every identity in `text` to mask, as spans of the original, sorted and merged."""
+    return detect(text, terms)[0]
+
+
+def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Finding]]:
+    """(what to mask, what to hold for an admin) in `text`, as spans of the original: the
+    masks sorted and merged; the holds are the ambiguous names found outside a model's
+    context, left as written."""
     view = build_view(text, skip_links=True)
     folded = view.text.casefold()
     letters = "".join(_ALNUM.findall(folded))
-    passes = []
-    if any(t in letters for t in builtin_triggers()):
-        passes += builtin_patterns()
-    if terms and any(t in letters for t in campaign_triggers(terms)):
-        passes.append(("contender name, model id or redaction word", campaign_pattern(terms)))
+    found_names = names_in(letters)
+    passes = [
+        ("model or vendor name" if kind == "name" else "model name", kind_pattern(kind, names))
+        for kind, names in found_names.items()
+        if kind != "ambiguous"
+    ]
+    campaign_hit = bool(terms) and any(t in letters for t in campaign_triggers(terms))
+    if campaign_hit and (pattern := campaign_pattern(terms)):
+        passes.append(("contender name, model id or redaction word", pattern))
     spans: list[tuple[int, int, str]] = []
     for reason, pattern in passes:
         spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
-    spans += list(_vendors_beside(view.text, spans))
+    if any(h in view.text for h in _TEMPLATE_HINTS):
+        spans += [(*m.span(), TEMPLATE_TOKEN) for m in TEMPLATE_TOKENS.finditer(view.text)]
     if self_description.may_occur(folded):
         spans += [(s, e, "self-description") for s, e in self_description.spans(view.text)]
+    spans += [
+        (s, e, "self-description") for s, e in self_description.language_spans(view.text, folded)
+    ]
+    maybes = []
+    if "ambiguous" in found_names:
+        maybes.append((kind_pattern("ambiguous", found_names["ambiguous"]), POSSIBLE_NAME))
+    if campaign_hit and (pattern := campaign_ambiguous_pattern(terms)):
+        maybes.append((pattern, POSSIBLE_CONTENDER))
+    held: list[tuple[int, int, str]] = []
+    for pattern, why in maybes:
+        for m in pattern.finditer(view.text):
+            start, end = view.original_span(*m.span("name"))
+            contender = why == POSSIBLE_CONTENDER
+            if text[start:end] != m.group("name") or _in_model_context(
+                view.text, m, spans, contender
+            ):
+                spans.append((*m.span(), "model name" if why == POSSIBLE_NAME else why))
+            elif _name_like(view.text, m):
+                held.append((*m.span("name"), why))
+    spans += list(_vendors_beside(view.text, spans))
     found = _merged(text, view, spans)
+    holds = _merged(text, view, held)
     if "](" in text:
         # The link destinations the view left out, each on its own.
         for link in LINK_DESTINATION.finditer(text):
             offset = link.start(1)
-            found += [
-                Finding(f.start + offset, f.end + offset, f.text, f.reason)
-                for f in find(link.group(1), terms)
+            more, more_held = detect(link.group(1), terms)
+            found += [Finding(f.start + offset, f.end + offset, f.text, f.reason) for f in more]
+            holds += [
+                Finding(f.start + offset, f.end + offset, f.text, f.reason) for f in more_held
             ]
         found = _merged(text, View(text, ()), [(f.start, f.end, f.reason) for f in found])
-    return found
+    holds = [h for h in holds if not any(f.start <= h.start and h.end <= f.end for f in found)]
+    return found, holds
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？\n]|^\W*[-*+>#\d.)]+)\W*$")
+
+
+@lru_cache(maxsize=1)
+def _self_naming() -> re.Pattern:
+    """The speaker giving a name as its own, in the table's languages: "I'm X", "soy X",
+    "ich bin X", "我是X", "私はX"."""
+    from .identity.languages import LANGUAGES
+
+    forms = {
+        "I am",
+        "I'm",
+        "my name is",
+        "call me",
+        "this is",
+        "I'm called",
+        "我是",
+        "私は",
+        "僕は",
+    }
+    forms |= {lang.me[0] for lang in LANGUAGES}
+    alt = "|".join(re.escape(read_as(f)) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(
+        rf"(?:{alt})\s*(?:,\s*)?(?:an?\s+|the\s+|un\s+|una\s+|ein\s+)?[*_~`\[]*$", re.I
+    )
+
+
+_SIZE = re.compile(r"\d+(?:\.\d+)?[bmk]\b|\d+x\d+b\b|\ba\d+b\b", re.IGNORECASE)
+
+
+def _kind(name: str, contender: bool) -> str:
+    """ "strong": a model family first ("Llama 3" is the model); "weak": a product or word
+    first ("Nova 5", "Titan 3" are phones and blenders); "derived": a name from the dataset;
+    "contender": one of the campaign's own words."""
+    key = name.casefold()
+    if contender:
+        return "contender"
+    if key in {n.casefold() for n in data.VERSIONED_AMBIGUOUS}:
+        return "strong"
+    return "weak" if key in _ambiguous_words() else "derived"
+
+
+def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
+    """Whether an ambiguous name stands where it names a model: a size after it, a version
+    (after a model family's name), the speaker naming itself, an AI word or another model or
+    vendor name in its sentence, a vendor beside it."""
+    name, qualifiers = m.group("name"), m.group("q")
+    kind = _kind(name, contender)
+    versioned = any(c.isdigit() for c in qualifiers) or "+" in qualifiers
+    if _SIZE.search(qualifiers) or _disguised_or_attached(view, m):
+        return True
+    if kind in ("strong", "contender") and (versioned or qualifiers.strip(" -_:/@")):
+        return True  # "Claude 3", "Llama Maverick"
+    before = view[max(0, m.start() - 30) : m.start()]
+    if _self_naming().search(before) or re.match(
+        r"\s*[,:]?\s*(?:here|speaking)\b", view[m.end() : m.end() + 14], re.I
+    ):
+        return True
+    if kind == "derived":
+        return versioned and self_description.ai_words_near(view, m.start(), m.end())
+    before_vendor, after_vendor = _vendor_patterns()
+    if before_vendor.search(view, max(0, m.start() - 40), m.start()) or after_vendor.match(
+        view, m.end()
+    ):
+        return True
+    if name.casefold() != "glm" and re.match(r"(?:['’]s)?\s+(?:AI\s+)?models?\b", view[m.end() :]):
+        return True
+    sentence = self_description._sentence(view, m.start(), m.end())
+    others = (view[s:e] for s, e, _ in spans if abs(s - m.start()) < 150 and (s, e) != m.span())
+    if any(o in sentence for o in others):
+        return True
+    return self_description.ai_words_near(view, m.start(), m.end())
+
+
+# Spellings that are a model's, not a person's or a word's: "LLaMA", "PaLM", "MiniMax".
+_MODEL_CASING = re.compile(r"(?-i:[a-z][A-Z]|[A-Z]{2}[a-z]+[A-Z])")
+_ATTRIBUTION = re.compile(
+    r"(?:generated|written|answered|produced|drafted|composed|answer|response|reply|output|text)"
+    r"\s+(?:by|with|from|using|via)\s+[*_~`]*$",
+    re.IGNORECASE,
+)
+
+
+def _disguised_or_attached(view: str, m: re.Match) -> bool:
+    """A name nobody would write so unless it named a model: disguised (markup, spaces or
+    other characters between its letters, look-alikes, entities: the view differs from the
+    plain word), spelt as the model is ("LLaMA"), part of an identifier ("ClaudeClient",
+    "gemini_client"), or given as an answer's author ("generated with Gemma")."""
+    name = m.group("name")
+    if not name.isalpha() or _MODEL_CASING.search(name):
+        return True
+    start, end = m.span("name")
+    if (start and (view[start - 1].isalnum() or view[start - 1] in "_`*~")) or (
+        end < len(view) and (view[end].isalnum() or view[end] in "_`*~")
+    ):
+        return True
+    return bool(_ATTRIBUTION.search(view[max(0, start - 40) : start]))
+
+
+def _name_like(view: str, m: re.Match) -> bool:
+    """Whether a name left as written is written as a name (capitalized, not only because a
+    sentence starts with it, unless it is rare as a word), so worth an admin's look."""
+    name = m.group("name")
+    if not any(c.isupper() for c in name):
+        return False
+    if _SENTENCE_START.search(view[max(0, m.start() - 12) : m.start()]) or m.start() == 0:
+        # "Command the ...", "Granite is ...": a very common English word starts a sentence
+        return english_zipf(re.sub(r"\W", "", name.casefold())) < COMMON_ZIPF
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -234,6 +478,11 @@ def _vendors_beside(view: str, spans):
             yield match.start(), start, reason
         if match := after.match(view, end):
             yield *match.span("who"), reason
+
+
+def merged_findings(text: str, findings) -> list[Finding]:
+    """Findings of one text (spans of the original) sorted and merged into one list."""
+    return _merged(text, View(text, ()), [(f.start, f.end, f.reason) for f in findings])
 
 
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -268,6 +517,11 @@ def masked(text: str, findings: list[Finding], token: str) -> str:
     out, last = [], 0
     for f in findings:
         out.append(text[last : f.start])
+        if f.reason == TEMPLATE_TOKEN:
+            # balanced on its own ("<|eot_id|>", "[INST]"): its brackets would tell its family
+            out.append(token)
+            last = f.end
+            continue
         placed = False
         for c in f.text:
             if c in _KEEP:

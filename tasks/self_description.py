@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ahocorasick_rs import AhoCorasick
+
 from . import identity_terms as data
 from .skeleton import read_as
 
@@ -132,3 +134,206 @@ def spans(view: str):
     if not view.isascii():
         for match in cjk.finditer(view):
             yield match.span(next(g for g in ("zh", "zh2", "ja", "ko", "ru") if match.group(g)))
+
+
+# Self-descriptions in many languages, from the table in tasks/identity/languages.py.
+_REGEX_SYNTAX = re.compile(r"\\[A-Za-z]|\[[^\]]*\]|\{X\}|\(\?[:!=<-]*i?:?")
+
+
+def _words(fragment: str) -> list[str]:
+    """The literal words of a piece of a template (a CJK word is one or two characters; a
+    word of an alphabet, three letters or more)."""
+    words = re.split(r"[^\w'’\"·-]+|_", _REGEX_SYNTAX.sub(" ", fragment))
+    words = [w.strip("-'’") for w in words]
+    return [w for w in words if len(w) >= 3 or (w and not w.isascii())]
+
+
+def _top_level(template: str) -> tuple[str, list[tuple[str, bool]]]:
+    """The template's text outside any group (its escapes and classes blanked), and its
+    top-level groups' insides with whether each is required (not followed by ?, * or {0)."""
+    outside, groups, depth, start, i = [], [], 0, 0, 0
+    while i < len(template):
+        c = template[i]
+        if c == "\\":
+            outside.append(" ") if depth == 0 else None
+            i += 2
+            continue
+        if c == "[" and depth == 0:
+            i = template.index("]", i + 1) + 1
+            outside.append(" ")
+            continue
+        if c == "(":
+            depth += 1
+            if depth == 1:
+                start = i + 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                after = template[i + 1 : i + 3]
+                groups.append((template[start:i], not after.startswith(("?", "*", "{0"))))
+                outside.append(" ")
+        elif depth == 0:
+            outside.append(c)
+        i += 1
+    return "".join(outside), groups
+
+
+def _alternatives(group: str) -> list[str]:
+    group = re.sub(r"^\?(?:[:!=<]|-?i:)", "", group)
+    parts, depth, last = [], 0, 0
+    for i, c in enumerate(group):
+        depth += c == "("
+        depth -= c == ")"
+        if c == "|" and depth == 0:
+            parts.append(group[last:i])
+            last = i + 1
+    return [*parts, group[last:]]
+
+
+def _hints(template: str) -> tuple[str, ...]:
+    """Words one of which every match of the template contains (case-folded, as the view
+    reads them): the text is searched for these before the template runs. A required word
+    outside any group ("tarafından") if there is one, else one word of each alternative of the
+    first required group that has one in each ("developed|created|made"), else every word."""
+    outside, groups = _top_level(template.replace("{X}", " "))
+    chosen: list[str] = []
+    if required := _words(outside):
+        chosen = [max(required, key=len)]
+    else:
+        candidates = []
+        for inside, needed in groups:
+            options = [_words(_top_level(alt)[0]) for alt in _alternatives(inside)]
+            if needed and options and all(options):
+                candidates.append([max(words, key=len) for words in options])
+        # the group whose shortest word is longest: "开发|训练", not the particles "이|가"
+        chosen = max(candidates, key=lambda c: min(map(len, c)), default=_words(template))
+    return tuple({read_as(w).casefold() for w in chosen})
+
+
+def _maker_group(spaced: bool, vendors: str, suffixes: str) -> str:
+    if spaced:
+        # a known vendor, a capitalized name (Latin, Cyrillic or Greek capitals), or a word of
+        # a script without case (Arabic, Hebrew, Devanagari...: "جوجل", "गूगल")
+        return (
+            rf"(?P<who>(?:{vendors}|(?-i:[A-Z\u0391-\u03a9\u0410-\u042f])[\w.\-]*\w"
+            rf"|(?-i:[^\W\d_A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])\w{{1,19}})"
+            rf"(?:\s+(?:{suffixes})\b)*)"
+        )
+    return rf"(?P<who>{vendors}|[A-Za-z][\w.\-]*\w|[^\s，。、,.!?！？「」]{{1,12}}?)"
+
+
+def _words_pattern(words) -> re.Pattern:
+    """Words as the view reads them: whole words in spaced scripts, anywhere in the others;
+    short ones ("AI", "IA", "KI") only as written, so "mi" (Spanish "my") is not "MI"."""
+    folded = {read_as(w) for w in words}
+    spaced = sorted((w for w in folded if w.isascii()), key=len, reverse=True)
+    other = sorted((w for w in folded if not w.isascii()), key=len, reverse=True)
+
+    def one(w: str) -> str:
+        # "我们" is "we" (a company speaking of its own system), "我" alone is the speaker
+        tail = "(?![们們])" if w == "我" else ""
+        return f"(?-i:{re.escape(w)})" if len(w) <= 3 and w.isupper() else re.escape(w) + tail
+
+    alternatives = []
+    if spaced:
+        alternatives.append(rf"(?<!\w)(?:{'|'.join(one(w) for w in spaced)})(?!\w)")
+    if other:
+        alternatives.append("|".join(one(w) for w in other))
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def language_patterns() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple[str, ...], bool], ...]:
+    """(pattern, the sentence words it needs or None when it names the speaker itself,
+    hints, some hint is ASCII) for every template."""
+    from .identity.languages import LANGUAGES, Language
+    from .masking import alternation
+
+    english = next(lang for lang in LANGUAGES if lang.code == "en")
+    vendors = alternation(data.VENDORS)
+    suffixes = "|".join(data.VENDOR_SUFFIXES)
+    out = []
+    for language in LANGUAGES:
+        maker = _maker_group(language.spaced, vendors, suffixes)
+        own: Language = language
+        about = _words_pattern({*own.me, *own.ai, *english.ai, "I am", "I'm"})
+        for template, itself in language.templates:
+            source = read_as(template).replace("{X}", maker)
+            hints = _hints(template)
+            out.append(
+                (
+                    re.compile(source, re.IGNORECASE),
+                    None if itself else about,
+                    hints,
+                    any(h.isascii() for h in hints),
+                )
+            )
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _about_itself_everywhere() -> re.Pattern:
+    """Every language's words for the speaker and for an AI, as the view reads them."""
+    from .identity.languages import LANGUAGES
+
+    return _words_pattern({w for lang in LANGUAGES for w in (*lang.me, *lang.ai)})
+
+
+def _sentence(view: str, start: int, end: int) -> str:
+    before = view[max(0, start - 120) : start]
+    ends = list(_SENTENCE_END.finditer(before))
+    if ends:
+        before = before[ends[-1].end() :]
+    after = view[end : end + 120]
+    stop = _SENTENCE_END.search(after)
+    return before + " " + view[start:end] + " " + (after[: stop.start()] if stop else after)
+
+
+def about_itself_near(view: str, start: int, end: int) -> bool:
+    """Whether the sentence around view[start:end] has the speaker's or an AI's words, in
+    any of the table's languages."""
+    return bool(_about_itself_everywhere().search(_sentence(view, start, end)))
+
+
+@lru_cache(maxsize=1)
+def _hint_index() -> tuple[AhoCorasick, list[tuple[int, ...]]]:
+    """One Aho-Corasick automaton over every template's hints, and for each hint the templates
+    that need it: one pass over a text says which templates can match."""
+    owners: dict[str, list[int]] = {}
+    for i, (_, _, hints, _) in enumerate(language_patterns()):
+        for hint in hints:
+            owners.setdefault(hint, []).append(i)
+    keys = sorted(owners)
+    return AhoCorasick(keys), [tuple(owners[k]) for k in keys]
+
+
+def language_spans(view: str, folded: str):
+    """(start, end) in `view` of each maker named in a self-description in any language."""
+    automaton, owners = _hint_index()
+    hits = automaton.find_matches_as_indexes(folded, overlapping=True)
+    patterns = language_patterns()
+    always = (i for i, p in enumerate(patterns) if not p[2])
+    for i in sorted({*always, *(t for index, _, _ in hits for t in owners[index])}):
+        pattern, about, _, _ = patterns[i]
+        for match in pattern.finditer(view):
+            if match.group("who").casefold() in _NOT_A_MAKER:
+                continue
+            if about is None or about.search(_sentence(view, match.start(), match.end())):
+                yield match.span("who")
+
+
+@lru_cache(maxsize=1)
+def _ai_words() -> re.Pattern:
+    """Every language's words for an AI (not for the speaker), as the view reads them."""
+    from .identity.languages import LANGUAGES
+
+    words = {w for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo", "modèle"}
+    words |= {"A.I.", "LLM", "LLMs", "chatbot", "language model", "AI model", "AI assistant",
+              "neural network", "generative AI", "large language model", "foundation model"}  # fmt: skip
+    return _words_pattern(words)
+
+
+def ai_words_near(view: str, start: int, end: int) -> bool:
+    """Whether the sentence around view[start:end] speaks of an AI, in any of the table's
+    languages (a plain "model" does not count: "a GLM model" is statistics)."""
+    return bool(_ai_words().search(_sentence(view, start, end)))

@@ -1,11 +1,16 @@
-"""The leak corpus: every way of naming a model it holds is masked, every ordinary text comes
-through byte for byte.
+"""The leak corpus: every way of naming a model it holds is masked (or, for a name that is
+also an ordinary word, masked or held for an admin), every ordinary text comes through byte
+for byte.
 
-tests/reviews/blinding_corpus.jsonl holds one case a line: {"id", "class", "expect": "mask" |
-"keep", "text", "identities"}. A "mask" case's identities are the words (letters and digits,
-case-folded) that must not be readable in the masked text, however spelt; all cases are read
-with the campaign CORPUS_CONTENDERS describes. Each class is its own test, so a failure names
-the class and the cases.
+tests/reviews/blinding_corpus.jsonl (hand-written) and blinding_corpus_generated.jsonl (made
+by blinding_corpus_gen.py from the maintained model data and the languages table) hold one
+case a line: {"id", "class", "expect": "mask" | "hold" | "keep" | "homonym", "text",
+"identities"}. A "mask" case's identities are the words (letters and digits, case-folded)
+that must not be readable in the masked text, however spelt; a "hold" case's must be masked
+or the output held (blinding.check_identity); "keep" and "homonym" texts must come through
+byte for byte (a homonym may be held). All cases are read with the campaign
+CORPUS_CONTENDERS describes. Each class is its own test, so a failure names the class and
+the cases.
 """
 
 import json
@@ -19,6 +24,7 @@ from tasks import blinding
 from tasks.skeleton import build_view, read_as
 
 CORPUS = Path(__file__).with_name("blinding_corpus.jsonl")
+GENERATED = Path(__file__).with_name("blinding_corpus_generated.jsonl")
 CORPUS_CONTENDERS = [
     {
         "name": "zz-secret-model-9",
@@ -35,12 +41,29 @@ CORPUS_CONTENDERS = [
 ]
 
 
-def load_corpus() -> list[dict]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+# The generated corpus's contender (tests/reviews/blinding_corpus_gen.py CONTENDER) and a
+# redaction word that is also a name: with CORPUS_CONTENDERS, the campaign every case is read in.
+GENERATED_CONTENDERS = [
+    {"name": "Orchid Pilot 7B", "model": "orchidlabs/orchid-pilot-7b-instruct@20250805"}
+]
+REDACT = ["Brent"]
+
+
+def load_corpus(*, generated: bool = False) -> list[dict]:
+    """The hand-written cases (the browser canary renders these), and with `generated` the
+    generated ones too (read in the campaign of corpus_terms)."""
+    return [
+        json.loads(line)
+        for path in ((CORPUS, GENERATED) if generated else (CORPUS,))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line
+    ]
 
 
 def corpus_terms() -> tuple[str, ...]:
-    return blinding.identity_terms(contenders=CORPUS_CONTENDERS)
+    return blinding.identity_terms(
+        redact=REDACT, contenders=[*CORPUS_CONTENDERS, *GENERATED_CONTENDERS]
+    )
 
 
 def readable(identity: str, text: str) -> bool:
@@ -64,7 +87,7 @@ def readable(identity: str, text: str) -> bool:
     return False
 
 
-CASES = load_corpus()
+CASES = load_corpus(generated=True)
 BY_CLASS: dict[tuple[str, str], list[dict]] = defaultdict(list)
 for case in CASES:
     BY_CLASS[(case["expect"], case["class"])].append(case)
@@ -81,11 +104,21 @@ def test_the_check_reads_every_leak_in_its_unmasked_text():
 
 
 def test_the_corpus_is_large_and_varied():
-    assert len(CASES) >= 300
+    assert len(CASES) >= 1000
     assert len({c["id"] for c in CASES}) == len(CASES)
-    assert sum(c["expect"] == "mask" for c in CASES) >= 150
-    assert sum(c["expect"] == "keep" for c in CASES) >= 100
-    assert all(c["identities"] for c in CASES if c["expect"] == "mask")
+    assert sum(c["expect"] == "mask" for c in CASES) >= 500
+    assert sum(c["expect"] == "hold" for c in CASES) >= 50
+    assert sum(c["expect"] == "keep" for c in CASES) >= 150
+    assert sum(c["expect"] == "homonym" for c in CASES) >= 50
+    assert all(c["identities"] for c in CASES if c["expect"] in ("mask", "hold"))
+
+
+def _left(case: dict, terms) -> list[str]:
+    """The identities of a leak still readable in what reviewers see (text or HTML)."""
+    masked = blinding.mask_identity(case["text"], terms)
+    _, html, _ = blinding.render_output(case["text"], terms)
+    left = [i for i in case["identities"] if readable(i, masked.text) or readable(i, html)]
+    return left if masked.hits else list(case["identities"])
 
 
 @pytest.mark.parametrize("cls", sorted(c for e, c in BY_CLASS if e == "mask"))
@@ -93,40 +126,77 @@ def test_it_masks_every_leak_of_the_class(cls):
     terms = corpus_terms()
     missed = []
     for case in BY_CLASS[("mask", cls)]:
-        masked = blinding.mask_identity(case["text"], terms)
-        _, html, _ = blinding.render_output(case["text"], terms)
-        left = [i for i in case["identities"] if readable(i, masked.text) or readable(i, html)]
-        if not masked.hits or left:
+        if left := _left(case, terms):
+            masked = blinding.mask_identity(case["text"], terms)
             missed.append((case["id"], case["text"], masked.text, left))
     assert not missed, f"{len(missed)} of {len(BY_CLASS[('mask', cls)])} leaked: {missed}"
 
 
-@pytest.mark.parametrize("cls", sorted(c for e, c in BY_CLASS if e == "keep"))
-def test_it_keeps_every_ordinary_text_of_the_class_byte_for_byte(cls):
+@pytest.mark.parametrize("cls", sorted(c for e, c in BY_CLASS if e == "hold"))
+def test_it_masks_or_holds_every_possible_name_of_the_class(cls):
+    """A name that is also an ordinary word or a person's, written where nothing says it is a
+    model's: masked, or left as written with the output held for an admin."""
+    terms = corpus_terms()
+    through = []
+    for case in BY_CLASS[("hold", cls)]:
+        if _left(case, terms) and not blinding.check_identity(case["text"], terms).holds:
+            through.append((case["id"], case["text"]))
+    assert not through, f"{len(through)} of {len(BY_CLASS[('hold', cls)])} got through: {through}"
+
+
+@pytest.mark.parametrize(
+    "expect,cls", sorted((e, c) for e, c in BY_CLASS if e in ("keep", "homonym"))
+)
+def test_it_keeps_every_ordinary_text_of_the_class_byte_for_byte(expect, cls):
     terms = corpus_terms()
     changed = []
-    for case in BY_CLASS[("keep", cls)]:
+    for case in BY_CLASS[(expect, cls)]:
         masked = blinding.mask_identity(case["text"], terms)
         if masked.text != case["text"] or masked.hits:
             changed.append((case["id"], case["text"], masked.text))
-    assert not changed, f"{len(changed)} of {len(BY_CLASS[('keep', cls)])} changed: {changed}"
+    total = len(BY_CLASS[(expect, cls)])
+    assert not changed, f"{len(changed)} of {total} changed: {changed}"
 
 
-def test_recall_and_false_positives_over_the_whole_corpus():
-    """The figures the README quotes: recall on the leaks, changed characters on the rest."""
-    terms = corpus_terms()
-    leaks = [c for c in CASES if c["expect"] == "mask"]
-    caught = sum(
-        1
-        for c in leaks
-        if not any(
-            readable(i, blinding.mask_identity(c["text"], terms).text) for i in c["identities"]
-        )
+def corpus_figures(terms) -> dict:
+    """What reaches a reviewer, over the whole corpus: leaks masked, leaks held (left as
+    written, the output waiting for an admin), leaks through (neither), ordinary and homonym
+    texts changed, ordinary texts held."""
+    figures = dict.fromkeys(
+        ("leaks", "masked", "held", "through", "ordinary", "changed", "ordinary_held"), 0
     )
-    changed_chars = 0
-    for c in CASES:
-        if c["expect"] == "keep":
-            masked = blinding.mask_identity(c["text"], terms).text
-            changed_chars += sum(a != b for a, b in zip(c["text"], masked, strict=False))
-            changed_chars += abs(len(c["text"]) - len(masked))
-    assert (caught, changed_chars) == (len(leaks), 0)
+    for case in CASES:
+        checked = blinding.check_identity(case["text"], terms)
+        if case["expect"] in ("mask", "hold"):
+            figures["leaks"] += 1
+            if not _left(case, terms):
+                figures["masked"] += 1
+            elif checked.holds:
+                figures["held"] += 1
+            else:
+                figures["through"] += 1
+        else:
+            figures["ordinary"] += 1
+            figures["changed"] += checked.text != case["text"]
+            figures["ordinary_held"] += bool(checked.holds)
+    return figures
+
+
+def support_answers_held(terms) -> tuple[int, int]:
+    """(held, all) of the demo campaign's ordinary support answers."""
+    path = Path(__file__).parents[2] / "tasks/demo_data/support-demo-outputs.jsonl"
+    answers = [json.loads(line)["output"] for line in path.read_text().splitlines() if line]
+    held = sum(bool(blinding.check_identity(a, terms).holds) for a in answers)
+    return held, len(answers)
+
+
+def test_what_reaches_reviewers_over_the_whole_corpus():
+    """The figures docs/blinding.md quotes: no leak reaches a reviewer unmasked and unheld, no
+    ordinary or homonym text changes, and ordinary support answers are rarely held."""
+    terms = corpus_terms()
+    figures = corpus_figures(terms)
+    held, answers = support_answers_held(terms)
+    print(f"\nblinding corpus: {figures}; support answers held: {held} of {answers}")
+    assert figures["leaks"] == figures["masked"] + figures["held"] + figures["through"]
+    assert figures["through"] == 0 and figures["changed"] == 0, figures
+    assert held / answers < 0.05, (held, answers)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tasks import blinding
 
 NAMES = ["Claude", "OpenAI", "Anthropic", "Gemini", "DeepSeek", "Mistral", "zz-secret-model-9"]
+AMBIGUOUS = {"Claude", "Gemini", "Mistral"}  # tasks/identity_terms.py AMBIGUOUS
 TERMS = blinding.identity_terms(contenders=[{"name": "zz-secret-model-9"}])
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u2062", "\u2063", "\u034f", "\ufe0f"]
 INVISIBLE += ["\u200e", "\u00ad", "\U000e0041", "\ufeff"]
@@ -61,6 +62,11 @@ class DisguisedNameTests(SimpleTestCase):
         name, spelt = pair
         text = around.format(spelt)
         masked = blinding.mask_identity(text, TERMS)
+        if spelt == name and name in AMBIGUOUS and not masked.hits:
+            # Written plainly and not as a model's ("(Claude)"), a name that is also a word
+            # or a person's is left as written and the output held for an admin.
+            assert masked.text == text and masked.holds, text
+            return
         assert masked.hits >= 1, text
         assert blinding.skeleton(name) not in blinding.skeleton(masked.text), (text, masked.text)
         # Around the name, every character is as written.
