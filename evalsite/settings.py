@@ -341,6 +341,8 @@ GENERATION_REQUEUE_IDLE_AFTER = env_int("GENERATION_REQUEUE_IDLE_AFTER", 60)
 MONITOR_WEBHOOK_SECRET = env_str("MONITOR_WEBHOOK_SECRET")
 MONITOR_WEBHOOK_ATTEMPTS = env_int("MONITOR_WEBHOOK_ATTEMPTS", 5)
 MONITOR_WEBHOOK_TIMEOUT = float(env_str("MONITOR_WEBHOOK_TIMEOUT", "10"))
+# How often beat checks the schedules (cron has minutes: more often starts nothing earlier).
+MONITOR_TICK_SECONDS = float(env_int("MONITOR_TICK_SECONDS", 60))
 # Alert email: Django's backend (console unless EMAIL_BACKEND says otherwise).
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "evalsite@localhost")

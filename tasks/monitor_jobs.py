@@ -15,6 +15,8 @@ def monitor_tick_job() -> dict:
     from .monitor_schedule import monitor_schedule_tick
     from .monitors import monitor_runs_finish_due
 
+    # Three independent sweeps: each isolates its own items, so one failing monitor, run or
+    # delivery never stops the others (logged, and marked on its page).
     result = monitor_schedule_tick()
     result["finished"] = monitor_runs_finish_due()
     result["resent"] = alert_deliveries_resend()

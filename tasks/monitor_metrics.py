@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .checks import KNOWN as CHECK_KINDS
+
 N_BOOT = 1000
 SEED = 20260126
 
@@ -76,8 +78,20 @@ def known_metric(metric: str) -> bool:
         or metric in TASK_METRICS
         or metric in COUNT_METRICS
         or metric == "served_model"
-        or bool(re.fullmatch(r"check_pass_rate\.[a-z_]+", metric))
+        or (metric.startswith("check_pass_rate.") and metric.split(".", 1)[1] in CHECK_KINDS)
     )
+
+
+def metric_choices() -> list[str]:
+    """Every metric a threshold may name, for the monitor form's picker."""
+    return [
+        "check_pass_rate",
+        *(f"check_pass_rate.{k}" for k in CHECK_KINDS),
+        *TASK_METRICS,
+        *(m for m in SAMPLE_METRICS if m != "check_pass_rate"),
+        *sorted(COUNT_METRICS),
+        "served_model",
+    ]
 
 
 @dataclass

@@ -25,6 +25,13 @@ class Monitor(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Paused: the schedule starts nothing (runs by hand still work). Archived ("deleted"): gone
+    # from the pages, the API and the schedule; its runs stay, `compare slug#n` still reads them.
+    paused = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    # The last scheduling failure (the tick goes on with the other monitors); '' = none.
+    error = models.TextField(blank=True)
+    error_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["slug"]

@@ -12,6 +12,7 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
 from .models import Generation, Monitor, MonitorAlert, MonitorRun
+from .monitor_cron import ScheduleError, fire_times
 
 CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
 W, H, PAD = 320, 120, 24
@@ -20,7 +21,8 @@ COLOURS = ("#1f6feb", "#d73a49", "#2da44e", "#bf8700", "#8250df", "#57606a")
 
 def monitor_list() -> list[dict]:
     rows = []
-    for m in Monitor.objects.select_related("testset").annotate(n_runs=Count("runs")):
+    live = Monitor.objects.filter(archived_at=None).select_related("testset")
+    for m in live.annotate(n_runs=Count("runs")):
         latest = m.runs.order_by("-number").first()
         rows.append(
             {
@@ -34,7 +36,24 @@ def monitor_list() -> list[dict]:
 
 
 def monitor_get(*, slug: str) -> Monitor:
-    return get_object_or_404(Monitor.objects.select_related("testset"), slug=slug)
+    """A monitor that was not deleted (a deleted one's runs are read by `compare` only)."""
+    return get_object_or_404(Monitor.objects.select_related("testset"), slug=slug, archived_at=None)
+
+
+def schedule_facts(*, monitor: Monitor) -> dict:
+    """What the page says of the schedule: paused, the next three due times, or the error
+    that stopped it."""
+    times, problem = [], ""
+    if monitor.schedule:
+        try:
+            times = fire_times(monitor.schedule)
+        except ScheduleError as exc:
+            problem = str(exc)
+    return {
+        "next_runs": [] if monitor.paused else times,
+        "problem": problem,
+        "paused": monitor.paused,
+    }
 
 
 def run_get(*, monitor: Monitor, number: int) -> MonitorRun:

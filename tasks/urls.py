@@ -137,7 +137,17 @@ api_urlpatterns += [
 
 urlpatterns += [
     path("monitors/", monitor_views.monitor_list_view, name="monitor_list"),
+    # Before monitors/<slug>/: "new" and "schedule" are not slugs of monitors here.
+    path("monitors/new/", monitor_views.monitor_create_view, name="monitor_new"),
+    path(
+        "monitors/schedule-preview",
+        monitor_views.monitor_schedule_preview_view,
+        name="monitor_schedule_preview",
+    ),
+    path("monitors/<slug:slug>/edit", monitor_views.monitor_edit_view, name="monitor_edit"),
     path("monitors/<slug:slug>/", monitor_views.monitor_detail_view, name="monitor_detail"),
+    path("monitors/<slug:slug>/pause", monitor_views.monitor_pause_view, name="monitor_pause"),
+    path("monitors/<slug:slug>/delete", monitor_views.monitor_delete_view, name="monitor_delete"),
     path(
         "monitors/<slug:slug>/run", monitor_views.monitor_run_start_view, name="monitor_run_start"
     ),
