@@ -9,7 +9,8 @@ from evalsite.roles import ADMIN, LEAD, has_role
 
 from .campaigns import DefinitionError
 from .generation import GenerationError
-from .models import Monitor, MonitorRun
+from .models import Monitor, MonitorAlert, MonitorRun
+from .monitor_alerts import ResendRefused, alert_resend
 from .monitor_cron import ScheduleError, fire_times
 from .monitors import (
     MonitorError,
@@ -219,3 +220,45 @@ def monitor_run_detail(request: HttpRequest, slug: str, number: int) -> JsonResp
         MonitorRun.objects.select_related("monitor"), "run", monitor__slug=slug, number=number
     )
     return JsonResponse(run_json(run))
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("POST",),
+    summary="""Resend an alert's failed deliveries (admin): a new round of tries under the same
+delivery ids (`X-Evalsite-Delivery`), to the monitor's current webhook and addresses.""",
+    responses={
+        "202": "resending: the deliveries",
+        "403": "role",
+        "404": "no such monitor or alert",
+        "409": "nothing failed (delivered, or still being tried)",
+    },
+)
+def monitor_alert_resend(request: HttpRequest, slug: str, alert_id: int) -> JsonResponse:
+    alert = found_or_404(
+        MonitorAlert.objects.select_related("run__monitor"),
+        "alert",
+        pk=alert_id,
+        run__monitor__slug=slug,
+        run__monitor__archived_at=None,
+    )
+    try:
+        deliveries = alert_resend(alert=alert)
+    except ResendRefused as exc:
+        raise ApiError(str(exc), status=409) from None
+    return JsonResponse(
+        {
+            "alert": alert.pk,
+            "deliveries": [
+                {
+                    "delivery": str(d.delivery_id),
+                    "channel": d.channel,
+                    "target": d.target,
+                    "status": d.status,
+                    "resends": d.resends,
+                }
+                for d in deliveries
+            ],
+        },
+        status=202,
+    )

@@ -80,9 +80,14 @@ def alert_log(*, monitor: Monitor, limit: int = 100) -> list[dict]:
                     "status": d.status,
                     "code": d.response_code,
                     "attempts": d.attempts,
+                    "resends": d.resends,
+                    "delivery": str(d.delivery_id),
+                    "error": d.error,
+                    "next_attempt_at": d.next_attempt_at if d.status == "pending" else None,
                 }
                 for d in a.deliveries.all()
             ],
+            "resendable": any(d.status == "failed" for d in a.deliveries.all()),
         }
         for a in alerts
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -13,6 +13,8 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
 from .campaigns import DefinitionError
 from .generation import GenerationError
+from .models import MonitorAlert
+from .monitor_alerts import ResendRefused, alert_resend
 from .monitor_cron import ScheduleError, fire_times, schedule_problem
 from .monitor_forms import form_context, form_definition
 from .monitor_review import review_blind_create
@@ -220,3 +222,18 @@ def _preview(definition: dict) -> dict:
         return {"preview": {"times": fire_times(schedule)}}
     except ScheduleError as exc:
         return {"preview": {"problem": str(exc)}}
+
+
+@require_POST
+@role_required(ADMIN)
+def monitor_alert_resend_view(request: HttpRequest, slug: str, alert_id: int) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    alert = get_object_or_404(MonitorAlert, pk=alert_id, run__monitor=monitor)
+    try:
+        deliveries = alert_resend(alert=alert)
+    except ResendRefused as exc:
+        messages.error(request, f"Not resent: {exc}.")
+    else:
+        channels = " and ".join(d.channel for d in deliveries)
+        messages.success(request, f"Resending the alert's {channels} (the same delivery id).")
+    return redirect(reverse("monitor_detail", args=[slug]) + "#alert-log")
