@@ -86,6 +86,32 @@ class ScheduleIsolationTests(TestCase):
         bad.refresh_from_db()
         assert bad.error == "" and bad.error_at is None
 
+    def test_a_definition_refuses_unknown_metrics_imported_contenders_and_fields(self):
+        ContenderFactory(name="from-file", provider="imported", model="", base_url="")
+        with pytest.raises(DefinitionError) as info:
+            monitor_create(
+                definition=definition(
+                    contenders=["oa", "from-file"],
+                    thresholds=[
+                        {"metric": "check_pass_rate.regexp", "max_drop": 0.1},
+                        {"metric": "latency_ms.p99", "max_rise": 0.1},
+                        {"metric": "error_rate", "max_rise": 0.1, "confidance": 0.9},
+                    ],
+                    alerts={"webhook": "https://h.example.com/x", "slack": "#ops"},
+                    shedule="* * * * *",
+                )
+            )
+        assert info.value.errors == [
+            "shedule: unknown field",
+            "contenders[1]: 'from-file' is an imported contender (outputs from a file): "
+            "a monitor re-runs contenders with an endpoint",
+            "thresholds[0].metric: unknown metric 'check_pass_rate.regexp'",
+            "thresholds[1].metric: unknown metric 'latency_ms.p99'",
+            "thresholds[2].confidance: unknown field",
+            "alerts.slack: unknown field",
+        ]
+        assert Monitor.objects.count() == 0
+
     def test_a_paused_monitor_starts_nothing_and_says_so(self):
         monitor = monitor_create(definition=definition(schedule="* * * * *", alerts={}))
         Monitor.objects.update(created_at=datetime(2026, 1, 1, 11, 0, tzinfo=UTC))
