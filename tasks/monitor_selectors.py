@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404
 
 from .models import Generation, Monitor, MonitorAlert, MonitorRun
 from .monitor_cron import ScheduleError, fire_times
+from .monitor_metrics import is_rate
 
 CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
 W, H, PAD = 320, 120, 24
@@ -195,3 +196,22 @@ def task_side_by_side(*, run: MonitorRun, task_id: str) -> dict:
             for name in sorted(set(base) | set(now))
         ],
     }
+
+
+def threshold_lines(*, monitor: Monitor) -> list[dict]:
+    """Each threshold in words: "may drop by at most 5 points", "may rise by at most 25%"."""
+    lines = []
+    for t in monitor.thresholds:
+        metric = t["metric"]
+        if "on_change" in t:
+            text = "alerts on any change"
+        elif "max" in t:
+            text = f"at most {t['max']}"
+        else:
+            rule = "max_drop" if "max_drop" in t else "max_rise"
+            verb = "drop" if rule == "max_drop" else "rise"
+            limit = t[rule]
+            amount = f"{limit:g} (absolute)" if is_rate(metric) else f"{limit * 100:g}%"
+            text = f"may {verb} by at most {amount}"
+        lines.append({"metric": metric, "text": text, "confidence": t.get("confidence")})
+    return lines

@@ -25,6 +25,7 @@ from .monitor_selectors import (
     run_get,
     schedule_facts,
     task_side_by_side,
+    threshold_lines,
     trend_charts,
 )
 from .monitors import (
@@ -67,6 +68,7 @@ def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
             "banner": list(latest_done.alerts.all()) if latest_done else [],
             "latest": latest_done,
             "schedule": schedule_facts(monitor=monitor),
+            "thresholds": threshold_lines(monitor=monitor),
             "is_admin": has_role(request.user, ADMIN),
         },
     )

@@ -428,14 +428,19 @@ def monitor_run_progress(run: MonitorRun) -> dict:
 
 
 def run_rows(campaign_id: int) -> dict[str, list[dict]]:
-    """{contender name: [generation dicts]} for the metrics."""
+    """{contender name: [generation dicts]} for the metrics: the task's own regime only.
+
+    A conversation task with a `single_turn` statement has a second row per sample (the same
+    request in one message, `single_turn=True`) under the same task and sample index; read
+    together, whichever came last would replace the conversation's row in the table."""
     out: dict[str, list[dict]] = {}
     fields = (
         "contender__name", "task__external_id", "sample_index", "status", "output",
         "check_results", "checks_passed", "latency_ms", "ttft_ms", "cost", "served_model",
         "fingerprint",
     )  # fmt: skip
-    for row in Generation.objects.filter(campaign_id=campaign_id).values(*fields).iterator(2000):
+    rows = Generation.objects.filter(campaign_id=campaign_id, single_turn=False)
+    for row in rows.values(*fields).iterator(2000):
         out.setdefault(row["contender__name"], []).append(
             {
                 "task": row["task__external_id"],
@@ -531,7 +536,11 @@ def monitor_campaign_finished(*, campaign_id: int) -> None:
 
 
 def threshold_crossed(threshold: dict, entry: dict | None, changed: bool) -> bool:
-    """Whether one threshold is crossed by one contender's comparison entry."""
+    """Whether one threshold is crossed by one contender's comparison entry.
+
+    Without `confidence` the point estimates are compared (the run's value against the
+    baseline's). With `confidence` (e.g. 0.95) the whole interval of the difference at that
+    level must lie past the limit: a move the bootstrap cannot tell from noise alerts nobody."""
     if "on_change" in threshold:
         return changed
     if entry is None or entry.get("run") is None:
@@ -541,12 +550,29 @@ def threshold_crossed(threshold: dict, entry: dict | None, changed: bool) -> boo
         return run_value > threshold["max"]
     if base is None:
         return False
-    if is_rate(metric):
-        move = run_value - base
-    elif base == 0:
-        move = 0.0 if run_value == 0 else float("inf")
-    else:
-        move = (run_value - base) / base
+    if "confidence" in threshold:
+        bounds = _interval_of(entry, threshold["confidence"])
+        if bounds is None:
+            return False  # no interval (too few shared tasks): nothing is certain
+        moves = [_move(metric, base, base + bound) for bound in bounds]
+        if "max_drop" in threshold:
+            return -max(moves) > threshold["max_drop"] + 1e-12
+        return min(moves) > threshold["max_rise"] + 1e-12
+    move = _move(metric, base, run_value)
     if "max_drop" in threshold:
         return -move > threshold["max_drop"] + 1e-12
     return move > threshold["max_rise"] + 1e-12
+
+
+def _move(metric: str, base: float, value: float) -> float:
+    """How far `value` moved from `base`: in absolute terms for rates, relatively otherwise."""
+    if is_rate(metric):
+        return value - base
+    if base == 0:
+        return 0.0 if value == 0 else float("inf") if value > 0 else float("-inf")
+    return (value - base) / base
+
+
+def _interval_of(entry: dict, level: float) -> list | None:
+    bounds = entry.get("ci95") if level == 0.95 else (entry.get("intervals") or {}).get(str(level))
+    return bounds if bounds and None not in bounds else None
