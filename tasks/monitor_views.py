@@ -23,6 +23,7 @@ from .monitor_selectors import (
     monitor_get,
     monitor_list,
     run_get,
+    run_page,
     schedule_facts,
     task_side_by_side,
     threshold_lines,
@@ -103,21 +104,19 @@ def monitor_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
 def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """A run's page; while it generates, its body polls (htmx) and gets only that partial."""
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
-    comparison = run.comparison or {}
-    return render(
-        request,
-        "tasks/monitor_run.html",
-        {
-            "monitor": monitor,
-            "run": run,
-            "progress": monitor_run_progress(run),
-            "contenders": sorted((comparison.get("contenders") or {}).items()),
-            "alerts": comparison.get("alerts") or [],
-            "is_admin": has_role(request.user, ADMIN),
-        },
-    )
+    context = {
+        "monitor": monitor,
+        "run": run,
+        "progress": monitor_run_progress(run),
+        "is_admin": has_role(request.user, ADMIN),
+        **run_page(run=run),
+    }
+    if request.htmx and request.htmx.target == "run-body":
+        return render(request, "tasks/monitor_run.html#run-body", context)
+    return render(request, "tasks/monitor_run.html", context)
 
 
 @require_http_methods(["GET"])

@@ -424,7 +424,8 @@ def monitor_run_progress(run: MonitorRun) -> dict:
         "status", flat=True
     ):
         counts[status] += 1
-    return {"total": sum(counts.values()), **counts}
+    finished = counts["done"] + counts["failed"] + counts["cancelled"]
+    return {"total": sum(counts.values()), "finished": finished, **counts}
 
 
 def run_rows(campaign_id: int) -> dict[str, list[dict]]:
