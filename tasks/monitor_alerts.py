@@ -32,7 +32,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from .models import AlertDelivery, MonitorAlert, MonitorRun
-from .monitors import threshold_crossed
+from .monitors import RULES, threshold_crossed
 
 log = logging.getLogger(__name__)
 D = AlertDelivery.Status
@@ -64,7 +64,7 @@ def alerts_record(*, run: MonitorRun, comparison: dict) -> list[dict]:
                 base_value, run_value = _value(m, "baseline"), _value(m, "run")
             if not threshold_crossed(threshold, entry["metrics"].get(metric), changed):
                 continue
-            rule = next(k for k in threshold if k != "metric")
+            rule = next(k for k in threshold if k in RULES)
             alert = _alert_once(run, name, metric, rule, threshold, base_value, run_value)
             out.append(alert_json(alert))
     return out

@@ -4,11 +4,20 @@ difference lies wholly past the limit; comparisons read each task's own regime."
 from django.test import TestCase
 from django.urls import reverse
 
-from tasks.models import Generation
+from tasks.generation import generation_run
+from tasks.models import Generation, MonitorAlert
 from tasks.monitor_metrics import compare_tables, run_table
-from tasks.monitors import campaign_tables, monitor_create, run_rows, threshold_crossed
+from tasks.monitors import (
+    campaign_tables,
+    monitor_create,
+    monitor_run_finish,
+    monitor_run_start,
+    run_rows,
+    threshold_crossed,
+)
 from tests.factories import CampaignFactory, ContenderFactory, TaskFactory, personas
-from tests.tasks.test_monitors import _rows, definition, make_testset
+from tests.fake_llm import FakeLLM
+from tests.tasks.test_monitors import FAILING, _rows, definition, make_testset
 
 TASKS = [f"T-{i}" for i in range(1, 11)]
 
@@ -91,3 +100,55 @@ class PageStatesTheDefaultTests(TestCase):
         assert "may drop by at most 0.05 (absolute)" in page
         assert "whole 0.95 interval of the difference lies past the limit" in page
         assert "may rise by at most 25%" in page
+
+
+class ConfidenceAlertsTests(TestCase):
+    """Two graded runs on the fake endpoint, 4 of 10 tasks failing in the second: delta -0.4,
+    95% interval [-0.7, -0.1]."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fake = FakeLLM()
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def _graded_run(self, monitor):
+        run = monitor_run_start(monitor=monitor)
+        for pk in Generation.objects.filter(campaign=run.campaign).values_list("pk", flat=True):
+            generation_run(generation_id=pk)
+        return monitor_run_finish(run_id=run.pk)
+
+    def test_only_the_thresholds_whose_interval_clears_the_limit_alert(self):
+        make_testset()
+        ContenderFactory(name="oa", provider="openai", model="oa", base_url=self.fake.base_url)
+        monitor = monitor_create(
+            definition=definition(
+                alerts={},
+                thresholds=[
+                    {"metric": "check_pass_rate", "max_drop": 0.05, "confidence": 0.95},
+                    {"metric": "pass_at_1", "max_drop": 0.2, "confidence": 0.95},
+                    {"metric": "pass_hat_k", "max_drop": 0.2},
+                    {"metric": "pass_at_k", "max_drop": 0.05, "confidence": 0.9},
+                ],
+            )
+        )
+        self._graded_run(monitor)
+        self.fake.rewrite(
+            "oa",
+            lambda a: (
+                a.replace("answers", "says")
+                if any(a.endswith(f"number {n}?") for n in FAILING)
+                else a
+            ),
+        )
+        run = self._graded_run(monitor)
+        crossed = sorted(a["metric"] for a in run.comparison["alerts"])
+        # pass_at_1 dropped 0.4 too, but its interval reaches -0.1: not certainly past 0.2.
+        assert crossed == ["check_pass_rate", "pass_at_k", "pass_hat_k"]
+        assert "0.9" in run.comparison["contenders"]["oa"]["metrics"]["pass_at_k"]["intervals"]
+        alert = MonitorAlert.objects.get(metric="check_pass_rate")
+        assert alert.threshold["confidence"] == 0.95 and alert.rule == "max_drop"
