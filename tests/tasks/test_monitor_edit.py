@@ -121,6 +121,14 @@ class ScheduleIsolationTests(TestCase):
         page = self.client.get(reverse("monitor_detail", args=["golden"])).content.decode()
         assert 'data-testid="paused"' in page and "Paused: the schedule starts no run" in page
         assert 'data-testid="next-runs"' not in page
+        # Resumed: the latest due time missed while paused runs once, not each one missed.
+        monitor_update(monitor=monitor, changes={"paused": False})
+        from unittest import mock
+
+        with mock.patch("tasks.generation._send"):
+            later = datetime(2026, 1, 1, 12, 5, 10, tzinfo=UTC)
+            assert monitor_schedule_tick(now=later)["started"] == ["golden#1"]
+        assert MonitorRun.objects.get().scheduled_for == datetime(2026, 1, 1, 12, 5, tzinfo=UTC)
 
 
 class EditApiTests(TestCase):
