@@ -134,6 +134,8 @@ def pages(role: str, ids: dict) -> list[tuple[str, str]]:
             *lead[3:],
             ("campaign-new", "/campaigns/new/"),
             ("campaign-new-from", f"/campaigns/new/?rubric_from={ids['campaign']}"),
+            ("monitor-new", "/monitors/new/"),
+            *([("monitor-edit", f"/monitors/{ids['monitor']}/edit")] if ids["monitor"] else []),
             ("users", "/users/"),
             ("user-edit", f"/users/{ids['user']}/"),
             ("account", "/account/"),

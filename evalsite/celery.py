@@ -9,6 +9,7 @@ from celery.signals import (
     worker_init,
     worker_process_init,
 )
+from django.conf import settings
 from django.db import close_old_connections, connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -88,8 +89,8 @@ app.conf.beat_schedule = {
     "review-lease-sweep": {"task": "reviews.sweep_expired_leases", "schedule": 60.0},
     # Monitors: start the runs whose cron time is due (one per due time, however many beats:
     # a unique constraint), grade runs whose generation ended, resend lost alert deliveries
-    # (tasks/monitor_jobs.py, monitor_tick_job).
-    "monitor-tick": {"task": "tasks.monitor_tick", "schedule": 60.0},
+    # (tasks/monitor_jobs.py, monitor_tick_job). MONITOR_TICK_SECONDS: 60 (cron has minutes).
+    "monitor-tick": {"task": "tasks.monitor_tick", "schedule": settings.MONITOR_TICK_SECONDS},
 }
 # Celery jobs live in each app's `jobs` module (tasks/jobs.py, reviews/jobs.py), not `tasks`:
 # here "tasks" is the app of test sets and test cases.

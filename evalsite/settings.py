@@ -339,8 +339,14 @@ GENERATION_REQUEUE_IDLE_AFTER = env_int("GENERATION_REQUEUE_IDLE_AFTER", 60)
 # Monitors (docs/monitors.md): alert webhooks are signed with this secret (X-Evalsite-Signature,
 # HMAC-SHA256 of the raw body); a delivery is tried this many times with exponential backoff.
 MONITOR_WEBHOOK_SECRET = env_str("MONITOR_WEBHOOK_SECRET")
-MONITOR_WEBHOOK_ATTEMPTS = env_int("MONITOR_WEBHOOK_ATTEMPTS", 5)
+# 12 tries, 30 s doubling to at most an hour apart (each between half and all of that): a
+# receiver down for hours still gets the alert.
+MONITOR_WEBHOOK_ATTEMPTS = env_int("MONITOR_WEBHOOK_ATTEMPTS", 12)
+MONITOR_WEBHOOK_BACKOFF_BASE = float(env_str("MONITOR_WEBHOOK_BACKOFF_BASE", "30"))
+MONITOR_WEBHOOK_BACKOFF_MAX = float(env_str("MONITOR_WEBHOOK_BACKOFF_MAX", "3600"))
 MONITOR_WEBHOOK_TIMEOUT = float(env_str("MONITOR_WEBHOOK_TIMEOUT", "10"))
+# How often beat checks the schedules (cron has minutes: more often starts nothing earlier).
+MONITOR_TICK_SECONDS = float(env_int("MONITOR_TICK_SECONDS", 60))
 # Alert email: Django's backend (console unless EMAIL_BACKEND says otherwise).
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "evalsite@localhost")

@@ -14,11 +14,13 @@ from .monitor_metrics import N_BOOT, SEED, compare_tables
 from .monitors import MonitorError, campaign_tables
 
 
-def compare_tablesets(base_tables: dict, run_tables: dict, *, n_boot: int, seed: int) -> dict:
+def compare_tablesets(
+    base_tables: dict, run_tables: dict, *, n_boot: int, seed: int, levels: tuple = ()
+) -> dict:
     contenders = {}
     for name in sorted(set(base_tables) & set(run_tables)):
         contenders[name] = compare_tables(
-            base_tables[name], run_tables[name], n_boot=n_boot, seed=seed
+            base_tables[name], run_tables[name], n_boot=n_boot, seed=seed, levels=levels
         )
     return contenders
 
@@ -32,13 +34,15 @@ def compare_runs(
     seed: int = SEED,
 ) -> dict:
     run_tables = run_tables if run_tables is not None else campaign_tables(run.campaign)
+    # The confidence levels the monitor's thresholds ask for (their intervals are computed).
+    levels = tuple(sorted({t["confidence"] for t in run.monitor.thresholds if "confidence" in t}))
     return {
         "monitor": run.monitor.slug,
         "baseline": base.number,
         "run": run.number,
         "testset": str(run.campaign.testset),
         "contenders": compare_tablesets(
-            campaign_tables(base.campaign), run_tables, n_boot=n_boot, seed=seed
+            campaign_tables(base.campaign), run_tables, n_boot=n_boot, seed=seed, levels=levels
         ),
         "bootstrap": {"rounds": n_boot, "seed": seed, "over": "tasks"},
         "alerts": [],

@@ -5,7 +5,7 @@ Imported by tasks/jobs.py, the module Celery's autodiscovery reads.
 
 from celery import shared_task
 
-from .monitor_alerts import alert_deliver, alert_deliveries_resend, retry_countdown
+from .monitor_alerts import alert_deliver, alert_deliveries_resend
 
 
 @shared_task(name="tasks.monitor_tick", acks_late=True, soft_time_limit=100, time_limit=120)
@@ -15,6 +15,8 @@ def monitor_tick_job() -> dict:
     from .monitor_schedule import monitor_schedule_tick
     from .monitors import monitor_runs_finish_due
 
+    # Three independent sweeps: each isolates its own items, so one failing monitor, run or
+    # delivery never stops the others (logged, and marked on its page).
     result = monitor_schedule_tick()
     result["finished"] = monitor_runs_finish_due()
     result["resent"] = alert_deliveries_resend()
@@ -29,14 +31,14 @@ def monitor_run_finish_job(campaign_id: int) -> str:
     return "ok"
 
 
+# A retry further off than this is left to the beat sweep (every minute): a Celery countdown
+# of hours would sit in a worker's memory, and past Redis's visibility timeout be sent twice.
+COUNTDOWN_LIMIT = 300.0
+
+
 @shared_task(name="tasks.alert_deliver", acks_late=True, soft_time_limit=60, time_limit=90)
 def alert_deliver_job(delivery_id: int) -> str:
-    from .models import AlertDelivery
-
-    outcome = alert_deliver(delivery_id=delivery_id)
-    if outcome == "retry":
-        attempts = AlertDelivery.objects.filter(pk=delivery_id).values_list("attempts", flat=True)
-        alert_deliver_job.apply_async(
-            (delivery_id,), countdown=retry_countdown(attempts.first() or 1)
-        )
+    outcome, wait = alert_deliver(delivery_id=delivery_id)
+    if outcome == "retry" and wait <= COUNTDOWN_LIMIT:
+        alert_deliver_job.apply_async((delivery_id,), countdown=wait)
     return outcome

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .checks import KNOWN as CHECK_KINDS
+
 N_BOOT = 1000
 SEED = 20260126
 
@@ -76,8 +78,20 @@ def known_metric(metric: str) -> bool:
         or metric in TASK_METRICS
         or metric in COUNT_METRICS
         or metric == "served_model"
-        or bool(re.fullmatch(r"check_pass_rate\.[a-z_]+", metric))
+        or (metric.startswith("check_pass_rate.") and metric.split(".", 1)[1] in CHECK_KINDS)
     )
+
+
+def metric_choices() -> list[str]:
+    """Every metric a threshold may name, for the monitor form's picker."""
+    return [
+        "check_pass_rate",
+        *(f"check_pass_rate.{k}" for k in CHECK_KINDS),
+        *TASK_METRICS,
+        *(m for m in SAMPLE_METRICS if m != "check_pass_rate"),
+        *sorted(COUNT_METRICS),
+        "served_model",
+    ]
 
 
 @dataclass
@@ -282,10 +296,17 @@ def _pass_rate(values: np.ndarray, i: int) -> float | None:
 
 
 def compare_tables(
-    base: RunTable, run: RunTable, *, n_boot: int = N_BOOT, seed: int = SEED
+    base: RunTable,
+    run: RunTable,
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    levels: tuple[float, ...] = (),
 ) -> dict:
     """One contender's comparison: metrics {baseline, run, delta, ci95, p}, regressions,
-    improvements, served models."""
+    improvements, served models. `levels`: confidence levels (other than 0.95) whose
+    intervals thresholds ask for, under each metric's "intervals" {"0.9": [lo, hi]}, from the
+    same bootstrap rounds."""
     common = [t for t in run.tasks if t in set(base.tasks)]
     bi = np.array([base.tasks.index(t) for t in common], dtype=int)
     ri = np.array([run.tasks.index(t) for t in common], dtype=int)
@@ -300,6 +321,10 @@ def compare_tables(
         metrics[metric] = _compare_metric(
             base, run, metric, bi, ri, picks, len(regressed), len(improved), caches
         )
+        boot = metrics[metric].pop("_boot", None)
+        extra = [level for level in levels if level != 0.95]
+        if extra and boot is not None and len(boot):
+            metrics[metric]["intervals"] = {str(level): _interval(boot, level) for level in extra}
     metrics.update(_task_counts(len(regressed), len(improved)))
     base_served, run_served, changed = _served_change(base, run)
     return {
@@ -361,6 +386,13 @@ def _served_change(base: RunTable, run: RunTable) -> tuple[dict, dict, bool]:
     return base_served, run_served, changed
 
 
+def _interval(boot: np.ndarray, level: float) -> list:
+    """The percentile interval of the bootstrap differences at `level`."""
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(boot, [tail, 100 - tail])
+    return [_number(lo), _number(hi)]
+
+
 def _compare_metric(base, run, metric, bi, ri, picks, n_regressed, n_improved, caches) -> dict:
     b = _stat(base, metric, bi[None, :]) if len(bi) else None
     r = _stat(run, metric, ri[None, :]) if len(ri) else None
@@ -373,8 +405,8 @@ def _compare_metric(base, run, metric, bi, ri, picks, n_regressed, n_improved, c
     boot = _stat(run, metric, ri[picks], caches[1]) - _stat(base, metric, bi[picks], caches[0])
     boot = boot[~np.isnan(boot)]
     if len(boot):
-        lo, hi = np.percentile(boot, [2.5, 97.5])
-        out["ci95"] = [_number(lo), _number(hi)]
+        out["ci95"] = _interval(boot, 0.95)
+        out["_boot"] = boot  # for the intervals of other levels (compare_tables drops it)
     if metric in PASS_METRICS:
         out["p"] = sign_test(n_improved, n_regressed)
     elif metric.startswith("check_pass_rate."):

@@ -3,6 +3,8 @@
 Imported by tasks/models.py (the app's models module); the services live in tasks/monitors.py.
 """
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -25,6 +27,13 @@ class Monitor(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Paused: the schedule starts nothing (runs by hand still work). Archived ("deleted"): gone
+    # from the pages, the API and the schedule; its runs stay, `compare slug#n` still reads them.
+    paused = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    # The last scheduling failure (the tick goes on with the other monitors); '' = none.
+    error = models.TextField(blank=True)
+    error_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["slug"]
@@ -112,7 +121,16 @@ class AlertDelivery(models.Model):
     channel = models.CharField(max_length=16, choices=Channel.choices)
     target = models.CharField(max_length=500)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
+    # The X-Evalsite-Delivery header and the body's "delivery": the same on every try and
+    # resend of this delivery, so a receiver that got it already (it answered after our
+    # timeout) can tell and drop the repeat.
+    delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    attempts = models.PositiveIntegerField(default=0)  # in the current round (since a resend)
+    resends = models.PositiveIntegerField(default=0)
+    # When the next try is due; while a try is under way, the end of its lease (so a second
+    # message for the same delivery finds it taken and does nothing).
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
     response_code = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)

@@ -12,42 +12,55 @@ than the monitor's creation and than its last scheduled run:
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 
-from croniter import croniter
 from django.utils import timezone
 
 from .models import Monitor, MonitorRun
+from .monitor_cron import latest_due
 from .monitors import monitor_run_start
 
 log = logging.getLogger(__name__)
 
 
-def latest_due(schedule: str, now: datetime) -> datetime:
-    """The latest cron time at or before `now` (UTC)."""
-    now = now.astimezone(UTC).replace(second=0, microsecond=0)
-    itr = croniter(schedule, now)
-    if croniter.match(schedule, now):
-        return now
-    return itr.get_prev(datetime)
-
-
 def monitor_schedule_tick(*, now: datetime | None = None) -> dict:
-    """Start the runs that are due; returns {started: [...], waiting: [...]}."""
+    """Start the runs that are due; returns {started, waiting, errors: [slug]}.
+
+    Each monitor is isolated: one whose schedule cannot be evaluated, or whose run cannot
+    start, is logged and marked (its page shows the error) and the tick goes on with the
+    others; its error is cleared by its next good tick."""
     now = now or timezone.now()
-    started, waiting = [], []
-    for monitor in Monitor.objects.exclude(schedule="").order_by("pk"):
-        due = latest_due(monitor.schedule, now)
-        if due <= monitor.created_at.replace(second=0, microsecond=0):
+    started, waiting, errors = [], [], []
+    due_monitors = Monitor.objects.exclude(schedule="").filter(paused=False, archived_at=None)
+    for monitor in due_monitors.order_by("pk"):
+        try:
+            outcome = _tick_one(monitor, now)
+        except Exception as exc:  # noqa: BLE001 - isolation: logged, marked, the others run
+            log.exception("monitor %s: the schedule tick failed", monitor)
+            Monitor.objects.filter(pk=monitor.pk).update(
+                error=f"{type(exc).__name__}: {exc}"[:1000], error_at=now
+            )
+            errors.append(monitor.slug)
             continue
-        runs = MonitorRun.objects.filter(monitor=monitor)
-        if runs.filter(scheduled_for__gte=due).exists():
-            continue  # this due time (or a later one) has its run
-        if runs.filter(status=MonitorRun.Status.GENERATING).exists():
-            log.info("monitor %s: run due at %s waits for the run still going", monitor, due)
+        if monitor.error:
+            Monitor.objects.filter(pk=monitor.pk).update(error="", error_at=None)
+        if outcome == "waiting":
             waiting.append(monitor.slug)
-            continue
-        run = monitor_run_start(monitor=monitor, scheduled_for=due)
-        if run is not None:
-            started.append(f"{monitor.slug}#{run.number}")
-    return {"started": started, "waiting": waiting}
+        elif outcome:
+            started.append(outcome)
+    return {"started": started, "waiting": waiting, "errors": errors}
+
+
+def _tick_one(monitor: Monitor, now: datetime) -> str | None:
+    """`slug#n` when a run started, "waiting" when its due time waits, None otherwise."""
+    due = latest_due(monitor.schedule, now)
+    if due <= monitor.created_at.replace(second=0, microsecond=0):
+        return None
+    runs = MonitorRun.objects.filter(monitor=monitor)
+    if runs.filter(scheduled_for__gte=due).exists():
+        return None  # this due time (or a later one) has its run
+    if runs.filter(status=MonitorRun.Status.GENERATING).exists():
+        log.info("monitor %s: run due at %s waits for the run still going", monitor, due)
+        return "waiting"
+    run = monitor_run_start(monitor=monitor, scheduled_for=due)
+    return f"{monitor.slug}#{run.number}" if run is not None else None

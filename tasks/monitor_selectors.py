@@ -6,12 +6,17 @@ contender across runs, and for rates a band of each run's 95% Wilson interval.
 
 from __future__ import annotations
 
+import json
 import math
 
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
+from . import transcripts
 from .models import Generation, Monitor, MonitorAlert, MonitorRun
+from .monitor_cron import ScheduleError, fire_times
+from .monitor_format import metric_value
+from .monitor_metrics import is_rate
 
 CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
 W, H, PAD = 320, 120, 24
@@ -20,7 +25,8 @@ COLOURS = ("#1f6feb", "#d73a49", "#2da44e", "#bf8700", "#8250df", "#57606a")
 
 def monitor_list() -> list[dict]:
     rows = []
-    for m in Monitor.objects.select_related("testset").annotate(n_runs=Count("runs")):
+    live = Monitor.objects.filter(archived_at=None).select_related("testset")
+    for m in live.annotate(n_runs=Count("runs")):
         latest = m.runs.order_by("-number").first()
         rows.append(
             {
@@ -34,7 +40,24 @@ def monitor_list() -> list[dict]:
 
 
 def monitor_get(*, slug: str) -> Monitor:
-    return get_object_or_404(Monitor.objects.select_related("testset"), slug=slug)
+    """A monitor that was not deleted (a deleted one's runs are read by `compare` only)."""
+    return get_object_or_404(Monitor.objects.select_related("testset"), slug=slug, archived_at=None)
+
+
+def schedule_facts(*, monitor: Monitor) -> dict:
+    """What the page says of the schedule: paused, the next three due times, or the error
+    that stopped it."""
+    times, problem = [], ""
+    if monitor.schedule:
+        try:
+            times = fire_times(monitor.schedule)
+        except ScheduleError as exc:
+            problem = str(exc)
+    return {
+        "next_runs": [] if monitor.paused else times,
+        "problem": problem,
+        "paused": monitor.paused,
+    }
 
 
 def run_get(*, monitor: Monitor, number: int) -> MonitorRun:
@@ -61,9 +84,14 @@ def alert_log(*, monitor: Monitor, limit: int = 100) -> list[dict]:
                     "status": d.status,
                     "code": d.response_code,
                     "attempts": d.attempts,
+                    "resends": d.resends,
+                    "delivery": str(d.delivery_id),
+                    "error": d.error,
+                    "next_attempt_at": d.next_attempt_at if d.status == "pending" else None,
                 }
                 for d in a.deliveries.all()
             ],
+            "resendable": any(d.status == "failed" for d in a.deliveries.all()),
         }
         for a in alerts
     ]
@@ -128,7 +156,7 @@ def _layout(series: list[dict], numbers: list[int], metric: str) -> dict:
         lower = [(x(n), y(b[0])) for n, _, b in s["points"] if b]
         band = " ".join(f"{a},{b}" for a, b in upper + lower[::-1]) if len(upper) > 1 else ""
         dots = [
-            {"x": x(n), "y": y(v), "title": f"{s['name']} run {n}: {v:.4g}"}
+            {"x": x(n), "y": y(v), "title": f"{s['name']} run {n}: {metric_value(v, metric)}"}
             for n, v, _ in s["points"]
         ]
         lines.append({**s, "polyline": pts, "band": band, "dots": dots})
@@ -137,8 +165,8 @@ def _layout(series: list[dict], numbers: list[int], metric: str) -> dict:
         "width": W,
         "height": H,
         "x_labels": [{"x": x(n), "label": f"#{n}"} for n in numbers],
-        "y_top": f"{hi:.4g}",
-        "y_bottom": f"{lo:.4g}",
+        "y_top": metric_value(hi, metric),
+        "y_bottom": metric_value(lo, metric),
         "pad": PAD,
         "bottom": H - PAD,
         "right": W - PAD,
@@ -146,7 +174,9 @@ def _layout(series: list[dict], numbers: list[int], metric: str) -> dict:
 
 
 def task_side_by_side(*, run: MonitorRun, task_id: str) -> dict:
-    """The task and, per contender, the baseline's and the run's outputs (every sample)."""
+    """The task and, per contender, the baseline's and the run's answers (every sample), each
+    with its checks by name (passed or failed, and why) and its transcript's turns, steps and
+    tool calls, as plain data for the side-by-side page."""
     baseline = run.monitor.runs.filter(number=run.baseline_number).first()
     task = get_object_or_404(run.campaign.testset.tasks, external_id=task_id)
 
@@ -154,20 +184,156 @@ def task_side_by_side(*, run: MonitorRun, task_id: str) -> dict:
         if r is None:
             return {}
         out: dict[str, list] = {}
-        for g in (
-            Generation.objects.filter(campaign_id=r.campaign_id, task=task)
+        rows = (
+            Generation.objects.filter(campaign_id=r.campaign_id, task=task, single_turn=False)
             .select_related("contender")
             .order_by("contender__name", "sample_index")
-        ):
-            out.setdefault(g.contender.name, []).append(g)
+        )
+        for g in rows:
+            out.setdefault(g.contender.name, []).append(_answer(g))
         return out
 
     base, now = outputs(baseline), outputs(run)
     return {
         "task": task,
+        "task_messages": _messages(task.messages),
+        "task_checks": json.dumps(task.checks, indent=2, ensure_ascii=False) if task.checks else "",
         "baseline": baseline,
         "rows": [
             {"contender": name, "baseline": base.get(name, []), "run": now.get(name, [])}
             for name in sorted(set(base) | set(now))
         ],
     }
+
+
+def _answer(g: Generation) -> dict:
+    checks = [
+        {
+            "name": name,
+            "passed": bool((result or {}).get("passed")),
+            "detail": (result or {}).get("detail", ""),
+        }
+        for name, result in sorted((g.check_results or {}).items())
+    ]
+    return {
+        "sample": g.sample_index,
+        "status": g.status,
+        "error": g.error if g.status != "done" else "",
+        "output": g.output,
+        "served_model": g.served_model,
+        "latency_ms": g.latency_ms,
+        "passed": g.status == "done" and g.checks_passed is not False,
+        "checks": checks,
+        "failed_checks": [c["name"] for c in checks if not c["passed"]],
+        "turns": _turns(g.transcript),
+    }
+
+
+def _turns(transcript) -> list[dict]:
+    out = []
+    for number, turn in enumerate(transcripts.turns(transcript), start=1):
+        steps = []
+        for step in transcripts.steps([turn]):
+            calls = [
+                {
+                    "name": call.get("name", ""),
+                    "arguments": _json(call.get("arguments"), call.get("raw", "")),
+                    "result": _result(call.get("result")),
+                    "invalid": transcripts.is_invalid(call),
+                }
+                for call in transcripts.calls([{**turn, "turn": number, "steps": [step]}])
+            ]
+            steps.append({"text": step.get("text") or "", "calls": calls})
+        out.append(
+            {
+                "number": number,
+                "user": turn.get("user"),
+                "steps": steps,
+                "answer": turn.get("answer") or "",
+            }
+        )
+    return out if any(t["steps"] or t["user"] for t in out) else []
+
+
+def _json(value, raw: str = "") -> str:
+    if value is None:
+        return raw or ""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _result(result: dict | None) -> str:
+    if not result:
+        return "(no result)"
+    if result.get("error"):
+        return f"error: {result['error']}"
+    if result.get("unmocked"):
+        return "(no mock for this call)"
+    return _json(result.get("result"))
+
+
+def _messages(messages) -> list[dict]:
+    return [
+        {"role": m.get("role", ""), "content": m.get("content") or ""}
+        for m in (messages or [])
+        if isinstance(m, dict)
+    ]
+
+
+def threshold_lines(*, monitor: Monitor) -> list[dict]:
+    """Each threshold in words: "may drop by at most 5 points", "may rise by at most 25%"."""
+    lines = []
+    for t in monitor.thresholds:
+        metric = t["metric"]
+        if "on_change" in t:
+            text = "alerts on any change"
+        elif "max" in t:
+            text = f"at most {t['max']}"
+        else:
+            rule = "max_drop" if "max_drop" in t else "max_rise"
+            verb = "drop" if rule == "max_drop" else "rise"
+            limit = t[rule]
+            amount = f"{limit:g} (absolute)" if is_rate(metric) else f"{limit * 100:g}%"
+            text = f"may {verb} by at most {amount}"
+        lines.append({"metric": metric, "text": text, "confidence": t.get("confidence")})
+    return lines
+
+
+KEY_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
+
+
+def run_page(*, run: MonitorRun) -> dict:
+    """The run page's comparison as rows (the key metrics first), its alerts with their
+    limits, and for a first run its own key metrics."""
+    comparison = run.comparison or {}
+    contenders = []
+    for name, entry in sorted((comparison.get("contenders") or {}).items()):
+        metrics = entry.get("metrics") or {}
+        order = [m for m in KEY_METRICS if m in metrics] + sorted(
+            m for m in metrics if m not in KEY_METRICS
+        )
+        contenders.append(
+            {
+                "name": name,
+                "entry": entry,
+                "metrics": [{"name": m, "values": metrics[m]} for m in order],
+            }
+        )
+    alerts = [{**a, "rule_text": _rule_text(a)} for a in comparison.get("alerts") or []]
+    first = [
+        {"name": name, "values": [(k, values.get(k)) for k in KEY_METRICS]}
+        for name, values in sorted((run.metrics or {}).items())
+    ]
+    return {
+        "contenders": contenders,
+        "alerts": alerts,
+        "key_metrics": KEY_METRICS,
+        "first_metrics": first if not contenders else [],
+    }
+
+
+def _rule_text(alert: dict) -> str:
+    rule, threshold = alert.get("rule", ""), alert.get("threshold") or {}
+    if rule == "on_change":
+        return "on change"
+    confidence = f", {threshold['confidence']} confidence" if "confidence" in threshold else ""
+    return f"{rule} {threshold.get(rule)}{confidence}"

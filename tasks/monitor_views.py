@@ -5,29 +5,50 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
+from .campaigns import DefinitionError
 from .generation import GenerationError
+from .models import MonitorAlert
+from .monitor_alerts import ResendRefused, alert_resend
+from .monitor_cron import ScheduleError, fire_times, schedule_problem
+from .monitor_forms import form_context, form_definition
 from .monitor_review import review_blind_create
 from .monitor_selectors import (
     alert_log,
     monitor_get,
     monitor_list,
     run_get,
+    run_page,
+    schedule_facts,
     task_side_by_side,
+    threshold_lines,
     trend_charts,
 )
-from .monitors import MonitorError, monitor_run_progress, monitor_run_start
+from .monitors import (
+    MonitorError,
+    monitor_archive,
+    monitor_create,
+    monitor_definition,
+    monitor_pause,
+    monitor_run_progress,
+    monitor_run_start,
+    monitor_update,
+)
 
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
 def monitor_list_view(request: HttpRequest) -> HttpResponse:
-    return render(request, "tasks/monitor_list.html", {"rows": monitor_list()})
+    return render(
+        request,
+        "tasks/monitor_list.html",
+        {"rows": monitor_list(), "is_admin": has_role(request.user, ADMIN)},
+    )
 
 
 @require_http_methods(["GET"])
@@ -47,29 +68,55 @@ def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
             # The banner: what the latest graded run crossed.
             "banner": list(latest_done.alerts.all()) if latest_done else [],
             "latest": latest_done,
+            "schedule": schedule_facts(monitor=monitor),
+            "thresholds": threshold_lines(monitor=monitor),
             "is_admin": has_role(request.user, ADMIN),
         },
     )
+
+
+@require_POST
+@role_required(ADMIN)
+def monitor_pause_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Pause (paused=1) or resume (paused=0) the schedule."""
+    monitor = monitor_get(slug=slug)
+    paused = request.POST.get("paused") == "1"
+    monitor_pause(monitor=monitor, paused=paused)
+    messages.success(
+        request, "Paused: the schedule starts nothing." if paused else "Resumed its schedule."
+    )
+    return redirect(reverse("monitor_detail", args=[slug]))
+
+
+@require_POST
+@role_required(ADMIN)
+def monitor_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    monitor_archive(monitor=monitor)
+    messages.success(
+        request,
+        f"Deleted monitor {monitor.slug}; its runs are kept "
+        f"(compare {monitor.slug}#N still reads them).",
+    )
+    return redirect(reverse("monitor_list"))
 
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
 def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """A run's page; while it generates, its body polls (htmx) and gets only that partial."""
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
-    comparison = run.comparison or {}
-    return render(
-        request,
-        "tasks/monitor_run.html",
-        {
-            "monitor": monitor,
-            "run": run,
-            "progress": monitor_run_progress(run),
-            "contenders": sorted((comparison.get("contenders") or {}).items()),
-            "alerts": comparison.get("alerts") or [],
-            "is_admin": has_role(request.user, ADMIN),
-        },
-    )
+    context = {
+        "monitor": monitor,
+        "run": run,
+        "progress": monitor_run_progress(run),
+        "is_admin": has_role(request.user, ADMIN),
+        **run_page(run=run),
+    }
+    if request.htmx and request.htmx.target == "run-body":
+        return render(request, "tasks/monitor_run.html#run-body", context)
+    return render(request, "tasks/monitor_run.html", context)
 
 
 @require_http_methods(["GET"])
@@ -111,3 +158,83 @@ def monitor_review_blind_view(request: HttpRequest, slug: str, number: int) -> H
         return redirect(reverse("monitor_run", args=[slug, number]))
     messages.success(request, f"Created campaign {campaign.slug} from the regressed tasks.")
     return redirect(reverse("campaign_detail", args=[campaign.slug]))
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def monitor_create_view(request: HttpRequest) -> HttpResponse:
+    definition = {"baseline": "first", "samples_per_task": 1, "thresholds": [], "alerts": {}}
+    errors: list[str] = []
+    if request.method == "POST":
+        definition = form_definition(request.POST)
+        try:
+            monitor = monitor_create(definition=definition, user=request.user)
+        except DefinitionError as exc:
+            errors = exc.errors
+        else:
+            messages.success(request, f"Created monitor {monitor.slug}.")
+            return redirect(reverse("monitor_detail", args=[monitor.slug]))
+    return render(
+        request,
+        "tasks/monitor_form.html",
+        {"monitor": None, "errors": errors, **form_context(definition), **_preview(definition)},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def monitor_edit_view(request: HttpRequest, slug: str) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    definition = monitor_definition(monitor)
+    errors: list[str] = []
+    if request.method == "POST":
+        definition = {**definition, **form_definition(request.POST, slug=monitor.slug)}
+        try:
+            monitor_update(monitor=monitor, changes=definition)
+        except DefinitionError as exc:
+            errors = exc.errors
+        else:
+            messages.success(request, f"Saved monitor {monitor.slug}.")
+            return redirect(reverse("monitor_detail", args=[monitor.slug]))
+    return render(
+        request,
+        "tasks/monitor_form.html",
+        {"monitor": monitor, "errors": errors, **form_context(definition), **_preview(definition)},
+    )
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN)
+def monitor_schedule_preview_view(request: HttpRequest) -> HttpResponse:
+    """The schedule field's note (htmx, as the admin types): the next three due times, or why
+    the expression cannot be used."""
+    preview = _preview({"schedule": request.GET.get("schedule", "")})
+    return render(request, "tasks/monitor_form.html#schedule-preview", preview)
+
+
+def _preview(definition: dict) -> dict:
+    schedule = (definition.get("schedule") or "").strip()
+    if not schedule:
+        return {"preview": {"empty": True}}
+    problem = schedule_problem(schedule)
+    if problem:
+        return {"preview": {"problem": problem}}
+    try:
+        return {"preview": {"times": fire_times(schedule)}}
+    except ScheduleError as exc:
+        return {"preview": {"problem": str(exc)}}
+
+
+@require_POST
+@role_required(ADMIN)
+def monitor_alert_resend_view(request: HttpRequest, slug: str, alert_id: int) -> HttpResponse:
+    monitor = monitor_get(slug=slug)
+    alert = get_object_or_404(MonitorAlert, pk=alert_id, run__monitor=monitor)
+    try:
+        deliveries = alert_resend(alert=alert)
+    except ResendRefused as exc:
+        messages.error(request, f"Not resent: {exc}.")
+    else:
+        channels = " and ".join(d.channel for d in deliveries)
+        messages.success(request, f"Resending the alert's {channels} (the same delivery id).")
+    return redirect(reverse("monitor_detail", args=[slug]) + "#alert-log")

@@ -14,7 +14,6 @@ import logging
 import re
 from datetime import datetime
 
-from croniter import croniter
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
@@ -28,7 +27,8 @@ from .campaigns import (
 )
 from .definition_reader import DefinitionReader
 from .generation import GenerationNotSent, generation_enqueue, generation_rows_create
-from .models import Campaign, Contender, Generation, Monitor, MonitorRun, TestSet
+from .models import Campaign, Contender, Generation, Monitor, MonitorRun, Provider, TestSet
+from .monitor_cron import schedule_problem
 from .monitor_metrics import COUNT_METRICS, is_rate, known_metric, run_metrics, run_table
 
 log = logging.getLogger(__name__)
@@ -51,31 +51,31 @@ def monitor_definition_load(text: str, *, filename: str = "") -> dict:
     return campaign_definition_load(text, filename=filename)
 
 
-def monitor_definition_validate(data: dict) -> dict:
-    """Every problem of the definition at once, each naming its field; raises DefinitionError."""
+def monitor_definition_validate(data: dict, *, existing: Monitor | None = None) -> dict:
+    """Every problem of the definition at once, each naming its field; raises DefinitionError.
+
+    `existing`: the monitor an edit changes (its slug is its own, its runs may be a baseline)."""
     errors: list[str] = []
     r = DefinitionReader(errors)
+    if not isinstance(data, dict):
+        raise DefinitionError(["the definition must be an object"])
     r.unknown(data, MONITOR_KEYS, "")
     slug = r.string(data, "slug", "", required=True, max_len=100)
     if slug and not SLUG_RE.match(slug):
         errors.append("slug: lower-case letters, digits, - and _ only")
-    elif slug and Monitor.objects.filter(slug=slug).exists():
-        errors.append(f"slug: a monitor {slug!r} already exists")
+    elif slug == "new":
+        errors.append("slug: 'new' is the address of the new-monitor page; choose another")
+    elif existing is None and slug and (taken := Monitor.objects.filter(slug=slug).first()):
+        archived = " (deleted: its runs are kept under this slug)" if taken.archived_at else ""
+        errors.append(f"slug: a monitor {slug!r} already exists{archived}")
     name = r.string(data, "name", "", max_len=200) or slug
     testset = _testset(data, errors)
     contenders = _contenders(data.get("contenders"), errors)
     samples = r.integer(data, "samples_per_task", "", default=1, lo=1, hi=100)
     schedule = r.string(data, "schedule", "", max_len=100)
-    if schedule and (len(schedule.split()) != 5 or not croniter.is_valid(schedule)):
-        errors.append(f"schedule: {schedule!r} is not a valid 5-field cron expression")
-    baseline = data.get("baseline", "first")
-    if isinstance(baseline, bool) or not (
-        baseline in ("first", "previous") or (isinstance(baseline, int) and baseline >= 1)
-    ):
-        errors.append("baseline: 'first', 'previous' or a run number")
-    elif isinstance(baseline, int):
-        # A new monitor has no runs: a run number can only name a run that does not exist.
-        errors.append(f"baseline: run {baseline} does not exist (the monitor has no runs yet)")
+    if schedule and (problem := schedule_problem(schedule)):
+        errors.append(f"schedule: {problem}")
+    baseline = _baseline(data.get("baseline", "first"), existing, errors)
     thresholds = _thresholds(data.get("thresholds", []), errors)
     alerts = _alerts(data.get("alerts", {}), errors)
     if errors:
@@ -93,6 +93,21 @@ def monitor_definition_validate(data: dict) -> dict:
         "testset": testset,
         "contenders": contenders,
     }
+
+
+def _baseline(baseline, existing: Monitor | None, errors: list[str]):
+    if isinstance(baseline, str) and baseline.isdigit():
+        baseline = int(baseline)  # as stored, and as a form sends it
+    if isinstance(baseline, bool) or not (
+        baseline in ("first", "previous") or (isinstance(baseline, int) and baseline >= 1)
+    ):
+        errors.append("baseline: 'first', 'previous' or a run number")
+    elif isinstance(baseline, int) and existing is None:
+        # A new monitor has no runs: a run number can only name a run that does not exist.
+        errors.append(f"baseline: run {baseline} does not exist (the monitor has no runs yet)")
+    elif isinstance(baseline, int) and not existing.runs.filter(number=baseline).exists():
+        errors.append(f"baseline: run {baseline} does not exist")
+    return baseline
 
 
 def _testset(data: dict, errors: list[str]) -> TestSet | None:
@@ -123,6 +138,12 @@ def _contenders(raw, errors: list[str]) -> list[dict]:
         existing = Contender.objects.filter(name=spec["name"]).first()
         if len(spec) == 1 and existing is None:
             errors.append(f"{where}: no contender named {spec['name']!r}")
+        elif existing is not None and existing.provider == Provider.IMPORTED:
+            # Its outputs came from a file: a run would end "done" with every row failed.
+            errors.append(
+                f"{where}: {spec['name']!r} is an imported contender (outputs from a file): "
+                "a monitor re-runs contenders with an endpoint"
+            )
         elif (
             existing is not None
             and len(spec) > 1
@@ -149,8 +170,15 @@ def _thresholds(raw, errors: list[str]) -> list[dict]:
             continue
         metric = item.get("metric")
         rules = [k for k in RULES if k in item]
-        for key in sorted(set(item) - {"metric", *RULES}):
+        for key in sorted(set(item) - {"metric", "confidence", *RULES}):
             errors.append(f"{where}.{key}: unknown field")
+        confidence = item.get("confidence")
+        if "confidence" in item and not _confidence_ok(confidence, rules):
+            errors.append(
+                f"{where}.confidence: a level between 0.5 and 0.999 (e.g. 0.95), "
+                "with max_drop or max_rise"
+            )
+            continue
         if not isinstance(metric, str) or not known_metric(metric):
             errors.append(f"{where}.metric: unknown metric {metric!r}")
             continue
@@ -175,8 +203,24 @@ def _thresholds(raw, errors: list[str]) -> list[dict]:
             errors.append(f"{where}.max: only for counts (regressed_tasks, improved_tasks)")
         elif rule != "max" and metric in COUNT_METRICS:
             errors.append(f"{where}.{rule}: {metric} is a count: use max")
-        out.append({"metric": metric, rule: value})
+        out.append(
+            {
+                "metric": metric,
+                rule: value,
+                **({"confidence": confidence} if "confidence" in item else {}),
+            }
+        )
     return out
+
+
+def _confidence_ok(confidence, rules: list[str]) -> bool:
+    """A level for the interval of the difference: only rules on a difference have one."""
+    return (
+        isinstance(confidence, int | float)
+        and not isinstance(confidence, bool)
+        and 0.5 <= confidence <= 0.999
+        and rules in (["max_drop"], ["max_rise"])
+    )
 
 
 def _alerts(raw, errors: list[str]) -> dict:
@@ -216,12 +260,94 @@ def monitor_create(*, definition: dict, user=None) -> Monitor:
         raise DefinitionError(
             [f"slug: a monitor {valid['monitor']['slug']!r} already exists"]
         ) from None
-    contenders = []
-    for spec in valid["contenders"]:
-        contender = Contender.objects.filter(name=spec["name"]).first()
-        contenders.append(contender or Contender.objects.create(**spec))
-    monitor.contenders.set(contenders)
+    monitor.contenders.set(_contender_rows(valid["contenders"]))
     return monitor
+
+
+EDITABLE = {
+    "name", "contenders", "samples_per_task", "schedule", "baseline", "thresholds", "alerts",
+    "paused",
+}  # fmt: skip
+
+
+def monitor_definition(monitor: Monitor) -> dict:
+    """The monitor as a definition (the create_monitor format): what an edit starts from."""
+    return {
+        "slug": monitor.slug,
+        "name": monitor.name,
+        "testset": monitor.testset.name,
+        "version": monitor.testset.version,
+        "contenders": sorted(monitor.contenders.values_list("name", flat=True)),
+        "samples_per_task": monitor.samples_per_task,
+        "schedule": monitor.schedule,
+        "baseline": int(monitor.baseline) if monitor.baseline.isdigit() else monitor.baseline,
+        "thresholds": monitor.thresholds,
+        "alerts": monitor.alerts,
+    }
+
+
+@transaction.atomic
+def monitor_update(*, monitor: Monitor, changes: dict) -> Monitor:
+    """Change a monitor's definition and/or pause it: every problem at once (DefinitionError),
+    nothing changed then. The test set and slug stay (runs compare on one test-set version)."""
+    if not isinstance(changes, dict):
+        raise DefinitionError(["the body must be an object"])
+    errors = []
+    current = monitor_definition(monitor)
+    for key in sorted(set(changes) - EDITABLE):
+        if key in ("slug", "testset", "version"):
+            # A whole definition file may be sent back with them unchanged.
+            if changes[key] != current[key]:
+                errors.append(f"{key}: cannot be changed (runs compare on one test set version)")
+        else:
+            errors.append(f"{key}: unknown field")
+    paused = changes.get("paused", monitor.paused)
+    if not isinstance(paused, bool):
+        errors.append("paused: must be true or false")
+    merged = {**current}
+    merged.update({k: v for k, v in changes.items() if k in EDITABLE - {"paused"}})
+    if merged.get("schedule") is None:
+        merged["schedule"] = ""
+    try:
+        valid = monitor_definition_validate(merged, existing=monitor)
+    except DefinitionError as exc:
+        errors += exc.errors
+    if errors:
+        raise DefinitionError(errors)
+    locked = Monitor.objects.select_for_update().get(pk=monitor.pk)
+    fields = {k: v for k, v in valid["monitor"].items() if k != "slug"}
+    if fields["schedule"] != locked.schedule:
+        fields.update(error="", error_at=None)  # a schedule error belongs to the old schedule
+    for key, value in {**fields, "paused": paused}.items():
+        setattr(locked, key, value)
+    locked.save()
+    locked.contenders.set(_contender_rows(valid["contenders"]))
+    return locked
+
+
+def monitor_pause(*, monitor: Monitor, paused: bool) -> Monitor:
+    """Pause (the schedule starts nothing; runs by hand still work) or resume a monitor."""
+    Monitor.objects.filter(pk=monitor.pk).update(paused=paused)
+    monitor.paused = paused
+    return monitor
+
+
+def monitor_archive(*, monitor: Monitor) -> Monitor:
+    """Delete a monitor for its users: it leaves the pages, the API and the schedule; its runs,
+    their campaigns and alerts are kept (`compare slug#n` still reads them). Idempotent."""
+    Monitor.objects.filter(pk=monitor.pk, archived_at__isnull=True).update(
+        archived_at=timezone.now()
+    )
+    monitor.refresh_from_db()
+    return monitor
+
+
+def _contender_rows(specs: list[dict]) -> list[Contender]:
+    rows = []
+    for spec in specs:
+        contender = Contender.objects.filter(name=spec["name"]).first()
+        rows.append(contender or Contender.objects.create(**spec))
+    return rows
 
 
 # -- runs ----------------------------------------------------------------------------------------
@@ -235,6 +361,8 @@ def monitor_run_start(
     A scheduled run names its due time: the unique (monitor, scheduled_for) constraint lets one
     caller through, and the others get None. The run number is taken under a lock of the
     monitor row (unique (monitor, number) backs it)."""
+    if monitor.archived_at is not None:
+        raise MonitorError(f"monitor {monitor.slug} was deleted: its runs are kept, none start")
     if baseline is not None and not monitor.runs.filter(number=baseline).exists():
         raise MonitorError(f"baseline: run {baseline} of {monitor.slug} does not exist")
     run = None
@@ -296,18 +424,24 @@ def monitor_run_progress(run: MonitorRun) -> dict:
         "status", flat=True
     ):
         counts[status] += 1
-    return {"total": sum(counts.values()), **counts}
+    finished = counts["done"] + counts["failed"] + counts["cancelled"]
+    return {"total": sum(counts.values()), "finished": finished, **counts}
 
 
 def run_rows(campaign_id: int) -> dict[str, list[dict]]:
-    """{contender name: [generation dicts]} for the metrics."""
+    """{contender name: [generation dicts]} for the metrics: the task's own regime only.
+
+    A conversation task with a `single_turn` statement has a second row per sample (the same
+    request in one message, `single_turn=True`) under the same task and sample index; read
+    together, whichever came last would replace the conversation's row in the table."""
     out: dict[str, list[dict]] = {}
     fields = (
         "contender__name", "task__external_id", "sample_index", "status", "output",
         "check_results", "checks_passed", "latency_ms", "ttft_ms", "cost", "served_model",
         "fingerprint",
     )  # fmt: skip
-    for row in Generation.objects.filter(campaign_id=campaign_id).values(*fields).iterator(2000):
+    rows = Generation.objects.filter(campaign_id=campaign_id, single_turn=False)
+    for row in rows.values(*fields).iterator(2000):
         out.setdefault(row["contender__name"], []).append(
             {
                 "task": row["task__external_id"],
@@ -383,9 +517,15 @@ def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
 def monitor_runs_finish_due() -> int:
     """Beat safety net: grade every run whose generation has ended (a lost finish job)."""
     finished = 0
-    for run in MonitorRun.objects.filter(status=R.GENERATING):
-        if monitor_run_finish(run_id=run.pk) is not None:
-            finished += 1
+    for run in MonitorRun.objects.filter(status=R.GENERATING).select_related("monitor"):
+        try:
+            if monitor_run_finish(run_id=run.pk) is not None:
+                finished += 1
+        except Exception as exc:  # noqa: BLE001 - one run's failure must not stop the others
+            log.exception("monitor run %s: grading failed", run)
+            MonitorRun.objects.filter(pk=run.pk).update(
+                error=f"grading failed: {type(exc).__name__}: {exc}"[:1000]
+            )
     return finished
 
 
@@ -397,7 +537,11 @@ def monitor_campaign_finished(*, campaign_id: int) -> None:
 
 
 def threshold_crossed(threshold: dict, entry: dict | None, changed: bool) -> bool:
-    """Whether one threshold is crossed by one contender's comparison entry."""
+    """Whether one threshold is crossed by one contender's comparison entry.
+
+    Without `confidence` the point estimates are compared (the run's value against the
+    baseline's). With `confidence` (e.g. 0.95) the whole interval of the difference at that
+    level must lie past the limit: a move the bootstrap cannot tell from noise alerts nobody."""
     if "on_change" in threshold:
         return changed
     if entry is None or entry.get("run") is None:
@@ -407,12 +551,29 @@ def threshold_crossed(threshold: dict, entry: dict | None, changed: bool) -> boo
         return run_value > threshold["max"]
     if base is None:
         return False
-    if is_rate(metric):
-        move = run_value - base
-    elif base == 0:
-        move = 0.0 if run_value == 0 else float("inf")
-    else:
-        move = (run_value - base) / base
+    if "confidence" in threshold:
+        bounds = _interval_of(entry, threshold["confidence"])
+        if bounds is None:
+            return False  # no interval (too few shared tasks): nothing is certain
+        moves = [_move(metric, base, base + bound) for bound in bounds]
+        if "max_drop" in threshold:
+            return -max(moves) > threshold["max_drop"] + 1e-12
+        return min(moves) > threshold["max_rise"] + 1e-12
+    move = _move(metric, base, run_value)
     if "max_drop" in threshold:
         return -move > threshold["max_drop"] + 1e-12
     return move > threshold["max_rise"] + 1e-12
+
+
+def _move(metric: str, base: float, value: float) -> float:
+    """How far `value` moved from `base`: in absolute terms for rates, relatively otherwise."""
+    if is_rate(metric):
+        return value - base
+    if base == 0:
+        return 0.0 if value == 0 else float("inf") if value > 0 else float("-inf")
+    return (value - base) / base
+
+
+def _interval_of(entry: dict, level: float) -> list | None:
+    bounds = entry.get("ci95") if level == 0.95 else (entry.get("intervals") or {}).get(str(level))
+    return bounds if bounds and None not in bounds else None

@@ -137,7 +137,22 @@ api_urlpatterns += [
 
 urlpatterns += [
     path("monitors/", monitor_views.monitor_list_view, name="monitor_list"),
+    # Before monitors/<slug>/: "new" and "schedule" are not slugs of monitors here.
+    path("monitors/new/", monitor_views.monitor_create_view, name="monitor_new"),
+    path(
+        "monitors/schedule-preview",
+        monitor_views.monitor_schedule_preview_view,
+        name="monitor_schedule_preview",
+    ),
+    path("monitors/<slug:slug>/edit", monitor_views.monitor_edit_view, name="monitor_edit"),
     path("monitors/<slug:slug>/", monitor_views.monitor_detail_view, name="monitor_detail"),
+    path("monitors/<slug:slug>/pause", monitor_views.monitor_pause_view, name="monitor_pause"),
+    path("monitors/<slug:slug>/delete", monitor_views.monitor_delete_view, name="monitor_delete"),
+    path(
+        "monitors/<slug:slug>/alerts/<int:alert_id>/resend",
+        monitor_views.monitor_alert_resend_view,
+        name="monitor_alert_resend",
+    ),
     path(
         "monitors/<slug:slug>/run", monitor_views.monitor_run_start_view, name="monitor_run_start"
     ),
@@ -161,6 +176,11 @@ api_urlpatterns += [
     path("monitors", monitor_api.monitors, name="api_monitors"),
     path("monitors/<slug:slug>", monitor_api.monitor_detail, name="api_monitor_detail"),
     path("monitors/<slug:slug>/runs", monitor_api.monitor_runs, name="api_monitor_runs"),
+    path(
+        "monitors/<slug:slug>/alerts/<int:alert_id>/resend",
+        monitor_api.monitor_alert_resend,
+        name="api_monitor_alert_resend",
+    ),
     path(
         "monitors/<slug:slug>/runs/<int:number>",
         monitor_api.monitor_run_detail,

@@ -114,6 +114,7 @@ class PermissionCensusTests(TestCase):
             "table": "leaderboard",
             "number": 1,
             "task_id": self.task_id,
+            "alert_id": 1,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 

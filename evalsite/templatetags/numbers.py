@@ -8,6 +8,7 @@ from django import template
 from django.conf import settings
 
 from evalsite import text
+from tasks import monitor_format
 
 register = template.Library()
 
@@ -36,3 +37,25 @@ def with_unit(metric: str) -> str:
     """A metric's name with its currency where it is a cost (monitor pages)."""
     text = str(metric)
     return f"{text} ({settings.EVALSITE_CURRENCY})" if "cost" in text else text
+
+
+@register.filter
+def metric_value(value, metric: str) -> str:
+    """A monitor metric's value, formatted for its kind (tasks/monitor_format.py)."""
+    return monitor_format.metric_value(value, str(metric))
+
+
+@register.filter
+def metric_delta(entry: dict, metric: str) -> str:
+    """A comparison entry's delta, to the precision its interval supports."""
+    return monitor_format.delta_value(entry.get("delta"), str(metric), entry.get("ci95"))
+
+
+@register.filter
+def metric_interval(entry: dict, metric: str) -> str:
+    return monitor_format.interval(entry.get("ci95"), str(metric))
+
+
+@register.filter
+def p_value(value) -> str:
+    return monitor_format.p_value(value)

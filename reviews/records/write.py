@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Count
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from evalsite.bulk import rows_update
@@ -142,6 +143,8 @@ def _write(
     arbitration_records = [r for r in records if r.arbitration]
     judge_names = sorted({r.judge for r in records})
     stored = _stored(campaign, contenders, judge_names)
+    twins = _case_twins(records, stored.users, errors)
+    judge_names = [name for name in judge_names if name not in twins]
     to_create = _reviews_to_create(
         [r for r in records if not r.arbitration], stored, summary, errors
     )
@@ -218,6 +221,31 @@ def _review_conflict(rec: _Record, item: ReviewItem, stored: _Stored, summary) -
             "this item is being reviewed on the site; import into a campaign without live review",
         )
     return ()
+
+
+def _case_twins(records: list[_Record], users: dict, errors: list[RecordError]) -> set[str]:
+    """Judge names that differ only in case from a user (or from a judge earlier in the
+    file): user names ignore case, so such a judge cannot be created. Each of its records gets
+    that reason (it used to fail on the unique index as "the campaign changed")."""
+    first: dict[str, str] = {}
+    for rec in records:
+        first.setdefault(rec.judge.lower(), rec.judge)
+    stored = get_user_model().objects.annotate(lower=Lower("username"))
+    for username in stored.filter(lower__in=list(first)).values_list("username", flat=True):
+        first[username.lower()] = username  # a stored user's spelling wins
+    twins = {r.judge for r in records if r.judge not in users and first[r.judge.lower()] != r.judge}
+    for rec in records:
+        if rec.judge in twins:
+            known = first[rec.judge.lower()]
+            errors.append(
+                RecordError(
+                    rec.line,
+                    "judge",
+                    f"{rec.judge!r} differs only in case from {known!r} (user names ignore "
+                    f"case): write it as {known!r}",
+                )
+            )
+    return twins
 
 
 def _judges_create(judge_names: list[str], users: dict, summary: ImportSummary) -> None:

@@ -68,3 +68,11 @@ def test_gunicorn_counts_come_from_the_environment_and_the_cap_follows_the_threa
     assert settings["worker_connections"] == "12" and settings["accesslog"] == "None"
     assert gunicorn_settings(WEB_CONNECTIONS="50")["worker_connections"] == "50"
     assert gunicorn_settings(WEB_CONNECTIONS="", WEB_THREADS=" ")["worker_connections"] == "8"
+
+
+def test_it_passes_the_webhook_secret_and_checks_the_deployment_before_serving():
+    services = load()["services"]
+    for name in ("web", "worker", "beat"):
+        assert "MONITOR_WEBHOOK_SECRET" in services[name]["environment"]
+    web_cmd = " ".join(services["web"]["command"])
+    assert web_cmd.index("migrate") < web_cmd.index("check --deploy") < web_cmd.index("gunicorn")

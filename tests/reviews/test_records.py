@@ -618,6 +618,23 @@ class BadInputTests(TestCase):
             jsonl(rec(judge="no spaces <please>")), "field judge: must be a user name", "jsonl"
         )
 
+    def test_it_rejects_a_judge_differing_from_a_user_only_in_case_with_that_reason(self):
+        get_user_model().objects.create(username="judge_1")
+        self.assert_rejected(
+            jsonl(rec(judge="Judge_1")),
+            "line 1, field judge: 'Judge_1' differs only in case from 'judge_1' (user names "
+            "ignore case): write it as 'judge_1'",
+            "jsonl",
+        )
+
+    def test_it_rejects_two_spellings_of_one_new_judge_in_a_file(self):
+        self.assert_rejected(
+            jsonl(rec(judge="ann"), rec(task="T-2", judge="ANN")),
+            "line 2, field judge: 'ANN' differs only in case from 'ann'",
+            "jsonl",
+        )
+        assert not get_user_model().objects.filter(username__iexact="ann").exists()
+
     def test_it_rejects_unknown_fields(self):
         self.assert_rejected(jsonl(rec(modles={})), "field modles: unknown field", "jsonl")
 

@@ -41,10 +41,14 @@ def _setup(fake):
 def test_run_monitor_wait_on_a_real_worker_exits_3_on_a_regression(workers, fake):  # noqa: F811
     _setup(fake)
     workers(concurrency=2, extra_env=ENV)
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     call_command("run_monitor", "golden", "--wait", "--interval", "0.2", "--timeout", "120",
-                 stdout=out, stderr=io.StringIO())  # fmt: skip
+                 stdout=out, stderr=err)  # fmt: skip
     assert json.loads(out.getvalue())["baseline"] is None
+    # Not a terminal: progress comes as lines, one per change, never carriage returns.
+    progress = [line for line in err.getvalue().splitlines() if line.startswith("golden#1: ")]
+    assert "\r" not in err.getvalue() and progress, err.getvalue()
+    assert len(progress) == len(set(progress))
     fake.rewrite(
         "oa",
         lambda a: (

@@ -340,10 +340,13 @@ class RunTests(TransactionTestCase):
         assert code == 3
         delivery = AlertDelivery.objects.get()
         assert delivery.status == "pending" and delivery.attempts == 1 and delivery.error
-        assert monitor_alerts.alert_deliver(delivery_id=delivery.pk) == "failed"
+        # Not due yet (its backoff): a second message does nothing.
+        assert monitor_alerts.alert_deliver(delivery_id=delivery.pk) == ("skip", 0.0)
+        AlertDelivery.objects.update(next_attempt_at=delivery.last_attempt_at)
+        assert monitor_alerts.alert_deliver(delivery_id=delivery.pk) == ("failed", 0.0)
         delivery.refresh_from_db()
         assert delivery.status == "failed" and delivery.attempts == 2
-        assert monitor_alerts.alert_deliver(delivery_id=delivery.pk) == "skip"
+        assert monitor_alerts.alert_deliver(delivery_id=delivery.pk) == ("skip", 0.0)
 
     def test_an_alert_is_emailed_through_the_django_backend(self):
         from django.core import mail

@@ -44,17 +44,7 @@ class Command(BaseCommand):
         if not options["wait"]:
             self.stdout.write(json.dumps({"monitor": monitor.slug, "run": run.number}))
             return
-        started = time.monotonic()
-        while monitor_run_active(run):
-            if options["timeout"] and time.monotonic() - started > options["timeout"]:
-                raise CommandError(f"{monitor.slug}#{run.number} still running after the timeout")
-            p = monitor_run_progress(run)
-            self.stderr.write(
-                f"\r{p['done'] + p['failed'] + p['cancelled']}/{p['total']} done",
-                ending="",
-            )
-            time.sleep(options["interval"])
-        self.stderr.write("")
+        self._wait(run, options)
         # The worker's finish job may not have run yet: grading is idempotent.
         monitor_run_finish(run_id=run.pk)
         run = MonitorRun.objects.select_related("monitor").get(pk=run.pk)
@@ -73,3 +63,31 @@ class Command(BaseCommand):
         if comparison["alerts"]:
             sys.exit(CROSSED)
         return
+
+    def _wait(self, run: MonitorRun, options: dict) -> None:
+        """Progress on stderr: rewritten in place on a terminal; elsewhere (a CI log, a pipe)
+        one line each time it changes, so the log never holds one line of carriage returns."""
+        tty = self.stderr.isatty()
+        started, last = time.monotonic(), ""
+        while monitor_run_active(run):
+            if options["timeout"] and time.monotonic() - started > options["timeout"]:
+                if tty:
+                    self.stderr.write("")
+                raise CommandError(
+                    f"{run.monitor.slug}#{run.number} still running after the timeout"
+                )
+            p = monitor_run_progress(run)
+            line = (
+                f"{run.monitor.slug}#{run.number}: "
+                f"{p['done'] + p['failed'] + p['cancelled']}/{p['total']} done"
+                + (f", {p['failed']} failed" if p["failed"] else "")
+            )
+            if tty:
+                self.stderr.write("\r" + line, ending="")
+                self.stderr.flush()
+            elif line != last:
+                self.stderr.write(line)
+            last = line
+            time.sleep(options["interval"])
+        if tty:
+            self.stderr.write("")

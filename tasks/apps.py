@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class TasksConfig(AppConfig):
+    name = "tasks"
+
+    def ready(self) -> None:
+        from . import deploy_checks  # noqa: F401 - registers the system checks
