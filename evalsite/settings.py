@@ -270,6 +270,13 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
 BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
 if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# How many proxies in front of the site append the address they saw to X-Forwarded-For; the
+# client's address is the entry that many from the right (entries further left are whatever
+# the client sent). 0: the header is ignored, REMOTE_ADDR is the client (the login lock
+# counts failures per address: a trusted header anyone can send would get around it).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+if TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be 0 or more, got {TRUSTED_PROXY_COUNT}")
 SILENCED_SYSTEM_CHECKS = env_list("SILENCED_SYSTEM_CHECKS", [])
 
 # Content-Security-Policy: everything from our own origin, no inline script, no eval.
@@ -323,9 +330,11 @@ if len(EVALSITE_CURRENCY) > 8 or any(c.isspace() for c in EVALSITE_CURRENCY):
 # Provider calls: connect/read timeouts in seconds (read = the longest silence in a stream).
 GENERATION_CONNECT_TIMEOUT = float(env_str("GENERATION_CONNECT_TIMEOUT", "10"))
 GENERATION_READ_TIMEOUT = float(env_str("GENERATION_READ_TIMEOUT", "120"))
-# A claimed row is held this long; a worker killed mid-call frees its slot when it lapses.
-# Above the hard time limit, so a live job never loses its claim.
-GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
+# A claimed row is held this long, and the worker renews it every third of it while the call
+# runs (tasks/lease_keeper.py): a worker killed mid-call frees its slot when it lapses, and the
+# lapsed-lease sweep (every GENERATION_LAPSED_SWEEP_SECONDS) queues the row again.
+GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", 30)
+GENERATION_LAPSED_SWEEP_SECONDS = env_int("GENERATION_LAPSED_SWEEP_SECONDS", 10)
 # Exponential backoff with jitter (a random delay in [d/2, d], d = base * 2^n, capped).
 GENERATION_BACKOFF_BASE = float(env_str("GENERATION_BACKOFF_BASE", "2"))
 GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)

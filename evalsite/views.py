@@ -53,16 +53,25 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 def login_client_ip(request: HttpRequest) -> str | None:
-    """The address the login lock counts failures from (django-axes). Behind the TLS proxy
-    REMOTE_ADDR is the proxy's, the same for everyone, and five wrong passwords from anywhere
-    locked the account for all: the client's address is the last X-Forwarded-For entry, the
-    one the proxy appended (a client can only put entries before it)."""
+    """The address the login lock counts failures from (django-axes).
+
+    Behind proxies REMOTE_ADDR is the nearest proxy's, the same for everyone, so with
+    TRUSTED_PROXY_COUNT = n the client is the n-th X-Forwarded-For entry from the right: each
+    trusted proxy appended the address it saw, and a client can only put entries before
+    those. With n = 0 (the default) the header is ignored: anyone who reaches the server
+    directly could otherwise send a new address with every try and never be locked. A header
+    with fewer entries than trusted proxies did not come through them all, so it is not
+    believed either (as django-xff does)."""
     remote = request.META.get("REMOTE_ADDR")
-    if not settings.BEHIND_TLS_PROXY:
+    depth = settings.TRUSTED_PROXY_COUNT
+    if depth == 0:
         return remote
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
+    entries = [e.strip() for e in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+    entries = [e for e in entries if e]
+    if len(entries) < depth:
+        return remote
     try:
-        return str(ipaddress.ip_address(forwarded))
+        return str(ipaddress.ip_address(entries[-depth]))
     except ValueError:
         return remote
 

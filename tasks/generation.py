@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -39,6 +39,7 @@ from . import providers
 from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
 from .conversation import LoopAbandoned, conversation_run
 from .grading import graded_fields
+from .lease_keeper import lease_keeper
 from .models import Campaign, Generation, Provider
 from .providers.base import cost_of
 from .signals import generation_finished, outputs_changed
@@ -371,12 +372,25 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
         if outcome.action == "failed":
             _after_finish(generation_id)
         return outcome
+    # The process's lease keeper renews the short lease while the call runs (a worker);
+    # elsewhere a tool loop renews it itself between its calls.
+    if lease_keeper.hold(token):
+        keep_lease = functools.partial(lease_keeper.still_ours, token)
+    else:
+        keep_lease = functools.partial(_lease_renew, gen.pk, token)
+    try:
+        return _call_and_store(gen, token, keep_lease)
+    finally:
+        lease_keeper.release(token)
+
+
+def _call_and_store(gen: Generation, token: str, keep_lease) -> RunOutcome:
     try:
         result = conversation_run(
             contender=gen.contender,
             task=gen.task,
             single_turn=gen.single_turn,
-            keep_lease=functools.partial(_lease_renew, gen.pk, token),
+            keep_lease=keep_lease,
         )
     except LoopAbandoned:
         return _discard(gen, token)
@@ -384,10 +398,31 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
         return _fail(gen, token, exc.message)
     except providers.RetryableError as exc:
         return _retry_later(gen, token, exc.message, exc.retry_after)
+    except (OperationalError, InterfaceError) as exc:  # the database, during a tool loop
+        return _store_failed(gen, token, exc)
     except Exception as exc:  # noqa: BLE001 - includes SoftTimeLimitExceeded; the attempt cap bounds it
         log.exception("generation %s: unexpected error", gen.pk)
         return _retry_later(gen, token, f"{type(exc).__name__}: {exc}", None)
-    return _store(gen, token, result)
+    try:
+        return _store(gen, token, result)
+    except (OperationalError, InterfaceError) as exc:
+        return _store_failed(gen, token, exc)
+
+
+def _store_failed(gen: Generation, token: str, exc: Exception) -> RunOutcome:
+    """The database failed while the result was being stored: release the row for a retry at
+    once rather than leave it running under a lease nobody will use. If the database cannot
+    even take that, the job comes back once the lease has lapsed (nothing renews it now), when
+    the row can be claimed again."""
+    message = "the result could not be stored: the database was unreachable"
+    log.warning("generation %s: %s (%s)", gen.pk, message, exc)
+    try:
+        outcome = _retry_later(gen, token, message, None)
+    except (OperationalError, InterfaceError):
+        return RunOutcome(
+            "retry", countdown=settings.GENERATION_LEASE_SECONDS + 1.0, detail=message
+        )
+    return outcome
 
 
 def _update_claimed(pk: int, token: str, values: dict) -> int:
@@ -516,5 +551,5 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
 
 
 # The reconciler and imported outputs have their own modules; the names stay importable here.
-from .generation_reconcile import generation_reconcile  # noqa: E402, F401
+from .generation_reconcile import generation_lapsed_requeue, generation_reconcile  # noqa: E402, F401
 from .outputs_import import outputs_import  # noqa: E402, F401
