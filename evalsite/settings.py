@@ -156,6 +156,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "evalsite.roles.nav_context",
+                "evalsite.outage.outage_context",
             ],
         },
     }
@@ -344,6 +345,12 @@ GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
 # sent while the broker or the database was down).
 GENERATION_REQUEUE_AFTER = env_int("GENERATION_REQUEUE_AFTER", 900)
 GENERATION_REQUEUE_IDLE_AFTER = env_int("GENERATION_REQUEUE_IDLE_AFTER", 60)
+
+# Outages (docs/operations.md): how old the probe behind the admins' and leads' outage banner
+# may be before a page starts a new one (in the background), and the Retry-After the API and
+# the pages answer with while the database is unreachable.
+OUTAGE_PROBE_SECONDS = env_int("OUTAGE_PROBE_SECONDS", 10)
+DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 30)
 
 # Monitors (docs/monitors.md): alert webhooks are signed with this secret (X-Evalsite-Signature,
 # HMAC-SHA256 of the raw body); a delivery is tried this many times with exponential backoff.

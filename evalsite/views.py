@@ -1,10 +1,13 @@
 import ipaddress
+import sys
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import InterfaceError, OperationalError
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch
 
 from . import health
@@ -85,10 +88,23 @@ def error_403(request, exception=None):
 
 
 def error_500(request):
-    if request.path.startswith("/api/"):
+    """The error page, or 503 with Retry-After while the database is unreachable (a script
+    can tell "try later" from a bug). Rendered without the request's context: its context
+    processors read the user from the database, and an error page that fails shows the bare
+    "Internal Server Error" of the server."""
+    failure = sys.exc_info()[1]
+    api = request.path.startswith("/api/")
+    if isinstance(failure, OperationalError | InterfaceError):
+        retry = {"Retry-After": str(settings.DATABASE_RETRY_AFTER_SECONDS)}
+        if api:
+            message = "the database is unreachable; try again later"
+            return JsonResponse({"error": message}, status=503, headers=retry)
+        page = render_to_string("503.html", {"retry_after": settings.DATABASE_RETRY_AFTER_SECONDS})
+        return HttpResponse(page, status=503, headers=retry)
+    if api:
         # An API client reads JSON, errors included; never the HTML page (nor any detail).
         return JsonResponse({"error": "internal server error; it has been logged"}, status=500)
-    return render(request, "500.html", status=500)
+    return HttpResponse(render_to_string("500.html"), status=500)
 
 
 def refuse_nul_characters(get_response):
