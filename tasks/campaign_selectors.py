@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Avg, Count, Exists, Min, OuterRef, Q, Sum
+from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -131,6 +131,9 @@ def _contender_counts(*, campaign: Campaign, since, now):
             latency=Avg("latency_ms", filter=Q(status=S.DONE)),
             ttft=Avg("ttft_ms", filter=Q(status=S.DONE)),
             cost=Sum("cost", filter=Q(status=S.DONE)),
+            # Paid calls whose answers were not kept (and asked again): in `cost` once stored.
+            retried_tokens=Sum(F("retried_input_tokens") + F("retried_output_tokens")),
+            retried_cost=Sum("retried_cost"),
             checks_pass=Count("pk", filter=Q(checks_passed=True)),
             checks_fail=Count("pk", filter=Q(checks_passed=False)),
             leaks=Count("pk", filter=Q(identity_leak=True)),
@@ -156,6 +159,8 @@ def _contender_progress(row: dict, rate: float) -> dict:
         "latency_ms": int(row["latency"]) if row["latency"] is not None else None,
         "ttft_ms": int(row["ttft"]) if row["ttft"] is not None else None,
         "cost": row["cost"],
+        "retried_tokens": row["retried_tokens"] or 0,
+        "retried_cost": row["retried_cost"] or 0,
         "checks_pass": row["checks_pass"],
         "checks_fail": row["checks_fail"],
         "leaks": row["leaks"],

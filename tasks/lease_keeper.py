@@ -6,12 +6,12 @@ answer, a single call waiting for its first token, a tool loop), one thread per 
 process renews the leases of every claim the process holds, in one UPDATE every third of a
 lease. A worker that dies stops renewing, so its rows' leases lapse within one lease and their
 slots free themselves; the lapsed-lease sweep (tasks/generation_reconcile.py) queues the rows
-again. A renewal that finds a row no longer running under its claim marks the claim lost: a
-tool loop asks before each model call and stops calling the model (LoopAbandoned).
+again. (A tool loop learns that its row is no longer its own from the save after each step:
+tasks/conversation.py, LoopAbandoned.)
 
 Only worker processes run the thread (evalsite/celery.py enables it where the jobs run). In
 any other process (the CLI, tests calling the services directly) a claim is not tracked, and
-a tool loop renews its own lease from its own thread (tasks/generation.py, `_lease_renew`).
+a tool loop renews its lease with each step it saves (tasks/generation.py, `_progress_save`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ class LeaseKeeper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: set[str] = set()  # claim tokens this process holds
-        self._lost: set[str] = set()  # ... and those a renewal found no longer ours
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.enabled = False
@@ -59,11 +58,6 @@ class LeaseKeeper:
     def release(self, token: str) -> None:
         with self._lock:
             self._held.discard(token)
-            self._lost.discard(token)
-
-    def still_ours(self, token: str) -> bool:
-        with self._lock:
-            return token not in self._lost
 
     def renew(self) -> int:
         """One renewal of every held claim; returns how many rows it extended."""
@@ -74,15 +68,7 @@ class LeaseKeeper:
         # A claim whose call is still in flight keeps its slot whatever its status (a
         # cancelled row's call holds it until it ends), so every held token is extended.
         until = timezone.now() + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)
-        extended = Generation.objects.filter(claim_token__in=tokens).update(lease_expires_at=until)
-        ours = set(
-            Generation.objects.filter(
-                claim_token__in=tokens, status=Generation.Status.RUNNING
-            ).values_list("claim_token", flat=True)
-        )
-        with self._lock:
-            self._lost.update(t for t in tokens if t not in ours and t in self._held)
-        return extended
+        return Generation.objects.filter(claim_token__in=tokens).update(lease_expires_at=until)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
