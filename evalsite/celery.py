@@ -57,7 +57,9 @@ def count_task_threads(sender=None, **kwargs) -> None:
     the threads pool's concurrency; one for the others (prefork children also say so below;
     the solo pool and green threads are not given any to wait with)."""
     from tasks.generation import claim_waiters_configure
+    from tasks.lease_keeper import lease_keeper_enable
 
+    lease_keeper_enable()  # this process runs jobs (threads, solo); a prefork child: below
     pool = sender.pool_cls
     name = (
         ALIASES.get(pool, pool)
@@ -75,7 +77,9 @@ def count_task_threads(sender=None, **kwargs) -> None:
 def one_task_thread(**kwargs) -> None:
     """A prefork child (or the solo pool) runs one task at a time."""
     from tasks.generation import claim_waiters_configure
+    from tasks.lease_keeper import lease_keeper_enable
 
+    lease_keeper_enable()
     claim_waiters_configure(threads=1)
 
 
@@ -83,6 +87,13 @@ app.conf.beat_schedule = {
     # Re-enqueue generation rows whose worker died (lapsed lease) or whose message was lost
     # (tasks/jobs.py, generation_reconcile_job).
     "generation-reconcile": {"task": "tasks.generation_reconcile", "schedule": 60.0},
+    # Queue again, within seconds, the rows whose lease lapsed because no worker renews it
+    # any more (a killed worker): their contender's slots are free again by then
+    # (tasks/lease_keeper.py). One indexed read when there are none.
+    "generation-lapsed": {
+        "task": "tasks.generation_lapsed",
+        "schedule": float(settings.GENERATION_LAPSED_SWEEP_SECONDS),
+    },
     # Expire review leases that ran out, so abandoned items go back to other reviewers even
     # when nobody claims in that campaign for a while (claims expire lazily as well;
     # reviews/jobs.py, lease_sweep_job).

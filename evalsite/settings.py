@@ -156,6 +156,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "evalsite.roles.nav_context",
+                "evalsite.outage.outage_context",
             ],
         },
     }
@@ -270,6 +271,13 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
 BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
 if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# How many proxies in front of the site append the address they saw to X-Forwarded-For; the
+# client's address is the entry that many from the right (entries further left are whatever
+# the client sent). 0: the header is ignored, REMOTE_ADDR is the client (the login lock
+# counts failures per address: a trusted header anyone can send would get around it).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+if TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be 0 or more, got {TRUSTED_PROXY_COUNT}")
 SILENCED_SYSTEM_CHECKS = env_list("SILENCED_SYSTEM_CHECKS", [])
 
 # Content-Security-Policy: everything from our own origin, no inline script, no eval.
@@ -323,9 +331,11 @@ if len(EVALSITE_CURRENCY) > 8 or any(c.isspace() for c in EVALSITE_CURRENCY):
 # Provider calls: connect/read timeouts in seconds (read = the longest silence in a stream).
 GENERATION_CONNECT_TIMEOUT = float(env_str("GENERATION_CONNECT_TIMEOUT", "10"))
 GENERATION_READ_TIMEOUT = float(env_str("GENERATION_READ_TIMEOUT", "120"))
-# A claimed row is held this long; a worker killed mid-call frees its slot when it lapses.
-# Above the hard time limit, so a live job never loses its claim.
-GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
+# A claimed row is held this long, and the worker renews it every third of it while the call
+# runs (tasks/lease_keeper.py): a worker killed mid-call frees its slot when it lapses, and the
+# lapsed-lease sweep (every GENERATION_LAPSED_SWEEP_SECONDS) queues the row again.
+GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", 30)
+GENERATION_LAPSED_SWEEP_SECONDS = env_int("GENERATION_LAPSED_SWEEP_SECONDS", 10)
 # Exponential backoff with jitter (a random delay in [d/2, d], d = base * 2^n, capped).
 GENERATION_BACKOFF_BASE = float(env_str("GENERATION_BACKOFF_BASE", "2"))
 GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
@@ -335,6 +345,12 @@ GENERATION_BACKOFF_MAX = env_int("GENERATION_BACKOFF_MAX", 300)
 # sent while the broker or the database was down).
 GENERATION_REQUEUE_AFTER = env_int("GENERATION_REQUEUE_AFTER", 900)
 GENERATION_REQUEUE_IDLE_AFTER = env_int("GENERATION_REQUEUE_IDLE_AFTER", 60)
+
+# Outages (docs/operations.md): how old the probe behind the admins' and leads' outage banner
+# may be before a page starts a new one (in the background), and the Retry-After the API and
+# the pages answer with while the database is unreachable.
+OUTAGE_PROBE_SECONDS = env_int("OUTAGE_PROBE_SECONDS", 10)
+DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 30)
 
 # Monitors (docs/monitors.md): alert webhooks are signed with this secret (X-Evalsite-Signature,
 # HMAC-SHA256 of the raw body); a delivery is tried this many times with exponential backoff.

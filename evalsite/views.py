@@ -1,10 +1,13 @@
 import ipaddress
+import sys
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import InterfaceError, OperationalError
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch
 
 from . import health
@@ -53,16 +56,25 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 def login_client_ip(request: HttpRequest) -> str | None:
-    """The address the login lock counts failures from (django-axes). Behind the TLS proxy
-    REMOTE_ADDR is the proxy's, the same for everyone, and five wrong passwords from anywhere
-    locked the account for all: the client's address is the last X-Forwarded-For entry, the
-    one the proxy appended (a client can only put entries before it)."""
+    """The address the login lock counts failures from (django-axes).
+
+    Behind proxies REMOTE_ADDR is the nearest proxy's, the same for everyone, so with
+    TRUSTED_PROXY_COUNT = n the client is the n-th X-Forwarded-For entry from the right: each
+    trusted proxy appended the address it saw, and a client can only put entries before
+    those. With n = 0 (the default) the header is ignored: anyone who reaches the server
+    directly could otherwise send a new address with every try and never be locked. A header
+    with fewer entries than trusted proxies did not come through them all, so it is not
+    believed either (as django-xff does)."""
     remote = request.META.get("REMOTE_ADDR")
-    if not settings.BEHIND_TLS_PROXY:
+    depth = settings.TRUSTED_PROXY_COUNT
+    if depth == 0:
         return remote
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
+    entries = [e.strip() for e in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+    entries = [e for e in entries if e]
+    if len(entries) < depth:
+        return remote
     try:
-        return str(ipaddress.ip_address(forwarded))
+        return str(ipaddress.ip_address(entries[-depth]))
     except ValueError:
         return remote
 
@@ -76,10 +88,23 @@ def error_403(request, exception=None):
 
 
 def error_500(request):
-    if request.path.startswith("/api/"):
+    """The error page, or 503 with Retry-After while the database is unreachable (a script
+    can tell "try later" from a bug). Rendered without the request's context: its context
+    processors read the user from the database, and an error page that fails shows the bare
+    "Internal Server Error" of the server."""
+    failure = sys.exc_info()[1]
+    api = request.path.startswith("/api/")
+    if isinstance(failure, OperationalError | InterfaceError):
+        retry = {"Retry-After": str(settings.DATABASE_RETRY_AFTER_SECONDS)}
+        if api:
+            message = "the database is unreachable; try again later"
+            return JsonResponse({"error": message}, status=503, headers=retry)
+        page = render_to_string("503.html", {"retry_after": settings.DATABASE_RETRY_AFTER_SECONDS})
+        return HttpResponse(page, status=503, headers=retry)
+    if api:
         # An API client reads JSON, errors included; never the HTML page (nor any detail).
         return JsonResponse({"error": "internal server error; it has been logged"}, status=500)
-    return render(request, "500.html", status=500)
+    return HttpResponse(render_to_string("500.html"), status=500)
 
 
 def refuse_nul_characters(get_response):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Avg, Count, Exists, Min, OuterRef, Q, Sum
+from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -22,6 +22,7 @@ PROGRESS_COUNTS = (
     "waiting",
     "queued",
     "running",
+    "stalled",
     "done",
     "failed",
     "cancelled",
@@ -59,7 +60,9 @@ def contender_list() -> list[Contender]:
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
-    """Per-contender counts (waiting / queued / running / done / failed), rate and ETA.
+    """Per-contender counts (waiting / queued / running / stalled / done / failed), rate and
+    ETA. A running row whose lease lapsed is `stalled`, not running: no worker renews it (its
+    worker died, or lost the database), and the lapsed-lease sweep queues it again.
 
     The rate counts outputs done, not failures: a contender failing fast is not making progress,
     and an ETA built on its failures would promise outputs that never come. It is taken over
@@ -72,14 +75,14 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     contenders = []
     totals = dict.fromkeys(PROGRESS_COUNTS, 0)
     firsts = []
-    for row in _contender_counts(campaign=campaign, since=since):
+    for row in _contender_counts(campaign=campaign, since=since, now=now):
         rate = _done_rate(row["recent_done"], row["recent_first"], now=now, since=since)
         if row["recent_first"] is not None:
             firsts.append(row["recent_first"])
         contenders.append(_contender_progress(row, rate))
         for k in totals:
             totals[k] += row[k]
-    remaining = totals["queued"] + totals["running"]
+    remaining = totals["queued"] + totals["running"] + totals["stalled"]
     rate = _done_rate(totals["recent_done"], min(firsts, default=None), now=now, since=since)
     return {
         "contenders": contenders,
@@ -103,10 +106,12 @@ def _done_rate(done: int, first, *, now, since) -> float:
     return done / max(elapsed, RATE_MIN_SECONDS)
 
 
-def _contender_counts(*, campaign: Campaign, since):
-    """Per contender (by name): its rows by state, those done since `since` and the earliest
-    start among them, retries, timings, cost, checks and identity leaks."""
+def _contender_counts(*, campaign: Campaign, since, now):
+    """Per contender (by name): its rows by state (running under a live lease at `now`, or
+    stalled), those done since `since` and the earliest start among them, retries, timings,
+    cost, checks and identity leaks."""
     recent = Q(status=S.DONE, finished_at__gte=since)
+    live = Q(lease_expires_at__gte=now)
     return (
         Generation.objects.filter(campaign=campaign)
         .values("contender_id", "contender__name", "contender__provider")
@@ -114,7 +119,8 @@ def _contender_counts(*, campaign: Campaign, since):
             total=Count("pk"),
             waiting=Count("pk", filter=Q(status=S.PENDING, queued_at__isnull=True)),
             queued=Count("pk", filter=Q(status=S.PENDING, queued_at__isnull=False)),
-            running=Count("pk", filter=Q(status=S.RUNNING)),
+            running=Count("pk", filter=Q(live, status=S.RUNNING)),
+            stalled=Count("pk", filter=Q(status=S.RUNNING) & ~live),
             done=Count("pk", filter=Q(status=S.DONE)),
             failed=Count("pk", filter=Q(status=S.FAILED)),
             cancelled=Count("pk", filter=Q(status=S.CANCELLED)),
@@ -125,6 +131,9 @@ def _contender_counts(*, campaign: Campaign, since):
             latency=Avg("latency_ms", filter=Q(status=S.DONE)),
             ttft=Avg("ttft_ms", filter=Q(status=S.DONE)),
             cost=Sum("cost", filter=Q(status=S.DONE)),
+            # Paid calls whose answers were not kept (and asked again): in `cost` once stored.
+            retried_tokens=Sum(F("retried_input_tokens") + F("retried_output_tokens")),
+            retried_cost=Sum("retried_cost"),
             checks_pass=Count("pk", filter=Q(checks_passed=True)),
             checks_fail=Count("pk", filter=Q(checks_passed=False)),
             leaks=Count("pk", filter=Q(identity_leak=True)),
@@ -135,7 +144,7 @@ def _contender_counts(*, campaign: Campaign, since):
 
 def _contender_progress(row: dict, rate: float) -> dict:
     """One contender's line: its counts, what remains, its rate and ETA, timings and checks."""
-    remaining = row["queued"] + row["running"]
+    remaining = row["queued"] + row["running"] + row["stalled"]
     eta = remaining / rate if rate and remaining else None
     return {
         "name": row["contender__name"],
@@ -150,6 +159,8 @@ def _contender_progress(row: dict, rate: float) -> dict:
         "latency_ms": int(row["latency"]) if row["latency"] is not None else None,
         "ttft_ms": int(row["ttft"]) if row["ttft"] is not None else None,
         "cost": row["cost"],
+        "retried_tokens": row["retried_tokens"] or 0,
+        "retried_cost": row["retried_cost"] or 0,
         "checks_pass": row["checks_pass"],
         "checks_fail": row["checks_fail"],
         "leaks": row["leaks"],

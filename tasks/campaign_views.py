@@ -175,6 +175,7 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
         "served_drift": served_model_drift(served_models(campaign_id=campaign.pk)),
         "is_admin": is_admin,
         "poll_target": PROGRESS_TARGET,
+        "lease_seconds": settings.GENERATION_LEASE_SECONDS,  # how long before a row stalls
         # The last worker flips generating -> reviewing just after its row is done: keep
         # polling for a minute after the last output while the status read above says
         # generating, so the header badge the poll refreshes never stays at "Generating" (and

@@ -9,7 +9,7 @@
 {"passed": bool, "detail": str}; `checks_passed` is None when the task has no checks.
 
 json_schema validates the output (which may be wrapped in a ```json fence) with the validator
-of tasks/json_schema.py; reference compares it with the task's reference
+of tasks/json_schema.py (the jsonschema library, patterns on the regex engine); reference compares it with the task's reference
 (tasks/reference_checks.py); tool_calls judges the calls of the generation's transcript
 (tasks/tool_checks.py). A check that cannot run is always a failed check with its reason, never
 an exception: in a worker that would retry a paid call. All the checks of one output share

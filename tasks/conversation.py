@@ -8,9 +8,12 @@ model is called with the task's tools until it answers without calling one, or `
 calls were made (then the turn ends with finish reason "max_steps" and the answer is what the
 last call said). Each call is answered from the task's `tool_mocks`, first match wins.
 
-Nothing here touches the database: the run either returns one whole result, stored at once by
-the caller, or raises (a provider error, or LoopAbandoned when the row stopped being ours). A
-worker killed mid-loop leaves nothing behind, and the next attempt starts the loop again.
+A loop resumes (docs/tools.md, "Resuming"): after every model call the runner hands its whole
+state (finished turns, the current turn's steps, the history, which mocks answered, the calls
+kept) to `save_progress`, which the caller writes to the row under its claim; a later attempt
+given that state as `resume` carries on from the last saved step, so after a failure the model
+is asked again only for the step that failed. The mocks are deterministic, so the tool results
+already shown to the model stay what they were. Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -27,13 +30,24 @@ from .tool_checks import args_match, call_record
 
 UNMOCKED = "no mocked result for this call"
 NOT_AN_OBJECT = "the arguments are not a JSON object"
-# How often, at most, a long loop renews its row's lease (and learns whether the row is still
-# its own: cancelled, or reclaimed after a lapsed lease, it stops calling the model).
-LEASE_RENEW_SECONDS = 5.0
 
 
 class LoopAbandoned(Exception):
-    """The row is no longer this run's (cancelled, or reclaimed by another worker)."""
+    """The row is no longer this run's (cancelled, or reclaimed by another worker); `spent`:
+    the tokens (input, output) of the call made that no saved state holds."""
+
+    def __init__(self, message: str, spent: tuple[int, int] = (0, 0)) -> None:
+        super().__init__(message)
+        self.spent = spent
+
+
+class TranscriptTooLong(RetryableError):
+    """The transcript outgrew what is stored: the loop starts again from nothing, so every
+    call it kept (`spent`) was paid for nothing."""
+
+    def __init__(self, message: str, spent: tuple[int, int]) -> None:
+        super().__init__(message)
+        self.spent = spent
 
 
 @dataclass
@@ -59,19 +73,27 @@ def regime(task, *, single_turn: bool = False) -> tuple[list[dict], list[str | N
     return task.conversation(), [None]
 
 
+def is_loop(task, *, single_turn: bool = False) -> bool:
+    """Whether the task runs through the tool loop (tools, or turns of a scripted user)."""
+    return bool(task.tools or (task.turns and not single_turn))
+
+
 def conversation_run(
     *,
     contender,
     task,
     single_turn: bool = False,
-    keep_lease: Callable[[], bool] | None = None,
+    save_progress: Callable[[dict | None], bool] | None = None,
+    resume: dict | None = None,
 ) -> RunResult:
-    """Run the task for the contender; `keep_lease()` renews the row's lease during a long
-    loop and says whether the row is still ours (False: LoopAbandoned is raised)."""
-    if not task.tools and not (task.turns and not single_turn):
+    """Run the task for the contender. For a loop, `save_progress(state)` is called after every
+    model call (and with None when the saved state must be dropped) and says whether the row
+    is still ours (False: LoopAbandoned); `resume` is a state it saved, to carry on from."""
+    if not is_loop(task, single_turn=single_turn):
         history, _ = regime(task, single_turn=single_turn)
         return _single(providers.generate(contender, history))
-    return _Run(contender, task, keep_lease).run(*regime(task, single_turn=single_turn))
+    run = _Run(contender, task, save_progress, resume or {})
+    return run.run(*regime(task, single_turn=single_turn))
 
 
 def _single(result: ProviderResult) -> RunResult:
@@ -92,41 +114,62 @@ def _total(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
+def _paid(call: dict) -> tuple[int, int]:
+    return call.get("input_tokens") or 0, call.get("output_tokens") or 0
+
+
 class _Run:
-    def __init__(self, contender, task, keep_lease: Callable[[], bool] | None) -> None:
+    def __init__(self, contender, task, save_progress, state: dict) -> None:
         self.contender = contender
         self.tools = list(task.tools or [])
         self.mocks = list(task.tool_mocks or [])
         self.max_steps = max(1, task.max_steps or 1)
-        self.keep_lease = keep_lease
-        self.used: Counter[int] = Counter()  # times each mock answered, over the whole run
-        self.results: list[ProviderResult] = []
-        self.size = 0
-        self.renewed = time.monotonic()
+        self.save_progress = save_progress
+        # What earlier attempts saved (all empty on a first attempt).
+        self.used: Counter[int] = Counter(
+            {int(k): v for k, v in (state.get("used") or {}).items()}
+        )  # times each mock answered, over the whole run
+        self.calls: list[dict] = list(state.get("calls") or [])  # each kept call's figures
+        self.size = state.get("size", 0)
+        self.earlier_ms = state.get("elapsed_ms", 0)
+        self.turns: list[dict] = list(state.get("turns") or [])
+        self.open_turn: int | None = state.get("turn")
+        self.open_steps: list[dict] = list(state.get("steps") or [])
+        self.history: list[dict] | None = state.get("history")
+        self.started = time.monotonic()
 
     def run(self, history: list[dict], users: list[str | None]) -> RunResult:
-        started = time.monotonic()
-        transcript = [
-            self.turn(number, user, history) for number, user in enumerate(users, start=1)
-        ]
-        first = self.results[0]
+        if self.history is not None:  # resumed: the history as the model last saw it
+            history = self.history
+        for number, user in enumerate(users, start=1):
+            if number <= len(self.turns):
+                continue
+            self.turns.append(self.turn(number, user, history))
         return RunResult(
-            text=transcript[-1]["answer"],
-            input_tokens=_total([r.input_tokens for r in self.results]),
-            output_tokens=_total([r.output_tokens for r in self.results]),
-            latency_ms=int((time.monotonic() - started) * 1000),
-            ttft_ms=first.ttft_ms,
-            finish_reason=transcript[-1]["finish_reason"],
-            served_model=next((r.served_model for r in self.results if r.served_model), ""),
-            fingerprint=next((r.fingerprint for r in self.results if r.fingerprint), ""),
-            transcript=transcript,
+            text=self.turns[-1]["answer"],
+            input_tokens=_total([c.get("input_tokens") for c in self.calls]),
+            output_tokens=_total([c.get("output_tokens") for c in self.calls]),
+            latency_ms=self.elapsed_ms(),
+            ttft_ms=self.calls[0].get("ttft_ms") if self.calls else None,
+            finish_reason=self.turns[-1]["finish_reason"],
+            served_model=next((c["served_model"] for c in self.calls if c.get("served_model")), ""),
+            fingerprint=next((c["fingerprint"] for c in self.calls if c.get("fingerprint")), ""),
+            transcript=self.turns,
         )
 
+    def elapsed_ms(self) -> int:
+        return self.earlier_ms + int((time.monotonic() - self.started) * 1000)
+
     def turn(self, number: int, user: str | None, history: list[dict]) -> dict:
-        if user is not None:
-            history.append({"role": "user", "content": user})
-        steps = []
-        for _ in range(self.max_steps):
+        if self.open_turn == number:  # resumed inside this turn: its user message is in
+            steps, self.open_turn = self.open_steps, None
+        else:
+            if user is not None:
+                history.append({"role": "user", "content": user})
+            steps = []
+        if steps and not steps[-1]["tool_calls"]:  # it had ended when it was saved
+            return _turn(number, user, steps, steps[-1]["text"], steps[-1]["finish_reason"])
+        while len(steps) < self.max_steps:
             result = self.call(history)
             calls = [
                 call_record(call_id=c.id, name=c.name, raw=c.raw, tools=self.tools)
@@ -135,27 +178,55 @@ class _Run:
             answers = [self.answer(call) for call in calls]
             steps.append(_step(result, calls, answers))
             history.append(_assistant(result.text, result.tool_calls))
+            if calls:
+                history.extend(_tool_message(answer) for answer in answers)
+            self.save(number, steps, history)
             if not calls:
                 return _turn(number, user, steps, result.text, result.finish_reason)
-            history.extend(_tool_message(answer) for answer in answers)
         # Cut off: the calls of the last step were answered (a next turn's history needs every
         # call answered), but the model is not called again in this turn.
         return _turn(number, user, steps, steps[-1]["text"], "max_steps")
 
     def call(self, history: list[dict]) -> ProviderResult:
-        if self.results and self.keep_lease is not None:
-            if time.monotonic() - self.renewed >= LEASE_RENEW_SECONDS:
-                if not self.keep_lease():
-                    raise LoopAbandoned("the row is no longer this run's")
-                self.renewed = time.monotonic()
         result = providers.generate(self.contender, history, self.tools or None)
-        self.results.append(result)
+        self.calls.append(
+            {
+                "input_tokens": result.input_tokens,
+                "output_tokens": result.output_tokens,
+                "ttft_ms": result.ttft_ms,
+                "served_model": result.served_model,
+                "fingerprint": result.fingerprint,
+            }
+        )
         self.size += len(result.text) + sum(len(c.raw) for c in result.tool_calls)
         if self.size > MAX_OUTPUT_CHARS:
-            raise RetryableError(
-                f"the transcript is longer than {MAX_OUTPUT_CHARS:,} characters: not stored"
+            # Kept, it would fail every attempt the same way: dropped, and started afresh.
+            if self.save_progress is not None:
+                self.save_progress(None)
+            spent = [_paid(c) for c in self.calls]
+            raise TranscriptTooLong(
+                f"the transcript is longer than {MAX_OUTPUT_CHARS:,} characters: not stored",
+                spent=(sum(i for i, _ in spent), sum(o for _, o in spent)),
             )
         return result
+
+    def save(self, number: int, steps: list[dict], history: list[dict]) -> None:
+        """Hand the state after this step to the caller; a row no longer ours ends the run
+        (the call just made is then held by no saved state: its tokens were spent)."""
+        if self.save_progress is None:
+            return
+        state = {
+            "turns": self.turns,
+            "turn": number,
+            "steps": steps,
+            "history": history,
+            "used": {str(k): v for k, v in self.used.items()},
+            "calls": self.calls,
+            "size": self.size,
+            "elapsed_ms": self.elapsed_ms(),
+        }
+        if not self.save_progress(state):
+            raise LoopAbandoned("the row is no longer this run's", spent=_paid(self.calls[-1]))
 
     def answer(self, call: dict) -> dict:
         """The tool result of one call, from the first mock that matches it."""

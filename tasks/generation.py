@@ -11,9 +11,12 @@ The database is the source of truth. A Celery message only says "look at row N":
   any number of workers and in the embedded SQLite + filesystem-broker mode alike;
 - the result is stored only while the claim token still matches, so a duplicate or late call
   never makes a second output (it is counted in `discarded_calls`);
-- a task with tools or turns is run whole by tasks/conversation.py (every turn's tool loop)
-  and stored once at the end, like a single call: an attempt that dies mid-loop stores and
-  charges nothing, and the next attempt starts the loop again (docs/tools.md, "Resuming").
+- a task with tools or turns is run by tasks/conversation.py (every turn's tool loop), its
+  state saved on the row after every model call under the claim, and stored once at the end
+  like a single call: an attempt that fails mid-loop is resumed by the next one from its last
+  saved step (docs/tools.md, "Resuming");
+- every paid call is counted: the tokens and cost of a call whose answer was not kept are
+  added to the row's `retried_*` fields and, once it is stored, to its totals.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import DecimalField, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -37,8 +41,9 @@ from evalsite.text import counted
 
 from . import providers
 from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
-from .conversation import LoopAbandoned, conversation_run
+from .conversation import LoopAbandoned, TranscriptTooLong, conversation_run
 from .grading import graded_fields
+from .lease_keeper import lease_keeper
 from .models import Campaign, Generation, Provider
 from .providers.base import cost_of
 from .signals import generation_finished, outputs_changed
@@ -201,6 +206,7 @@ def generation_retry_failed(*, campaign: Campaign) -> int:
         queued_at=timezone.now(),
         finished_at=None,
         claim_token="",
+        loop_progress=None,
     )
     if ids:
         Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.GENERATING)
@@ -377,23 +383,61 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
         if outcome.action == "failed":
             _after_finish(generation_id)
         return outcome
+    # The process's lease keeper renews the short lease while the call runs (a worker); a
+    # tool loop's saves renew it too, after every model call.
+    lease_keeper.hold(token)
+    try:
+        return _call_and_store(gen, token)
+    finally:
+        lease_keeper.release(token)
+
+
+def _call_and_store(gen: Generation, token: str) -> RunOutcome:
     try:
         result = conversation_run(
             contender=gen.contender,
             task=gen.task,
             single_turn=gen.single_turn,
-            keep_lease=functools.partial(_lease_renew, gen.pk, token),
+            save_progress=functools.partial(_progress_save, gen.pk, token),
+            resume=gen.loop_progress,
         )
-    except LoopAbandoned:
+    except LoopAbandoned as exc:
+        _spent_record(gen, exc.spent)
         return _discard(gen, token)
+    except TranscriptTooLong as exc:
+        _spent_record(gen, exc.spent)
+        return _retry_later(gen, token, exc.message, None)
     except providers.PermanentError as exc:
         return _fail(gen, token, exc.message)
     except providers.RetryableError as exc:
         return _retry_later(gen, token, exc.message, exc.retry_after)
+    except (OperationalError, InterfaceError) as exc:  # the database, during a tool loop
+        return _store_failed(gen, token, exc)
     except Exception as exc:  # noqa: BLE001 - includes SoftTimeLimitExceeded; the attempt cap bounds it
         log.exception("generation %s: unexpected error", gen.pk)
         return _retry_later(gen, token, f"{type(exc).__name__}: {exc}", None)
-    return _store(gen, token, result)
+    try:
+        return _store(gen, token, result)
+    except (OperationalError, InterfaceError) as exc:
+        return _store_failed(gen, token, exc, result)
+
+
+def _store_failed(gen: Generation, token: str, exc: Exception, result=None) -> RunOutcome:
+    """The database failed while the result was being stored: release the row for a retry at
+    once rather than leave it running under a lease nobody will use. If the database cannot
+    even take that, the job comes back once the lease has lapsed (nothing renews it now), when
+    the row can be claimed again."""
+    message = "the result could not be stored: the database was unreachable"
+    log.warning("generation %s: %s (%s)", gen.pk, message, exc)
+    try:
+        if result is not None:  # paid for, and asked again (a loop: its last step only)
+            _spent_record(gen, _result_spent(result))
+        outcome = _retry_later(gen, token, message, None)
+    except (OperationalError, InterfaceError):
+        return RunOutcome(
+            "retry", countdown=settings.GENERATION_LEASE_SECONDS + 1.0, detail=message
+        )
+    return outcome
 
 
 def _update_claimed(pk: int, token: str, values: dict) -> int:
@@ -401,15 +445,46 @@ def _update_claimed(pk: int, token: str, values: dict) -> int:
     return Generation.objects.filter(pk=pk, claim_token=token, status=S.RUNNING).update(**values)
 
 
-def _lease_renew(pk: int, token: str) -> bool:
-    """Extend a long tool loop's lease; False when the row is no longer ours (cancelled, or
-    its lease lapsed and it was reclaimed): the loop then stops calling the model."""
+def _progress_save(pk: int, token: str, state: dict | None) -> bool:
+    """Save a tool loop's state after a step (None: drop it) and extend the lease; False when
+    the row is no longer ours (cancelled, or its lease lapsed and it was reclaimed): the loop
+    then stops calling the model."""
     lease = timezone.now() + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)
     return bool(
         Generation.objects.filter(pk=pk, claim_token=token, status=S.RUNNING).update(
-            lease_expires_at=lease
+            lease_expires_at=lease, loop_progress=state
         )
     )
+
+
+def _result_spent(result) -> tuple[int, int]:
+    """The tokens of a result that was not stored and will be asked for again. Not those of a
+    loop: every step of it was saved on the row, and the attempt that stores the row resumes
+    from them (at its end: without a call)."""
+    if getattr(result, "transcript", None):
+        return 0, 0
+    return result.input_tokens or 0, result.output_tokens or 0
+
+
+def _spent_record(gen: Generation, spent: tuple[int, int]) -> None:
+    """Count a paid call whose answer was not kept: in the row's retried_* fields, and in its
+    totals once it is stored (now, if it already is: another attempt stored it)."""
+    tokens_in, tokens_out = spent
+    if not (tokens_in or tokens_out):
+        return
+    cost = cost_of(gen.contender, tokens_in, tokens_out) or 0
+    with transaction.atomic():
+        row = Generation.objects.filter(pk=gen.pk)
+        row.update(
+            retried_input_tokens=F("retried_input_tokens") + tokens_in,
+            retried_output_tokens=F("retried_output_tokens") + tokens_out,
+            retried_cost=F("retried_cost") + cost,
+        )
+        row.filter(status=S.DONE).update(
+            input_tokens=Coalesce("input_tokens", 0) + tokens_in,
+            output_tokens=Coalesce("output_tokens", 0) + tokens_out,
+            cost=Coalesce("cost", Value(0, output_field=DecimalField())) + cost,
+        )
 
 
 def _store(gen: Generation, token: str, result) -> RunOutcome:
@@ -439,10 +514,19 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "finished_at": timezone.now(),
             "lease_expires_at": None,
             "claim_token": "",
+            "loop_progress": None,
         },
     )
     if not stored:
-        return _discard(gen, token)
+        return _discard(gen, token, result)
+    # Paid calls of earlier attempts whose answers were not kept count in the totals too.
+    Generation.objects.filter(
+        Q(retried_input_tokens__gt=0) | Q(retried_output_tokens__gt=0), pk=gen.pk
+    ).update(
+        input_tokens=Coalesce("input_tokens", 0) + F("retried_input_tokens"),
+        output_tokens=Coalesce("output_tokens", 0) + F("retried_output_tokens"),
+        cost=Coalesce("cost", Value(0, output_field=DecimalField())) + F("retried_cost"),
+    )
     # The slot is free from here: a thread waiting for it starts its call while this one
     # opens review items and goes back to the broker.
     _slot_releases.released(gen.contender_id)
@@ -450,9 +534,11 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
     return RunOutcome("done")
 
 
-def _discard(gen: Generation, token: str) -> RunOutcome:
+def _discard(gen: Generation, token: str, result=None) -> RunOutcome:
     # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
     Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
+    if result is not None:
+        _spent_record(gen, _result_spent(result))
     _release_discarded(gen, token)
     return RunOutcome("discarded", detail="the row was no longer ours")
 
@@ -464,6 +550,7 @@ def _fail(gen: Generation, token: str, message: str) -> RunOutcome:
         finished_at=timezone.now(),
         lease_expires_at=None,
         claim_token="",
+        loop_progress=None,
     )
     if updated:
         _slot_releases.released(gen.contender_id)
@@ -522,5 +609,5 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
 
 
 # The reconciler and imported outputs have their own modules; the names stay importable here.
-from .generation_reconcile import generation_reconcile  # noqa: E402, F401
+from .generation_reconcile import generation_lapsed_requeue, generation_reconcile  # noqa: E402, F401
 from .outputs_import import outputs_import  # noqa: E402, F401

@@ -61,24 +61,24 @@ class CheckContext:
 
 
 def schema_value(schema: Any, name: str) -> dict:
-    """A JSON Schema as the checks run it: an object whose `type`s are known, whose patterns
-    compile with the checks' engine, and that is valid under its metaschema."""
+    """A JSON Schema as the checks run it: an object whose `type`s are known, valid under its
+    metaschema, whose `$schema` is a known draft and whose `$ref`s resolve within it, and
+    whose patterns compile with the checks' engine."""
     if not isinstance(schema, dict):
         raise RowError(name, f"must be a JSON Schema object, not {kind(schema)}")
     declared = schema.get("type")
     kinds = declared if isinstance(declared, list) else [declared] if declared is not None else []
     if any(not isinstance(k, str) or k not in SCHEMA_TYPES for k in kinds):
         raise RowError(name, f"'type' must be one of {', '.join(sorted(SCHEMA_TYPES))}")
+    # The metaschema first: the patterns are found by walking a schema it accepted.
+    problem = schema_problem(schema)
+    if problem:
+        raise RowError(name, problem)
     for pattern in schema_patterns(schema):
-        if not isinstance(pattern, str):
-            raise RowError(name, f"'pattern' must be a string, not {kind(pattern)}")
         try:
             compile_pattern(pattern)
         except PatternError as exc:
             raise RowError(name, f"pattern {pattern!r} does not compile: {exc}") from None
-    problem = schema_problem(schema)
-    if problem:
-        raise RowError(name, problem)
     return schema
 
 

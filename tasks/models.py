@@ -282,6 +282,15 @@ class Generation(models.Model):
     discarded_calls = models.PositiveIntegerField(
         default=0, help_text="duplicate provider calls whose result was dropped"
     )
+    # Paid calls whose answer was not kept (an attempt that lost its row, a transcript too
+    # long to store, a store that failed): their tokens and cost, also counted in the row's
+    # input_tokens, output_tokens and cost once it is stored (docs/tools.md, "Resuming").
+    retried_input_tokens = models.PositiveIntegerField(default=0)
+    retried_output_tokens = models.PositiveIntegerField(default=0)
+    retried_cost = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    # A tool loop's state after its last saved step (tasks/conversation.py): the next attempt
+    # carries on from it. Cleared when the row is stored or fails.
+    loop_progress = models.JSONField(null=True, blank=True)
     claim_token = models.CharField(max_length=32, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)

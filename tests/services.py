@@ -90,9 +90,9 @@ class Worker:
             "--without-mingle",
             "--without-heartbeat",
         ]
-        if beat:
-            args.append("--beat")
         self.log_path = Path(settings.DATA_DIR) / f"worker-{os.getpid()}-{time.monotonic_ns()}.log"
+        if beat:  # its schedule file beside the log, never in the checkout
+            args += ["--beat", "--schedule", str(self.log_path.with_suffix(".beat"))]
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             args,

@@ -51,6 +51,38 @@ class LoginTests(TestCase):
         assert "_auth_user_id" not in self.client.session
 
     @override_settings(BEHIND_TLS_PROXY=True)
+    def test_a_new_forged_forwarded_address_per_try_does_not_escape_the_lock(self):
+        # The TLS-proxy setting alone (no trusted proxy count): anyone reaching gunicorn
+        # directly sent a new X-Forwarded-For per try and was never locked (30 tries, 0 locks).
+        login = {"username": "lead", "password": PASSWORD}
+        statuses = [
+            self.client.post(
+                "/login/",
+                {"username": "lead", "password": f"wrong-{i}"},
+                HTTP_X_FORWARDED_FOR=f"198.51.100.{i + 1}",
+            ).status_code
+            for i in range(30)
+        ]
+        assert statuses[:4] == [200] * 4 and set(statuses[4:]) == {429}  # locked at the 5th
+        forged = self.client.post("/login/", login, HTTP_X_FORWARDED_FOR="203.0.113.99")
+        assert forged.status_code == 429 and "_auth_user_id" not in self.client.session
+
+    @override_settings(TRUSTED_PROXY_COUNT=2)
+    def test_behind_two_proxies_the_client_is_the_second_entry_from_the_right(self):
+        # Each try forges a new leftmost entry; the two proxies' entries are what count.
+        for i in range(6):
+            forwarded = f"192.0.2.{i + 1}, 203.0.113.5, 10.0.0.2"
+            self.client.post(
+                "/login/", {"username": "lead", "password": "wrong"}, HTTP_X_FORWARDED_FOR=forwarded
+            )
+        login = {"username": "lead", "password": PASSWORD}
+        again = "192.0.2.77, 203.0.113.5, 10.0.0.2"
+        assert self.client.post("/login/", login, HTTP_X_FORWARDED_FOR=again).status_code == 429
+        # fewer entries than proxies: the header did not come through them, not believed
+        short = "203.0.113.8"  # REMOTE_ADDR (127.0.0.1) is not locked
+        assert Client().post("/login/", login, HTTP_X_FORWARDED_FOR=short).status_code == 302
+
+    @override_settings(BEHIND_TLS_PROXY=True, TRUSTED_PROXY_COUNT=1)
     def test_behind_the_proxy_the_lock_counts_the_forwarded_address(self):
         # Every request reaches the site from the proxy (REMOTE_ADDR 127.0.0.1 here).
         attacker = {"HTTP_X_FORWARDED_FOR": "203.0.113.5"}

@@ -348,9 +348,9 @@ class SchemaTests(TestCase):
         }
         assert problems(full) == []
         assert set(problems({**spec, "overlap": None, "slug": "Bad Slug", "extra": 1})) == {
-            "$: unexpected property 'extra'",
-            "$.overlap: expected integer",
-            "$.slug: does not match ^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$",
+            "$: Additional properties are not allowed ('extra' unexpected)",
+            "$.overlap: None is not of type 'integer'",
+            "$.slug: 'Bad Slug' does not match '^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$'",
         }
         # Path parameters say what the URL pattern matches (anything else is a 404).
         next_slug = paths["/api/v1/campaigns/{slug}/next"]["post"]["parameters"][0]

@@ -154,11 +154,78 @@ def test_valid_args_fails_an_unknown_tool_and_arguments_that_break_the_schema():
     assert result["passed"] is False
     assert result["detail"] == (
         "invalid: call 1 (delete_all): unknown tool 'delete_all'; call 2 (get_order): "
-        "$.order_id: does not match ^[A-Z]-[0-9]+$; call 3 (refund): $: unexpected property "
-        "'note' (4 calls)"
+        "$.order_id: 'a17' does not match '^[A-Z]-[0-9]+$'; call 3 (refund): $: Additional "
+        "properties are not allowed ('note' unexpected) (4 calls)"
     )
     good = [turn([call("get_order", '{"order_id": "B-2"}')])]
     assert tool_check({"valid_args": True}, good)["passed"] is True
+
+
+# What Pydantic (v2) writes for `class Refund(BaseModel): order: Order; lines: list[Line]`: the
+# nested models under $defs, reached only through $ref.
+PYDANTIC_REFUND = {
+    "$defs": {
+        "Line": {
+            "properties": {
+                "sku": {"pattern": "^SKU-[0-9]{4}$", "title": "Sku", "type": "string"},
+                "qty": {"exclusiveMinimum": 0, "title": "Qty", "type": "integer"},
+            },
+            "required": ["sku", "qty"],
+            "title": "Line",
+            "type": "object",
+        },
+        "Order": {
+            "properties": {"order_id": {"title": "Order Id", "type": "string"}},
+            "required": ["order_id"],
+            "title": "Order",
+            "type": "object",
+        },
+    },
+    "properties": {
+        "order": {"$ref": "#/$defs/Order"},
+        "lines": {"items": {"$ref": "#/$defs/Line"}, "title": "Lines", "type": "array"},
+    },
+    "required": ["order", "lines"],
+    "title": "Refund",
+    "type": "object",
+}
+
+
+def test_valid_args_follows_the_refs_of_a_pydantic_schema():
+    # the hand-written validator ignored $ref: every argument under $defs passed unchecked
+    tools = [{"name": "refund", "description": "", "parameters": PYDANTIC_REFUND}]
+    raw = '{"order": {"order_id": "A-1"}, "lines": [{"sku": "SKU-0001", "qty": 2}]}'
+    good = call_record(call_id="c1", name="refund", raw=raw, tools=tools)
+    assert good["valid"] is True
+    wrong = '{"order": {"id": "A-1"}, "lines": [{"sku": "sku-1", "qty": 0}]}'
+    bad = call_record(call_id="c2", name="refund", raw=wrong, tools=tools)
+    assert bad["valid"] is False
+    results, passed = run_checks(
+        "Done.",
+        {"tool_calls": {"valid_args": True}},
+        transcript=[turn([bad])],
+        tools=tools,
+    )
+    assert passed is False
+    assert results["tool_calls"]["detail"] == (
+        "invalid: call 1 (refund): $.order: 'order_id' is a required property; "
+        "$.lines[0].sku: 'sku-1' does not match '^SKU-[0-9]{4}$'; "
+        "$.lines[0].qty: 0 is less than or equal to the minimum of 0 (1 call)"
+    )
+
+
+def test_a_pattern_behind_a_ref_or_a_property_name_pattern_stops_at_the_budget():
+    # the library's own `pattern` and `patternProperties` run Python's re, which never stops
+    # on (a|a)+$; here they run on the checks' engine under the shared budget
+    hostile = "a" * 40 + "b"
+    slow = "pattern took too long (stopped after 1 s on this output): (a|a)+$"
+    behind_ref = {"$defs": {"Id": {"pattern": "(a|a)+$"}}, "items": {"$ref": "#/$defs/Id"}}
+    names = {"patternProperties": {"(a|a)+$": {}}, "additionalProperties": False}
+    for schema, value in ((behind_ref, f'["{hostile}"]'), (names, f'{{"{hostile}": 1}}')):
+        started = time.monotonic()
+        results, passed = run_checks(value, {"json_schema": schema})
+        assert time.monotonic() - started < CHECKS_TIMEOUT_SECONDS + 2
+        assert passed is False and results["json_schema"]["detail"] == slow
 
 
 def test_a_generation_without_a_transcript_made_no_calls():

@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 
 from django.test import TestCase, override_settings
+from django.utils import timezone
 
 from reviews.models import ItemOutput, ReviewItem
 from tasks.campaigns import campaign_create
@@ -14,7 +15,7 @@ from tasks.generation import generation_rows_create, generation_run
 from tasks.models import Campaign, Generation
 from tasks.providers.base import cost_of
 from tests.factories import TaskFactory, TestSetFactory
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import FakeLLM, request_view
 
 ORDER_SCHEMA = {
     "type": "object",
@@ -296,6 +297,53 @@ class ToolLoopTests(TestCase):
                 "is_error": True,
             }
         ]
+
+    def test_a_loop_resumes_from_its_last_saved_step_asking_again_only_for_the_failed_one(self):
+        # The loop of four steps fails at its third call (HTTP 500): it used to start again
+        # from the first, paying for every step twice (33% of calls at a 20% fault rate).
+        script = [
+            {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-17"}}]},
+            {"tool_calls": [{"name": "refund", "arguments": {"order_id": "A-17"}}]},
+            {"tool_calls": [{"name": "refund", "arguments": {"order_id": "A-17"}}]},
+            "Refunded A-17.",
+        ]
+        self.fake.steps("resumer", *script)
+        self.fake.script("resumer", "ok", "ok", "500")
+        campaign = campaign_for(
+            self.fake,
+            slug="resume",
+            tasks=[{"prompt": "Refund order A-17.", "tools": TOOLS, "tool_mocks": MOCKS}],
+            contenders=[
+                {
+                    "name": "resumer",
+                    "provider": "openai",
+                    "price_in_per_mtok": 2,
+                    "price_out_per_mtok": 4,
+                }
+            ],
+        )
+        row = Generation.objects.get(campaign=campaign)
+        assert generation_run(generation_id=row.pk).action == "retry"
+        row.refresh_from_db()
+        saved = row.loop_progress
+        assert row.status == "pending" and [len(saved["steps"]), saved["turn"]] == [2, 1]
+        assert saved["used"] == {"0": 1, "1": 1}  # the refund mock's one timeout was used
+        Generation.objects.filter(pk=row.pk).update(queued_at=timezone.now())
+        assert generation_run(generation_id=row.pk).action == "done"
+        calls = self.fake.calls_for("resumer")
+        # each step asked once, the failed third twice: the retry carried on from step 3
+        assert [request_view("openai", c["body"]).step for c in calls] == [1, 2, 3, 3, 4]
+        row.refresh_from_db()
+        (turn,) = row.transcript
+        assert [s["tool_results"][0]["error"] for s in turn["steps"][1:3]] == ["timeout", ""]
+        assert turn["steps"][2]["tool_results"][0]["result"] == {"refunded": True}
+        assert row.output == "Refunded A-17." and row.loop_progress is None
+        kept = [c["usage"] for c in calls if c["usage"]]
+        assert len(kept) == 4  # the 500 answered no tokens: nothing was paid for twice
+        assert row.input_tokens == sum(u[0] for u in kept)
+        assert row.output_tokens == sum(u[1] for u in kept)
+        assert (row.retried_input_tokens, row.retried_output_tokens) == (0, 0)
+        assert row.cost == cost_of(row.contender, row.input_tokens, row.output_tokens)
 
     def test_a_plain_task_is_one_call_with_an_empty_transcript(self):
         campaign = campaign_for(

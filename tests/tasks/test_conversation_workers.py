@@ -1,5 +1,6 @@
 """Tool loops on PostgreSQL: an attempt that loses its row mid-loop, and real Celery workers
-(one killed mid-loop) running a tool task end to end (docs/tools.md, "Resuming")."""
+(one killed mid-loop) running a tool task end to end: the next attempt resumes from the last
+saved step, and every paid call is counted (docs/tools.md, "Resuming")."""
 
 import time
 from unittest import mock
@@ -7,7 +8,6 @@ from unittest import mock
 import pytest
 
 from reviews.models import ReviewItem
-from tasks import conversation
 from tasks.generation import generation_enqueue, generation_reconcile, generation_run
 from tasks.models import Generation
 from tasks.providers.base import cost_of
@@ -26,19 +26,29 @@ SCRIPT = [
 TASK = {"prompt": "Refund order A-17.", "tools": TOOLS, "tool_mocks": MOCKS}
 
 
-def one_loop(row, calls):
-    """The row holds one whole loop: SCRIPT's four steps, and the tokens and cost of the
-    last four calls the endpoint answered (those of the attempt that was stored)."""
+def one_loop(row, calls, spent: list[int]):
+    """The row holds one whole loop: SCRIPT's four steps, each from the call that answered it
+    first (the first attempt's first call, then the resumed attempt's three); its totals are
+    every paid call's, the `spent` calls (indexes in calls) whose answers were not kept
+    included and also shown apart."""
     (turn,) = row.transcript
     assert [s["text"] for s in turn["steps"]] == ["", "Refunding.", "", SCRIPT[3]]
     assert [s["tool_results"][0]["error"] for s in turn["steps"][1:3]] == ["timeout", ""]
     assert turn["steps"][2]["tool_results"][0]["result"] == {"refunded": True}
-    usage = [c["usage"] for c in calls[-4:]]
-    assert [(s["input_tokens"], s["output_tokens"]) for s in turn["steps"]] == usage
-    assert row.input_tokens == sum(u[0] for u in usage)
-    assert row.output_tokens == sum(u[1] for u in usage)
+    kept = [calls[0]["usage"]] + [c["usage"] for c in calls[-3:]]
+    assert [(s["input_tokens"], s["output_tokens"]) for s in turn["steps"]] == kept
+    repeated = [calls[i]["usage"] for i in spent if calls[i]["usage"]]
+    assert (row.retried_input_tokens, row.retried_output_tokens) == (
+        sum(u[0] for u in repeated),
+        sum(u[1] for u in repeated),
+    )
+    assert row.input_tokens == sum(u[0] for u in kept + repeated)
+    assert row.output_tokens == sum(u[1] for u in kept + repeated)
+    assert row.retried_cost == cost_of(
+        row.contender, row.retried_input_tokens, row.retried_output_tokens
+    )
     assert row.cost == cost_of(row.contender, row.input_tokens, row.output_tokens)
-    assert row.output == SCRIPT[3] and row.status == "done"
+    assert row.output == SCRIPT[3] and row.status == "done" and row.loop_progress is None
 
 
 @pytest.mark.postgres
@@ -47,7 +57,6 @@ def test_a_loop_that_lost_its_row_stops_and_the_new_attempt_stores_one_whole_loo
 ):
     settings.GENERATION_LEASE_SECONDS = 1
     settings.GENERATION_READ_TIMEOUT = 10
-    monkeypatch.setattr(conversation, "LEASE_RENEW_SECONDS", 0)  # check before every call
     with FakeLLM(slow_seconds=5) as fake, mock.patch("tasks.generation._send"):
         fake.steps("agent", *SCRIPT)
         fake.script("agent", "ok", "hang")  # the first attempt's second call hangs
@@ -73,17 +82,27 @@ def test_a_loop_that_lost_its_row_stops_and_the_new_attempt_stores_one_whole_loo
         assert generation_run(generation_id=row.pk).action == "done"
         first.join(15)
         calls = fake.calls_for("agent")
-    # The first attempt learnt its row was taken and made no third call; its result is gone.
+    # The first attempt learnt its row was taken and made no third call; the second resumed
+    # from the first attempt's saved first step, so it asked for steps 2 to 4 only. The first
+    # attempt's second call (answered after the row was taken) was paid, and is counted.
     assert [o.action for o in outcome] == ["discarded"]
-    assert len(calls) == 2 + 4
+    assert len(calls) == 2 + 3
     row.refresh_from_db()
     assert row.attempts == 2 and row.discarded_calls == 1
-    one_loop(row, calls)
+    one_loop(row, calls, spent=[1])
+    # shown apart on the campaign's progress (page and API): the repeated call's share
+    from tasks.campaign_selectors import campaign_progress
+
+    (line,) = [
+        c for c in campaign_progress(campaign=campaign)["contenders"] if c["name"] == "agent"
+    ]
+    assert line["retried_tokens"] == sum(calls[1]["usage"]) > 0
+    assert line["retried_cost"] == row.retried_cost > 0
 
 
 @pytest.mark.postgres
 @pytest.mark.redis
-def test_workers_run_a_tool_task_end_to_end_and_restart_a_loop_killed_midway(workers):  # noqa: F811
+def test_workers_run_a_tool_task_end_to_end_and_resume_a_loop_killed_midway(workers):  # noqa: F811
     fake = FakeLLM(slow_seconds=8)
     try:
         for model in ("oa-agent", "an-agent"):
@@ -127,8 +146,9 @@ def test_workers_run_a_tool_task_end_to_end_and_restart_a_loop_killed_midway(wor
         rows = Generation.objects.filter(campaign=campaign).select_related("contender")
         for row in rows:
             calls = fake.calls_for(row.contender.name)
-            assert len(calls) == 2 + 4 and row.attempts == 2, (row.contender.name, row.error)
-            one_loop(row, calls)
+            # the killed call is asked again, not the first step the dead worker saved
+            assert len(calls) == 2 + 3 and row.attempts == 2, (row.contender.name, row.error)
+            one_loop(row, calls, spent=[])
         wait_until(
             lambda: ReviewItem.objects.filter(campaign=campaign, ready=True).count() == 1,
             timeout=10,

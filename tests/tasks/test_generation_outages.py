@@ -1,20 +1,30 @@
 """Generation while the broker (or the database) is down: queued rows are kept, the user is
-told, and the reconciler sends them within a minute or two of the broker answering again."""
+told, and the reconciler sends them within a minute or two of the broker answering again. A
+worker killed mid-call frees its slots and its rows run again within a minute; a store that
+fails on the database releases its row at once."""
 
+import time
 from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import TestCase, TransactionTestCase, override_settings
 from django.utils import timezone
 
 from evalsite.celery import broker_queued
 from evalsite.models import ApiToken
-from tasks.generation import GenerationNotSent, generation_enqueue, generation_reconcile
+from tasks.campaign_selectors import campaign_progress
+from tasks.generation import (
+    GenerationNotSent,
+    generation_enqueue,
+    generation_reconcile,
+    generation_run,
+)
 from tasks.models import Generation
 from tests.factories import PASSWORD, personas
 from tests.services import CLOSED_REDIS_URL, broker_at, purge_broker, wait_until
-from tests.tasks.test_generation import _finished, make_campaign
+from tests.tasks.test_generation import _finished, make_campaign, workers  # noqa: F401
 
 
 def _queued(campaign) -> int:
@@ -129,3 +139,127 @@ def test_rows_queued_while_the_broker_was_down_run_once_it_is_back(celery_worker
         assert len(fake.calls) == 4  # each row called once: nothing was sent twice
     finally:
         fake.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.timeout(300)
+def test_a_worker_killed_mid_stream_frees_its_slots_and_its_rows_finish_within_a_minute(
+    workers,  # noqa: F811 - the fixture imported above
+):
+    """With the shipped lease and sweep (no lease setting here): the old 390 s lease held
+    both slots of the contender for six and a half minutes after the kill."""
+    from tests.fake_llm import FakeLLM
+
+    fake = FakeLLM(chunk_delay=1.5)  # five words: a 7.5 s stream, killed in its middle
+    try:
+        campaign = make_campaign(
+            fake,
+            tasks=4,
+            slug="sigkill",
+            contenders=[{"name": "k1", "provider": "openai", "model": "k1", "max_concurrency": 2}],
+        )
+        # Beat runs in the worker, as in `./dev run`: the lapsed-lease sweep is its own.
+        env = {"GENERATION_READ_TIMEOUT": "20"}
+        first = workers(concurrency=2, pool="threads", beat=True, extra_env=env)
+        generation_enqueue(campaign=campaign)
+        rows = Generation.objects.filter(campaign=campaign)
+        wait_until(
+            lambda: rows.filter(status="running").count() == 2 and len(fake.calls) == 2,
+            timeout=60,
+            message="two calls streaming",
+        )
+        time.sleep(2)
+        killed = set(rows.filter(status="running").values_list("pk", flat=True))
+        first.kill()
+        killed_at = time.monotonic()
+        # The campaign page names them stalled once their lease lapses, not "running".
+        wait_until(
+            lambda: campaign_progress(campaign=campaign)["totals"]["stalled"] >= 1,
+            timeout=45,
+            message="rows shown stalled",
+        )
+        workers(concurrency=2, pool="threads", beat=True, extra_env=env)
+        # The two queued rows need the dead worker's slots; its two rows need the sweep.
+        wait_until(lambda: _finished(campaign), timeout=90, message="every row done after the kill")
+        assert time.monotonic() - killed_at < 90
+        done = list(rows)
+        assert all(r.status == "done" for r in done), [(r.pk, r.status, r.error) for r in done]
+        assert all(r.attempts == 2 for r in done if r.pk in killed)
+        assert len(fake.calls) == 6  # the two killed calls were made again, nothing else
+    finally:
+        fake.close()
+
+
+@pytest.mark.postgres
+class StoreFailureTests(TransactionTestCase):
+    """The database refuses the store (a trigger raising a connection-failure error, which
+    the driver reports as it reports a lost server): the row is released for a retry at once,
+    not left running under a lease."""
+
+    def setUp(self):
+        from tests.fake_llm import FakeLLM
+        from tests.services import need, postgres_available
+
+        need(postgres_available(), "the failing store is a PostgreSQL trigger")
+        self.fake = FakeLLM()
+        self.addCleanup(self.fake.close)
+        self.campaign = make_campaign(
+            self.fake,
+            tasks=1,
+            slug="store",
+            contenders=[{"name": "s", "provider": "openai", "model": "s"}],
+        )
+        table = Generation._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE FUNCTION refuse_store() RETURNS trigger AS $$ BEGIN "
+                "RAISE EXCEPTION 'server closed the connection' USING ERRCODE = '08006'; "
+                "END $$ LANGUAGE plpgsql"
+            )
+            cursor.execute(
+                f"CREATE TRIGGER refuse_store BEFORE UPDATE ON {table} FOR EACH ROW "
+                "WHEN (NEW.status = 'done') EXECUTE FUNCTION refuse_store()"
+            )
+        self.addCleanup(self._drop_trigger)
+
+    def _drop_trigger(self):
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TRIGGER IF EXISTS refuse_store ON {Generation._meta.db_table}")
+            cursor.execute("DROP FUNCTION IF EXISTS refuse_store()")
+
+    def test_a_store_refused_by_the_database_releases_the_row_at_once(self):
+        row = Generation.objects.get(campaign=self.campaign)
+        Generation.objects.filter(pk=row.pk).update(queued_at=timezone.now())
+        with self.assertLogs("tasks.generation", "WARNING"):
+            outcome = generation_run(generation_id=row.pk)
+        assert outcome.action == "retry" and outcome.countdown < 10
+        row.refresh_from_db()
+        assert (row.status, row.claim_token, row.lease_expires_at) == ("pending", "", None)
+        assert row.error == "the result could not be stored: the database was unreachable"
+        assert row.retries == 1 and row.attempts == 1
+        self._drop_trigger()
+        # its job comes back after the countdown: claimable at once, no lease to wait out
+        time.sleep(outcome.countdown)
+        assert generation_run(generation_id=row.pk).action == "done"
+        row.refresh_from_db()
+        assert row.status == "done" and row.attempts == 2 and len(self.fake.calls) == 2
+
+
+class StalledProgressTests(TestCase):
+    def test_a_running_row_whose_lease_lapsed_is_shown_stalled_not_running(self):
+        personas()
+        campaign = make_campaign(tasks=2)  # 4 rows
+        rows = list(Generation.objects.filter(campaign=campaign).order_by("pk"))
+        now = timezone.now()
+        Generation.objects.filter(pk=rows[0].pk).update(
+            status="running", lease_expires_at=now + timedelta(seconds=20)
+        )
+        Generation.objects.filter(pk=rows[1].pk).update(
+            status="running", lease_expires_at=now - timedelta(seconds=5)
+        )
+        totals = campaign_progress(campaign=campaign)["totals"]
+        assert (totals["running"], totals["stalled"], totals["remaining"]) == (1, 1, 2)
+        self.client.post("/login/", {"username": "lead", "password": PASSWORD})
+        page = self.client.get(f"/campaigns/{campaign.slug}/").content.decode()
+        assert "1 stalled:</strong> no worker has renewed its lease for over 30 seconds" in page

@@ -271,8 +271,9 @@ class BadInputTests(TestCase):
             e.startswith("line 2, field checks.json_schema: pattern '(x' does not compile")
             for e in errors
         ), errors
-        assert "line 3, field checks.json_schema: 'pattern' must be a string, not a number" in (
-            errors
+        assert (
+            "line 3, field checks.json_schema: not a valid JSON Schema: at $.anyOf[0].pattern: "
+            "5 is not of type 'string'" in errors
         )
         # what the engine accepts beyond Python's re is accepted, as the checks run it
         checks = {"regex": r"^\p{Lu}", "json_schema": {"pattern": r"(?<=\w+)!"}}
@@ -305,6 +306,34 @@ class BadInputTests(TestCase):
         self.assert_rejected(jsonl(bad), "True is not of type 'number'")
         ok = row(checks={"json_schema": {**draft4, "exclusiveMinimum": True}})
         services.testset_import(name="d4", data=jsonl(ok), filename="a.jsonl")
+
+    def test_it_rejects_a_dangling_ref_and_an_unknown_draft_with_their_line(self):
+        # a $ref was ignored, so a schema whose reference pointed nowhere validated nothing
+        # under it; nothing is fetched, so a remote $ref is refused as well
+        defs = {"$defs": {"Order": {"type": "object"}}, "type": "object"}
+        data = jsonl(
+            row(checks={"json_schema": {**defs, "properties": {"o": {"$ref": "#/$defs/Order"}}}}),
+            row(external_id="T-2", checks={"json_schema": {**defs, "$ref": "#/$defs/Ordr"}}),
+            row(external_id="T-3", checks={"json_schema": {"$ref": "https://x.test/s.json"}}),
+            row(external_id="T-4", checks={"json_schema": {"$schema": "https://x.test/draft"}}),
+        )
+        errors = self.assert_rejected(
+            data,
+            "line 2, field checks.json_schema: $ref '#/$defs/Ordr' does not resolve: it must "
+            "point into the schema itself (such as #/$defs/Name); nothing is fetched",
+        )
+        assert any(e.startswith("line 3, field checks.json_schema: $ref 'https://") for e in errors)
+        assert (
+            "line 4, field checks.json_schema: unknown $schema 'https://x.test/draft': use a "
+            "JSON Schema draft's URI" in errors
+        )
+        assert not any(e.startswith("line 1,") for e in errors)
+        # a pattern under $defs is compiled too
+        bad = {"$defs": {"Id": {"type": "string", "pattern": "(x"}}, "$ref": "#/$defs/Id"}
+        self.assert_rejected(
+            jsonl(row(checks={"json_schema": bad})),
+            "line 1, field checks.json_schema: pattern '(x'",
+        )
 
     def test_ids_that_look_the_same_are_duplicates(self):
         # composed and decomposed é, a leading byte-order mark, a trailing zero-width space

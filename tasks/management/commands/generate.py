@@ -77,9 +77,11 @@ class Command(BaseCommand):
         filled = int(BAR * t["finished_count"] / total)
         # Cancelled rows are finished too: named, so the counts add up to the fraction.
         cancelled = f"cancelled {t['cancelled']}  " if t["cancelled"] else ""
+        # A stalled row's worker stopped renewing its lease: not "running".
+        stalled = f"stalled {t['stalled']}  " if t["stalled"] else ""
         return (
             f"[{'#' * filled}{'.' * (BAR - filled)}] {t['finished_count']}/{t['total']}  "
-            f"done {t['done']}  failed {t['failed']}  {cancelled}running {t['running']}  "
+            f"done {t['done']}  failed {t['failed']}  {cancelled}running {t['running']}  {stalled}"
             f"queued {t['queued']}  {t['rate_per_min']} done/min  ETA {format_eta(t['eta_seconds'])}"
         )
 
