@@ -28,11 +28,17 @@ class ScatterChart:
 
 def pareto_chart(report: dict) -> ScatterChart | None:
     """Quality (y) against cost per task (x); the front joins the contenders no other beats on
-    both. None when fewer than two contenders have both figures."""
+    both. A contender with a quality but no cost data sits on the quality axis, marked "cost
+    unknown" (it is on no front). None when fewer than two contenders have both figures."""
     rows = [
         r
         for r in report["leaderboard"]
         if r.get("quality") is not None and r.get("cost_per_task") is not None
+    ]
+    unknown = [
+        r
+        for r in report["leaderboard"]
+        if r.get("quality") is not None and r.get("cost_per_task") is None
     ]
     if len(rows) < 2:
         return None
@@ -61,6 +67,19 @@ def pareto_chart(report: dict) -> ScatterChart | None:
             + (" (Pareto front)" if r.get("pareto") else ""),
         }
         for r in rows
+    ]
+    points += [
+        {
+            "label": r["contender"],
+            "x": left,
+            "y": y(r["quality"]),
+            "tx": left + 8,
+            "ty": y(r["quality"]) + 4,
+            "front": False,
+            "unknown_cost": True,
+            "text": f"quality {r['quality']:.3f}, cost unknown (no cost data)",
+        }
+        for r in unknown
     ]
     front = sorted((p for p in points if p["front"]), key=lambda p: p["x"])
     return ScatterChart(

@@ -277,7 +277,10 @@ def _leaderboard_table(report: dict, lb: list[dict]) -> Table:
             r["contender"],
             r["rating"],
             r.get("rating_bound") or "",
-            r["ci95"] or (report["rating"].get("ci_reason") or "").rpartition(": ")[2] or None,
+            r["ci95"]
+            or r.get("rating_ci_reason")
+            or (report["rating"].get("ci_reason") or "").rpartition(": ")[2]
+            or None,
             "–".join(map(str, r["rank_ci95"])) if r.get("rank_ci95") else "",
             r.get("p_best"),
             r["wins"],

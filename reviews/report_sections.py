@@ -263,8 +263,9 @@ def _tier_rates(based: pd.DataFrame, pass_threshold) -> dict:
 
 
 def stability_section(ctx: Context, outq: pd.DataFrame, gens: pd.DataFrame):
-    """Within-task SD of the normalized sample scores (people's, else the checks' pass share),
-    mean over tasks with its interval; stability = 1 - sampling_sd / 0.5. Returns (section,
+    """Within-task unbiased SD (ddof = 1) of the normalized sample scores (people's, else the
+    checks' pass share) over tasks with two or more samples, mean over tasks with its interval;
+    stability = 1 - sampling_sd / 0.5, clipped to [0, 1]. Returns (section,
     stability boot (B x K))."""
     sample_q = (
         outq.groupby(["contender", "task", "sample"], sort=True)["quality"].mean().reset_index()
@@ -297,11 +298,18 @@ def stability_section(ctx: Context, outq: pd.DataFrame, gens: pd.DataFrame):
             "sampling_sd_ci95": joint.round_figure(ci, 3),
             "ci_reason": reason,
             "n_tasks": int(n),
+            # tasks with one scored sample have no spread: left out of the mean, counted here
+            "n_single_sample_tasks": _single_sample_tasks(bases[source], name),
             "small_sample": sd["small_sample"],
             "source": source,
         }
     _stability_warnings(ctx, out)
     return out, boot_stab
+
+
+def _single_sample_tasks(spreads: pd.DataFrame, name: str) -> int:
+    mine = spreads[spreads["contender"] == name]
+    return int((mine["n_samples"] < 2).sum())
 
 
 def _stability_warnings(ctx: Context, out: dict) -> None:
