@@ -237,8 +237,9 @@ def pass_section(ctx: Context, samples: pd.DataFrame) -> dict:
             for key in ("pass_at_1", "pass_at_k", "pass_hat_k"):
                 fig[key] = joint.round_figure(fig[key], 3)
             for point_k in fig["curve"]:
-                point_k["pass_at_k"] = joint.round_figure(point_k["pass_at_k"], 3)
-                point_k["pass_hat_k"] = joint.round_figure(point_k["pass_hat_k"], 3)
+                for part in (point_k, point_k["low"], point_k["high"]):
+                    part["pass_at_k"] = joint.round_figure(part["pass_at_k"], 3)
+                    part["pass_hat_k"] = joint.round_figure(part["pass_hat_k"], 3)
     for entry in figures.values():
         for key in ("pass_at_1", "pass_at_k", "pass_hat_k"):
             entry[key] = {basis: entry[basis][key] for basis in passes.BASES}
