@@ -173,9 +173,14 @@ def battle_rows(pair: dict) -> list[list]:
         [f"paired win rate of {pair['b']} (pairwise outcomes)", bt["win_rate"]],
         ["win rate 95% interval, low", ci[0]],
         ["win rate 95% interval, high", ci[1]],
-        ["sign test p-value on pairwise outcomes", bt.get("p_value")],
+        [
+            "p-value of the win rate against 0.5 (paired bootstrap, as the interval)",
+            bt.get("p_value"),
+        ],
+        ["sign test p-value on the test cases won / lost (exact)", bt.get("sign_test_p")],
         ["Holm-adjusted p (all pairs)", pair.get("battles_p_holm")],
-        ["Holm-adjusted p of the quality sign test", pair.get("p_holm")],
+        ["Holm-adjusted p of the quality difference", pair.get("p_holm")],
+        *([["small sample", "fewer than 30 test cases"]] if bt.get("small_sample") else []),
     ]
 
 

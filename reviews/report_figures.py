@@ -140,8 +140,7 @@ def head_to_head_section(ctx: Context, outq: pd.DataFrame, battles: pd.DataFrame
     out = []
     for a, b in combinations(ctx.names, 2):
         entry = head_to_head.head_to_head_wide(wide, a, b, labels=ctx.labels, limit=10)
-        entry["mean_diff"] = joint.round_figure(entry["mean_diff"], 3)
-        entry["ci95"] = joint.round_figure(entry["ci95"], 3)
+        entry.update(_paired_difference(ctx, wide, a, b))
         entry["battles"] = _paired_battles(ctx, battles, a, b)
         out.append(entry)
     for key, get in (
@@ -153,10 +152,32 @@ def head_to_head_section(ctx: Context, outq: pd.DataFrame, battles: pd.DataFrame
     return out
 
 
+def _paired_difference(ctx: Context, wide: pd.DataFrame, a: str, b: str) -> dict:
+    """b - a mean quality difference over the test cases both have, with its interval and p
+    from the joint bootstrap (null below 10 test cases, "all equal" when every round agrees);
+    the exact sign test on the tasks b won / lost stays as ``sign_test_p``."""
+    out = {"mean_diff": None, "ci95": None, "ci_reason": None, "small_sample": False}
+    out.update(p_value=None, sign_test_p=None)
+    if a not in wide.columns or b not in wide.columns:
+        return out
+    diff = (wide[b] - wide[a]).dropna().round(12)
+    if diff.empty:
+        return out
+    cl = ctx.clusters(pd.Series(diff.index))
+    point, boot = joint.group_means(ctx.weights, cl, np.zeros(len(diff), int), diff.to_numpy(), 1)
+    fig = figure(point[0], boot[:, 0], len(diff))
+    out.update(mean_diff=fig["mean"], ci95=fig["ci95"], ci_reason=fig["reason"])
+    out.update(small_sample=fig["small_sample"])
+    out["p_value"] = joint.round_figure(joint.boot_p(boot[:, 0], point[0], len(diff)), 4)
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    out["sign_test_p"] = head_to_head.sign_test(wins, losses)
+    return out
+
+
 def _paired_battles(ctx: Context, battles: pd.DataFrame, a: str, b: str) -> dict:
     """b's paired win rate against a over test cases (a case's battles averaged)."""
     out = {"n_tasks": 0, "win_rate": None, "ci95": None, "wins": 0, "losses": 0, "ties": 0}
-    out.update(p_value=None, reason=None, small_sample=False)
+    out.update(p_value=None, sign_test_p=None, reason=None, small_sample=False)
     if not len(battles):
         out["reason"] = "no pairwise outcome between them"
         return out
@@ -174,7 +195,8 @@ def _paired_battles(ctx: Context, battles: pd.DataFrame, a: str, b: str) -> dict
     wins, losses = int((per > 0.5).sum()), int((per < 0.5).sum())
     out.update(n_tasks=len(per), win_rate=fig["mean"], ci95=fig["ci95"], reason=fig["reason"])
     out.update(wins=wins, losses=losses, ties=int(len(per) - wins - losses))
-    out.update(p_value=head_to_head.sign_test(wins, losses), small_sample=fig["small_sample"])
+    out["p_value"] = joint.round_figure(joint.boot_p(boot[:, 0], point[0], len(per), 0.5), 4)
+    out.update(sign_test_p=head_to_head.sign_test(wins, losses), small_sample=fig["small_sample"])
     return out
 
 

@@ -360,4 +360,5 @@ def reviewer_section(ctx: Context, raw: pd.DataFrame, final_scores: pd.DataFrame
         out[name]["mean_offset_ci95"] = joint.round_figure(s["ci95"], 3)
         out[name]["offset_n_cases"] = int(n[i])
         out[name]["offset_ci_reason"] = s["reason"] if n[i] else None
+        out[name]["small_sample"] = s["small_sample"]
     return out

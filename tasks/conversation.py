@@ -26,7 +26,7 @@ from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, To
 from .tool_checks import args_match, call_record
 
 UNMOCKED = "no mocked result for this call"
-NOT_AN_OBJECT = "the arguments are not a JSON object"
+NOT_AN_OBJECT = transcripts.NOT_AN_OBJECT
 # How often, at most, a long loop renews its row's lease (and learns whether the row is still
 # its own: cancelled, or reclaimed after a lapsed lease, it stops calling the model).
 LEASE_RENEW_SECONDS = 5.0

@@ -62,6 +62,24 @@ def interval(boot: np.ndarray | None, n: int) -> tuple[list[float] | None, str |
     return [float(lo), float(hi)], None
 
 
+def boot_p(boot, point: float | None, n: int, null: float = 0.0) -> float | None:
+    """Two-sided paired-bootstrap p of ``point`` against ``null``: twice the share of rounds on
+    the far side of the null (at most 1). It reads the same rounds as `interval`, so a 95%
+    interval that excludes the null always has p < 0.05 and one that holds it p >= 0.05; an
+    estimate equal to the null in every round (an interval [0, 0]) has p = 1. None below
+    ``MIN_ITEMS`` clusters, as the interval."""
+    if point is None or n < MIN_ITEMS or boot is None or len(boot) == 0:
+        return None
+    x = np.asarray(boot, dtype=float)
+    x = x[np.isfinite(x)] - null
+    if len(x) == 0:
+        return None
+    if np.all(np.abs(x) <= 1e-12):
+        return 1.0
+    below, above = float((x <= 1e-12).mean()), float((x >= -1e-12).mean())
+    return float(min(1.0, 2 * min(below, above)))
+
+
 def nanmin_rows(x: np.ndarray) -> np.ndarray:
     """Row-wise minimum ignoring NaN (NaN for a row of NaN), without numpy's warning."""
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -219,7 +219,12 @@ class ReportTests(TestCase):
         mid_strong = pairs[("model-mid", "model-strong")]
         assert (mid_strong["wins"], mid_strong["losses"], mid_strong["ties"]) == (5, 1, 0)
         assert [r["task"] for r in mid_strong["regressions"]] == [self.task_ids[4]]
-        assert mid_strong["p_value"] == pytest.approx(0.21875)  # exact sign test, 5 vs 1
+        # exact sign test, 5 vs 1, on the tasks won / lost
+        assert mid_strong["sign_test_p"] == pytest.approx(0.21875)
+        # 6 test cases: no interval, so no p of the difference either (it would be the
+        # interval's test)
+        assert mid_strong["ci95"] is None and mid_strong["p_value"] is None
+        assert mid_strong["ci_reason"] == "too few items (n=6)" and mid_strong["small_sample"]
 
     def test_it_reads_the_database_in_a_few_bulk_queries(self):
         # contenders, tasks, generations, items, outputs, reviews, scores, served models: no
@@ -659,7 +664,9 @@ class HonestNumbersTests(TestCase):
         # b against a: 3 of 12 test cases won -> 0.25; exact sign test 3 vs 9: p = 0.146
         assert (battles["wins"], battles["losses"], battles["n_tasks"]) == (3, 9, 12)
         assert battles["win_rate"] == 0.25 and battles["ci95"] is not None
-        assert battles["p_value"] == pytest.approx(0.1460, abs=5e-4)
+        assert battles["sign_test_p"] == pytest.approx(0.1460, abs=5e-4)
+        # the paired bootstrap p reads the same rounds as the interval: they agree
+        assert (battles["p_value"] < 0.05) == (battles["ci95"][1] < 0.5)
         assert entry["battles_p_holm"] == pytest.approx(battles["p_value"])  # one pair
 
     def test_an_unresolved_dispute_is_pending_in_the_report(self):
