@@ -67,7 +67,7 @@ def joint_ratings(battles: pd.DataFrame, contenders: list, weights: np.ndarray) 
         "unit": "test case",
     }
     lo_rank, hi_rank = _intervals(bt, rated, boot["elo"], bounds)
-    _rank_story(bt, rated, boot["elo"], lo_rank, hi_rank)
+    rank_story(bt, rated, boot["elo"], lo_rank, hi_rank)
     return bt
 
 
@@ -124,7 +124,7 @@ def _intervals(bt: dict, rated: list, elo: np.ndarray, bounds: dict):
     return lo_rank, hi_rank
 
 
-def _rank_story(bt: dict, rated: list, elo: np.ndarray, lo_rank, hi_rank) -> None:
+def rank_story(bt: dict, rated: list, elo: np.ndarray, lo_rank, hi_rank) -> None:
     """rank_ci95 (2.5-97.5% of the rounds' ranks), P(best) with ties split (sums to 1), and
     the non-overlap rank only where it lies inside the rank interval."""
     top = elo.max(axis=1, keepdims=True)
