@@ -172,10 +172,19 @@ def test_the_paired_p_agrees_with_the_percentile_interval():
     rng = np.random.default_rng(11)
     for shift in np.linspace(-0.3, 0.3, 25):
         boot = rng.normal(shift, 0.1, size=2000)
-        lo, hi = np.percentile(boot, [2.5, 97.5])
+        (lo, hi), _ = joint.interval(boot, 30)
         p = joint.boot_p(boot, float(shift), 30)
         excludes = lo > 0 or hi < 0
+        # the same rounds, the same expansion: they agree (up to the quantile interpolation)
         assert (p < 0.05) == excludes or abs(p - 0.05) < 2e-3, (shift, p, lo, hi)
+
+
+def test_the_expanded_percentile_tails_follow_hesterberg():
+    # Phi(-sqrt(n / (n - 1)) * t_{0.975, n - 1}): n = 15: t = 2.1448, x 1.0351 = 2.2201 -> 1.32%
+    assert joint.expanded_tail(15) == pytest.approx(1.32, abs=0.01)
+    # n = 60: t = 2.0010, x 1.0084 = 2.0178 -> 2.18%; large n -> 2.5%
+    assert joint.expanded_tail(60) == pytest.approx(2.18, abs=0.01)
+    assert joint.expanded_tail(100_000) == pytest.approx(2.5, abs=0.01)
 
 
 # --- AC2 weights by level (Gwet 2014, p. 120: 4 raters x 12 units, categories 1-5) -------------
