@@ -28,11 +28,17 @@ class ScatterChart:
 
 def pareto_chart(report: dict) -> ScatterChart | None:
     """Quality (y) against cost per task (x); the front joins the contenders no other beats on
-    both. None when fewer than two contenders have both figures."""
+    both. A contender with a quality but no cost data sits on the quality axis, marked "cost
+    unknown" (it is on no front). None when fewer than two contenders have both figures."""
     rows = [
         r
         for r in report["leaderboard"]
         if r.get("quality") is not None and r.get("cost_per_task") is not None
+    ]
+    unknown = [
+        r
+        for r in report["leaderboard"]
+        if r.get("quality") is not None and r.get("cost_per_task") is None
     ]
     if len(rows) < 2:
         return None
@@ -61,6 +67,19 @@ def pareto_chart(report: dict) -> ScatterChart | None:
             + (" (Pareto front)" if r.get("pareto") else ""),
         }
         for r in rows
+    ]
+    points += [
+        {
+            "label": r["contender"],
+            "x": left,
+            "y": y(r["quality"]),
+            "tx": left + 8,
+            "ty": y(r["quality"]) + 4,
+            "front": False,
+            "unknown_cost": True,
+            "text": f"quality {r['quality']:.3f}, cost unknown (no cost data)",
+        }
+        for r in unknown
     ]
     front = sorted((p for p in points if p["front"]), key=lambda p: p["x"])
     return ScatterChart(
@@ -154,9 +173,14 @@ def battle_rows(pair: dict) -> list[list]:
         [f"paired win rate of {pair['b']} (pairwise outcomes)", bt["win_rate"]],
         ["win rate 95% interval, low", ci[0]],
         ["win rate 95% interval, high", ci[1]],
-        ["sign test p-value on pairwise outcomes", bt.get("p_value")],
+        [
+            "p-value of the win rate against 0.5 (paired bootstrap, as the interval)",
+            bt.get("p_value"),
+        ],
+        ["sign test p-value on the test cases won / lost (exact)", bt.get("sign_test_p")],
         ["Holm-adjusted p (all pairs)", pair.get("battles_p_holm")],
-        ["Holm-adjusted p of the quality sign test", pair.get("p_holm")],
+        ["Holm-adjusted p of the quality difference", pair.get("p_holm")],
+        *([["small sample", "fewer than 30 test cases"]] if bt.get("small_sample") else []),
     ]
 
 

@@ -150,6 +150,14 @@ def _stability_table(report: dict) -> Table:
     )
 
 
+def _curve_point(pt: dict) -> str:
+    """'@2 80.0%', or its bounds '@2 60.0-90.0%' while samples are pending."""
+    low, high = pt["low"]["pass_at_k"], pt["high"]["pass_at_k"]
+    if pt.get("pass_at_k") is not None and low == high:
+        return f"@{pt['k']} {100 * pt['pass_at_k']:.1f}%"
+    return f"@{pt['k']} {100 * low:.1f}-{100 * high:.1f}%"
+
+
 def _pass_bases_table(report: dict) -> Table:
     """Pass@1 and the pass@k curve per contender and basis (human, checks, combined)."""
     basis_rows = [
@@ -158,10 +166,7 @@ def _pass_bases_table(report: dict) -> Table:
             basis,
             (p.get(basis) or {}).get("pass_at_1"),
             (p.get(basis) or {}).get("ci95"),
-            ", ".join(
-                f"@{pt['k']} {100 * pt['pass_at_k']:.1f}%"
-                for pt in (p.get(basis) or {}).get("curve", [])
-            ),
+            ", ".join(_curve_point(pt) for pt in (p.get(basis) or {}).get("curve", [])),
             (p.get(basis) or {}).get("n_samples"),
             (p.get(basis) or {}).get("n_tasks"),
             p.get("pending"),
@@ -185,7 +190,9 @@ def _pass_bases_table(report: dict) -> Table:
         basis_rows,
         note="human: final quality reaches the pass threshold; checks: every automatic "
         "check passes; combined: both, where both exist. A sample in an unresolved "
-        "dispute is pending: neither pass nor fail, and out of the denominators.",
+        "dispute is pending: neither pass nor fail. Every task stays in every k's "
+        "denominator, so while samples are pending the curve shows bounds (low-high): every "
+        "pending sample failing, and every one passing.",
     )
 
 

@@ -189,7 +189,8 @@ def interval_chart(
 
 def _chart_domain(known: list[tuple], domain, marks) -> tuple[float, float]:
     """The axis' ends: `domain`, or the values and intervals padded by 8%; marks always in."""
-    values = [v for v, _ in known] + [x for _, ci in known if ci for x in ci]
+    # an undefeated (winless) contender's interval has one open side: None, not a number
+    values = [v for v, _ in known] + [x for _, ci in known if ci for x in ci if x is not None]
     lo, hi = domain or (min(values), max(values))
     if domain is None:
         pad = (hi - lo) * 0.08 or max(abs(hi) * 0.05, 1.0)

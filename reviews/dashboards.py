@@ -277,7 +277,10 @@ def _leaderboard_table(report: dict, lb: list[dict]) -> Table:
             r["contender"],
             r["rating"],
             r.get("rating_bound") or "",
-            r["ci95"] or (report["rating"].get("ci_reason") or "").rpartition(": ")[2] or None,
+            r["ci95"]
+            or r.get("rating_ci_reason")
+            or (report["rating"].get("ci_reason") or "").rpartition(": ")[2]
+            or None,
             "–".join(map(str, r["rank_ci95"])) if r.get("rank_ci95") else "",
             r.get("p_best"),
             r["wins"],
@@ -323,6 +326,10 @@ def _dimension_means_table(lb: list[dict]) -> Table:
 
 
 NO_OUTCOME = "No item has a final outcome yet (agreed, or resolved by an arbiter)."
+SMALL_SAMPLE_NOTE = (
+    "fewer than 30 test cases: no interval below 10, and from 10 to 29 intervals may "
+    "under-cover (hold the truth less than 95% of the time)"
+)
 
 
 def _heat_table(key: str, title: str, nested: dict, contenders: list[str]) -> Table:
@@ -487,7 +494,16 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                     [f"tasks where {b} is better", pair["wins"]],
                     [f"tasks where {b} is worse", pair["losses"]],
                     ["tied tasks", pair["ties"]],
-                    ["sign test p-value (exact, two-sided)", pair["p_value"]],
+                    [
+                        "p-value of the difference (paired bootstrap, as the interval)",
+                        pair["p_value"],
+                    ],
+                    [
+                        f"sign test p-value on the tasks {b} won / lost (exact)",
+                        pair.get("sign_test_p"),
+                    ],
+                    *([["interval", pair["ci_reason"]]] if pair.get("ci_reason") else []),
+                    *([["small sample", SMALL_SAMPLE_NOTE]] if pair.get("small_sample") else []),
                     *([["note", pair["reason"]]] if pair.get("reason") else []),
                     *battle_rows(pair),
                 ],

@@ -65,6 +65,7 @@ def tools_section(ctx: Context, f, gens: pd.DataFrame) -> dict | None:
             **figs,
             "mean_steps_ci95": s["ci95"],
             "mean_steps_reason": s["reason"],
+            "small_sample": s["small_sample"],
         }
     return out
 

@@ -212,7 +212,10 @@ def leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full) -> lis
                 "quality_ci95": q.get("ci95"),
                 "quality_n": q.get("n_tasks", 0),
                 "quality_reason": q.get("reason"),
-                "small_sample": q.get("small_sample", False),
+                "small_sample": bool(
+                    q.get("small_sample", False) or 0 < bt["n_cases"] < joint.SMALL_SAMPLE
+                ),
+                "rating_ci_reason": bt["ci_reasons"][name],
                 "stability": st.get("stability"),
                 "stability_ci95": st.get("stability_ci95"),
                 "sampling_sd": st.get("sampling_sd"),
@@ -220,6 +223,7 @@ def leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full) -> lis
                 "k": ctx.meta["samples_per_task"],
                 "cost_per_task": cl.get("cost_per_task"),
                 "normalized_cost": d["normalized_cost"],
+                "cost_reason": d["cost_reason"],
                 "latency_ms": cl.get("latency_ms"),
                 "ttft_ms": cl.get("ttft_ms"),
                 "decision_score": d["decision_score"],
@@ -243,5 +247,5 @@ def _small_sample_warning(ctx, weighted: dict) -> None:
     if small:
         ctx.warnings.append(
             f"small_sample: quality of {', '.join(small)} rests on fewer than 30 test cases; "
-            "read every figure with its interval, and no interval below 10"
+            "read every figure with its interval, and no interval below 10; " + joint.UNDER_COVERAGE
         )

@@ -120,12 +120,16 @@ def _rating_warnings(ctx: Context, bt: dict) -> None:
         w.append(
             f"ratings: {who}, so the plain estimate would be infinite; a ridge penalty of "
             f"{bt['ridge']} keeps ratings finite, and the penalty sets the number: read such a "
-            "rating as its bound (rating_bound, e.g. '>= 1610'), not as a value"
+            "rating as its bound (rating_bound: the one-sided 95% exact binomial bound on its "
+            "win probability against the field, on the Elo scale), not as a value"
         )
     if bt["ci_reason"]:
         w.append(f"ratings: {bt['ci_reason']}")
     if 0 < bt["n_cases"] < joint.SMALL_SAMPLE:
-        w.append(f"ratings: small_sample: {bt['n_cases']} test cases (fewer than 30)")
+        w.append(
+            f"ratings: small_sample: {bt['n_cases']} test cases (fewer than 30)"
+            + (f"; {joint.UNDER_COVERAGE}" if bt["n_cases"] >= joint.MIN_ITEMS else "")
+        )
 
 
 def head_to_head_section(ctx: Context, outq: pd.DataFrame, battles: pd.DataFrame) -> list:
@@ -136,8 +140,7 @@ def head_to_head_section(ctx: Context, outq: pd.DataFrame, battles: pd.DataFrame
     out = []
     for a, b in combinations(ctx.names, 2):
         entry = head_to_head.head_to_head_wide(wide, a, b, labels=ctx.labels, limit=10)
-        entry["mean_diff"] = joint.round_figure(entry["mean_diff"], 3)
-        entry["ci95"] = joint.round_figure(entry["ci95"], 3)
+        entry.update(_paired_difference(ctx, wide, a, b))
         entry["battles"] = _paired_battles(ctx, battles, a, b)
         out.append(entry)
     for key, get in (
@@ -149,10 +152,32 @@ def head_to_head_section(ctx: Context, outq: pd.DataFrame, battles: pd.DataFrame
     return out
 
 
+def _paired_difference(ctx: Context, wide: pd.DataFrame, a: str, b: str) -> dict:
+    """b - a mean quality difference over the test cases both have, with its interval and p
+    from the joint bootstrap (null below 10 test cases, "all equal" when every round agrees);
+    the exact sign test on the tasks b won / lost stays as ``sign_test_p``."""
+    out = {"mean_diff": None, "ci95": None, "ci_reason": None, "small_sample": False}
+    out.update(p_value=None, sign_test_p=None)
+    if a not in wide.columns or b not in wide.columns:
+        return out
+    diff = (wide[b] - wide[a]).dropna().round(12)
+    if diff.empty:
+        return out
+    cl = ctx.clusters(pd.Series(diff.index))
+    point, boot = joint.group_means(ctx.weights, cl, np.zeros(len(diff), int), diff.to_numpy(), 1)
+    fig = figure(point[0], boot[:, 0], len(diff))
+    out.update(mean_diff=fig["mean"], ci95=fig["ci95"], ci_reason=fig["reason"])
+    out.update(small_sample=fig["small_sample"])
+    out["p_value"] = joint.round_figure(joint.boot_p(boot[:, 0], point[0], len(diff)), 4)
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    out["sign_test_p"] = head_to_head.sign_test(wins, losses)
+    return out
+
+
 def _paired_battles(ctx: Context, battles: pd.DataFrame, a: str, b: str) -> dict:
     """b's paired win rate against a over test cases (a case's battles averaged)."""
     out = {"n_tasks": 0, "win_rate": None, "ci95": None, "wins": 0, "losses": 0, "ties": 0}
-    out.update(p_value=None, reason=None, small_sample=False)
+    out.update(p_value=None, sign_test_p=None, reason=None, small_sample=False)
     if not len(battles):
         out["reason"] = "no pairwise outcome between them"
         return out
@@ -170,7 +195,8 @@ def _paired_battles(ctx: Context, battles: pd.DataFrame, a: str, b: str) -> dict
     wins, losses = int((per > 0.5).sum()), int((per < 0.5).sum())
     out.update(n_tasks=len(per), win_rate=fig["mean"], ci95=fig["ci95"], reason=fig["reason"])
     out.update(wins=wins, losses=losses, ties=int(len(per) - wins - losses))
-    out.update(p_value=head_to_head.sign_test(wins, losses), small_sample=fig["small_sample"])
+    out["p_value"] = joint.round_figure(joint.boot_p(boot[:, 0], point[0], len(per), 0.5), 4)
+    out.update(sign_test_p=head_to_head.sign_test(wins, losses), small_sample=fig["small_sample"])
     return out
 
 
@@ -219,16 +245,19 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
     out = {}
     for i, name in enumerate(ctx.names):
         q = quality_fig.get(name, {}).get("quality")
-        nc = 1.0 if free and known.get(name) is not None else normalized.get(name)
+        nc = 1.0 if free else normalized.get(name)
         score = costs.decision_score(q, None if lacking else stab[name]["stability"], nc, wq, ws)
         n = quality_fig.get(name, {}).get("n_tasks", 0)
         ci, reason = joint.interval(d_boot[:, i], n) if score is not None else (None, None)
+        no_cost = known.get(name) is None
         out[name] = {
             "cost": cost_lat.get(name, {}),
-            "normalized_cost": None if free else normalized.get(name),
+            "normalized_cost": normalized.get(name),
+            "cost_reason": costs.NO_COST_DATA if no_cost else None,
             "decision_score": joint.round_figure(score, 3),
             "decision_ci95": joint.round_figure(ci, 3),
-            "decision_reason": reason,
+            "decision_reason": reason
+            or (costs.NO_COST_DATA if score is None and no_cost and q is not None else None),
             "below_floor": bool(q is not None and q < floor - 1e-12),
         }
     front = pareto_front(
@@ -244,25 +273,38 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
         "formula": formula,
         "min_quality": floor,
         "pareto_front": [n for n in ctx.names if n in front],
-        "free": free,
+        "free": bool(known) and all(v is not None and v <= 0 for v in known.values()),
+        "some_free": free,
         "cost_reason": cost_reason,
     }
     return out, meta
 
 
 def _normalized(ctx: Context, known: dict) -> tuple[dict, str | None, bool]:
-    """(normalized cost per contender, why it is missing, whether every contender is free);
-    the reason is a report warning too."""
+    """(normalized cost per contender, how it was normalized or why it is missing, whether some
+    contender is free: then the decision score leaves the cost term out for everyone, since a
+    ratio to a cost of 0 is infinite). The reason is a report warning too."""
     normalized, cost_reason = costs.normalized_costs(known)
-    free = bool(known) and all(v is not None and v <= 0 for v in known.values())
-    if free:
-        normalized = dict.fromkeys(ctx.names)
+    free = any(v is not None and v <= 0 for v in known.values())
+    if free and all(v is not None and v <= 0 for v in known.values()):
         cost_reason = (
             "every contender is free (cost 0), so normalized cost is undefined; the decision "
             "score leaves the cost term out"
         )
+    elif free:
+        cost_reason = (
+            f"{cost_reason}; the decision score leaves the cost term out for every contender "
+            "(a ratio to a cost of 0 would be infinite)"
+        )
     if cost_reason:
         ctx.warnings.append(f"cost: {cost_reason}")
+    missing = [n for n, v in known.items() if v is None]
+    if missing and len(missing) < len(known):
+        ctx.warnings.append(
+            f"cost: no cost data for {', '.join(missing)} (its provider reported neither a cost "
+            "nor token counts): no normalized cost and no decision score; it stays on the "
+            "quality axis of the cost-quality chart, marked"
+        )
     return normalized, cost_reason, free
 
 

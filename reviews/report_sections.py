@@ -237,8 +237,9 @@ def pass_section(ctx: Context, samples: pd.DataFrame) -> dict:
             for key in ("pass_at_1", "pass_at_k", "pass_hat_k"):
                 fig[key] = joint.round_figure(fig[key], 3)
             for point_k in fig["curve"]:
-                point_k["pass_at_k"] = joint.round_figure(point_k["pass_at_k"], 3)
-                point_k["pass_hat_k"] = joint.round_figure(point_k["pass_hat_k"], 3)
+                for part in (point_k, point_k["low"], point_k["high"]):
+                    part["pass_at_k"] = joint.round_figure(part["pass_at_k"], 3)
+                    part["pass_hat_k"] = joint.round_figure(part["pass_hat_k"], 3)
     for entry in figures.values():
         for key in ("pass_at_1", "pass_at_k", "pass_hat_k"):
             entry[key] = {basis: entry[basis][key] for basis in passes.BASES}
@@ -263,8 +264,9 @@ def _tier_rates(based: pd.DataFrame, pass_threshold) -> dict:
 
 
 def stability_section(ctx: Context, outq: pd.DataFrame, gens: pd.DataFrame):
-    """Within-task SD of the normalized sample scores (people's, else the checks' pass share),
-    mean over tasks with its interval; stability = 1 - sampling_sd / 0.5. Returns (section,
+    """Within-task unbiased SD (ddof = 1) of the normalized sample scores (people's, else the
+    checks' pass share) over tasks with two or more samples, mean over tasks with its interval;
+    stability = 1 - sampling_sd / 0.5, clipped to [0, 1]. Returns (section,
     stability boot (B x K))."""
     sample_q = (
         outq.groupby(["contender", "task", "sample"], sort=True)["quality"].mean().reset_index()
@@ -297,11 +299,18 @@ def stability_section(ctx: Context, outq: pd.DataFrame, gens: pd.DataFrame):
             "sampling_sd_ci95": joint.round_figure(ci, 3),
             "ci_reason": reason,
             "n_tasks": int(n),
+            # tasks with one scored sample have no spread: left out of the mean, counted here
+            "n_single_sample_tasks": _single_sample_tasks(bases[source], name),
             "small_sample": sd["small_sample"],
             "source": source,
         }
     _stability_warnings(ctx, out)
     return out, boot_stab
+
+
+def _single_sample_tasks(spreads: pd.DataFrame, name: str) -> int:
+    mine = spreads[spreads["contender"] == name]
+    return int((mine["n_samples"] < 2).sum())
 
 
 def _stability_warnings(ctx: Context, out: dict) -> None:
@@ -351,4 +360,5 @@ def reviewer_section(ctx: Context, raw: pd.DataFrame, final_scores: pd.DataFrame
         out[name]["mean_offset_ci95"] = joint.round_figure(s["ci95"], 3)
         out[name]["offset_n_cases"] = int(n[i])
         out[name]["offset_ci_reason"] = s["reason"] if n[i] else None
+        out[name]["small_sample"] = s["small_sample"]
     return out

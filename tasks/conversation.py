@@ -29,7 +29,7 @@ from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, To
 from .tool_checks import args_match, call_record
 
 UNMOCKED = "no mocked result for this call"
-NOT_AN_OBJECT = "the arguments are not a JSON object"
+NOT_AN_OBJECT = transcripts.NOT_AN_OBJECT
 
 
 class LoopAbandoned(Exception):

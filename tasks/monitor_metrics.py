@@ -289,6 +289,20 @@ def sign_test(up: int, down: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def paired_p(boot: np.ndarray, delta: float | None) -> float | None:
+    """Two-sided paired-bootstrap p of a metric's delta: twice the share of the resampled
+    deltas on the far side of 0 (at most 1). It reads the very rounds of the metric's own
+    interval, so each metric is tested on its own data (a pass rate on its own flips, a
+    percentile on its own values) and p < 0.05 exactly when the 95% interval leaves out 0; a
+    delta of 0 in every round (an interval [0, 0]) has p = 1."""
+    if delta is None or len(boot) == 0:
+        return None
+    if np.all(np.abs(boot) <= 1e-12):
+        return 1.0
+    below, above = float(np.mean(boot <= 1e-12)), float(np.mean(boot >= -1e-12))
+    return round(min(1.0, 2 * min(below, above)), 6)
+
+
 def _pass_rate(values: np.ndarray, i: int) -> float | None:
     row = values[i]
     row = row[~np.isnan(row)]
@@ -318,9 +332,7 @@ def compare_tables(
     metrics = {}
     caches = ({}, {})  # the resampled base and run tables, shared by the metrics
     for metric in sorted(set(metric_names(base)) | set(metric_names(run))):
-        metrics[metric] = _compare_metric(
-            base, run, metric, bi, ri, picks, len(regressed), len(improved), caches
-        )
+        metrics[metric] = _compare_metric(base, run, metric, bi, ri, picks, caches)
         boot = metrics[metric].pop("_boot", None)
         extra = [level for level in levels if level != 0.95]
         if extra and boot is not None and len(boot):
@@ -393,7 +405,7 @@ def _interval(boot: np.ndarray, level: float) -> list:
     return [_number(lo), _number(hi)]
 
 
-def _compare_metric(base, run, metric, bi, ri, picks, n_regressed, n_improved, caches) -> dict:
+def _compare_metric(base, run, metric, bi, ri, picks, caches) -> dict:
     b = _stat(base, metric, bi[None, :]) if len(bi) else None
     r = _stat(run, metric, ri[None, :]) if len(ri) else None
     b_value = None if b is None else _number(b[0])
@@ -407,17 +419,5 @@ def _compare_metric(base, run, metric, bi, ri, picks, n_regressed, n_improved, c
     if len(boot):
         out["ci95"] = _interval(boot, 0.95)
         out["_boot"] = boot  # for the intervals of other levels (compare_tables drops it)
-    if metric in PASS_METRICS:
-        out["p"] = sign_test(n_improved, n_regressed)
-    elif metric.startswith("check_pass_rate."):
-        kind = metric.split(".", 1)[1]
-        bp = task_passes(base, base.kinds.get(kind))[bi]
-        rp = task_passes(run, run.kinds.get(kind))[ri]
-        out["p"] = sign_test(int(np.sum((bp == 0) & (rp == 1))), int(np.sum((bp == 1) & (rp == 0))))
-    else:
-        source, _ = _source(base, metric)
-        with np.errstate(all="ignore"), _quiet():
-            bt = np.nanmean(source[bi], axis=1)
-            rt = np.nanmean(_source(run, metric)[0][ri], axis=1)
-        out["p"] = sign_test(int(np.sum(rt > bt)), int(np.sum(rt < bt)))
+    out["p"] = paired_p(boot, out["delta"])
     return out

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+# What the tool loop answers a call whose arguments are not a JSON object (no mock sees it).
+NOT_AN_OBJECT = "the arguments are not a JSON object"
+
 
 def _dicts(value) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
@@ -67,10 +70,19 @@ def is_unmocked(call: dict) -> bool:
 
 def is_error(call: dict, *, include_unmocked: bool = False) -> bool:
     """The call's result was an error: by default only one a mock returned on purpose
-    (``{"tool": .., "error": "timeout"}``), the kind an error-recovery scenario is about;
+    (``{"tool": .., "error": "timeout"}``), the kind an error-recovery scenario is about, never
+    the loop's own refusal of arguments that are not a JSON object;
     ``include_unmocked`` adds the "no mocked result" errors."""
     result = call.get("result") or {}
-    return bool(result.get("error")) and (include_unmocked or not result.get("unmocked"))
+    # A call whose arguments were not a JSON object never reached a mock: the loop itself
+    # refused it ("the arguments are not a JSON object"). That is the model's invalid call
+    # (counted as invalid), not a tool error it could recover from.
+    refused = result.get("error") == NOT_AN_OBJECT
+    return (
+        bool(result.get("error"))
+        and not refused
+        and (include_unmocked or not result.get("unmocked"))
+    )
 
 
 def invalid(transcript) -> list[dict]:

@@ -1,8 +1,10 @@
 """Cost, latency and the decision score.
 
 cost of one answer = the stored cost, or tokens x price per million where it was not stored.
-normalized cost = cost per task / the cheapest contender's cost per task.
-decision_score = (w_quality x quality + w_stability x stability) / normalized cost.
+normalized cost = cost per task / the cheapest contender's cost per task (some free: free = 0,
+paid / the most expensive; see `normalized_costs`).
+decision_score = (w_quality x quality + w_stability x stability) / normalized cost, without the
+cost term when some contender is free (a ratio to 0 would be infinite).
 """
 
 from __future__ import annotations
@@ -47,22 +49,27 @@ def cost_latency(gens: pd.DataFrame) -> dict:
     return out
 
 
+NO_COST_DATA = "no cost data: its provider reported neither a cost nor token counts"
+
+
 def normalized_costs(cost_per_task: dict) -> tuple[dict, str | None]:
-    """cost / cheapest; a free cheapest contender makes the ratio undefined for paid ones."""
+    """cost / the cheapest contender's cost. When some contenders are free (cost 0) and others
+    are not, a ratio to 0 is undefined: free ones are 0 and paid ones are normalized against the
+    most expensive (so the scale still reads 'share of the dearest'); when all are free, the
+    ratio means nothing and is None. A contender without cost data is None (see
+    ``NO_COST_DATA``). Returns (normalized, how it was normalized, or why not)."""
     known = {c: v for c, v in cost_per_task.items() if v is not None}
     if not known:
         return dict.fromkeys(cost_per_task), "no cost data"
-    cheapest = min(known.values())
-    if cheapest <= 0:
-        if all(v <= 0 for v in known.values()):
-            return {c: (1.0 if c in known else None) for c in cost_per_task}, None
+    if all(v <= 0 for v in known.values()):
+        return dict.fromkeys(cost_per_task), "every contender is free"
+    if min(known.values()) <= 0:
+        dearest = max(known.values())
         return (
-            {
-                c: (1.0 if known.get(c, None) is not None and known[c] <= 0 else None)
-                for c in cost_per_task
-            },
-            "the cheapest contender costs nothing, so cost ratios to it are undefined",
+            {c: (None if v is None else max(v, 0.0) / dearest) for c, v in cost_per_task.items()},
+            "some contenders are free (cost 0): free = 0, paid ones against the most expensive",
         )
+    cheapest = min(known.values())
     return {c: (v / cheapest if v is not None else None) for c, v in cost_per_task.items()}, None
 
 

@@ -16,12 +16,19 @@ figure ``small_sample``.
 
 from __future__ import annotations
 
+import math
 import warnings
+from functools import lru_cache
 
 import numpy as np
 
 MIN_ITEMS = 10
 SMALL_SAMPLE = 30
+# Percentile bootstrap intervals are too narrow on small samples: at 15 test cases a nominal 95%
+# interval covers about 88-93% of the time (simulated), hence the mark from 10 to 29.
+UNDER_COVERAGE = (
+    "intervals from 10-29 test cases may under-cover (hold the truth less than 95% of the time)"
+)
 
 
 def cluster_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
@@ -38,6 +45,18 @@ def too_few(n: int) -> str:
     return f"too few items (n={n})"
 
 
+@lru_cache(maxsize=512)
+def expanded_tail(n: int) -> float:
+    """The percentile (0-100) of each tail of the *expanded* percentile interval (Hesterberg
+    2015, "What teachers should know about the bootstrap"): the plain 2.5% / 97.5% quantiles
+    are too narrow on small samples (the bootstrap spread is the plug-in one, and z is used
+    where t belongs), so the tails move out to Phi(-sqrt(n / (n - 1)) * t_{0.975, n - 1}):
+    1.32% at 15 clusters, 2.18% at 60, 2.5% in the limit."""
+    from scipy.stats import norm, t  # lazy: see bradley_terry.fit
+
+    return float(100 * norm.cdf(-math.sqrt(n / (n - 1)) * t.ppf(0.975, n - 1)))
+
+
 def interval(boot: np.ndarray | None, n: int) -> tuple[list[float] | None, str | None]:
     """(ci95, reason) from one statistic's bootstrap values over ``n`` clusters.
 
@@ -51,10 +70,34 @@ def interval(boot: np.ndarray | None, n: int) -> tuple[list[float] | None, str |
     x = x[np.isfinite(x)]
     if len(x) == 0 or len(x) < 0.5 * len(boot):
         return None, "undefined in most bootstrap rounds"
-    lo, hi = np.percentile(x, [2.5, 97.5])
+    tail = expanded_tail(n)
+    lo, hi = np.percentile(x, [tail, 100 - tail])
     if abs(hi - lo) <= 1e-12 * max(1.0, abs(lo)):
         return None, f"all equal (n={n})"
     return [float(lo), float(hi)], None
+
+
+def boot_p(boot, point: float | None, n: int, null: float = 0.0) -> float | None:
+    """Two-sided paired-bootstrap p of ``point`` against ``null``, on the same rounds and the
+    same expansion as `interval`: the share s of rounds on the far side of the null is read
+    as a tail of the expanded interval, so a 95% interval that excludes the null always has
+    p < 0.05 and one that holds it p >= 0.05. An estimate equal to the null in every round
+    (an interval [0, 0]) has p = 1. None below ``MIN_ITEMS`` clusters, as the interval."""
+    if point is None or n < MIN_ITEMS or boot is None or len(boot) == 0:
+        return None
+    x = np.asarray(boot, dtype=float)
+    x = x[np.isfinite(x)] - null
+    if len(x) == 0:
+        return None
+    if np.all(np.abs(x) <= 1e-12):
+        return 1.0
+    share = min(float((x <= 1e-12).mean()), float((x >= -1e-12).mean()))
+    if share >= 0.5:
+        return 1.0
+    from scipy.stats import norm, t  # lazy: see bradley_terry.fit
+
+    z = norm.isf(share) / math.sqrt(n / (n - 1)) if share > 0 else math.inf
+    return float(min(1.0, 2 * t.sf(z, n - 1)))
 
 
 def nanmin_rows(x: np.ndarray) -> np.ndarray:

@@ -11,8 +11,10 @@ A sample whose review item is disputed and not yet resolved has no final human o
 denominators. A sample nobody reviewed has no human basis at all.
 
 pass@k is the unbiased estimator of Chen et al. (2021) averaged over tasks; the curve runs
-k = 1..n, where n is the most samples a task has on that basis (tasks with fewer than k
-samples are left out at k). At k = n it is simply "any sample passed".
+k = 1..n, where n is the most samples a task has on that basis. Every task stays in every k's
+denominator: a task's pending samples (and any it lacks up to n) are unknown, and the curve
+carries ``low`` / ``high`` bounds over every way they could settle (see `curve`). At k = n it
+is simply "any sample passed".
 """
 
 from __future__ import annotations
@@ -56,31 +58,53 @@ def sample_bases(samples: pd.DataFrame, pass_threshold) -> pd.DataFrame:
     return out
 
 
-def curve(n: np.ndarray, c: np.ndarray) -> list[dict]:
-    """[{k, pass_at_k, pass_hat_k, n_tasks}] for k = 1..max(n), averaged over tasks with n >= k."""
+def curve(n: np.ndarray, c: np.ndarray, unknown: np.ndarray | None = None) -> list[dict]:
+    """[{k, pass_at_k, pass_hat_k, n_tasks, low, high}] for k = 1..max(n + unknown).
+
+    ``n`` settled samples per task, ``c`` of them passing, ``unknown`` samples that could still
+    go either way (pending, or missing up to the most any task has). Every task stays in every
+    k's denominator: ``low`` counts each unknown sample as a fail and ``high`` as a pass, so
+    the truth lies between them whatever the settlement, and neither side of pass^k rises with
+    k. The point ``pass_at_k`` / ``pass_hat_k`` (Chen et al.'s unbiased estimator on the
+    settled samples) is given when every task has k settled samples, and at k = 1 over the
+    tasks with any (it then lies within the bounds); otherwise null, and the bounds say it."""
+    unknown = np.zeros_like(n) if unknown is None else unknown
+    total = n + unknown
     rows = []
-    for k in range(1, int(n.max()) + 1 if len(n) else 1):
-        full = n >= k
-        if not full.any():
-            break
-        at = [pass_at_k(int(a), int(b), k) for a, b in zip(n[full], c[full], strict=True)]
-        hat = [pass_hat_k(int(a), int(b), k) for a, b in zip(n[full], c[full], strict=True)]
+    for k in range(1, int(total.max()) + 1 if len(total) else 1):
+        settled = n >= k
+        exact = settled.all() or (k == 1 and settled.any())
+        at = [pass_at_k(int(a), int(b), k) for a, b in zip(n[settled], c[settled], strict=True)]
+        hat = [pass_hat_k(int(a), int(b), k) for a, b in zip(n[settled], c[settled], strict=True)]
         rows.append(
             {
                 "k": k,
-                "pass_at_k": float(np.mean(at)),
-                "pass_hat_k": float(np.mean(hat)),
-                "n_tasks": int(full.sum()),
+                "pass_at_k": float(np.mean(at)) if exact else None,
+                "pass_hat_k": float(np.mean(hat)) if exact else None,
+                "n_tasks": int(len(n)),
+                "low": _bounds(total, c, k),
+                "high": _bounds(total, c + unknown, k),
             }
         )
     return rows
 
 
+def _bounds(total: np.ndarray, c: np.ndarray, k: int) -> dict:
+    """pass@k and pass^k over every task, each with ``total`` samples of which ``c`` pass."""
+    at = [pass_at_k(int(a), int(b), k) for a, b in zip(total, c, strict=True)]
+    hat = [pass_hat_k(int(a), int(b), k) for a, b in zip(total, c, strict=True)]
+    return {"pass_at_k": float(np.mean(at)), "pass_hat_k": float(np.mean(hat))}
+
+
 def basis_figures(frame: pd.DataFrame, basis: str, k: int) -> dict:
-    """pass@1, pass@k and pass^k at the campaign's k, and the curve, on one basis for one
-    contender's rows (NaN rows are not on this basis)."""
-    on = frame[frame[basis].notna()]
-    if on.empty:
+    """pass@1, pass@k and pass^k at the campaign's k, and the curve with its bounds, on one
+    basis for one contender's rows (NaN rows are not on this basis; a pending row is an
+    unknown sample of its task on the human and combined bases)."""
+    pending = frame["pending"].to_numpy(bool) & frame[basis].isna().to_numpy()
+    if basis == "checks":
+        pending = np.zeros(len(frame), dtype=bool)
+    known = frame[basis].notna().to_numpy()
+    if not known.any():
         return {
             "pass_at_1": None,
             "pass_at_k": None,
@@ -88,19 +112,25 @@ def basis_figures(frame: pd.DataFrame, basis: str, k: int) -> dict:
             "curve": [],
             "n_samples": 0,
             "n_tasks": 0,
+            "bounds": False,
         }
-    counts = on.groupby("task", sort=True)[basis].agg(["size", "sum"])
-    n = counts["size"].to_numpy()
-    c = counts["sum"].to_numpy().round().astype(int)
-    points = curve(n, c)
+    on = frame.assign(settled=known, passed=frame[basis].fillna(0.0), pend=pending)
+    counts = on[known | pending].groupby("task", sort=True)[["settled", "passed", "pend"]].sum()
+    n = counts["settled"].to_numpy().astype(int)
+    c = counts["passed"].to_numpy().round().astype(int)
+    # every task gets as many samples as the fullest one: the rest are unknown (pending, or
+    # not judged on this basis), so no task drops out of a larger k's denominator
+    unknown = int((n + counts["pend"].to_numpy().astype(int)).max()) - n
+    points = curve(n, c, unknown)
     at_k = next((p for p in points if p["k"] == k), None)
     return {
         "pass_at_1": points[0]["pass_at_k"],
         "pass_at_k": at_k["pass_at_k"] if at_k else None,
         "pass_hat_k": at_k["pass_hat_k"] if at_k else None,
         "curve": points,
-        "n_samples": int(len(on)),
+        "n_samples": int(known.sum()),
         "n_tasks": int(len(counts)),
+        "bounds": bool(unknown.any()),
     }
 
 

@@ -92,22 +92,26 @@ def contender_pass(samples: pd.DataFrame, k: int) -> dict:
     return out
 
 
-MAX_SD = 0.5  # the largest population SD a score on a 0..1 scale can have
+MAX_SD = 0.5  # the largest population SD a score on a 0..1 scale can have (the scale of stability)
 
 
 def task_spreads(sample_quality: pd.DataFrame) -> pd.DataFrame:
-    """Per (contender, task) with two or more scored samples: the population SD (ddof = 0) of
-    its normalized sample scores, ``sampling_sd``. Rows: contender, task, sample, quality."""
+    """Per (contender, task): ``n_samples`` (scored samples) and ``sampling_sd``, the unbiased
+    SD (ddof = 1) of its normalized sample scores; NaN for a task with one scored sample (no
+    spread to measure: left out of the mean, and counted). Rows: contender, task, sample,
+    quality. The population SD (ddof = 0) is biased low on 2-3 samples: scores 0.8 and 0.6
+    give 0.1 against the unbiased 0.141."""
     if sample_quality.empty:
-        return pd.DataFrame(columns=["contender", "task", "sampling_sd"])
+        return pd.DataFrame(columns=["contender", "task", "n_samples", "sampling_sd"])
     per_sample = sample_quality.groupby(["contender", "task", "sample"], sort=True)[
         "quality"
     ].mean()
     per_sample = per_sample[np.isfinite(per_sample)]
     agg = per_sample.groupby(level=["contender", "task"], sort=True).agg(["std", "size"])
-    agg = agg[agg["size"] >= 2]
-    sd = (agg["std"] * np.sqrt((agg["size"] - 1) / agg["size"])).round(15)
-    return sd.rename("sampling_sd").reset_index()
+    sd = agg["std"].where(agg["size"] >= 2).round(15)
+    return pd.DataFrame(
+        {"n_samples": agg["size"].astype(int), "sampling_sd": sd}, index=agg.index
+    ).reset_index()
 
 
 def spread_stability(sampling_sd: float | None) -> float | None:

@@ -219,7 +219,12 @@ class ReportTests(TestCase):
         mid_strong = pairs[("model-mid", "model-strong")]
         assert (mid_strong["wins"], mid_strong["losses"], mid_strong["ties"]) == (5, 1, 0)
         assert [r["task"] for r in mid_strong["regressions"]] == [self.task_ids[4]]
-        assert mid_strong["p_value"] == pytest.approx(0.21875)  # exact sign test, 5 vs 1
+        # exact sign test, 5 vs 1, on the tasks won / lost
+        assert mid_strong["sign_test_p"] == pytest.approx(0.21875)
+        # 6 test cases: no interval, so no p of the difference either (it would be the
+        # interval's test)
+        assert mid_strong["ci95"] is None and mid_strong["p_value"] is None
+        assert mid_strong["ci_reason"] == "too few items (n=6)" and mid_strong["small_sample"]
 
     def test_it_reads_the_database_in_a_few_bulk_queries(self):
         # contenders, tasks, generations, items, outputs, reviews, scores, served models: no
@@ -377,12 +382,12 @@ class TinyDataTests(TestCase):
         assert (
             stab["model-strong"]["stability"] == 1.0 and stab["model-strong"]["source"] == "checks"
         )
-        # stability = 1 - within-task population SD / 0.5 (the largest SD on a 0-1 scale)
-        # 1, 1, 0.5: SD 0.2357 -> 0.529
-        assert stab["model-mid"]["sampling_sd"] == pytest.approx(0.236, abs=1e-3)
-        assert stab["model-mid"]["stability"] == pytest.approx(1 - 0.235702 / 0.5, abs=1e-3)
-        # 1, 0.5, 0: SD 0.4082 -> 0.184
-        assert stab["model-weak"]["stability"] == pytest.approx(1 - 0.408248 / 0.5, abs=1e-3)
+        # stability = 1 - within-task unbiased SD (ddof = 1) / 0.5, clipped to [0, 1]
+        # 1, 1, 0.5: SD sqrt(1/12) = 0.2887 -> 0.423
+        assert stab["model-mid"]["sampling_sd"] == pytest.approx(0.289, abs=1e-3)
+        assert stab["model-mid"]["stability"] == pytest.approx(1 - 0.288675 / 0.5, abs=1e-3)
+        # 1, 0.5, 0: SD 0.5 -> 0
+        assert stab["model-weak"]["stability"] == pytest.approx(0.0, abs=1e-3)
         assert any("automatic checks" in w for w in report["warnings"])
         # pass@1: sample 0 of every task passes its checks and (human) threshold for strong
         # (people scored one sample per task: the headline basis is theirs, pass@3 needs three)
@@ -434,7 +439,10 @@ class TinyDataTests(TestCase):
         assert board["model-strong"]["decision_score"] == pytest.approx(
             board["model-strong"]["quality"] / 3.0, abs=1e-3
         )
-        assert not any(w.startswith("cost:") for w in report["warnings"])
+        # the unknown cost is said, not silently dropped
+        assert board["model-weak"]["cost_reason"].startswith("no cost data")
+        cost_warnings = [w for w in report["warnings"] if w.startswith("cost:")]
+        assert len(cost_warnings) == 1 and "no cost data for model-weak" in cost_warnings[0]
 
     def test_head_to_head_lists_every_regression(self):
         campaign = build_campaign(slug="h2h", plan=PLAN, users=self.users)
@@ -656,7 +664,9 @@ class HonestNumbersTests(TestCase):
         # b against a: 3 of 12 test cases won -> 0.25; exact sign test 3 vs 9: p = 0.146
         assert (battles["wins"], battles["losses"], battles["n_tasks"]) == (3, 9, 12)
         assert battles["win_rate"] == 0.25 and battles["ci95"] is not None
-        assert battles["p_value"] == pytest.approx(0.1460, abs=5e-4)
+        assert battles["sign_test_p"] == pytest.approx(0.1460, abs=5e-4)
+        # the paired bootstrap p reads the same rounds as the interval: they agree
+        assert (battles["p_value"] < 0.05) == (battles["ci95"][1] < 0.5)
         assert entry["battles_p_holm"] == pytest.approx(battles["p_value"])  # one pair
 
     def test_an_unresolved_dispute_is_pending_in_the_report(self):
@@ -722,7 +732,10 @@ class UndefeatedBoundTests(TestCase):
         strong, mid, weak = board["model-strong"], board["model-mid"], board["model-weak"]
         assert strong["ci95"][1] is None and strong["rating_bound"] == f">= {strong['ci95'][0]:.0f}"
         assert weak["ci95"][0] is None and weak["rating_bound"] == f"<= {weak['ci95'][1]:.0f}"
-        assert mid["rating_bound"] is None and None not in mid["ci95"]
+        # every test case is alike, so every resample gives mid the same rating: "all equal",
+        # not a zero-width interval
+        assert mid["rating_bound"] is None and mid["ci95"] is None
+        assert mid["rating_ci_reason"] == "all equal (n=12)"
         assert strong["rank"] == 1 and strong["p_best"] == 1.0
         assert any("rating_bound" in w for w in report["warnings"])
         assert report_json(report) == report_json(campaign_report(campaign=campaign, n_boot=200))

@@ -183,8 +183,10 @@ def test_stability_is_equal_for_equal_spreads_at_different_means():
     high = low.assign(quality=[0.7, 0.9])
     sd_low = stability.task_spreads(low)["sampling_sd"].iloc[0]
     sd_high = stability.task_spreads(high)["sampling_sd"].iloc[0]
-    assert sd_low == pytest.approx(0.1) and sd_high == pytest.approx(0.1)
-    assert stability.spread_stability(sd_low) == stability.spread_stability(sd_high) == 0.8
+    # the unbiased SD (ddof = 1) of two scores 0.2 apart: 0.2 / sqrt(2) = 0.1414
+    assert sd_low == pytest.approx(0.2 / math.sqrt(2)) and sd_high == pytest.approx(sd_low)
+    assert stability.spread_stability(sd_low) == pytest.approx(stability.spread_stability(sd_high))
+    assert stability.spread_stability(sd_low) == pytest.approx(1 - 0.2 / math.sqrt(2) / 0.5)
     # 1 - CV would give 0.5 and 0.875 for the same spread
     assert stability.stability([0.1, 0.3]) == pytest.approx(0.5)
 

@@ -196,9 +196,14 @@ def test_costs_normalize_to_the_cheapest_and_weigh_the_decision():
     assert norm == {"x": 2.0, "y": 1.0, "z": None} and reason is None
     assert costs.decision_score(0.8, 0.9, 2.0, 0.7, 0.3) == pytest.approx((0.56 + 0.27) / 2)
     assert costs.decision_score(None, 0.9, 1.0, 0.7, 0.3) is None
-    free, reason = costs.normalized_costs({"x": 0.0, "y": 0.01})
-    assert free == {"x": 1.0, "y": None} and "nothing" in reason
-    assert costs.normalized_costs({"x": 0.0, "y": 0.0})[0] == {"x": 1.0, "y": 1.0}
+    # one free beside paid ones: free = 0, paid against the most expensive
+    free, reason = costs.normalized_costs({"x": 0.0, "y": 0.01, "z": 0.04, "w": None})
+    assert free == {"x": 0.0, "y": 0.25, "z": 1.0, "w": None} and "most expensive" in reason
+    # all free: a ratio means nothing
+    assert costs.normalized_costs({"x": 0.0, "y": 0.0}) == (
+        {"x": None, "y": None},
+        "every contender is free",
+    )
 
 
 def test_cost_from_tokens_when_not_stored():

@@ -187,14 +187,18 @@ def test_it_matches_the_hand_computed_ci_and_p():
     """10 tasks, 1 sample; all pass in the baseline, 4 fail in the run. Every bootstrap round
     draws 10 tasks, so delta = -X/10 with X ~ Binomial(10, 0.4): its 2.5% and 97.5% quantiles
     are 1 and 7 (cdf 0.0464 > 0.025 > cdf(0) = 0.0060; cdf(6) = 0.9452 < 0.975 < cdf(7) =
-    0.9877), so the 95% CI is [-0.7, -0.1]. Sign test: 4 changed, all down: p = 2 x 0.5^4."""
+    0.9877), so the 95% CI is [-0.7, -0.1]. The metric's paired p reads the same rounds:
+    twice the share of rounds with delta >= 0, P(X = 0) = 0.6^10 = 0.0060, so p = 0.0121 (a
+    Monte Carlo estimate from 1,000 rounds: SD about 0.005), below 0.05 as the interval says.
+    The regressed_tasks count keeps its exact sign test: 4 changed, all down: p = 2 x 0.5^4."""
     tasks = [f"T-{i}" for i in range(1, 11)]
     base = run_table(_rows(), tasks=tasks, samples=1)
     run = run_table(_rows(failing={2, 4, 6, 8}), tasks=tasks, samples=1)
     out = compare_tables(base, run)
     m = out["metrics"]["check_pass_rate"]
     assert (m["baseline"], m["run"], m["delta"]) == (1.0, 0.6, -0.4)
-    assert m["ci95"] == [-0.7, -0.1] and m["p"] == 0.125
+    assert m["ci95"] == [-0.7, -0.1] and m["p"] == pytest.approx(2 * 0.6**10, abs=0.01)
+    assert out["metrics"]["regressed_tasks"]["p"] == 0.125
     assert [r["task_id"] for r in out["regressions"]] == ["T-2", "T-4", "T-6", "T-8"]
     assert out["regressions"][0] == {
         "task_id": "T-2",
@@ -305,7 +309,12 @@ class RunTests(TransactionTestCase):
         assert all(r["failed_checks"] == ["regex"] for r in entry["regressions"])
         assert entry["improvements"] == []
         m = entry["metrics"]["check_pass_rate"]
-        assert (m["baseline"], m["run"], m["ci95"], m["p"]) == (1.0, 0.6, [-0.7, -0.1], 0.125)
+        assert (m["baseline"], m["run"], m["ci95"]) == (1.0, 0.6, [-0.7, -0.1])
+        # the metric's own paired test reads the rounds of its interval: an interval that
+        # leaves out 0 has p < 0.05 (the sign test on the 4 flipped tasks, 0.125, sits with
+        # the regressed_tasks count it tests)
+        assert m["p"] < 0.05
+        assert entry["metrics"]["regressed_tasks"]["p"] == 0.125
         assert entry["metrics"]["latency_ms.p95"]["run"] >= 150
         assert entry["served_models"] == {"baseline": {"oa": 10}, "run": {"oa-small": 10}}
         assert entry["served_model_changed"] is True

@@ -90,6 +90,24 @@ def test_it_tells_invalid_unmocked_and_mocked_errors_apart():
     assert [c["id"] for c in transcripts.unmocked(TRANSCRIPT)] == ["c4"]
     assert [c["id"] for c in transcripts.errors(TRANSCRIPT)] == ["c1"]
     assert [c["id"] for c in transcripts.errors(TRANSCRIPT, include_unmocked=True)] == ["c1", "c4"]
+
+
+def test_the_loop_s_own_refusal_of_a_bad_json_call_is_no_tool_error():
+    # what the real loop stores for arguments that are not a JSON object: no mock saw the call
+    refused = [
+        {
+            "turn": 1,
+            "steps": [
+                {
+                    "text": "",
+                    "tool_calls": [call("c1", "refund", valid=False)],
+                    "tool_results": [result("c1", "refund", error=transcripts.NOT_AN_OBJECT)],
+                },
+            ],
+        }
+    ]
+    assert transcripts.errors(refused) == [] and len(transcripts.invalid(refused)) == 1
+    assert transcripts.call_counts(refused)["errors"] == 0
     assert transcripts.turn_checks(TRANSCRIPT) == {2: False}
     assert transcripts.call_counts(TRANSCRIPT) == {
         "calls": 4,
