@@ -29,6 +29,8 @@ item; for the preference, a unit is the item.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
@@ -64,10 +66,11 @@ def majority(choices: list[str]) -> str | None:
     inconsistent after a swap); None without any choice."""
     if not choices:
         return None
-    counts = pd.Series(choices).value_counts()
-    if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
+    # Counter, not pandas: this runs once per item.
+    ranked = Counter(choices).most_common(2)
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         return "tie"
-    return str(counts.index[0])
+    return str(ranked[0][0])
 
 
 # -- agreement on pairs ------------------------------------------------------------------------
