@@ -1,4 +1,3 @@
-import argparse
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -19,7 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("campaign", help="campaign slug")
         parser.add_argument("--judge", required=True, help="judge name")
         parser.add_argument("--wait", action="store_true", help="show progress until done")
-        parser.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
+        parser.add_argument(
+            "--interval", type=float, default=2.0, help="seconds between progress lines (2)"
+        )
 
     def handle(self, *args, **options):
         campaign = Campaign.objects.filter(slug=options["campaign"]).first()
