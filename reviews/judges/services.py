@@ -26,9 +26,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, IntegerField, Q, Subquery, Value
-from django.db.models.functions import Coalesce
-from django.db.models.lookups import LessThan
+from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -42,6 +40,7 @@ from tasks.providers.structured import structured_call
 from ..models import ItemOutput, ReviewItem
 from .models import Judgement
 from .screen import answer_shape, judge_view
+from .sql import judgement_claim
 
 log = logging.getLogger(__name__)
 S = Judgement.Status
@@ -251,34 +250,11 @@ def _claim_read(judgement_id: int) -> tuple[Judgement | None, RunOutcome | None]
 
 def _claim_update(row: Judgement) -> str:
     """One claim attempt: the claim token, or '' when every slot of the judge is taken (or the
-    row changed since it was read)."""
+    row changed since it was read): the semaphore of reviews/judges/sql.py."""
     now = timezone.now()
     token = secrets.token_hex(12)
-    live = (
-        Judgement.objects.filter(judge_id=row.judge_id, status=S.RUNNING, lease_expires_at__gt=now)
-        .order_by()
-        .values("judge_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    free = LessThan(
-        Coalesce(Subquery(live, output_field=IntegerField()), Value(0)), row.judge.max_concurrency
-    )
-    with transaction.atomic():
-        # Claims of one judge wait for each other here, so each one's count sees the others.
-        list(Judge.objects.select_for_update(no_key=True).filter(pk=row.judge_id).values("pk"))
-        claimed = (
-            Judgement.objects.filter(pk=row.pk, status=row.status, attempts=row.attempts)
-            .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
-            .filter(free)
-            .update(
-                status=S.RUNNING,
-                claim_token=token,
-                attempts=F("attempts") + 1,
-                started_at=now,
-                lease_expires_at=now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS),
-            )
-        )
+    lease_until = now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)
+    claimed = judgement_claim(row=row, token=token, now=now, lease_until=lease_until)
     return token if claimed else ""
 
 
