@@ -37,7 +37,12 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
-from generation import fresh_testset, start_workers, stop_workers  # noqa: E402
+from generation import (  # noqa: E402
+    fresh_testset,
+    session_cpu_seconds,
+    start_workers,
+    stop_workers,
+)
 
 from evalsite.celery import app  # noqa: E402
 from reviews.judges.calibration import judge_calibration  # noqa: E402
@@ -211,6 +216,9 @@ def main() -> None:
         judged_directly(campaign, judge)
     else:
         procs = start_workers(args.workers, args.pool, args.concurrency, 1)
+        sessions = {p.pid for p in procs}
+        load_before = os.getloadavg()[0]
+        cpu_before = session_cpu_seconds(sessions)
         try:
             started = time.monotonic()
             judging_enqueue(campaign=campaign, judge=judge)
@@ -218,6 +226,7 @@ def main() -> None:
             while rows.filter(status__in=["pending", "running"]).exists():
                 time.sleep(0.5)
             elapsed = time.monotonic() - started
+            cpu = session_cpu_seconds(sessions) - cpu_before
         finally:
             stop_workers(procs)
         done = rows.filter(status="done").count()
@@ -226,7 +235,9 @@ def main() -> None:
             f"judging: {done} of {total} done in {elapsed:.1f} s = {done / elapsed:.1f}/s, "
             f"{done / elapsed / bound:.0%} of the endpoint-bound {bound:.0f}/s; "
             f"largest concurrency seen {fake.max_active['bench-judge-model']} (limit {LIMIT}); "
-            f"failed {rows.filter(status='failed').count()}"
+            f"failed {rows.filter(status='failed').count()}; worker CPU {cpu:.1f} s = "
+            f"{cpu / max(done, 1) * 1000:.1f} ms per judgement; load average {load_before:.1f} "
+            f"-> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
         )
     started = time.perf_counter()
     out = judge_calibration(campaign=campaign, judge=judge)

@@ -222,6 +222,26 @@ class ScriptedJudgeTests(TestCase):
         assert out["judgements"] == 0 and out["failed"] == 36
         assert out["dimensions"]["accuracy"]["verdict"] == "insufficient"
 
+    def test_a_failed_attempt_is_retried_and_the_next_answer_kept(self):
+        seen = set()
+
+        def wrong_first(request):
+            # The first answer for each prompt is off the scale, the next one right.
+            first = request.prompt not in seen
+            seen.add(request.prompt)
+            return off_scale(request) if first else agreeing(request)
+
+        self.judged("second-try", wrong_first, samples=1, position_swap=False)
+        rows = Judgement.objects.filter(judge__name="second-try").order_by("pk")
+        first = rows.first()
+        assert first.status == "done" and first.attempts == 2
+        assert len(first.failures) == 1 and "outside the scale" in first.failures[0]["cause"]
+        assert first.error == ""
+        # Both calls were paid for: the failed attempt's tokens are in the row's totals.
+        calls = [c for c in self.fake.calls_for("second-try")][:2]
+        assert first.input_tokens == sum(c["usage"][0] for c in calls)
+        assert all(r.status == "done" and r.attempts == 2 for r in rows)
+
     def test_an_answer_that_is_not_json_is_a_failed_attempt(self):
         self.judged("prose", lambda r: "I think A is better.", position_swap=False)
         row = Judgement.objects.filter(judge__name="prose").first()

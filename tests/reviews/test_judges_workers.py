@@ -117,3 +117,40 @@ def test_the_judge_concurrency_limit_holds_across_workers(workers, fake):
     assert Judgement.objects.filter(judge=judge, status="done").count() == 12
     assert fake.max_active["narrow"] == 2
     assert len(fake.calls_for("narrow")) == 12
+
+
+@pytest.mark.postgres
+def test_duplicated_messages_racing_for_one_judgement_make_one_call(transactional_db, fake):
+    """Four deliveries of one judgement's message at once, in four threads with their own
+    connections: one claims and calls, the others find it claimed; one answer stored."""
+    import threading
+
+    from django.db import connection
+
+    from reviews.judges.services import judgement_run
+
+    need(postgres_available(), "row locks need PostgreSQL")
+    campaign = build(personas(), items=1, slug="dup-judging")
+    fake.judge("dup", agreeing)
+    fake.set_delay("dup", 0.5)
+    judge = make_judge(fake, "dup", position_swap=False)
+    judging_enqueue(campaign=campaign, judge=judge)
+    row = Judgement.objects.get(judge=judge)
+    outcomes, barrier = [], threading.Barrier(4)
+
+    def deliver():
+        barrier.wait()
+        try:
+            outcomes.append(judgement_run(judgement_id=row.pk).action)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["done", "skip", "skip", "skip"]
+    row.refresh_from_db()
+    assert row.status == "done" and row.attempts == 1
+    assert len(fake.calls_for("dup")) == 1
