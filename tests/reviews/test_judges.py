@@ -291,6 +291,22 @@ class ScriptedJudgeTests(TestCase):
         }
         assert firsts == {True, False}
 
+    def test_a_self_naming_output_reaches_the_judge_masked(self):
+        campaign = build(self.users, items=1, slug="self-naming")
+        output = campaign.generations.order_by("pk").first()
+        output.output = "Quality 4 of 5. As acme-large-2026, built by Acme, I suggest a restart."
+        output.save(update_fields=["output"])
+        self.fake.judge("masked", agreeing)
+        judge = make_judge(self.fake, "masked", position_swap=False)
+        judging_enqueue(campaign=campaign, judge=judge)
+        run_all(campaign, judge)
+        prompt = self.fake.calls_for("masked")[0]["body"]["messages"][-1]["content"]
+        assert "I suggest a restart" in prompt
+        # Masked as a reviewer sees it: the contender's name and model id are the campaign's
+        # masking words (a vendor word alone is masked where the campaign's redact lists it).
+        assert "As [redacted], built by" in prompt
+        assert "acme-large" not in prompt.lower()
+
     def test_the_report_has_a_judges_key_and_running_again_judges_nothing_twice(self):
         self.fake.judge("agree2", agreeing)
         judge = make_judge(self.fake, "agree2")
