@@ -283,7 +283,11 @@ def dimension_calibration(
         frame["cluster"] = frame.pop("item").map(code).astype(int)
     adv = advantage(judge_pairs, people_pairs, level, weights)
     diffs = (both["judge"] - both["panel"]).to_numpy(float)
-    bias = mean_difference(diffs, pairs["cluster"].to_numpy(int), weights)
+    if level == "nominal":
+        # Categories have no direction: a signed difference of their codes means nothing.
+        bias = {"value": None, "ci95": None, "n": 0, "reason": "a nominal scale has no direction"}
+    else:
+        bias = mean_difference(diffs, pairs["cluster"].to_numpy(int), weights)
     n_items = int(len(items))
     name, reason = verdict(n_items, adv, epsilon=epsilon)
     if name == "not_calibrated":

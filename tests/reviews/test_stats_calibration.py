@@ -144,3 +144,15 @@ def test_an_advantage_equal_in_every_resample_is_judged_on_its_value():
     assert calibration.verdict(40, same)[0] == "calibrated"
     worse = {"value": -0.2, "ci95": None, "reason": "all equal (n=40)"}
     assert calibration.verdict(40, worse)[0] == "not_calibrated"
+
+
+def test_a_nominal_scale_has_no_bias():
+    out = calibration.dimension_calibration(
+        units([1, 2, 2, 3] * 10, [2, 2, 3, 3] * 10),
+        no_reviews(),
+        {"min": 1, "max": 3, "level": "nominal"},
+        n_boot=50,
+    )
+    assert out["bias"]["value"] is None and "no direction" in out["bias"]["reason"]
+    assert "systematically" not in out["reason"]
+    assert out["within_one"] is None
