@@ -322,6 +322,8 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 
 # Generation: the database owns the attempt cap (acks_late redeliveries have no cap of their own).
 GENERATION_MAX_ATTEMPTS = env_int("GENERATION_MAX_ATTEMPTS", 6)
+# Judges (docs/judges.md): attempts at one judgement, counting answers outside the rubric.
+JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 3)
 # The currency contenders' prices are given in, shown with every cost (pages, CSV, report).
 EVALSITE_CURRENCY = env_str("EVALSITE_CURRENCY", "USD").strip() or "USD"
 if len(EVALSITE_CURRENCY) > 8 or any(c.isspace() for c in EVALSITE_CURRENCY):

@@ -13,3 +13,7 @@ from .services import assignment_sweep_expired
 def lease_sweep_job() -> int:
     """Return the slots of abandoned review leases to the pool (claims also do this lazily)."""
     return assignment_sweep_expired()
+
+
+# Judging's jobs (reviews/judges/jobs.py) are registered from their module.
+from .judges.jobs import judgement_reconcile_job, judgement_run_job  # noqa: E402, F401

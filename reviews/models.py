@@ -366,3 +366,7 @@ class ReviewerRemoval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer_id} removed from {self.campaign_id}"
+
+
+# Judgements (reviews/judges/): imported here so Django registers them with the reviews app.
+from .judges.models import Judgement  # noqa: E402, F401

@@ -24,6 +24,7 @@ import pandas as pd
 
 from tasks.models import Campaign, Generation, Task
 
+from .judges.calibration import campaign_judges
 from .models import ItemOutput, Review, ReviewItem, Score
 from .report_build import build_report as _build
 from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
@@ -263,7 +264,11 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     single_vs_multi {single, multi, gap, ci95, n, aptitude, unreliability, ...} | null,
     n_tasks}} | null without tasks with turns;
     ``warnings`` [str];
-    ``served_models`` {contender: {served model id: outputs}}.
+    ``served_models`` {contender: {served model id: outputs}};
+    ``judges`` {judge: {items, judgements, failed, cost, basis, dimensions {dimension: {n,
+    judge_vs_panel, reviewer_vs_panel, advantage, epsilon, bias, exact, within_one, confusion,
+    verdict, reason, ...}}, preference {n, agreement, position_consistency, verdict, reason,
+    ...} | null}} (reviews/judges/calibration.py).
     """
     from tasks.served import served_models
 
@@ -272,6 +277,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     )
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)
+    # {judge: progress, cost and calibration against the panel}: the judges' figures, apart
+    # from the people's (docs/judges.md).
+    report["judges"] = clean(campaign_judges(campaign=campaign, n_boot=n_boot, seed=seed))
     return report
 
 

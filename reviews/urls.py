@@ -10,6 +10,8 @@ from . import (
     report_api,
 )
 from . import views as review_views
+from .judges import api as judge_api
+from .judges import views as judge_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
@@ -161,5 +163,33 @@ urlpatterns += [
         "arbitration/t/<str:token>/item/",
         item_views.arbitration_item,
         name="arbitration_item",
+    ),
+]
+
+# A campaign's judges (docs/judges.md): judging runs, progress and calibration.
+
+urlpatterns += [
+    path("campaigns/<slug:slug>/judges/", judge_views.campaign_judges_view, name="campaign_judges"),
+    path(
+        "campaigns/<slug:slug>/judges/<str:name>/",
+        judge_views.campaign_judge_view,
+        name="campaign_judge",
+    ),
+    path(
+        "campaigns/<slug:slug>/judges/<str:name>/run",
+        judge_views.campaign_judge_run,
+        name="campaign_judge_run",
+    ),
+]
+api_urlpatterns += [
+    path(
+        "campaigns/<slug:slug>/judges/<str:name>/runs",
+        judge_api.judge_runs,
+        name="api_campaign_judge_runs",
+    ),
+    path(
+        "campaigns/<slug:slug>/judges/<str:name>",
+        judge_api.judge_on_campaign,
+        name="api_campaign_judge",
     ),
 ]

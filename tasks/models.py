@@ -346,4 +346,6 @@ class Generation(models.Model):
 
 
 # Monitors' models live in their own module; imported here so Django registers them.
+# Judges (tasks/judges/): imported here so Django registers them with the tasks app.
+from .judges.models import Judge  # noqa: E402, F401
 from .monitor_models import AlertDelivery, Monitor, MonitorAlert, MonitorRun  # noqa: E402, F401

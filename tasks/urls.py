@@ -2,6 +2,8 @@ from django.urls import path
 
 from . import campaign_api, campaign_views, monitor_api, monitor_views, rubric_builder, testset_api
 from . import views as testset_views
+from .judges import api as judge_api
+from .judges import views as judge_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
@@ -186,4 +188,15 @@ api_urlpatterns += [
         monitor_api.monitor_run_detail,
         name="api_monitor_run_detail",
     ),
+]
+
+# Judges (docs/judges.md): their definitions; judging a campaign is in reviews/urls.py.
+
+urlpatterns += [
+    path("judges/", judge_views.judge_list_view, name="judge_list"),
+    path("judges/<str:name>/", judge_views.judge_detail_view, name="judge_detail"),
+]
+api_urlpatterns += [
+    path("judges", judge_api.judges, name="api_judges"),
+    path("judges/<str:name>", judge_api.judge_detail, name="api_judge_detail"),
 ]

@@ -17,6 +17,13 @@ faults per model name, one per request in arrival order:
 Answers are deterministic: "<model> answers: <prompt>", streamed word by word. Streams carry
 non-ASCII text unescaped, as vLLM and llama.cpp send it (a raw U+2028 inside a JSON string).
 
+Judges are scripted per model with `judge(model, fn)`: fn gets a `JudgeRequest` (the answers
+shown under their labels, the dimensions and preference choices the structured output asks
+for) and returns the answer as a dict (sent as the structured answer: the text of an OpenAI
+completion, the `record_judgement` tool call of an Anthropic message) or a str sent as it is
+(not JSON, say). Models in `no_structured` refuse a request for structured output with a 400,
+as endpoints without that support do.
+
 Tool calls and conversations are scripted per model with `respond(model, fn)`: fn gets a
 `Request` (which user turn and which model call of that turn it is, the tools offered, the tool
 results just sent back) and returns a reply: a text, or {"text": ..., "tool_calls": [{"name",
@@ -52,6 +59,40 @@ class Request:
     # What was sent back since the model's last call: [{"id", "content", "is_error"}].
     tool_results: list[dict] = field(default_factory=list)
     last_user: str = ""
+    body: dict = field(default_factory=dict)
+
+
+@dataclass
+class JudgeRequest:
+    """What a scripted judge sees of one request for a judgement."""
+
+    answers: dict  # label -> the answer's text, in the order shown
+    dimensions: list  # the rubric dimensions the schema asks for
+    choices: list  # the preference choices ([] when none is asked)
+    prompt: str  # the whole user message
+
+    @property
+    def labels(self) -> list:
+        return list(self.answers)
+
+
+def judge_request(request: Request) -> JudgeRequest:
+    body = request.body
+    if "response_format" in body:
+        schema = body["response_format"]["json_schema"]["schema"]
+    else:
+        schema = next(t["input_schema"] for t in body.get("tools") or [])
+    props = schema["properties"]
+    scores = props.get("scores", {}).get("properties", {})
+    dimensions = list(next(iter(scores.values()))["properties"]) if scores else []
+    choices = props.get("preference", {}).get("enum", [])
+    prompt = request.last_user
+    answers = {}
+    for block in prompt.split("\n\n# ")[1:]:
+        head, _, text = block.partition("\n\n")
+        if head.startswith("Answer "):
+            answers[head.removeprefix("Answer ").strip()] = text
+    return JudgeRequest(answers=answers, dimensions=dimensions, choices=choices, prompt=prompt)
 
 
 @dataclass
@@ -110,6 +151,7 @@ def request_view(provider: str, body: dict) -> Request:
         tools=names,
         tool_results=results,
         last_user=last_user,
+        body=body,
     )
 
 
@@ -144,6 +186,8 @@ class FakeLLM:
         # Models answered with one JSON body even when a stream is asked for (servers that
         # ignore `stream: true`).
         self.json_only: set[str] = set()
+        # Models that refuse structured output (response_format / a forced tool call).
+        self.no_structured: set[str] = set()
         self.active: dict[str, int] = defaultdict(int)
         self.max_active: dict[str, int] = defaultdict(int)
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -185,6 +229,19 @@ class FakeLLM:
             self.responders.pop(model, None)
         else:
             self.responders[model] = fn
+
+    def judge(self, model: str, fn) -> None:
+        """Answer judgement requests for `model` with fn(JudgeRequest): a dict, sent as the
+        structured answer, or a str sent as it is."""
+
+        def responder(request: Request):
+            answer = fn(judge_request(request))
+            raw = answer if isinstance(answer, str) else json.dumps(answer)
+            if request.provider == "anthropic":
+                return {"tool_calls": [{"name": "record_judgement", "arguments": raw}]}
+            return raw
+
+        self.respond(model, responder)
 
     def steps(self, model: str, *replies) -> None:
         """Reply to the n-th model call of every turn with replies[n - 1] (past the end: the
@@ -318,6 +375,17 @@ class _Handler(BaseHTTPRequestHandler):
                 delay += self.fake.slow_seconds
             if delay:
                 time.sleep(delay)
+            structured = "response_format" in body or "tool_choice" in body
+            if model in self.fake.no_structured and structured:
+                return self._json(
+                    400,
+                    {
+                        "error": {
+                            "type": "invalid_request_error",
+                            "message": "structured output is not supported by this model",
+                        }
+                    },
+                )
             if self.path.endswith("/chat/completions"):
                 return self._openai(body, model, fault)
             if self.path.endswith("/messages"):

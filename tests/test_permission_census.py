@@ -93,6 +93,10 @@ class PermissionCensusTests(TestCase):
         monitor.contenders.set(cls.campaign.contenders.all())
         monitor_run_start(monitor=monitor)
         cls.task_id = cls.campaign.testset.tasks.first().external_id
+        # A judge (named like the test set, so <name> fits both).
+        from tasks.models import Judge
+
+        Judge.objects.create(name=cls.campaign.testset.name, provider="openai", model="m")
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (

@@ -210,3 +210,9 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     view = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     _, first, freq = np.unique(view, return_index=True, return_counts=True)
     return rows[first], freq
+
+
+def alpha_from_coincidences(o: np.ndarray, domain: np.ndarray, level: str) -> np.ndarray:
+    """Alpha for one or many (..., V, V) coincidence matrices over `domain` (NaN where
+    undefined): the module's own formula, for statistics that build their own matrices."""
+    return _alpha_from_coincidences(o, domain, level)

@@ -207,7 +207,11 @@ def _tool_call(position: int, tool: dict) -> ToolCall:
     return ToolCall(id=tool["id"] or f"toolu_{position + 1}", name=tool["name"], raw=raw or "{}")
 
 
-def generate(contender, messages: list[dict], tools: list[dict] | None = None) -> ProviderResult:
+def generate(
+    contender, messages: list[dict], tools: list[dict] | None = None, *, extra: dict | None = None
+) -> ProviderResult:
+    """One streamed call. `extra`: payload keys set last (a judge's structured output:
+    tasks/providers/structured.py)."""
     base = (contender.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
     key = api_key_for(contender)
@@ -216,6 +220,6 @@ def generate(contender, messages: list[dict], tools: list[dict] | None = None) -
     return post_stream(
         f"{base}/messages",
         headers=headers,
-        payload=build_payload(contender, messages, tools),
+        payload={**build_payload(contender, messages, tools), **(extra or {})},
         parse=_parse,
     )

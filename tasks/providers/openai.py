@@ -190,7 +190,11 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
     )
 
 
-def generate(contender, messages: list[dict], tools: list[dict] | None = None) -> ProviderResult:
+def generate(
+    contender, messages: list[dict], tools: list[dict] | None = None, *, extra: dict | None = None
+) -> ProviderResult:
+    """One streamed call. `extra`: payload keys set last (a judge's structured output:
+    tasks/providers/structured.py)."""
     base = (contender.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = {"Accept": "text/event-stream"}
     key = api_key_for(contender)
@@ -199,6 +203,6 @@ def generate(contender, messages: list[dict], tools: list[dict] | None = None) -
     return post_stream(
         f"{base}/chat/completions",
         headers=headers,
-        payload=build_payload(contender, messages, tools),
+        payload={**build_payload(contender, messages, tools), **(extra or {})},
         parse=_parse,
     )

@@ -227,9 +227,9 @@ class ReportTests(TestCase):
         assert mid_strong["ci_reason"] == "too few items (n=6)" and mid_strong["small_sample"]
 
     def test_it_reads_the_database_in_a_few_bulk_queries(self):
-        # contenders, tasks, generations, items, outputs, reviews, scores, served models: no
-        # per-row queries
-        with self.assertNumQueries(8):
+        # contenders, tasks, generations, items, outputs, reviews, scores, served models, the
+        # judges that judged it (none here): no per-row queries
+        with self.assertNumQueries(9):
             campaign_report(campaign=self.campaign, n_boot=10)
 
     def test_it_is_byte_identical_twice(self):

@@ -1,0 +1,369 @@
+"""Judging a campaign on the generation machinery: rows, enqueue, claim, call, store, reconcile.
+
+As for generation (tasks/generation.py), the database is the source of truth and a message
+only says "look at row N":
+- one row per (judge, item, sample, order), made once (a unique constraint); its order drawn
+  at random when it is made, the swapped row showing the reverse;
+- the claim is one conditional UPDATE that bumps `attempts` and takes a lease, and matches
+  only while fewer than the judge's `max_concurrency` rows hold a live lease (claims of one
+  judge serialize on a lock of the judge row on PostgreSQL, and on the single writer on
+  SQLite), so the limit holds across any number of workers;
+- the answer is stored only while the claim token still holds: a duplicate message finds the
+  row claimed or done, and a call that outlived its lease is discarded;
+- an answer outside the rubric is a failed attempt (its cause kept in `failures`), retried up
+  to JUDGE_MAX_ATTEMPTS and then recorded as failed. It is never clamped or guessed.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import secrets
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from tasks import blinding, providers
+from tasks.generation import RunOutcome, backoff_seconds
+from tasks.judges.answer import AnswerError, answer_read, answer_schema
+from tasks.judges.prompt import judge_messages
+from tasks.models import Campaign, Judge
+from tasks.providers.structured import structured_call
+
+from ..models import ItemOutput, ReviewItem
+from .models import Judgement
+from .screen import answer_shape, judge_view
+from .sql import judgement_claim
+
+log = logging.getLogger(__name__)
+S = Judgement.Status
+# How long a claim that finds every slot of the judge taken waits in its worker before the
+# message is re-queued, and how often it looks again meanwhile.
+CLAIM_WAIT_SECONDS = 3.0
+CLAIM_POLL_SECONDS = 0.05
+
+
+class JudgingError(Exception):
+    """A campaign cannot be judged as it is (no ready item, a missing API key variable)."""
+
+
+# -- rows and enqueueing -----------------------------------------------------------------------
+
+
+def judgement_rows_create(*, campaign: Campaign, judge: Judge) -> int:
+    """One row per ready item x sample x order; existing rows are kept. Returns rows made."""
+    outputs: dict[int, list[int]] = {}
+    for item_id, output_id in (
+        ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
+        .order_by("item_id", "pk")
+        .values_list("item_id", "pk")
+    ):
+        outputs.setdefault(item_id, []).append(output_id)
+    shuffler = random.SystemRandom()
+    rows = []
+    for item_id, ids in outputs.items():
+        for sample in range(judge.samples):
+            order = shuffler.sample(ids, len(ids))
+            rows.append(_row(campaign, judge, item_id, sample, order, swapped=False))
+            if judge.position_swap:
+                rows.append(_row(campaign, judge, item_id, sample, order[::-1], swapped=True))
+    before = Judgement.objects.filter(campaign=campaign, judge=judge).count()
+    Judgement.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    return Judgement.objects.filter(campaign=campaign, judge=judge).count() - before
+
+
+def _row(campaign, judge, item_id: int, sample: int, order: list[int], *, swapped: bool):
+    return Judgement(
+        campaign=campaign, judge=judge, item_id=item_id, sample=sample, swapped=swapped, order=order
+    )
+
+
+def judging_problems(*, campaign: Campaign, judge: Judge) -> list[str]:
+    """Why `judge` cannot judge `campaign` now ([] when it can)."""
+    problems = []
+    if judge.api_key_env and not os.environ.get(judge.api_key_env):
+        problems.append(
+            f"judge {judge.name}: environment variable {judge.api_key_env} is not set (set it "
+            "for the web server and the Celery workers, and restart them)"
+        )
+    if not ReviewItem.objects.filter(campaign=campaign, ready=True).exists():
+        problems.append(
+            f"campaign {campaign.slug} has no review item ready to judge (every output of an "
+            "item must exist first: generate, or import outputs)"
+        )
+    return problems
+
+
+def judging_enqueue(*, campaign: Campaign, judge: Judge) -> int:
+    """Make the rows and queue every row not queued yet, and failed rows with a fresh attempt
+    budget. Nothing is queued when a problem stands (JudgingError). Returns rows queued."""
+    problems = judging_problems(campaign=campaign, judge=judge)
+    if problems:
+        raise JudgingError("; ".join(problems) + ". Nothing was queued.")
+    with transaction.atomic():
+        judgement_rows_create(campaign=campaign, judge=judge)
+        rows = Judgement.objects.filter(campaign=campaign, judge=judge).filter(
+            Q(status=S.PENDING, queued_at__isnull=True) | Q(status=S.FAILED)
+        )
+        ids = list(rows.values_list("pk", flat=True))
+        Judgement.objects.filter(pk__in=ids).update(
+            status=S.PENDING, attempts=0, queued_at=timezone.now(), finished_at=None, error=""
+        )
+        _enqueue(ids)
+    return len(ids)
+
+
+def _enqueue(ids: list[int]) -> None:
+    """One message per row once the rows are committed (a worker must find them)."""
+    transaction.on_commit(functools.partial(_send, list(ids)))
+
+
+def _send(ids: list[int]) -> None:
+    from .jobs import judgement_run_job
+
+    for position, pk in enumerate(ids):
+        try:
+            judgement_run_job.delay(pk)
+        except BrokerError as exc:
+            # The rows stay queued in the database: the reconciler sends them once it answers.
+            log.warning(
+                "broker unreachable, %d judgements left for the reconciler: %s",
+                len(ids) - position,
+                exc,
+            )
+            return
+
+
+# -- one attempt -------------------------------------------------------------------------------
+
+
+def judgement_run(*, judgement_id: int, claim_wait: float = 0.0) -> RunOutcome:
+    """One attempt at one judgement: claim, call the judge, check the answer, store it (or
+    record the failed attempt and schedule the next)."""
+    row, token, outcome = _claim(judgement_id, wait=claim_wait)
+    if outcome is not None:
+        return outcome
+    try:
+        view = judge_view(campaign=row.campaign, item_id=row.item_id, order=row.order)
+        shape = answer_shape(view)
+        messages = judge_messages(view, judge_instructions=row.judge.instructions)
+        raw, result = structured_call(row.judge, messages, answer_schema(shape))
+    except providers.PermanentError as exc:
+        return _attempt_failed(
+            row, token, f"the endpoint refused the request: {exc.message}", retry=False
+        )
+    except providers.RetryableError as exc:
+        return _attempt_failed(row, token, exc.message, retry=True, retry_after=exc.retry_after)
+    except Exception as exc:  # noqa: BLE001 - includes SoftTimeLimitExceeded; the cap bounds it
+        log.exception("judgement %s: unexpected error", row.pk)
+        return _attempt_failed(row, token, f"{type(exc).__name__}: {exc}", retry=True)
+    spent = _spent(row.judge, result)
+    try:
+        answer = answer_read(raw, shape)
+    except AnswerError as exc:
+        return _attempt_failed(
+            row,
+            token,
+            f"answer outside the rubric: {exc.cause}",
+            retry=True,
+            spent=spent,
+            raw=raw,
+            countdown=0.0,
+        )
+    return _store(row, token, answer, raw=raw, spent={**spent, "latency_ms": result.latency_ms})
+
+
+def _spent(judge: Judge, result) -> dict:
+    cost = providers.cost_of(judge, result.input_tokens, result.output_tokens)
+    return {
+        "input_tokens": result.input_tokens or 0,
+        "output_tokens": result.output_tokens or 0,
+        "cost": cost or 0,
+    }
+
+
+def _charged(spent: dict | None) -> dict:
+    """UPDATE values adding one call's tokens and cost to the row's totals."""
+    if not spent:
+        return {}
+    return {
+        "input_tokens": F("input_tokens") + spent["input_tokens"],
+        "output_tokens": F("output_tokens") + spent["output_tokens"],
+        "cost": F("cost") + spent["cost"],
+    }
+
+
+def _claim(judgement_id: int, *, wait: float) -> tuple[Judgement | None, str, RunOutcome | None]:
+    row, outcome = _claim_read(judgement_id)
+    if outcome is not None:
+        return None, "", outcome
+    deadline = time.monotonic() + wait
+    while True:
+        token = _claim_update(row)
+        if token:
+            row.attempts += 1
+            return row, token, None
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(CLAIM_POLL_SECONDS)
+    unchanged = Judgement.objects.filter(pk=row.pk, status=row.status, attempts=row.attempts)
+    if unchanged.exists():
+        return None, "", RunOutcome("busy", countdown=random.uniform(0.05, 0.3))
+    return None, "", RunOutcome("skip", detail="lost the claim race")
+
+
+def _claim_read(judgement_id: int) -> tuple[Judgement | None, RunOutcome | None]:
+    """The row to claim, or why not (at the attempt cap the row fails here)."""
+    now = timezone.now()
+    row = (
+        Judgement.objects.select_related("judge", "campaign")
+        .defer("raw_answer", "reasoning", "scores")
+        .filter(pk=judgement_id)
+        .first()
+    )
+    if row is None:
+        return None, RunOutcome("skip", detail="no such row")
+    if row.status in (S.DONE, S.FAILED):
+        return None, RunOutcome("skip", detail=f"already {row.status}")
+    if row.status == S.RUNNING and row.lease_expires_at and row.lease_expires_at > now:
+        return None, RunOutcome("skip", detail="claimed by another worker")
+    if row.status == S.PENDING and row.queued_at and row.queued_at > now + timedelta(seconds=0.25):
+        return None, RunOutcome("skip", detail="a later attempt is scheduled")
+    if row.attempts >= settings.JUDGE_MAX_ATTEMPTS:
+        done = Judgement.objects.filter(pk=row.pk, status=row.status, attempts=row.attempts).update(
+            status=S.FAILED,
+            finished_at=now,
+            claim_token="",
+            lease_expires_at=None,
+            error=(row.error or "worker lost") + f" [gave up after {row.attempts} attempts]",
+        )
+        return None, RunOutcome("failed" if done else "skip", detail="attempt cap reached")
+    return row, None
+
+
+def _claim_update(row: Judgement) -> str:
+    """One claim attempt: the claim token, or '' when every slot of the judge is taken (or the
+    row changed since it was read): the semaphore of reviews/judges/sql.py."""
+    now = timezone.now()
+    token = secrets.token_hex(12)
+    lease_until = now + timedelta(seconds=settings.GENERATION_LEASE_SECONDS)
+    claimed = judgement_claim(row=row, token=token, now=now, lease_until=lease_until)
+    return token if claimed else ""
+
+
+def _fenced(row: Judgement, token: str):
+    """The row, only while our claim holds (the store's fence)."""
+    return Judgement.objects.filter(pk=row.pk, claim_token=token, status=S.RUNNING)
+
+
+def _store(row: Judgement, token: str, answer, *, raw: str, spent: dict) -> RunOutcome:
+    """Store the answer un-permuted: labels become the ItemOutput ids they stood for."""
+    by_label = dict(zip(blinding.labels(len(row.order)), row.order, strict=True))
+    scores = (
+        {str(by_label[label]): dims for label, dims in answer.scores.items()}
+        if answer.scores
+        else None
+    )
+    preference = answer.preference or ""
+    if preference in by_label:
+        preference = str(by_label[preference])
+    latency = spent.pop("latency_ms", None)
+    stored = _fenced(row, token).update(
+        status=S.DONE,
+        scores=scores,
+        preference=preference,
+        reasoning=answer.reasoning,
+        raw_answer=raw,
+        latency_ms=latency,
+        error="",
+        finished_at=timezone.now(),
+        lease_expires_at=None,
+        claim_token="",
+        **_charged(spent),
+    )
+    if not stored:
+        return _discard(row, spent)
+    return RunOutcome("done")
+
+
+def _attempt_failed(
+    row: Judgement,
+    token: str,
+    cause: str,
+    *,
+    retry: bool,
+    retry_after: float | None = None,
+    spent: dict | None = None,
+    raw: str = "",
+    countdown: float | None = None,
+) -> RunOutcome:
+    """Record a failed attempt with its cause; schedule the next, or fail the row at the cap
+    (or at once when retrying cannot help)."""
+    failures = [*(row.failures or []), {"attempt": row.attempts, "cause": cause[:2000]}]
+    final = not retry or row.attempts >= settings.JUDGE_MAX_ATTEMPTS
+    values = {
+        "failures": failures,
+        "error": cause[:2000],
+        "raw_answer": raw[:100_000],
+        "claim_token": "",
+        "lease_expires_at": None,
+        **_charged(spent),
+    }
+    if final:
+        values.update(status=S.FAILED, finished_at=timezone.now())
+        if retry:
+            values["error"] = f"{cause[:2000]} [gave up after {row.attempts} attempts]"
+        outcome = RunOutcome("failed", detail=cause)
+    else:
+        wait = backoff_seconds(row.attempts, retry_after) if countdown is None else countdown
+        values.update(status=S.PENDING, queued_at=timezone.now() + timedelta(seconds=wait))
+        outcome = RunOutcome("retry", countdown=wait, detail=cause)
+    if not _fenced(row, token).update(**values):
+        return _discard(row, spent)
+    return outcome
+
+
+def _discard(row: Judgement, spent: dict | None) -> RunOutcome:
+    # Someone else owns the row now (our lease lapsed and it was reclaimed): the call still
+    # cost what it cost.
+    Judgement.objects.filter(pk=row.pk).update(
+        discarded_calls=F("discarded_calls") + 1, **_charged(spent)
+    )
+    return RunOutcome("discarded", detail="the row was no longer ours")
+
+
+# -- the reconciler ----------------------------------------------------------------------------
+
+
+def judgement_reconcile(*, requeue_after: float | None = None, limit: int = 5000) -> dict:
+    """Beat job: rows whose worker died (lapsed lease) go back to pending; queued rows whose
+    message was lost (due longer than `requeue_after` seconds) are sent again. Duplicates
+    are harmless: the claim lets one through."""
+    if requeue_after is None:
+        requeue_after = settings.GENERATION_REQUEUE_IDLE_AFTER
+    now = timezone.now()
+    with transaction.atomic():
+        lapsed = list(
+            Judgement.objects.filter(status=S.RUNNING, lease_expires_at__lt=now).values_list(
+                "pk", flat=True
+            )[:limit]
+        )
+        Judgement.objects.filter(pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now).update(
+            status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now
+        )
+        stale = list(
+            Judgement.objects.filter(
+                status=S.PENDING, queued_at__lt=now - timedelta(seconds=requeue_after)
+            ).values_list("pk", flat=True)[:limit]
+        )
+        Judgement.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
+        ids = sorted(set(lapsed) | set(stale))
+        _enqueue(ids)
+    return {"lapsed": len(lapsed), "requeued": len(ids)}
