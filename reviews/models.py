@@ -366,3 +366,23 @@ class ReviewerRemoval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer_id} removed from {self.campaign_id}"
+
+
+class ReviewVersion(models.Model):
+    """A review's answers as they were before its reviewer corrected them: the Review row is
+    always the latest version (what settling, agreement and exports read); these are kept."""
+
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField(help_text="1 = as first submitted")
+    # {"preference", "preferred_output", "flags", "comment", "seconds_spent",
+    #  "scores": [[ItemOutput id, dimension, value], ...]}
+    answers = models.JSONField()
+    replaced_at = models.DateTimeField(help_text="when the correction replaced these answers")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["review", "version"], name="review_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"version {self.version} of review {self.review_id}"

@@ -28,7 +28,13 @@ urlpatterns += [
     path("review/", review_views.reviewer_home, name="reviewer_home"),
     path("review/<slug:slug>/", review_views.review_campaign, name="review_campaign"),
     path("review/<slug:slug>/next", review_views.review_next, name="review_next"),
+    path("review/<slug:slug>/mine/", review_views.review_history, name="review_history"),
     path("review/<slug:slug>/<str:token>/", review_views.review_page, name="review_page"),
+    path(
+        "review/<slug:slug>/<str:token>/correct",
+        review_views.review_correct,
+        name="review_correct",
+    ),
     path("review/<slug:slug>/<str:token>/submit", review_views.review_submit, name="review_submit"),
     path("review/<slug:slug>/<str:token>/skip", review_views.review_skip, name="review_skip"),
     path(

@@ -23,6 +23,7 @@ OWNED = {
     "review_submit": "reviewer_a",
     "review_skip": "reviewer_a",
     "review_heartbeat": "reviewer_a",
+    "review_correct": "reviewer_a",
     "api_assignment_submit": "reviewer_a",
     "arbitration_page": "arbiter",
     "arbitration_item": "arbiter",
