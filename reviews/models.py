@@ -386,3 +386,24 @@ class ReviewVersion(models.Model):
 
     def __str__(self) -> str:
         return f"version {self.version} of review {self.review_id}"
+
+
+class ItemComment(models.Model):
+    """A note on a review item between its leads, admins and its arbiter. Reviewers never see
+    it; an arbiter reads it masked, as every text of the item."""
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The capacity the author wrote in (admin, lead, arbiter): what an arbiter is shown of
+    # them, since a name could be a reviewer's they must not learn.
+    author_role = models.CharField(max_length=16)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on item {self.item_id}"

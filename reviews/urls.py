@@ -158,6 +158,12 @@ urlpatterns += [
 # The item page (issue 25): one task drilled into; blinded for its arbiter.
 
 urlpatterns += [
+    # Before the item page: its task_id is a path and would take "<id>/comments" too.
+    path(
+        "campaigns/<slug:slug>/items/<int:item_id>/comments",
+        item_views.campaign_item_comment,
+        name="campaign_item_comment",
+    ),
     path(
         "campaigns/<slug:slug>/items/<path:task_id>",
         item_views.campaign_item,
@@ -167,5 +173,10 @@ urlpatterns += [
         "arbitration/t/<str:token>/item/",
         item_views.arbitration_item,
         name="arbitration_item",
+    ),
+    path(
+        "arbitration/t/<str:token>/comments",
+        item_views.arbitration_comment,
+        name="arbitration_comment",
     ),
 ]

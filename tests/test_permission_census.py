@@ -31,6 +31,7 @@ OWNED = {
     "arbitration_release": "arbiter",
     "arbitration_heartbeat": "arbiter",
     "api_arbitration_resolve": "arbiter",
+    "arbitration_comment": "arbiter",
 }
 
 
@@ -115,6 +116,7 @@ class PermissionCensusTests(TestCase):
             "table": "leaderboard",
             "number": 1,
             "task_id": self.task_id,
+            "item_id": self.assignment.item_id,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 
