@@ -38,6 +38,7 @@ from .arbitration_selectors import (
     campaign_disputes,
     dispute_rows,
 )
+from .comments import item_comments
 from .item_selectors import arbiter_resolved
 from .models import FLAGS, Arbitration
 from .rubric import Rubric, label_map
@@ -169,6 +170,7 @@ def _workspace_context(
         }
         for n, c in enumerate(pref["choices"], start=1)
     ]
+    ws["comments"] = item_comments(item=arbitration.item, for_arbiter=arbitration.arbiter)
     return {
         "ws": ws,
         "errors": errors,

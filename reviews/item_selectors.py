@@ -18,6 +18,8 @@ from tasks.models import Campaign, Generation, Task
 
 from . import transcript_shown
 from .arbitration_selectors import _fmt, arbitration_workspace
+from .comments import item_comments
+from .disputes import disputed_cells
 from .models import Arbitration, ReviewItem
 from .rubric import Rubric
 
@@ -67,8 +69,11 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
     dims = rubric.keys
     reviews = _item_reviews(item, outputs, name_of, dims)
     final = item.final or {}
-    final_rows = _final_rows(final, outputs, name_of, dims)
     arbitration = Arbitration.objects.filter(item=item).select_related("arbiter").first()
+    set_by_arbiter = (
+        _arbiter_cells(item, final) if item.state == ReviewItem.State.RESOLVED else set()
+    )
+    final_rows = _final_rows(final, outputs, name_of, dims, set_by_arbiter)
     return {
         "id": item.pk,
         "sample": item.sample_index,
@@ -77,15 +82,17 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
         if item.state != "open" or item.live_count
         # Nobody took it yet: "in review" would say someone is at it.
         else "not started",
-        "reasons": [
-            r.get("detail", "") for r in item.dispute_reasons or [] if r.get("disputes", True)
-        ],
+        "disagreements": _disagreements(item, rubric, name_of, reviews),
+        "comments": item_comments(item=item),
+        "thread_id": f"item-{item.pk}-comments",
         "outputs": _item_outputs(outputs, transcripts, name_of),
         "conversation_turns": conversation_turns,
         "id_prefix": f"item-{item.pk}-",  # the page shows each sample's conversation
         "reviews": reviews,
         "final": final_rows if final else [],
         "final_preference": _choice(final.get("preference"), None, name_of),
+        "preference_by_arbiter": ("preference", None) in set_by_arbiter,
+        "arbiter_marks": bool(set_by_arbiter),
         "arbitration": _arbitration_block(arbitration) if arbitration else None,
     }
 
@@ -106,6 +113,8 @@ def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str
                 "seconds": review.seconds_spent,
                 "preference": _choice(review.preference, review.preferred_output_id, name_of),
                 "comment": review.comment,
+                "values": scores,  # (output id, dimension) -> value, for the disagreements
+                "flag_sets": {k: set(v) for k, v in (review.flags or {}).items()},
                 "rows": [
                     {
                         "contender": name_of[str(o.pk)],
@@ -121,21 +130,79 @@ def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str
     return reviews
 
 
-def _final_rows(final: dict, outputs: list, name_of: dict, dims: list[str]) -> list[dict]:
-    """The final outcome's scores and flags, a row per output ("—": a disputed score)."""
+def _final_rows(
+    final: dict, outputs: list, name_of: dict, dims: list[str], by_arbiter: set
+) -> list[dict]:
+    """The final outcome's scores and flags, a row per output ("—": a disputed score), each
+    value marked when the arbiter set it (a disputed cell decided, or an agreed one changed)."""
+    scores = final.get("scores") or {}
     return [
         {
             "contender": name_of[str(o.pk)],
             "scores": [
-                _fmt((final.get("scores") or {}).get(str(o.pk), {}).get(d))
-                if d in (final.get("scores") or {}).get(str(o.pk), {})
-                else "—"
+                {
+                    "value": _fmt(scores.get(str(o.pk), {}).get(d))
+                    if d in scores.get(str(o.pk), {})
+                    else "—",
+                    "arbiter": (d, str(o.pk)) in by_arbiter,
+                }
                 for d in dims
             ],
             "flags": [f.replace("_", " ") for f in (final.get("flags") or {}).get(str(o.pk), [])],
+            "flags_by_arbiter": ("flag", str(o.pk)) in by_arbiter,
         }
         for o in outputs
     ]
+
+
+def _arbiter_cells(item: ReviewItem, final: dict) -> set[tuple[str, str | None]]:
+    """(part, output id) of every final value the arbiter set: the disputed cells it decided
+    and the agreed ones it corrected; flags as ("flag", output)."""
+    cells = set()
+    for part, output in disputed_cells(item.dispute_reasons or []):
+        cells.add(("flag" if part.startswith("flag:") else part, output))
+    for c in final.get("corrections") or []:
+        output = c.get("output")
+        cells.add((c["part"], str(output) if output is not None else None))
+    return cells
+
+
+def _disagreements(item: ReviewItem, rubric: Rubric, name_of: dict, reviews: list) -> list:
+    """Each reason the item was disputed (or a flag only some raised), said in full: the
+    dimension by its label, the output by its contender, what each reviewer gave."""
+    labels = {d.key: d.label for d in rubric}
+    out = []
+    for reason in item.dispute_reasons or []:
+        part, output = reason.get("part"), reason.get("output")
+        output = str(output) if output is not None else None
+        if part == "preference":
+            what, values = (
+                "Preference",
+                [(r["reviewer"], r["preference"] or "none") for r in reviews],
+            )
+        elif part == "flag":
+            flag = reason.get("flag", "")
+            what = f"Flag “{flag.replace('_', ' ')}”"
+            values = [
+                (
+                    r["reviewer"],
+                    "raised" if flag in r["flag_sets"].get(output, set()) else "not raised",
+                )
+                for r in reviews
+            ]
+        else:
+            what = labels.get(part, part)
+            values = [(r["reviewer"], _fmt(r["values"].get((output, part)))) for r in reviews]
+        out.append(
+            {
+                "what": what,
+                "output": name_of.get(output, "") if output else "",
+                "values": values,
+                "detail": reason.get("detail", ""),
+                "disputes": reason.get("disputes", True),
+            }
+        )
+    return out
 
 
 def _item_outputs(outputs: list, transcripts: list, name_of: dict) -> list[dict]:
@@ -229,6 +296,7 @@ def arbiter_item(*, token: str, arbiter) -> dict:
             ]
     ws["checks"] = [{"label": label, "checks": checks[label]} for label in ws["labels"]]
     ws["state"] = arbitration.state
+    ws["comments"] = item_comments(item=arbitration.item, for_arbiter=arbiter)
     ws["note"] = arbitration.note
     ws["resolved_at"] = arbitration.resolved_at
     return ws

@@ -368,5 +368,46 @@ class ReviewerRemoval(models.Model):
         return f"{self.reviewer_id} removed from {self.campaign_id}"
 
 
+class ReviewVersion(models.Model):
+    """A review's answers as they were before its reviewer corrected them: the Review row is
+    always the latest version (what settling, agreement and exports read); these are kept."""
+
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField(help_text="1 = as first submitted")
+    # {"preference", "preferred_output", "flags", "comment", "seconds_spent",
+    #  "scores": [[ItemOutput id, dimension, value], ...]}
+    answers = models.JSONField()
+    replaced_at = models.DateTimeField(help_text="when the correction replaced these answers")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["review", "version"], name="review_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"version {self.version} of review {self.review_id}"
+
+
+class ItemComment(models.Model):
+    """A note on a review item between its leads, admins and its arbiter. Reviewers never see
+    it; an arbiter reads it masked, as every text of the item."""
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The capacity the author wrote in (admin, lead, arbiter): what an arbiter is shown of
+    # them, since a name could be a reviewer's they must not learn.
+    author_role = models.CharField(max_length=16)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on item {self.item_id}"
+
+
 # Judgements (reviews/judges/): imported here so Django registers them with the reviews app.
 from .judges.models import Judgement  # noqa: E402, F401

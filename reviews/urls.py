@@ -30,7 +30,13 @@ urlpatterns += [
     path("review/", review_views.reviewer_home, name="reviewer_home"),
     path("review/<slug:slug>/", review_views.review_campaign, name="review_campaign"),
     path("review/<slug:slug>/next", review_views.review_next, name="review_next"),
+    path("review/<slug:slug>/mine/", review_views.review_history, name="review_history"),
     path("review/<slug:slug>/<str:token>/", review_views.review_page, name="review_page"),
+    path(
+        "review/<slug:slug>/<str:token>/correct",
+        review_views.review_correct,
+        name="review_correct",
+    ),
     path("review/<slug:slug>/<str:token>/submit", review_views.review_submit, name="review_submit"),
     path("review/<slug:slug>/<str:token>/skip", review_views.review_skip, name="review_skip"),
     path(
@@ -154,6 +160,12 @@ urlpatterns += [
 # The item page (issue 25): one task drilled into; blinded for its arbiter.
 
 urlpatterns += [
+    # Before the item page: its task_id is a path and would take "<id>/comments" too.
+    path(
+        "campaigns/<slug:slug>/items/<int:item_id>/comments",
+        item_views.campaign_item_comment,
+        name="campaign_item_comment",
+    ),
     path(
         "campaigns/<slug:slug>/items/<path:task_id>",
         item_views.campaign_item,
@@ -163,6 +175,11 @@ urlpatterns += [
         "arbitration/t/<str:token>/item/",
         item_views.arbitration_item,
         name="arbitration_item",
+    ),
+    path(
+        "arbitration/t/<str:token>/comments",
+        item_views.arbitration_comment,
+        name="arbitration_comment",
     ),
 ]
 

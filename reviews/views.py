@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
 from evalsite.htmx import wants_fragment
@@ -28,8 +28,8 @@ from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
 from tasks.models import Campaign, Task
 from tasks.rosters import roster_exclude, roster_include
 
-from . import selectors, services
-from .models import FLAGS, Assignment
+from . import history_selectors, selectors, services
+from .models import FLAGS, Assignment, ReviewItem
 from .rubric import Rubric
 
 REVIEW_TEMPLATE = "reviews/review.html"
@@ -148,21 +148,33 @@ def _render_review(
     status: int = 200,
     busy: bool = False,
     page: selectors.ReviewPage | None = None,
+    correcting: bool = False,
 ) -> HttpResponse:
     """The review page, or only its #review region for htmx requests.
 
     `page` is what review_page already read (task, outputs, progress): not read again.
+    `correcting`: the reviewer's own submitted review, its answers in `entered`, sent to
+    review_correct instead of a submit.
     """
+    progress = (
+        {"done": page.done}
+        if page is not None
+        else selectors.reviewer_progress(campaign=campaign, reviewer=request.user)
+    )
+    if assignment is not None and not correcting:
+        # "Item n of N": this one after those done, of all that can still come to them.
+        available = progress.get("available")
+        if available is None:
+            available = selectors.available_for(campaign=campaign, reviewer=request.user)
+        progress = {**progress, "position": progress["done"] + 1}
+        progress["total"] = progress["done"] + 1 + available
     context = {
         "campaign": {"slug": campaign.slug, "name": campaign.name},
-        "progress": {"done": page.done}
-        if page is not None
-        else selectors.reviewer_progress(
-            campaign=campaign, reviewer=request.user, with_available=assignment is None
-        ),
+        "progress": progress,
         "notice": notice,
         "finished": assignment is None and not busy,
         "busy": busy,
+        "correcting": correcting,
     }
     if assignment is not None:
         screen = selectors.review_screen(
@@ -368,6 +380,78 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
         )
     level = "ok" if result.ok else "warn"
     return _next_response(request, campaign, notice={"level": level, "text": result.message})
+
+
+@never_cache  # corrections change it
+@role_required(REVIEWER)
+@require_GET
+def review_history(request: HttpRequest, slug: str) -> HttpResponse:
+    """The reviewer's own submitted reviews in a campaign, each correctable until settled."""
+    campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
+    may_review = services.reviewer_may_review(campaign=campaign, reviewer=request.user)
+    page = history_selectors.reviewer_history(
+        campaign=campaign,
+        reviewer=request.user,
+        page=request.GET.get("page", 1),
+        may_review=may_review,
+    )
+    return render(
+        request,
+        "reviews/review_history.html",
+        {
+            "campaign": {"slug": campaign.slug, "name": campaign.name},
+            "page": page,
+            "may_review": may_review,
+        },
+    )
+
+
+def _to_history(request: HttpRequest, slug: str) -> HttpResponse:
+    url = reverse("review_history", args=[slug])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@role_required(REVIEWER)
+@require_http_methods(["GET", "POST"])
+def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """A submitted review, its answers filled in, to correct until its item is settled."""
+    campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
+    assignment = _assignment(request, slug, token)  # someone else's token stays a 404
+    if assignment.state == Assignment.State.ACTIVE:
+        return redirect(_review_url(slug, token))  # not submitted yet: the item itself
+    if assignment.state != Assignment.State.SUBMITTED:
+        raise Http404
+    if not _may_review(request, campaign):
+        messages.warning(request, "This campaign is closed to you: reviews can no longer change.")
+        return _to_history(request, slug)
+    assignment.item.campaign = campaign
+    if request.method == "POST":
+        labels = blinding.labels(len(assignment.order))
+        data = _submitted_data(request, labels, Rubric.for_item(assignment.item).keys)
+        result = services.review_correct(token=token, reviewer=request.user, data=data)
+        if result.code == "invalid":
+            notice = {
+                "level": "error",
+                "text": "Not saved yet: please answer the marked questions.",
+            }
+            return _render_review(
+                request,
+                campaign=campaign,
+                assignment=assignment,
+                notice=notice,
+                entered=data,
+                errors=result.errors,
+                correcting=True,
+            )
+        (messages.success if result.ok else messages.warning)(request, result.message)
+        return _to_history(request, slug)
+    if assignment.item.state != ReviewItem.State.OPEN:
+        messages.warning(request, services.settled_message(assignment.item.state))
+        return _to_history(request, slug)
+    entered = history_selectors.review_entered(assignment)
+    return _render_review(
+        request, campaign=campaign, assignment=assignment, entered=entered, correcting=True
+    )
 
 
 @role_required(REVIEWER)

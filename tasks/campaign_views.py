@@ -41,7 +41,7 @@ from .campaign_selectors import (
     identity_review,
 )
 from .campaigns import DefinitionError, campaign_create, campaign_instructions_set
-from .contenders import contender_duplicate
+from .contenders import contender_connection_test, contender_duplicate
 from .generation import (
     GenerationError,
     generation_cancel,
@@ -98,6 +98,20 @@ def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.method == "POST":
         return render(request, "tasks/contender_edit.html#contender-form", context)
     return render(request, "tasks/contender_edit.html", context)
+
+
+@require_POST
+@role_required(ADMIN)
+def contender_test_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """One short call to the contender's endpoint: status, served model, latency, or the error
+    in words (POST: it spends a few tokens)."""
+    contender = get_object_or_404(Contender, pk=pk)
+    check = contender_connection_test(contender=contender)
+    context = {"contender": contender, "check": check}
+    if request.htmx:
+        return render(request, "tasks/contender_edit.html#connection", context)
+    (messages.success if check.ok else messages.error)(request, check.message)
+    return redirect(reverse("contender_edit", args=[pk]))
 
 
 @require_POST

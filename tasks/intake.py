@@ -141,6 +141,7 @@ def testset_name_problem(name: str) -> str | None:
 class ParsedTestSet:
     format: str
     tasks: list[dict] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # the file line each task starts on
     errors: list[str] = field(default_factory=list)
     error_count: int = 0
 
@@ -358,6 +359,7 @@ def _accept(result: ParsedTestSet, seen: dict[str, int], line: int, row: dict) -
         result.add(line, "(file)", f"more than {MAX_TASKS:,} tasks; split the test set")
         return
     result.tasks.append(task)
+    result.lines.append(line)
 
 
 def _parse_jsonl(text: str, result: ParsedTestSet) -> None:

@@ -32,6 +32,20 @@ class TestSet(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Personal data found on intake and what the admin chose: masked (placeholders stored
+    # instead) or kept as uploaded; a file with personal data and no choice is refused.
+    pii_action = models.CharField(
+        max_length=8, blank=True, choices=[("", "none found"), ("mask", "masked"), ("keep", "kept")]
+    )
+    pii_count = models.PositiveIntegerField(default=0)
+    pii_decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    pii_decided_via = models.CharField(max_length=200, blank=True)  # "upload page", "command ..."
 
     class Meta:
         ordering = ["name", "-version"]

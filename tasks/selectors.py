@@ -21,7 +21,7 @@ EXPORT_FIELDS = FIELDS
 
 def testset_list() -> QuerySet[TestSet]:
     return (
-        TestSet.objects.select_related("created_by")
+        TestSet.objects.select_related("created_by", "pii_decided_by")
         .annotate(
             category_count=Count("tasks__category", distinct=True),
             campaign_count=Count("campaigns", distinct=True),
@@ -32,7 +32,7 @@ def testset_list() -> QuerySet[TestSet]:
 
 def testset_get(*, name: str, version: int | None = None) -> TestSet:
     """A version of a test set (the latest when version is None), or 404."""
-    qs = TestSet.objects.select_related("created_by").filter(name=name)
+    qs = TestSet.objects.select_related("created_by", "pii_decided_by").filter(name=name)
     if version is None:
         testset = qs.order_by("-version").first()
         if testset is None:
@@ -126,6 +126,18 @@ def rows_as_csv_cells(rows: Iterable[dict]) -> Iterator[list]:
         ]
 
 
+def testset_pii_decision(testset: TestSet) -> dict | None:
+    """What was done with the personal data found on intake, and who chose it; None if none."""
+    if not testset.pii_count:
+        return None
+    return {
+        "found": testset.pii_count,
+        "action": testset.pii_action,
+        "decided_by": testset.pii_decided_by.get_username() if testset.pii_decided_by else None,
+        "via": testset.pii_decided_via,
+    }
+
+
 def testset_as_dict(testset: TestSet, *, counts: bool = False) -> dict:
     """The API shape of a test set."""
     data = {
@@ -137,6 +149,7 @@ def testset_as_dict(testset: TestSet, *, counts: bool = False) -> dict:
         "source_filename": testset.source_filename,
         "created_at": testset.created_at.isoformat(),
         "created_by": testset.created_by.get_username() if testset.created_by else None,
+        "personal_data": testset_pii_decision(testset),
     }
     if counts:
         data["counts"] = {k: dict(v) for k, v in testset_counts(testset=testset).items()}

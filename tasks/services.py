@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from evalsite.text import counted
+
 from .intake import ParsedTestSet, parse_testset, testset_name_problem
 from .models import TestSet
+from .pii import PII_CHOICES, PiiScan, testset_pii_scan
 from .sql import tasks_insert
 
 
@@ -24,8 +27,33 @@ class TestSetImportError(Exception):
         super().__init__(f"{parsed.error_count} {noun} found; nothing was imported")
 
 
+class TestSetPiiFound(TestSetImportError):
+    """The file holds personal data and nobody chose to mask or keep it; nothing was written."""
+
+    def __init__(self, parsed: ParsedTestSet, scan: PiiScan):
+        self.scan = scan
+        super().__init__(parsed)
+        self.args = (
+            f"personal data found in {scan.count} "
+            f"{'place' if scan.count == 1 else 'places'}; nothing was imported "
+            "(mask it or keep it, or remove it from the file)",
+        )
+
+
 class TestSetFrozen(Exception):
     __test__ = False
+
+
+@dataclass(frozen=True)
+class PiiChoice:
+    """What an import does with personal data it finds, and where that was chosen."""
+
+    action: str = "refuse"  # one of PII_CHOICES
+    via: str = ""  # upload page, API, import_testset command (who ran it)
+
+    def __post_init__(self) -> None:
+        if self.action not in PII_CHOICES:
+            raise ValueError(f"pii must be one of {', '.join(PII_CHOICES)}")
 
 
 @dataclass
@@ -40,10 +68,14 @@ class ImportResult:
         if not self.created:
             return f"identical to {ts.name} v{ts.version}; nothing was imported"
         categories = len(self.parsed.counts()["category"])
-        return (
+        message = (
             f"imported {ts.name} v{ts.version}: {ts.task_count} tasks in {categories} "
             f"{'category' if categories == 1 else 'categories'}"
         )
+        if ts.pii_count:
+            done = "masked" if ts.pii_action == "mask" else "kept as uploaded"
+            message += f"; {counted(ts.pii_count, 'piece')} of personal data {done}"
+        return message
 
 
 def testset_validate(
@@ -58,26 +90,50 @@ def testset_validate(
     return parsed
 
 
+def testset_pii(parsed: ParsedTestSet) -> PiiScan:
+    """The personal data in a file that validated, by line and field."""
+    return testset_pii_scan(parsed.tasks, parsed.lines)
+
+
 def testset_import(
-    *, name: str, data: bytes, filename: str = "", user=None, format: str | None = None
+    *,
+    name: str,
+    data: bytes,
+    filename: str = "",
+    user=None,
+    format: str | None = None,
+    pii: PiiChoice | None = None,
 ) -> ImportResult:
     """Import a JSONL/CSV test set as a new version of `name`, all-or-nothing.
 
     Identical content (same checksum as any existing version of `name`) writes nothing.
-    Raises TestSetImportError listing every problem.
+    Raises TestSetImportError listing every problem; TestSetPiiFound when the file holds
+    personal data and `pii` says refuse. Masking stores each value's placeholder instead
+    (the checksum is the masked set's).
     """
     parsed = testset_validate(name=name, data=data, filename=filename, format=format)
     if not parsed.ok:
         raise TestSetImportError(parsed)
+    pii = pii or PiiChoice()
+    scan = testset_pii(parsed)
+    if scan.count and pii.action == "refuse":
+        for finding in scan.findings:
+            parsed.add(finding.line, finding.field, finding.problem())
+        raise TestSetPiiFound(parsed, scan)
+    if scan.count and pii.action == "mask":
+        parsed.tasks = scan.masked(parsed.tasks)
     checksum = parsed.checksum
     # Two concurrent imports of one name race for the next version number; the unique
     # (name, version) constraint decides and the loser retries with a fresh read.
     for attempt in range(5):
         try:
             with transaction.atomic():
-                return _write(
+                result = _write(
                     name=name, parsed=parsed, checksum=checksum, filename=filename, user=user
                 )
+                if result.created and scan.count:
+                    _record_pii(result.testset, scan=scan, pii=pii, user=user)
+                return result
         except IntegrityError:
             if attempt == 4 or not TestSet.objects.filter(name=name).exists():
                 raise
@@ -99,6 +155,14 @@ def _write(*, name: str, parsed: ParsedTestSet, checksum: str, filename: str, us
     )
     tasks_insert(testset=testset, tasks=parsed.tasks)
     return ImportResult(testset=testset, created=True, parsed=parsed)
+
+
+def _record_pii(testset: TestSet, *, scan: PiiScan, pii: PiiChoice, user) -> None:
+    testset.pii_action = pii.action
+    testset.pii_count = scan.count
+    testset.pii_decided_by = user
+    testset.pii_decided_via = pii.via[:200]
+    testset.save(update_fields=["pii_action", "pii_count", "pii_decided_by", "pii_decided_via"])
 
 
 @transaction.atomic

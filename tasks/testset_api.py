@@ -9,7 +9,8 @@ from evalsite.roles import ADMIN, LEAD, has_role
 
 from . import selectors
 from .intake import oversize_request, oversize_result
-from .services import TestSetImportError, testset_import
+from .pii import PII_CHOICES
+from .services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
 from .views import tasks_file_response
 
 IMPORT_BODY = {
@@ -26,6 +27,12 @@ IMPORT_BODY = {
                     "enum": ["jsonl", "csv"],
                     "description": "the file's format when its name does not end in .jsonl or .csv",
                 },
+                "pii": {
+                    "type": "string",
+                    "enum": list(PII_CHOICES),
+                    "description": "personal data in the file: refuse (the default: 400 with "
+                    "each place), mask (placeholders) or keep (recorded as your choice)",
+                },
             },
         }
     },
@@ -38,6 +45,12 @@ IMPORT_BODY = {
                 "name": {"type": "string"},
                 "format": {"type": "string", "enum": ["jsonl", "csv"]},
                 "content": {"type": "string", "description": "the whole JSONL or CSV text"},
+                "pii": {
+                    "type": "string",
+                    "enum": list(PII_CHOICES),
+                    "description": "personal data in the file: refuse (the default: 400 with "
+                    "each place), mask (placeholders) or keep (recorded as your choice)",
+                },
             },
         }
     },
@@ -55,7 +68,9 @@ POST takes multipart `file` + `name` (format from the file extension, or `format
 {"name", "format": "jsonl"|"csv", "content"}. All-or-nothing: on any problem the answer is 400
 with `errors`, every problem as "line L, field F: message". The same name again makes a new
 version; content identical to an existing version of that name writes nothing (200,
-"created": false).""",
+"created": false). Personal data (emails, phone numbers, card numbers, IBANs, national ids,
+postal addresses) is refused unless `pii` is mask or keep: 400 with `personal_data`, each
+place as {"line", "field", "kind", "hint"}.""",
     responses={
         "200": "list, or identical content",
         "201": {"description": "imported", "methods": ("POST",)},
@@ -74,11 +89,26 @@ def testsets(request: HttpRequest) -> JsonResponse:
         )
     if not has_role(request.user, ADMIN):
         raise ApiError("only admins import test sets", status=403)
-    name, fmt, data, filename = _import_input(request)
+    name, fmt, data, filename, pii = _import_input(request)
     try:
         result = testset_import(
-            name=name, data=data, filename=filename, user=request.user, format=fmt
+            name=name,
+            data=data,
+            filename=filename,
+            user=request.user,
+            format=fmt,
+            pii=PiiChoice(action=pii, via="API"),
         )
+    except TestSetPiiFound as exc:
+        raise ApiError(
+            str(exc),
+            errors=exc.errors,
+            error_count=exc.parsed.error_count,
+            personal_data=[
+                {"line": f.line, "field": f.field, "kind": f.kind, "hint": f.hint}
+                for f in exc.scan.findings
+            ],
+        ) from None
     except TestSetImportError as exc:
         raise ApiError(str(exc), errors=exc.errors, error_count=exc.parsed.error_count) from None
     body = {
@@ -89,12 +119,12 @@ def testsets(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=201 if result.created else 200)
 
 
-def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
+def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str, str]:
     too_big = oversize_request(request)  # before the body is read
     if too_big is not None:
         raise ApiError(too_big.errors[0], status=413, errors=too_big.errors, error_count=1)
     if request.content_type == "multipart/form-data":
-        _refuse_unknown_fields([*request.POST, *request.FILES], ("name", "format", "file"))
+        _refuse_unknown_fields([*request.POST, *request.FILES], ("name", "format", "file", "pii"))
         upload = request.FILES.get("file")
         if upload is None:
             raise ApiError("send the test set as the multipart field 'file'")
@@ -102,9 +132,10 @@ def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
         if too_big is not None:
             raise ApiError(too_big.errors[0], errors=too_big.errors, error_count=1)
         fmt = request.POST.get("format") or None
-        return request.POST.get("name", "").strip(), fmt, upload.read(), upload.name
+        pii = _pii(request.POST.get("pii"))
+        return request.POST.get("name", "").strip(), fmt, upload.read(), upload.name, pii
     body = json_body(request)
-    _refuse_unknown_fields(body, ("name", "format", "content"))
+    _refuse_unknown_fields(body, ("name", "format", "content", "pii"))
     content, fmt = body.get("content"), body.get("format")
     if not isinstance(content, str):
         raise ApiError("'content' must be the file's text (a string)")
@@ -113,7 +144,15 @@ def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str]:
     name = body.get("name")
     if not isinstance(name, str):
         raise ApiError("'name' must be a string")
-    return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}"
+    return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}", _pii(body.get("pii"))
+
+
+def _pii(value) -> str:
+    if value in (None, ""):
+        return "refuse"
+    if value not in PII_CHOICES:
+        raise ApiError(f"'pii' must be one of {', '.join(PII_CHOICES)}")
+    return value
 
 
 def _refuse_unknown_fields(fields, known: tuple[str, ...]) -> None:

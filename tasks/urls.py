@@ -44,6 +44,11 @@ urlpatterns += [
     path("contenders/", campaign_views.contender_list_view, name="contender_list"),
     path("contenders/<int:pk>/edit/", campaign_views.contender_edit, name="contender_edit"),
     path(
+        "contenders/<int:pk>/test",
+        campaign_views.contender_test_view,
+        name="contender_test",
+    ),
+    path(
         "contenders/<int:pk>/duplicate",
         campaign_views.contender_duplicate_view,
         name="contender_duplicate",

@@ -14,6 +14,7 @@ from django_htmx.middleware import HtmxDetails
 from evalsite.csvsafe import csv_response
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
+from evalsite.text import counted
 
 from . import selectors
 from .forms import TaskFilterForm, TestSetUploadForm
@@ -27,15 +28,19 @@ from .intake import (
 )
 from .models import TestSet
 from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
+from .pii import PII_CHOICES
 from .services import (
+    PiiChoice,
     TestSetFrozen,
     TestSetImportError,
     testset_delete,
     testset_import,
+    testset_pii,
     testset_validate,
 )
 
 PREVIEW_ROWS = 10
+PII_ROWS = 200  # findings listed on the page; the count says how many more
 TESTSETS_PER_PAGE = 50
 
 
@@ -201,6 +206,10 @@ def _upload_validate(request: HtmxHttpRequest) -> dict:
     context = {"form": form, "parsed": parsed, "name": name, "filename": upload.name}
     if not parsed.ok:
         return context
+    pii = testset_pii(parsed)
+    context["pii"] = pii
+    context["pii_rows"] = pii.findings[:PII_ROWS]
+    context["pii_more"] = max(0, pii.count - PII_ROWS)
     context["preview"] = [_preview_row(task) for task in parsed.tasks[:PREVIEW_ROWS]]
     counts = parsed.counts()
     context["counts"] = {
@@ -225,9 +234,14 @@ def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | N
     if pending is None:
         context["expired"] = True
         return None
+    action = request.POST.get("pii", "refuse")
     try:
         result = testset_import(
-            name=pending.name, data=pending.data, filename=pending.filename, user=request.user
+            name=pending.name,
+            data=pending.data,
+            filename=pending.filename,
+            user=request.user,
+            pii=PiiChoice(action=action if action in PII_CHOICES else "refuse", via="upload page"),
         )
     except TestSetImportError as exc:
         context.update(parsed=exc.parsed, name=pending.name, filename=pending.filename)
@@ -236,7 +250,11 @@ def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | N
         pending_upload_discard(session=request.session, token=token)
     ts = result.testset
     if result.created:
-        messages.success(request, f"Imported {ts.name} v{ts.version}: {ts.task_count} tasks.")
+        note = ""
+        if ts.pii_count:
+            done = "masked" if ts.pii_action == "mask" else "kept as uploaded, as you chose"
+            note = f" Personal data: {counted(ts.pii_count, 'piece')} {done}."
+        messages.success(request, f"Imported {ts.name} v{ts.version}: {ts.task_count} tasks.{note}")
     else:
         messages.info(
             request, f"The file is identical to {ts.name} v{ts.version}; nothing was imported."

@@ -23,6 +23,7 @@ OWNED = {
     "review_submit": "reviewer_a",
     "review_skip": "reviewer_a",
     "review_heartbeat": "reviewer_a",
+    "review_correct": "reviewer_a",
     "api_assignment_submit": "reviewer_a",
     "arbitration_page": "arbiter",
     "arbitration_item": "arbiter",
@@ -30,6 +31,7 @@ OWNED = {
     "arbitration_release": "arbiter",
     "arbitration_heartbeat": "arbiter",
     "api_arbitration_resolve": "arbiter",
+    "arbitration_comment": "arbiter",
 }
 
 
@@ -119,6 +121,7 @@ class PermissionCensusTests(TestCase):
             "number": 1,
             "task_id": self.task_id,
             "alert_id": 1,
+            "item_id": self.assignment.item_id,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 

@@ -10,7 +10,8 @@ order of importance (docs/architecture.md, "Flow of a review request"):
    transaction as the assignment row, and the claim's row lock on the item (claim.py).
 3. Lock order, to stay deadlock-free (leases.py).
 
-One module per concern: claim, leases (expiry, heartbeat, skip, release), submit, answers
+One module per concern: claim, leases (expiry, heartbeat, skip, release), submit, correct
+(a submitted review changed before its item settles), answers
 (a submit's parsing), standing (who may review), order (presented order). Every name other
 modules use is importable from `reviews.services`; the masking words of a campaign are
 `tasks.campaign_blinding.campaign_identity_terms`.
@@ -25,6 +26,7 @@ from .claim import (
     assignment_claim_next,
     candidates,
 )
+from .correct import CorrectResult, review_correct, settled_message
 from .leases import (
     BLOCKING,
     HEARTBEAT_CAP_LEASES,
@@ -68,6 +70,7 @@ __all__ = [
     "SUBMIT_KEY_MAX",
     "_submit_assignment",
     "Claim",
+    "CorrectResult",
     "ClaimBusy",
     "LeaseGone",
     "NotReviewable",
@@ -86,6 +89,7 @@ __all__ = [
     "campaign_wants",
     "lease_extended",
     "presented_order",
+    "review_correct",
     "review_payload_parse",
     "reviewer_barred_message",
     "reviewer_leases_release",
@@ -93,6 +97,7 @@ __all__ = [
     "reviewer_remove_from_campaign",
     "reviewer_removed",
     "reviewer_restore_to_campaign",
+    "settled_message",
     "shuffle_offset",
     "stale_leases_q",
 ]

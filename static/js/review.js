@@ -8,6 +8,9 @@
   let startedAt = Date.now();
   let heartbeatTimer = null;
   let currentItem = "";
+  // Choices made with a key on this item, newest last, so `u` can put the last one back:
+  // {r, c, name, value} with the value the question had before (null: none).
+  let undoStack = [];
 
   const review = () => document.getElementById("review");
   const form = () => document.getElementById("review-form");
@@ -86,9 +89,34 @@
       refuse(cell, `${digit} is not a choice here`);
       return;
     }
+    remember(cell);
     target.checked = true;
     answered(cell);
     advance();
+  }
+
+  function remember(cell) {
+    const checked = cell.querySelector("input[type=radio]:checked");
+    const name = cell.querySelector("input[type=radio]")?.name;
+    if (!name) return;
+    undoStack.push({ r: row, c: col, name, value: checked ? checked.value : null });
+    if (undoStack.length > 100) undoStack.shift();
+  }
+
+  // `u`: the last choice made with a key is put back as it was, and its question highlighted.
+  function undoLast() {
+    const last = undoStack.pop();
+    if (!last) {
+      setStatus("Nothing to undo.");
+      return;
+    }
+    // A conversation's turn scores sit outside the form (form="review-form"): by name, page-wide.
+    const radios = Array.from(review().querySelectorAll("input[type=radio]")).filter((r) => r.name === last.name);
+    radios.forEach((r) => (r.checked = last.value !== null && r.value === last.value));
+    focusCell(last.r, last.c);
+    // As a click would: the draft copy follows.
+    (radios.find((r) => r.checked) || radios[0])?.dispatchEvent(new Event("change", { bubbles: true }));
+    setStatus("Undone: that question is as it was before.");
   }
 
   function answered(cell) {
@@ -107,6 +135,7 @@
       refuse(cell, "N/A is not a choice here");
       return;
     }
+    remember(cell);
     na.checked = true;
     answered(cell);
     advance();
@@ -160,6 +189,9 @@
     } else if (key === "x") {
       event.preventDefault();
       pickNA();
+    } else if (key === "u") {
+      event.preventDefault();
+      undoLast();
     } else if (key === "ArrowDown" || key === "j") {
       event.preventDefault();
       focusCell(row + 1, col);
@@ -265,6 +297,7 @@
     if (fresh) {
       currentItem = action;
       startedAt = Date.now();
+      undoStack = [];
     }
     // Start on the first unanswered question (after a validation error, that is the first error).
     const all = rows();

@@ -165,8 +165,8 @@ class TestSetApiTests(TestCase):
         assert response.status_code == 400
         assert response.json() == {
             "error": "nothing imported: unknown field 'version'; this body takes name, format, "
-            "content",
-            "errors": ["version: unknown field; accepted: name, format, content"],
+            "content, pii",
+            "errors": ["version: unknown field; accepted: name, format, content, pii"],
         }
         upload = SimpleUploadedFile("support.jsonl", JSONL.encode())
         response = self.client.post(
@@ -175,7 +175,7 @@ class TestSetApiTests(TestCase):
             headers=self.auth("admin"),
         )
         assert response.status_code == 400
-        assert response.json()["errors"] == ["fromat: unknown field; accepted: name, format, file"]
+        assert response.json()["errors"] == ["fromat: unknown field; accepted: name, format, file, pii"]
         assert not TestSet.objects.exists()
         schema = self.client.get("/api/v1/schema").json()
         content = schema["paths"]["/api/v1/testsets"]["post"]["requestBody"]["content"]

@@ -1,10 +1,12 @@
+import getpass
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.text import counted
 from tasks.intake import oversize_result
-from tasks.services import TestSetImportError, testset_import
+from tasks.pii import PII_CHOICES
+from tasks.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
 
 
 class Command(BaseCommand):
@@ -19,8 +21,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--format", choices=["jsonl", "csv"], help="override detection by file extension"
         )
+        parser.add_argument(
+            "--pii",
+            choices=PII_CHOICES,
+            default="refuse",
+            help="personal data in the file (emails, phone numbers, card numbers, IBANs, "
+            "national ids, postal addresses): refuse the file and list it (default), mask it "
+            "with placeholders (the same value, the same placeholder), or keep it as it is",
+        )
 
-    def handle(self, *args, file: str, name: str, format: str | None = None, **options):
+    def handle(self, *args, file: str, name: str, format: str | None = None, pii: str, **options):
         path = Path(file)
         try:
             size = path.stat().st_size
@@ -34,8 +44,19 @@ class Command(BaseCommand):
             data = path.read_bytes()
         except OSError as exc:  # a directory, no permission, ...
             raise CommandError(f"cannot read {file}: {exc.strerror}") from None
+        # Who chose to mask or keep is recorded: the command has no account, so its OS user.
+        choice = PiiChoice(action=pii, via=f"import_testset --pii {pii} (user {_os_user()})")
         try:
-            result = testset_import(name=name, data=data, filename=path.name, format=format)
+            result = testset_import(
+                name=name, data=data, filename=path.name, format=format, pii=choice
+            )
+        except TestSetPiiFound as exc:
+            for line in exc.errors:
+                self.stderr.write(line)
+            raise CommandError(
+                f"{path.name}: personal data in {counted(exc.scan.count, 'place')}; nothing was "
+                "imported. Remove it, or run again with --pii mask (placeholders) or --pii keep."
+            ) from None
         except TestSetImportError as exc:
             self._fail(path, exc.errors, exc.parsed.error_count)
         ts = result.testset
@@ -55,8 +76,20 @@ class Command(BaseCommand):
         for key in ("tier", "case_type", "category"):
             parts = ", ".join(f"{k} {v}" for k, v in sorted(counts[key].items()))
             self.stdout.write(f"  {key + ':':<10} {parts}")
+        if ts.pii_count:
+            done = (
+                "masked" if ts.pii_action == "mask" else "kept as it was (your choice is recorded)"
+            )
+            self.stdout.write(f"  personal data: {counted(ts.pii_count, 'piece')} {done}")
 
     def _fail(self, path: Path, errors: list[str], count: int) -> None:
         for line in errors:
             self.stderr.write(line)
         raise CommandError(f"{path.name}: {counted(count, 'problem')}; nothing was imported.")
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name in a bare container
+        return "unknown"
