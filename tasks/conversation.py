@@ -20,8 +20,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from . import providers, transcripts
+from .prices import call_costs, table_of
 from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, ToolCall
 from .tool_checks import args_match, call_record
 
@@ -47,6 +49,14 @@ class RunResult:
     served_model: str = ""
     fingerprint: str = ""
     transcript: list = field(default_factory=list)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    reasoning: str = ""  # the final answer's (each step's is in the transcript)
+    # Each call priced at its own prompt length (a long loop's late calls may reach a tier).
+    cost: Decimal | None = None
+    reasoning_cost: Decimal | None = None
+    tokens_per_s: float | None = None
 
 
 def regime(task, *, single_turn: bool = False) -> tuple[list[dict], list[str | None]]:
@@ -70,26 +80,53 @@ def conversation_run(
     loop and says whether the row is still ours (False: LoopAbandoned is raised)."""
     if not task.tools and not (task.turns and not single_turn):
         history, _ = regime(task, single_turn=single_turn)
-        return _single(providers.generate(contender, history))
+        return single_result(contender, providers.generate(contender, history))
     return _Run(contender, task, keep_lease).run(*regime(task, single_turn=single_turn))
 
 
-def _single(result: ProviderResult) -> RunResult:
+def single_result(contender, result: ProviderResult) -> RunResult:
+    """One call's result as a run's, priced at the contender's prices."""
     return RunResult(
         text=result.text,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
         latency_ms=result.latency_ms,
         ttft_ms=result.ttft_ms,
         finish_reason=result.finish_reason,
         served_model=result.served_model,
         fingerprint=result.fingerprint,
+        reasoning=result.reasoning,
+        **usage_totals(contender, [result]),
     )
 
 
-def _total(values: list[int | None]) -> int | None:
+def _total(values: list) -> int | Decimal | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
+
+
+def usage_totals(contender, results: list[ProviderResult]) -> dict:
+    """The tokens, costs and streaming rate of a run's calls, each call priced on its own."""
+    costs = [call_costs(table_of(contender), r.usage()) for r in results]
+    streamed = [(r.output_tokens, r.stream_ms or r.latency_ms) for r in results]
+    timed = [(n, ms) for n, ms in streamed if n is not None and ms]
+    return {
+        "input_tokens": _total([r.input_tokens for r in results]),
+        "output_tokens": _total([r.output_tokens for r in results]),
+        "cache_read_tokens": _total([r.cache_read_tokens for r in results]),
+        "cache_write_tokens": _total([r.cache_write_tokens for r in results]),
+        "reasoning_tokens": _total([r.reasoning_tokens for r in results]),
+        "cost": _total([c for c, _ in costs]),
+        "reasoning_cost": _total([c for _, c in costs]),
+        "tokens_per_s": tokens_per_s(timed),
+    }
+
+
+def tokens_per_s(timed: list[tuple[int, int]]) -> float | None:
+    """Output tokens per second over the calls' streaming time (first token to the end; the
+    whole call for an answer that came in one body). None without a timed token."""
+    total_ms = sum(ms for _, ms in timed)
+    if not timed or total_ms <= 0:
+        return None
+    return round(sum(n for n, _ in timed) * 1000 / total_ms, 3)
 
 
 class _Run:
@@ -112,8 +149,8 @@ class _Run:
         first = self.results[0]
         return RunResult(
             text=transcript[-1]["answer"],
-            input_tokens=_total([r.input_tokens for r in self.results]),
-            output_tokens=_total([r.output_tokens for r in self.results]),
+            **usage_totals(self.contender, self.results),
+            reasoning=self.results[-1].reasoning,
             latency_ms=int((time.monotonic() - started) * 1000),
             ttft_ms=first.ttft_ms,
             finish_reason=transcript[-1]["finish_reason"],
@@ -186,7 +223,20 @@ def _step(result: ProviderResult, calls: list[dict], answers: list[dict]) -> dic
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
         "finish_reason": result.finish_reason,
+        **_step_extras(result),
     }
+
+
+def _step_extras(result: ProviderResult) -> dict:
+    """A step's reasoning and token parts, kept only when the provider sent them (older
+    transcripts and answers without them read the same)."""
+    extras = {
+        "reasoning": result.reasoning or None,
+        "reasoning_tokens": result.reasoning_tokens,
+        "cache_read_tokens": result.cache_read_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
+    }
+    return {k: v for k, v in extras.items() if v is not None}
 
 
 def _turn(number: int, user: str | None, steps: list[dict], answer: str, finish: str) -> dict:

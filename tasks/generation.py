@@ -37,10 +37,9 @@ from evalsite.text import counted
 
 from . import providers
 from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
-from .conversation import LoopAbandoned, conversation_run
+from .conversation import LoopAbandoned, conversation_run, single_result
 from .grading import graded_fields
 from .models import Campaign, Generation, Provider
-from .providers.base import cost_of
 from .signals import generation_finished, outputs_changed
 from .sql import generation_claim
 
@@ -407,12 +406,15 @@ def _lease_renew(pk: int, token: str) -> bool:
 
 
 def _store(gen: Generation, token: str, result) -> RunOutcome:
+    if isinstance(result, providers.ProviderResult):  # one call, not yet priced
+        result = single_result(gen.contender, result)
     graded = graded_fields(
         task=gen.task,
         campaign=gen.campaign,
         output=result.text,
         transcript=getattr(result, "transcript", []),
         single_turn=gen.single_turn,
+        reasoning=result.reasoning,
     )
     stored = _update_claimed(
         gen.pk,
@@ -422,9 +424,15 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "output": result.text,
             "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens,
+            "cache_read_tokens": result.cache_read_tokens,
+            "cache_write_tokens": result.cache_write_tokens,
+            "reasoning_tokens": result.reasoning_tokens,
+            "reasoning": result.reasoning,
             "latency_ms": result.latency_ms,
             "ttft_ms": result.ttft_ms,
-            "cost": cost_of(gen.contender, result.input_tokens, result.output_tokens),
+            "tokens_per_s": result.tokens_per_s,
+            "cost": result.cost,
+            "reasoning_cost": result.reasoning_cost,
             "finish_reason": (result.finish_reason or "")[:50],
             "served_model": result.served_model,
             "fingerprint": result.fingerprint,

@@ -305,7 +305,7 @@ def run_rows(campaign_id: int) -> dict[str, list[dict]]:
     fields = (
         "contender__name", "task__external_id", "sample_index", "status", "output",
         "check_results", "checks_passed", "latency_ms", "ttft_ms", "cost", "served_model",
-        "fingerprint",
+        "fingerprint", "tokens_per_s",
     )  # fmt: skip
     for row in Generation.objects.filter(campaign_id=campaign_id).values(*fields).iterator(2000):
         out.setdefault(row["contender__name"], []).append(
@@ -321,6 +321,7 @@ def run_rows(campaign_id: int) -> dict[str, list[dict]]:
                 "cost": float(row["cost"]) if row["cost"] is not None else None,
                 "served_model": row["served_model"],
                 "fingerprint": row["fingerprint"],
+                "tokens_per_s": row["tokens_per_s"],
             }
         )
     return out

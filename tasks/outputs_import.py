@@ -17,6 +17,7 @@ from evalsite.text import counted
 from . import review_side
 from .grading import graded_fields
 from .models import Campaign, Generation, Provider, Task
+from .prices import Usage
 from .providers.base import cost_of
 from .providers.imported import (
     MAX_INT,
@@ -226,7 +227,11 @@ def _measures(row: ImportedOutput, contender) -> dict:
     input_tokens = row.input_tokens if row.input_tokens is not None else summed("input_tokens")
     output_tokens = row.output_tokens if row.output_tokens is not None else summed("output_tokens")
     ttft = row.ttft_ms if row.ttft_ms is not None or not steps else steps[0].get("ttft_ms")
-    cost = row.cost if row.cost is not None else cost_of(contender, input_tokens, output_tokens)
+    cost = (
+        row.cost
+        if row.cost is not None
+        else cost_of(contender, Usage(input_tokens=input_tokens, output_tokens=output_tokens))
+    )
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,

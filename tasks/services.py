@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from .images.store import images_store
 from .intake import ParsedTestSet, parse_testset, testset_name_problem
 from .models import TestSet
 from .sql import tasks_insert
@@ -97,6 +98,9 @@ def _write(*, name: str, parsed: ParsedTestSet, checksum: str, filename: str, us
         task_count=len(parsed.tasks),
         created_by=user,
     )
+    # Written before the rows commit: an image whose rows roll back is an orphan file under
+    # a content hash, harmless and reused by the next import holding it.
+    images_store(parsed.images)
     tasks_insert(testset=testset, tasks=parsed.tasks)
     return ImportResult(testset=testset, created=True, parsed=parsed)
 

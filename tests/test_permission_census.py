@@ -93,6 +93,19 @@ class PermissionCensusTests(TestCase):
         monitor.contenders.set(cls.campaign.contenders.all())
         monitor_run_start(monitor=monitor)
         cls.task_id = cls.campaign.testset.tasks.first().external_id
+        # A stored task image, for the page that serves them.
+        import io
+
+        from PIL import Image
+
+        from tasks.images.decode import image_checked
+        from tasks.images.store import images_store
+
+        raw = io.BytesIO()
+        Image.new("RGB", (4, 4)).save(raw, format="PNG")
+        checked = image_checked(raw.getvalue())
+        images_store({checked.name: checked})
+        cls.image = checked.name
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (
@@ -114,6 +127,7 @@ class PermissionCensusTests(TestCase):
             "table": "leaderboard",
             "number": 1,
             "task_id": self.task_id,
+            "image": self.image,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 

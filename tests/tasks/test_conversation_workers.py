@@ -10,6 +10,7 @@ from reviews.models import ReviewItem
 from tasks import conversation
 from tasks.generation import generation_enqueue, generation_reconcile, generation_run
 from tasks.models import Generation
+from tasks.prices import Usage
 from tasks.providers.base import cost_of
 from tests.fake_llm import FakeLLM
 from tests.services import wait_until
@@ -37,7 +38,9 @@ def one_loop(row, calls):
     assert [(s["input_tokens"], s["output_tokens"]) for s in turn["steps"]] == usage
     assert row.input_tokens == sum(u[0] for u in usage)
     assert row.output_tokens == sum(u[1] for u in usage)
-    assert row.cost == cost_of(row.contender, row.input_tokens, row.output_tokens)
+    assert row.cost == cost_of(
+        row.contender, Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens)
+    )
     assert row.output == SCRIPT[3] and row.status == "done"
 
 
