@@ -87,7 +87,8 @@ FIELD_RULES = {
     "prompt": f"the question, up to {MAX_TEXT_CHARS:,} characters",
     "messages": f"a conversation instead of a prompt: up to {MAX_MESSAGES} {{role, content}} "
     f"objects, role {', '.join(ROLES)} (system first only), at least one user; assistant "
-    "tool_calls each answered by a tool message",
+    "tool_calls each answered by a tool message; a user message's content may be text and "
+    "image parts (see Images)",
     "reference": f"a reference answer, up to {MAX_TEXT_CHARS:,} characters",
     "checks": f"an object with any of json_schema (an object), regex (up to {MAX_REGEX_CHARS:,} "
     f"characters), max_chars (a positive integer), must_include (up to {MAX_MUST_INCLUDE} "
