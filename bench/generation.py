@@ -18,6 +18,12 @@ plus 2 spare threads per process, which wait at the claim for the next free slot
 `--tools 3`: every task is a tool task of 3 model calls (get_order, then refund, then the
 answer; each call answered from the task's mocks, the transcript kept), so the endpoint-bound
 rate is 16 / (3 x 0.2 s) = 26.7 generations/s, and the endpoint sees 3 calls per generation.
+
+`--images 300`: 300 image tasks (a text part and a 640 x 400 PNG chart, one of 20, uploaded as
+a zip through the real intake: decoded, re-encoded, stored) x 3 contenders (two
+OpenAI-compatible, one Anthropic: image_url data URLs and base64 image blocks, every request
+carrying its image), each limited to 16 / 3 = 5 concurrent calls so the three together are held
+to the same endpoint: bound 3 x 5 / 0.2 s = 75 generations/s.
 """
 
 import argparse
@@ -147,6 +153,92 @@ def setup(fake: FakeLLM, tasks: int, samples: int, steps: int) -> Campaign:
     return campaign
 
 
+IMAGE_LIMIT = LIMIT // 3  # per contender: three contenders share the endpoint's 16
+IMAGE_MODELS = ("m-vision-1", "m-vision-2", "m-vision-3")
+
+
+def chart_png(n: int) -> bytes:
+    """A bar chart (640 x 400): what a chart question shows the model."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (640, 400), "white")
+    draw = ImageDraw.Draw(image)
+    for bar in range(6):
+        height = 40 + (n * 37 + bar * 53) % 300
+        draw.rectangle([40 + bar * 95, 380 - height, 110 + bar * 95, 380], fill=(30, 90, 200))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def setup_images(fake: FakeLLM, tasks: int) -> Campaign:
+    import io
+    import json
+    import zipfile
+
+    from tasks.services import testset_import
+
+    for old in Campaign.objects.filter(slug__startswith="bench-img"):
+        ReviewItem.objects.filter(campaign=old).delete()
+        Generation.objects.filter(campaign=old).delete()
+        old.delete()
+    Contender.objects.filter(name__startswith="bench-img").delete()
+    TestSet.objects.filter(name="bench-img").delete()
+    rows = [
+        {
+            "external_id": f"I-{i}",
+            "category": f"chart-{i % 5}",
+            "tier": "base",
+            "case_type": "typical",
+            "checks": {"max_chars": 200},
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": f"Chart {i}: which bar is tallest?"},
+                        {"type": "image", "path": f"charts/{i % 20}.png"},
+                    ],
+                }
+            ],
+        }
+        for i in range(tasks)
+    ]
+    bundle = io.BytesIO()
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("tasks.jsonl", "\n".join(json.dumps(r) for r in rows))
+        for n in range(20):
+            archive.writestr(f"charts/{n}.png", chart_png(n))
+    started = time.monotonic()
+    testset_import(name="bench-img", data=bundle.getvalue(), filename="bench-img.zip")
+    print(f"intake of {tasks} image tasks (20 charts): {time.monotonic() - started:.1f} s")
+    stamp = int(time.time())
+    contenders = [
+        {
+            "name": f"bench-img-{n}-{stamp}",
+            "provider": "anthropic" if n == 2 else "openai",
+            "base_url": fake.base_url,
+            "model": model,
+            "max_concurrency": IMAGE_LIMIT,
+            "params": {"max_tokens": 64},
+            "price_in_per_mtok": 0.1,
+            "price_out_per_mtok": 0.4,
+        }
+        for n, model in enumerate(IMAGE_MODELS)
+    ]
+    campaign, _ = campaign_create(
+        definition={
+            "slug": f"bench-img-{stamp}",
+            "testset": "bench-img",
+            "mode": "both",
+            "rubric": [{"key": "accuracy"}],
+            "contenders": contenders,
+        }
+    )
+    return campaign
+
+
 def start_workers(n: int, pool: str, concurrency: int, prefetch: int) -> list[subprocess.Popen]:
     db = connection.settings_dict
     env = {
@@ -247,6 +339,13 @@ def main() -> None:
         metavar="STEPS",
         help="tool tasks of STEPS model calls each (STEPS - 1 tool calls, then the answer)",
     )
+    parser.add_argument(
+        "--images",
+        type=int,
+        default=0,
+        metavar="TASKS",
+        help="TASKS image tasks x 3 contenders sharing the endpoint (see the module's text)",
+    )
     args = parser.parse_args()
     if connection.vendor != "postgresql" or not settings.REDIS_URL:
         raise SystemExit("set DATABASE_URL (PostgreSQL) and REDIS_URL")
@@ -254,10 +353,15 @@ def main() -> None:
     app.control.purge()
     fake = FakeLLM(latency=args.latency)
     # Answers that name no model: one that did would be held for an admin (identity hold).
-    fake.rewrite(MODEL, lambda answer: answer.replace(f"{MODEL} answers", "The answer"))
+    models = IMAGE_MODELS if args.images else (MODEL,)
+    for model in models:
+        fake.rewrite(model, lambda answer, m=model: answer.replace(f"{m} answers", "The answer"))
     if args.tools:
         fake.respond(MODEL, tool_script(args.tools))
-    campaign = setup(fake, args.tasks, args.samples, args.tools)
+    if args.images:
+        campaign = setup_images(fake, args.images)
+    else:
+        campaign = setup(fake, args.tasks, args.samples, args.tools)
     target = campaign.generations.exclude(contender__provider="imported")
     total = target.count()
     procs = start_workers(args.workers, args.pool, args.concurrency, args.prefetch)
@@ -286,7 +390,8 @@ def main() -> None:
     latencies = list(done.values_list("latency_ms", flat=True))
     ttfts = list(done.values_list("ttft_ms", flat=True))
     calls = max(args.tools, 1)  # model calls per generation
-    bound = LIMIT / (args.latency * calls) if args.latency else float("inf")
+    limit = IMAGE_LIMIT * len(IMAGE_MODELS) if args.images else LIMIT
+    bound = limit / (args.latency * calls) if args.latency else float("inf")
     rate = total / elapsed
     print(
         f"pool={args.pool} workers={args.workers} x concurrency={args.concurrency} "
@@ -296,8 +401,20 @@ def main() -> None:
     print(
         f"elapsed {elapsed:.1f} s -> {rate:.1f}/s = {rate / bound:.1%} of the {bound:.0f}/s endpoint bound"
     )
+    if args.images:
+        seen = [
+            sum(1 for part in c["body"]["messages"][0]["content"] if part["type"] != "text")
+            for c in fake.calls
+        ]
+        print(
+            f"image requests: {sum(seen)} images in {len(seen)} calls; most concurrent per "
+            f"contender {', '.join(str(fake.max_active[m]) for m in IMAGE_MODELS)} (limit "
+            f"{IMAGE_LIMIT} each); answers naming the image "
+            f"{done.filter(output__endswith='[1 image]').count()} of {done.count()}"
+        )
     print(
-        f"endpoint saw at most {fake.max_active[MODEL]} concurrent requests (limit {LIMIT}); "
+        f"endpoint saw at most {max(fake.max_active[m] for m in models)} concurrent requests "
+        f"per contender (limit {limit if not args.images else IMAGE_LIMIT}); "
         f"provider calls {len(fake.calls)} ({calls} per generation: {total * calls} expected); "
         f"retries {sum(target.values_list('retries', flat=True))}"
     )

@@ -251,6 +251,14 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Uploads: the intake checks the size itself and reports it; keep Django's limits above ours.
 TESTSET_MAX_BYTES = env_int("TESTSET_MAX_BYTES", 50 * 1024 * 1024)
+# Images in test cases (tasks/images/): each at most this many bytes and pixels; a zip upload
+# may inflate to at most TESTSET_ZIP_MAX_BYTES in all (past it: refused as a zip bomb).
+TASK_IMAGE_MAX_BYTES = env_int("TASK_IMAGE_MAX_BYTES", 5 * 1024 * 1024)
+TASK_IMAGE_MAX_PIXELS = env_int("TASK_IMAGE_MAX_PIXELS", 25_000_000)
+TESTSET_ZIP_MAX_BYTES = env_int("TESTSET_ZIP_MAX_BYTES", 200 * 1024 * 1024)
+# Uploaded files (test-set images) through Django's storage API: local files here in the
+# embedded mode; set STORAGES["default"] to any backend in production.
+MEDIA_ROOT = Path(env_str("EVALSITE_MEDIA_ROOT", str(DATA_DIR / "media")))
 # Review records: the largest file import_reviews, the dashboard form and the API's multipart
 # field take (read whole into memory).
 REVIEWS_IMPORT_MAX_BYTES = env_int("REVIEWS_IMPORT_MAX_BYTES", 100 * 1024 * 1024)

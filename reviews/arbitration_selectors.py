@@ -20,6 +20,7 @@ from tasks.blinding import labels
 from tasks.campaign_blinding import (
     campaign_identity_terms,
     instructions_shown,
+    reasoning_shown,
     text_shown,
     words_shown,
 )
@@ -121,14 +122,19 @@ def _candidates_shown(
     *, item: ReviewItem, labels: dict[str, str], terms
 ) -> tuple[list, list | None]:
     """The outputs in the arbiter's label order, masked, with their transcripts attached."""
-    shown = item.outputs.values_list("pk", "generation__output", "generation__transcript")
-    texts, transcripts = {}, {}
-    for pk, text, transcript in shown:
-        texts[pk], transcripts[pk] = text, transcript
+    shown = item.outputs.values_list(
+        "pk", "generation__output", "generation__transcript", "generation__reasoning"
+    )
+    texts, transcripts, reasonings = {}, {}, {}
+    for pk, text, transcript, reasoning in shown:
+        texts[pk], transcripts[pk], reasonings[pk] = text, transcript, reasoning
     candidates = []
     for label, pk in labels.items():
         text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)
-        candidates.append({"label": label, "text": text, "html": html})
+        candidate = {"label": label, "text": text, "html": html}
+        if item.campaign.show_reasoning:
+            candidate["reasoning"] = reasoning_shown(reasonings.get(int(pk)) or "", terms)
+        candidates.append(candidate)
     # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
     turns = transcript_shown.attach(
         candidates=candidates,

@@ -204,6 +204,8 @@ def _cost(report: dict) -> dict:
         "pareto_chart": pareto_chart(report),
         "tables": [
             _cost_table(lb),
+            usage_table(report.get("usage") or {}),
+            prices_table(report.get("usage") or {}),
             _decision_table(lb, decision),
             Table(
                 "decision-weights",
@@ -213,6 +215,88 @@ def _cost(report: dict) -> dict:
             ),
         ],
     }
+
+
+def usage_table(usage: dict) -> Table:
+    """Throughput and the reasoning and cached parts of the tokens, one row per contender."""
+    columns = [
+        Column("contender", "name"),
+        Column("output tokens/s p50", "num"),
+        Column("output tokens/s p95", "num"),
+        Column("reasoning tokens", "int"),
+        Column("reasoning cost per task", "money"),
+        Column("cached prompt tokens read", "int"),
+        Column("cached prompt tokens written", "int"),
+    ]
+    rows = [
+        [
+            name,
+            (u.get("tokens_per_s") or {}).get("p50"),
+            (u.get("tokens_per_s") or {}).get("p95"),
+            u.get("reasoning_tokens"),
+            u.get("reasoning_cost_per_task"),
+            u.get("cache_read_tokens"),
+            u.get("cache_write_tokens"),
+        ]
+        for name, u in usage.items()
+    ]
+    return Table(
+        "usage",
+        "Throughput, reasoning and cache",
+        columns,
+        rows,
+        note="Output tokens per second while each answer streamed (reasoning included); "
+        "reasoning tokens and cache counts as the providers report them (blank: not reported).",
+    )
+
+
+def prices_table(usage: dict) -> Table:
+    """The prices every cost was computed with, and where they came from."""
+    columns = [
+        Column("contender", "name"),
+        Column("source"),
+        Column("input", "num"),
+        Column("output", "num"),
+        Column("cache read", "num"),
+        Column("cache write", "num"),
+        Column("reasoning", "num"),
+        Column("tiers by prompt length"),
+    ]
+    rows = []
+    for name, u in usage.items():
+        p = u.get("prices") or {}
+        matched = p.get("matched")
+        source = p.get("source", "")
+        if matched:
+            source += f" ({matched['provider']} {matched['model']})"
+        tiers = "; ".join(
+            f"above {t['above_input_tokens']:,}: "
+            + ", ".join(
+                f"{k.removesuffix('_per_mtok')} {v:g}"
+                for k, v in t.items()
+                if k != "above_input_tokens"
+            )
+            for t in p.get("tiers") or []
+        )
+        rows.append(
+            [
+                name,
+                source,
+                p.get("price_in_per_mtok"),
+                p.get("price_out_per_mtok"),
+                p.get("cache_read_per_mtok"),
+                p.get("cache_write_per_mtok"),
+                p.get("reasoning_per_mtok"),
+                tiers,
+            ]
+        )
+    return Table(
+        "prices",
+        "Prices (per million tokens)",
+        columns,
+        rows,
+        note="Blank rates bill as the input rate (cache) or the output rate (reasoning).",
+    )
 
 
 def _cost_table(lb: list[dict]) -> Table:

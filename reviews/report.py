@@ -43,12 +43,14 @@ N_BOOT = 1000
 class CampaignFrames:
     """Plain frames of one campaign. Ids are the database's; names only in ``contenders``.
 
-    contenders: id, name, price_in, price_out (per million tokens)
+    contenders: id, name, price_in, price_out (per million tokens), pricing (the price table)
     tasks: id, external_id, category, tier, case_type, tools (how many), turns (how many),
            single_turn (has a single-turn statement)
     generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
                  latency_ms, ttft_ms, checks_passed, check_results ({check: {"passed": bool}}),
-                 single_turn (the single-turn regime's row), transcript (list of turns)
+                 single_turn (the single-turn regime's row), transcript (list of turns),
+                 tokens_per_s, reasoning_tokens, cache_read_tokens, cache_write_tokens,
+                 reasoning_cost
     items: id, task, sample, state, ready, final (dict|None), dispute_reasons (list)
     outputs: id, item, generation (ItemOutput rows)
     reviews: id, item, reviewer (username), preference, preferred_output, seconds,
@@ -104,9 +106,9 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
 def _contenders_frame(campaign: Campaign) -> pd.DataFrame:
     contenders = _frame(
         campaign.contenders.order_by("name").values_list(
-            "id", "name", "price_in_per_mtok", "price_out_per_mtok"
+            "id", "name", "price_in_per_mtok", "price_out_per_mtok", "pricing"
         ),
-        ["id", "name", "price_in", "price_out"],
+        ["id", "name", "price_in", "price_out", "pricing"],
     )
     contenders["price_in"] = contenders["price_in"].astype(float)
     contenders["price_out"] = contenders["price_out"].astype(float)
@@ -149,6 +151,11 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
             "check_results",
             "single_turn",
             "transcript",
+            "tokens_per_s",
+            "reasoning_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_cost",
         ),
         [
             "id",
@@ -165,9 +172,25 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
             "check_results",
             "single_turn",
             "transcript",
+            "tokens_per_s",
+            "reasoning_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_cost",
         ],
     )
-    for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms"):
+    for col in (
+        "cost",
+        "input_tokens",
+        "output_tokens",
+        "latency_ms",
+        "ttft_ms",
+        "tokens_per_s",
+        "reasoning_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_cost",
+    ):
         generations[col] = pd.to_numeric(generations[col], errors="coerce").astype(float)
     return generations
 
@@ -263,6 +286,12 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     reason, small_sample}], decay {value, ci95, n, first_turn, last_turn, reason},
     single_vs_multi {single, multi, gap, ci95, n, aptitude, unreliability, ...} | null,
     n_tasks}} | null without tasks with turns;
+    ``usage`` {contender: {tokens_per_s {p50, p95} (output tokens per second while the
+    answers streamed), n_timed, reasoning_tokens, cache_read_tokens, cache_write_tokens
+    (totals, null when never reported), reasoning_cost_per_task, prices {source ("definition"
+    or the price data and its version), matched {provider, model}, price_in_per_mtok,
+    price_out_per_mtok, cache_read_per_mtok, cache_write_per_mtok, reasoning_per_mtok, tiers
+    [{above_input_tokens, ...rates}]}}};
     ``warnings`` [str];
     ``served_models`` {contender: {served model id: outputs}};
     ``judges`` {judge: {items, judgements, failed, cost, basis, dimensions {dimension: {n,

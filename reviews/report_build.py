@@ -15,6 +15,7 @@ from . import report_sections as sec
 from .models import FLAGS
 from .report_outcomes import battles as make_battles
 from .report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
+from .report_usage import usage_section
 from .stats import costs, joint, quality, rates
 
 
@@ -64,6 +65,7 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "head_to_head": fig.head_to_head_section(ctx, outq, battles),
         "separation": fig.separation(ctx, outq, top),
         "decision": decision_meta,
+        "usage": usage_section(f, gens, ctx.names),
         "tools": tools,
         "conversation": conversation,
         "bootstrap": _bootstrap_meta(ctx, seed),

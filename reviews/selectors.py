@@ -21,6 +21,7 @@ from tasks import blinding
 from tasks.campaign_blinding import (
     campaign_identity_terms,
     instructions_shown,
+    reasoning_shown,
     text_shown,
     words_shown,
 )
@@ -184,6 +185,11 @@ def review_screen(
     terms = campaign_identity_terms(campaign)
     labels = blinding.labels(len(assignment.order))
     candidates = _candidates_shown(assignment, generations, labels, terms, html=html)
+    if campaign.show_reasoning:
+        for candidate, output_id in zip(candidates, assignment.order, strict=True):
+            candidate["reasoning"] = reasoning_shown(
+                generations[output_id].reasoning, terms, html=html
+            )
     # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
     turns = transcript_shown.attach(
         candidates=candidates,

@@ -23,7 +23,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.urls import reverse
+
 from tasks import blinding
+from tasks.images.parts import content_images, content_text
 
 # How a turn that did not end with a final answer is described (the stored finish reasons
 # differ by provider, so they are not shown as such).
@@ -361,9 +364,16 @@ def history_shown(messages: list[dict], reader: Reader) -> list[dict]:
     for message in _dicts(messages):
         role = str(message.get("role", "user"))
         content = message.get("content")
-        shown = reader.shown(content if isinstance(content, str) else "")
+        # Content parts: their text masked as one text, their images beside it.
+        shown = reader.shown(content_text(content))
         row = {"role": role, "content": shown["text"], "html": shown["html"], "calls": []}
         row["json"] = {"role": role, "content": shown["text"]}
+        images = images_shown(content)
+        if images:
+            row["images"] = images
+            row["json"]["images"] = [
+                {k: image[k] for k in ("url", "width", "height")} for image in images
+            ]
         if role == "assistant" and message.get("tool_calls"):
             for raw_call in _dicts(message.get("tool_calls")):
                 call = _call(_history_call(raw_call), None, reader, numbers)
@@ -416,6 +426,20 @@ def outputs_shown(
     )
 
 
+def images_shown(content) -> list[dict]:
+    """A message's images as pages show them: the URL of the stored copy (a neutral name,
+    no metadata), its size and its number; never the file name it was uploaded under."""
+    return [
+        {
+            "url": reverse("task_image", args=[part["image"]]),
+            "width": part.get("width"),
+            "height": part.get("height"),
+            "number": number,
+        }
+        for number, part in enumerate(content_images(content), start=1)
+    ]
+
+
 def task_messages(task) -> list[dict]:
     """The messages a task's page shows above the outputs: with scripted user turns only the
     context before them (the turns are shown with the replies), else the conversation."""
@@ -445,8 +469,11 @@ def attach(
 
 def candidate_json(candidate: dict) -> dict:
     """A candidate in the reviewer and arbiter APIs: its label, final text and transcript."""
-    return {
+    shown = {
         "label": candidate["label"],
         "text": candidate["text"],
         "transcript": transcript_json(candidate.get("turns") or []),
     }
+    if candidate.get("reasoning"):  # only where the campaign shows reasoning
+        shown["reasoning"] = candidate["reasoning"]["text"]
+    return shown

@@ -37,6 +37,7 @@ from .generation import (
 from .identity_hold import IdentityNotHeld, generation_identity_approve
 from .models import Campaign, Generation, Mode, Provider
 from .outputs_export import export_filename, outputs_jsonl
+from .prices import definition_prices, from_data
 from .providers.imported import ImportErrors
 from .rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read
 from .score_turns import SCORE_TURNS_SCHEMA
@@ -52,6 +53,16 @@ def _jsonable(value):
     return value
 
 
+def definition_value(contender, key: str):
+    """One key of a contender as its definition gives it: prices read from the price data
+    are given as the data to match (the flat prices null), so posting them back matches."""
+    if key == "prices":
+        return definition_prices(contender)
+    if key in ("price_in_per_mtok", "price_out_per_mtok") and from_data(contender):
+        return None
+    return getattr(contender, key)
+
+
 def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
     data = {
         "slug": campaign.slug,
@@ -64,7 +75,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
             {
                 key: float(value) if isinstance(value, Decimal) else value
                 for key in sorted(CONTENDER_KEYS)
-                for value in [getattr(c, key)]
+                for value in [definition_value(c, key)]
             }
             for c in campaign.contenders.order_by("name")
         ],
@@ -81,6 +92,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "lease_minutes": campaign.lease_minutes,
         "pass_threshold": campaign.weights.get("pass_thresholds") or campaign.pass_threshold,
         "show_reference": campaign.show_reference,
+        "show_reasoning": campaign.show_reasoning,
         "flags_dispute": campaign.flags_dispute,
         "hold_identity_leaks": campaign.hold_identity_leaks,
         "instructions": campaign.instructions,
@@ -101,6 +113,36 @@ _INTEGER, _NUMBER, _OPTIONAL_NUMBER = (
     {"type": ["number", "null"]},
 )
 PRICE = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_PRICE, "description": "null: 0"}
+_RATES = {
+    "cache_read_per_mtok": PRICE,
+    "cache_write_per_mtok": PRICE,
+    "reasoning_per_mtok": PRICE,
+}
+PRICES = {
+    "type": ["object", "null"],
+    "description": "prices beyond the two flat ones (any price given replaces the price "
+    "data's), or which price data to match (provider, model)",
+    "additionalProperties": False,
+    "properties": {
+        "provider": {"type": "string", "maxLength": 200},
+        "model": {"type": "string", "maxLength": 200},
+        **_RATES,
+        "tiers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["above_input_tokens"],
+                "additionalProperties": False,
+                "properties": {
+                    "above_input_tokens": {"type": "integer", "minimum": 0},
+                    "price_in_per_mtok": PRICE,
+                    "price_out_per_mtok": PRICE,
+                    **_RATES,
+                },
+            },
+        },
+    },
+}
 DEFINITION_SCHEMA = {
     "type": "object",
     "required": ["slug", "testset", "contenders"],
@@ -153,6 +195,7 @@ DEFINITION_SCHEMA = {
                             "system_prompt": {"type": "string", "maxLength": 20000},
                             "price_in_per_mtok": PRICE,
                             "price_out_per_mtok": PRICE,
+                            "prices": PRICES,
                             "version_label": {"type": "string", "maxLength": 100},
                             "max_concurrency": {**_INTEGER, "minimum": 1, "maximum": 1000},
                         },
@@ -220,6 +263,7 @@ DEFINITION_SCHEMA = {
             "description": "final quality a sample needs to pass, or one per tier",
         },
         "show_reference": {"type": "boolean"},
+        "show_reasoning": {"type": "boolean"},
         "flags_dispute": {"type": "boolean"},
         "hold_identity_leaks": {
             "type": "boolean",

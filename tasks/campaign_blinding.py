@@ -52,6 +52,13 @@ def text_shown(text: str, terms: tuple[str, ...], *, html: bool = True) -> dict:
     return {"text": masked, "html": rendered}
 
 
+def reasoning_shown(reasoning: str, terms: tuple[str, ...], *, html: bool = True) -> dict | None:
+    """A model's reasoning as reviewers and arbiters see it, where the campaign shows it:
+    masked and rendered exactly as its answer is (a reasoning model often says who it is in
+    its reasoning); None when it gave none."""
+    return text_shown(reasoning, terms, html=html) if reasoning else None
+
+
 def words_shown(text: str, terms: tuple[str, ...]) -> str:
     """A short plain text of the campaign or its test set (a rubric label, an anchor, a task's
     category, a reviewer's comment) as reviewers and arbiters see it: text_shown's text."""

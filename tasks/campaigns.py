@@ -25,6 +25,7 @@ from .campaign_blinding import (
 from .campaign_thresholds import read_pass_threshold
 from .definition_reader import DefinitionReader
 from .models import Campaign, Contender, Mode, Provider, TestSet
+from .prices import pricing_read, same_prices, table_of
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
 from .score_turns import score_turns_read
 from .signals import outputs_changed
@@ -49,6 +50,7 @@ CAMPAIGN_KEYS = {
     "lease_minutes",
     "pass_threshold",
     "show_reference",
+    "show_reasoning",
     "flags_dispute",
     "hold_identity_leaks",
     "instructions",
@@ -66,6 +68,7 @@ CONTENDER_KEYS = {
     "system_prompt",
     "price_in_per_mtok",
     "price_out_per_mtok",
+    "prices",
     "version_label",
     "max_concurrency",
 }
@@ -251,9 +254,11 @@ def contender_validate(raw, where: str, errors: list[str]) -> dict | None:
     out["params"] = params
     out["system_prompt"] = r.string(raw, "system_prompt", w, max_len=20000)
     out["version_label"] = r.string(raw, "version_label", w, max_len=100)
-    for price in ("price_in_per_mtok", "price_out_per_mtok"):
-        value = r.number(raw, price, w, lo=0, hi=MAX_PRICE)  # null, as left out, is 0
-        out[price] = _decimal(value if value is not None else 0)
+    # The definition's own prices, or the price data's for its provider and model.
+    table = pricing_read(raw, w, r)
+    out["pricing"] = table
+    out["price_in_per_mtok"] = _decimal(table.get("input") or 0)
+    out["price_out_per_mtok"] = _decimal(table.get("output") or 0)
     out["max_concurrency"] = r.integer(raw, "max_concurrency", w, default=4, lo=1, hi=1000)
     return out
 
@@ -264,6 +269,15 @@ def _contender_conflicts(existing: Contender, spec: dict) -> list[str]:
         if key == "name":
             continue
         current = getattr(existing, key)
+        from_data = spec.get("pricing", {}).get("source", "definition") != "definition"
+        if from_data and key in ("price_in_per_mtok", "price_out_per_mtok"):
+            continue
+        if key == "pricing":
+            # Prices read from the price data stay as they were when the contender was made
+            # (a newer data version does not make it another configuration).
+            if not from_data and not same_prices(table_of(existing), value):
+                conflicts.append(key)
+            continue
         if isinstance(current, Decimal):
             same = current == Decimal(value)
         else:
@@ -509,6 +523,7 @@ def _settings_read(data: dict, r: DefinitionReader, weights: dict, errors: list[
         "lease_minutes": r.integer(data, "lease_minutes", "", default=20, lo=1, hi=24 * 60),
         "pass_threshold": read_pass_threshold(data, weights, errors),
         "show_reference": r.boolean(data, "show_reference", "", False),
+        "show_reasoning": r.boolean(data, "show_reasoning", "", False),
         "flags_dispute": r.boolean(data, "flags_dispute", "", False),
         "hold_identity_leaks": r.boolean(data, "hold_identity_leaks", "", True),
     }

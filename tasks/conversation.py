@@ -23,8 +23,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from . import providers, transcripts
+from .prices import Usage, call_costs, table_of
 from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, ToolCall
 from .tool_checks import args_match, call_record
 
@@ -61,6 +63,14 @@ class RunResult:
     served_model: str = ""
     fingerprint: str = ""
     transcript: list = field(default_factory=list)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    reasoning: str = ""  # the final answer's (each step's is in the transcript)
+    # Each call priced at its own prompt length (a long loop's late calls may reach a tier).
+    cost: Decimal | None = None
+    reasoning_cost: Decimal | None = None
+    tokens_per_s: float | None = None
 
 
 def regime(task, *, single_turn: bool = False) -> tuple[list[dict], list[str | None]]:
@@ -91,27 +101,76 @@ def conversation_run(
     is still ours (False: LoopAbandoned); `resume` is a state it saved, to carry on from."""
     if not is_loop(task, single_turn=single_turn):
         history, _ = regime(task, single_turn=single_turn)
-        return _single(providers.generate(contender, history))
+        return single_result(contender, providers.generate(contender, history))
     run = _Run(contender, task, save_progress, resume or {})
     return run.run(*regime(task, single_turn=single_turn))
 
 
-def _single(result: ProviderResult) -> RunResult:
+def single_result(contender, result: ProviderResult) -> RunResult:
+    """One call's result as a run's, priced at the contender's prices."""
     return RunResult(
         text=result.text,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
         latency_ms=result.latency_ms,
         ttft_ms=result.ttft_ms,
         finish_reason=result.finish_reason,
         served_model=result.served_model,
         fingerprint=result.fingerprint,
+        reasoning=result.reasoning,
+        **usage_totals(contender, [call_figures(result)]),
     )
 
 
-def _total(values: list[int | None]) -> int | None:
+def _total(values: list) -> int | Decimal | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
+
+
+def call_figures(result: ProviderResult) -> dict:
+    """What a run keeps of one model call (JSON, so a loop's saved state holds it too)."""
+    return {
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "cache_read_tokens": result.cache_read_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
+        "reasoning_tokens": result.reasoning_tokens,
+        "ttft_ms": result.ttft_ms,
+        "latency_ms": result.latency_ms,
+        "stream_ms": result.stream_ms,
+        "served_model": result.served_model,
+        "fingerprint": result.fingerprint,
+        "reasoning": result.reasoning,
+    }
+
+
+def usage_totals(contender, calls: list[dict]) -> dict:
+    """The tokens, costs and streaming rate of a run's calls, each call priced on its own."""
+    usages = [
+        Usage(**{k: c.get(k) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                        "cache_write_tokens", "reasoning_tokens")})
+        for c in calls
+    ]  # fmt: skip
+    costs = [call_costs(table_of(contender), usage) for usage in usages]
+    streamed = [(c.get("output_tokens"), c.get("stream_ms") or c.get("latency_ms")) for c in calls]
+    timed = [(n, ms) for n, ms in streamed if n is not None and ms]
+    return {
+        "input_tokens": _total([u.input_tokens for u in usages]),
+        "output_tokens": _total([u.output_tokens for u in usages]),
+        "cache_read_tokens": _total([u.cache_read_tokens for u in usages]),
+        "cache_write_tokens": _total([u.cache_write_tokens for u in usages]),
+        "reasoning_tokens": _total([u.reasoning_tokens for u in usages]),
+        "cost": _total([c for c, _ in costs]),
+        "reasoning_cost": _total([c for _, c in costs]),
+        "tokens_per_s": tokens_per_s(timed),
+    }
+
+
+def tokens_per_s(timed: list[tuple[int, int]]) -> float | None:
+    """Output tokens per second over the calls' streaming time (first token to the end; the
+    whole call for an answer that came in one body). None without a timed token."""
+    total_ms = sum(ms for _, ms in timed)
+    if not timed or total_ms <= 0:
+        return None
+    return round(sum(n for n, _ in timed) * 1000 / total_ms, 3)
 
 
 def _paid(call: dict) -> tuple[int, int]:
@@ -147,8 +206,8 @@ class _Run:
             self.turns.append(self.turn(number, user, history))
         return RunResult(
             text=self.turns[-1]["answer"],
-            input_tokens=_total([c.get("input_tokens") for c in self.calls]),
-            output_tokens=_total([c.get("output_tokens") for c in self.calls]),
+            **usage_totals(self.contender, self.calls),
+            reasoning=(self.calls[-1].get("reasoning") or "") if self.calls else "",
             latency_ms=self.elapsed_ms(),
             ttft_ms=self.calls[0].get("ttft_ms") if self.calls else None,
             finish_reason=self.turns[-1]["finish_reason"],
@@ -189,15 +248,7 @@ class _Run:
 
     def call(self, history: list[dict]) -> ProviderResult:
         result = providers.generate(self.contender, history, self.tools or None)
-        self.calls.append(
-            {
-                "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens,
-                "ttft_ms": result.ttft_ms,
-                "served_model": result.served_model,
-                "fingerprint": result.fingerprint,
-            }
-        )
+        self.calls.append(call_figures(result))
         self.size += len(result.text) + sum(len(c.raw) for c in result.tool_calls)
         if self.size > MAX_OUTPUT_CHARS:
             # Kept, it would fail every attempt the same way: dropped, and started afresh.
@@ -257,7 +308,20 @@ def _step(result: ProviderResult, calls: list[dict], answers: list[dict]) -> dic
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
         "finish_reason": result.finish_reason,
+        **_step_extras(result),
     }
+
+
+def _step_extras(result: ProviderResult) -> dict:
+    """A step's reasoning and token parts, kept only when the provider sent them (older
+    transcripts and answers without them read the same)."""
+    extras = {
+        "reasoning": result.reasoning or None,
+        "reasoning_tokens": result.reasoning_tokens,
+        "cache_read_tokens": result.cache_read_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
+    }
+    return {k: v for k, v in extras.items() if v is not None}
 
 
 def _turn(number: int, user: str | None, steps: list[dict], answer: str, finish: str) -> dict:

@@ -41,10 +41,11 @@ from evalsite.text import counted
 
 from . import providers
 from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
-from .conversation import LoopAbandoned, TranscriptTooLong, conversation_run
+from .conversation import LoopAbandoned, TranscriptTooLong, conversation_run, single_result
 from .grading import graded_fields
 from .lease_keeper import lease_keeper
 from .models import Campaign, Generation, Provider
+from .prices import Usage
 from .providers.base import cost_of
 from .signals import generation_finished, outputs_changed
 from .sql import generation_claim
@@ -472,7 +473,7 @@ def _spent_record(gen: Generation, spent: tuple[int, int]) -> None:
     tokens_in, tokens_out = spent
     if not (tokens_in or tokens_out):
         return
-    cost = cost_of(gen.contender, tokens_in, tokens_out) or 0
+    cost = cost_of(gen.contender, Usage(input_tokens=tokens_in, output_tokens=tokens_out)) or 0
     with transaction.atomic():
         row = Generation.objects.filter(pk=gen.pk)
         row.update(
@@ -488,12 +489,15 @@ def _spent_record(gen: Generation, spent: tuple[int, int]) -> None:
 
 
 def _store(gen: Generation, token: str, result) -> RunOutcome:
+    if isinstance(result, providers.ProviderResult):  # one call, not yet priced
+        result = single_result(gen.contender, result)
     graded = graded_fields(
         task=gen.task,
         campaign=gen.campaign,
         output=result.text,
         transcript=getattr(result, "transcript", []),
         single_turn=gen.single_turn,
+        reasoning=result.reasoning,
     )
     stored = _update_claimed(
         gen.pk,
@@ -503,9 +507,15 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
             "output": result.text,
             "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens,
+            "cache_read_tokens": result.cache_read_tokens,
+            "cache_write_tokens": result.cache_write_tokens,
+            "reasoning_tokens": result.reasoning_tokens,
+            "reasoning": result.reasoning,
             "latency_ms": result.latency_ms,
             "ttft_ms": result.ttft_ms,
-            "cost": cost_of(gen.contender, result.input_tokens, result.output_tokens),
+            "tokens_per_s": result.tokens_per_s,
+            "cost": result.cost,
+            "reasoning_cost": result.reasoning_cost,
             "finish_reason": (result.finish_reason or "")[:50],
             "served_model": result.served_model,
             "fingerprint": result.fingerprint,

@@ -11,12 +11,18 @@ from .models import Campaign, Task
 
 
 def graded_fields(
-    *, task: Task, campaign: Campaign, output: str, transcript: list, single_turn: bool
+    *,
+    task: Task,
+    campaign: Campaign,
+    output: str,
+    transcript: list,
+    single_turn: bool,
+    reasoning: str = "",
 ) -> dict:
     """What is stored beside an answer (generated or imported): its transcript with each
     turn's checks, the task's checks (on the answer, and tool_calls on the transcript), and
     the identity findings over everything the transcript shows, tool arguments and results
-    included."""
+    included (and the reasoning, where the campaign shows it)."""
     # The reference is read (a deferred column on the hot path) only when a check uses it.
     specs = [normalize(task.checks), *(normalize(c) for c in (task.turn_checks or {}).values())]
     reference = task.reference if any("reference" in spec for spec in specs) else None
@@ -27,6 +33,8 @@ def graded_fields(
         output, task.checks, transcript=transcript, tools=task.tools, reference=reference
     )
     shown = f"{output}\n{transcript_text(transcript)}" if transcript else output
+    if campaign.show_reasoning and reasoning:  # reviewers read it: held like the answer
+        shown = f"{shown}\n{reasoning}"
     return {
         "transcript": transcript or [],
         "check_results": check_results,

@@ -13,6 +13,7 @@ import csv
 import hashlib
 import io
 import json
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,8 @@ from django.conf import settings
 from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
 
+from .images.bundle import BundleProblem, bundle_read, is_zip
+from .images.parts import ImageSource, image_source_reset, image_source_set
 from .intake_checks import (
     MAX_MUST_INCLUDE,
     MAX_REGEX_CHARS,
@@ -84,7 +87,8 @@ FIELD_RULES = {
     "prompt": f"the question, up to {MAX_TEXT_CHARS:,} characters",
     "messages": f"a conversation instead of a prompt: up to {MAX_MESSAGES} {{role, content}} "
     f"objects, role {', '.join(ROLES)} (system first only), at least one user; assistant "
-    "tool_calls each answered by a tool message",
+    "tool_calls each answered by a tool message; a user message's content may be text and "
+    "image parts (see Images)",
     "reference": f"a reference answer, up to {MAX_TEXT_CHARS:,} characters",
     "checks": f"an object with any of json_schema (an object), regex (up to {MAX_REGEX_CHARS:,} "
     f"characters), max_chars (a positive integer), must_include (up to {MAX_MUST_INCLUDE} "
@@ -144,6 +148,9 @@ class ParsedTestSet:
     lines: list[int] = field(default_factory=list)  # the file line each task starts on
     errors: list[str] = field(default_factory=list)
     error_count: int = 0
+    # The checked images the tasks' content parts name ({neutral name: CheckedImage}),
+    # written only when the whole test set imports.
+    images: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -514,7 +521,30 @@ def detect_format(filename: str, data: bytes) -> str:
 
 
 def parse_testset(data: bytes, *, filename: str = "", format: str | None = None) -> ParsedTestSet:
-    """Parse and validate a whole file. Check `.ok` before importing `.tasks`."""
+    """Parse and validate a whole file (JSONL or CSV, or a zip of one with its images). Check
+    `.ok` before importing `.tasks` and storing `.images`."""
+    limit = settings.TESTSET_MAX_BYTES
+    source = ImageSource()
+    if is_zip(data) and len(data) <= limit:
+        try:
+            bundle = bundle_read(data)
+        except BundleProblem as exc:
+            result = ParsedTestSet(format="zip")
+            result.add(1, "(zip)", str(exc))
+            return result
+        source = ImageSource(files=bundle.files, root=posixpath.dirname(bundle.filename))
+        data, filename, format = bundle.data, bundle.filename, None
+    token = image_source_set(source)
+    try:
+        result = _parse_file(data, filename=filename, format=format)
+    finally:
+        image_source_reset(token)
+    if result.ok:
+        result.images = dict(source.found)
+    return result
+
+
+def _parse_file(data: bytes, *, filename: str, format: str | None) -> ParsedTestSet:
     fmt = format or detect_format(filename, data)
     result = ParsedTestSet(format=fmt)
     if fmt not in ("jsonl", "csv"):

@@ -21,6 +21,7 @@ from typing import Any
 
 from evalsite.uploads import strict_json
 
+from .images.parts import parts_value
 from .intake_checks import CheckContext, RowError, checks_value, kind, positive_int, schema_value
 
 MAX_TEXT_CHARS = 100_000  # prompt, reference, each message's content, each turn
@@ -64,6 +65,9 @@ def conversation_values(task) -> dict:
 def _content(value: Any, where: str, *, blank: bool) -> str:
     if value is None and blank:
         return ""
+    if isinstance(value, list):
+        raise RowError(f"{where}.content", "content parts (text, image) are taken in user "
+                       "messages only; give this message's content as a string")  # fmt: skip
     if not isinstance(value, str) or (not blank and not value.strip()):
         raise RowError(f"{where}.content", "must be a non-empty string" if not blank else (
             f"must be a string, not {kind(value)}"
@@ -114,6 +118,10 @@ def messages_value(value: Any, *, prefix: bool = False) -> list[dict]:
             out.append({"role": "assistant", "content": content, "tool_calls": calls})
             open_calls = {c["id"]: c["function"]["name"] for c in calls}
             asked_at = i
+        elif role == "user" and isinstance(message.get("content"), list):
+            # Text and image parts (tasks/images/parts.py); only a user message shows images.
+            content = parts_value(message["content"], f"{where}.content", limit=MAX_TEXT_CHARS)
+            out.append({"role": role, "content": content})
         else:
             out.append(
                 {"role": role, "content": _content(message.get("content"), where, blank=False)}

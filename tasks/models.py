@@ -140,6 +140,10 @@ class Contender(models.Model):
     max_concurrency = models.PositiveIntegerField(
         default=4, help_text="concurrent calls across all workers"
     )
+    # The full price table the costs are computed with (tasks/prices.py): where it came from
+    # (the definition, or the price data and its version), base, cached-read, cache-write and
+    # reasoning rates and tiers by prompt length. Empty: the two flat prices above.
+    pricing = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -210,6 +214,8 @@ class Campaign(models.Model):
         default=0.6, help_text="final quality (0..1) a sample needs to pass"
     )
     show_reference = models.BooleanField(default=False)
+    # Reviewers see a model's reasoning (masked, collapsed under its answer) only when asked.
+    show_reasoning = models.BooleanField(default=False)
     # Markdown for reviewers and arbiters (what to look for, how to use the scale); editable
     # while the campaign runs, masked like the outputs where it names a model.
     instructions = models.TextField(blank=True)
@@ -316,6 +322,18 @@ class Generation(models.Model):
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     ttft_ms = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    # Parts of the tokens above, as the provider's usage block reports them: prompt tokens
+    # read from or written to its cache, and output tokens spent on reasoning (with their
+    # share of the cost). Null when the provider does not report them.
+    cache_read_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cache_write_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    # Output tokens per second while the answer streamed (first token to last).
+    tokens_per_s = models.FloatField(null=True, blank=True)
+    # The model's reasoning text (OpenAI-compatible reasoning_content / reasoning, Anthropic
+    # thinking blocks); a tool loop's steps keep theirs in the transcript.
+    reasoning = models.TextField(blank=True)
     finish_reason = models.CharField(max_length=50, blank=True)
     # The model the endpoint answered with (OpenAI-compatible `model`, Anthropic's
     # `message.model`) and OpenAI's `system_fingerprint`: what was really served.

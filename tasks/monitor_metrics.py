@@ -52,6 +52,9 @@ SAMPLE_METRICS = {
     "ttft_ms.p95": ("ttft", "p95"),
     "completion_ms.p50": ("latency", "p50"),
     "completion_ms.p95": ("latency", "p95"),
+    # output tokens per second while the answer streamed (higher is faster)
+    "tokens_per_s.p50": ("tokens_per_s", "p50"),
+    "tokens_per_s.p95": ("tokens_per_s", "p95"),
 }
 TASK_METRICS = ("pass_at_1", "pass_at_k", "pass_hat_k", "cost_per_task", "tool_call_accuracy")
 # How a threshold reads a metric: rates move in absolute terms, times/sizes/costs relatively.
@@ -108,11 +111,12 @@ class RunTable:
 
 def run_table(rows: list[dict], *, tasks: list[str], samples: int) -> RunTable:
     """rows: one per generation {task, sample, status, output, check_results, checks_passed,
-    latency_ms, ttft_ms, cost, served_model, fingerprint}; `tasks` fixes the row order."""
+    latency_ms, ttft_ms, cost, served_model, fingerprint, tokens_per_s?}; `tasks` fixes the
+    row order."""
     index = {t: i for i, t in enumerate(tasks)}
     shape = (len(tasks), samples)
     arrays = {k: np.full(shape, np.nan) for k in ("passed", "refusal", "error", "chars")}
-    arrays.update({k: np.full(shape, np.nan) for k in ("latency", "ttft", "cost")})
+    arrays.update({k: np.full(shape, np.nan) for k in ("latency", "ttft", "cost", "tokens_per_s")})
     kinds: dict[str, np.ndarray] = {}
     failed: dict[str, set] = {}
     served, fingerprints = Counter(), Counter()
@@ -129,7 +133,12 @@ def run_table(rows: list[dict], *, tasks: list[str], samples: int) -> RunTable:
         output = row.get("output") or ""
         arrays["refusal"][i, j] = 1.0 if not output.strip() or REFUSAL.search(output) else 0.0
         arrays["chars"][i, j] = len(output)
-        for key, source in (("latency", "latency_ms"), ("ttft", "ttft_ms"), ("cost", "cost")):
+        for key, source in (
+            ("latency", "latency_ms"),
+            ("ttft", "ttft_ms"),
+            ("cost", "cost"),
+            ("tokens_per_s", "tokens_per_s"),
+        ):
             if row.get(source) is not None:
                 arrays[key][i, j] = float(row[source])
         for kind, result in results.items():

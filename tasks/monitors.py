@@ -438,7 +438,7 @@ def run_rows(campaign_id: int) -> dict[str, list[dict]]:
     fields = (
         "contender__name", "task__external_id", "sample_index", "status", "output",
         "check_results", "checks_passed", "latency_ms", "ttft_ms", "cost", "served_model",
-        "fingerprint",
+        "fingerprint", "tokens_per_s",
     )  # fmt: skip
     rows = Generation.objects.filter(campaign_id=campaign_id, single_turn=False)
     for row in rows.values(*fields).iterator(2000):
@@ -455,6 +455,7 @@ def run_rows(campaign_id: int) -> dict[str, list[dict]]:
                 "cost": float(row["cost"]) if row["cost"] is not None else None,
                 "served_model": row["served_model"],
                 "fingerprint": row["fingerprint"],
+                "tokens_per_s": row["tokens_per_s"],
             }
         )
     return out

@@ -18,7 +18,7 @@ from evalsite.text import counted
 from . import review_side
 from .grading import graded_fields
 from .models import Campaign, Generation, Provider, Task
-from .providers.base import cost_of
+from .prices import Usage, call_costs, table_of
 from .providers.imported import (
     MAX_INT,
     ImportedOutput,
@@ -172,7 +172,9 @@ def _stored_fields(gen: Generation, row: ImportedOutput, *, campaign, contender,
             output=row.output,
             transcript=_judged(row.transcript, gen.task),
             single_turn=row.single_turn,
+            reasoning=row.reasoning,
         ),
+        "reasoning": row.reasoning,
         "attempts": 1,
         "started_at": now,
         "finished_at": now,
@@ -235,10 +237,19 @@ def _measures(row: ImportedOutput, contender) -> dict:
     input_tokens = row.input_tokens if row.input_tokens is not None else summed("input_tokens")
     output_tokens = row.output_tokens if row.output_tokens is not None else summed("output_tokens")
     ttft = row.ttft_ms if row.ttft_ms is not None or not steps else steps[0].get("ttft_ms")
-    cost = row.cost if row.cost is not None else cost_of(contender, input_tokens, output_tokens)
+    reasoning_tokens = (
+        row.reasoning_tokens if row.reasoning_tokens is not None else summed("reasoning_tokens")
+    )
+    usage = Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, reasoning_tokens=reasoning_tokens
+    )
+    computed, reasoning_cost = call_costs(table_of(contender), usage)
+    cost = row.cost if row.cost is not None else computed
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
+        "reasoning_tokens": reasoning_tokens,
+        "reasoning_cost": reasoning_cost,
         "latency_ms": row.latency_ms,
         "ttft_ms": ttft,
         "cost": cost,

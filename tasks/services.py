@@ -9,6 +9,7 @@ from django.db.models import Max
 
 from evalsite.text import counted
 
+from .images.store import images_store
 from .intake import ParsedTestSet, parse_testset, testset_name_problem
 from .models import TestSet
 from .pii import PII_CHOICES, PiiScan, testset_pii_scan
@@ -153,6 +154,9 @@ def _write(*, name: str, parsed: ParsedTestSet, checksum: str, filename: str, us
         task_count=len(parsed.tasks),
         created_by=user,
     )
+    # Written before the rows commit: an image whose rows roll back is an orphan file under
+    # a content hash, harmless and reused by the next import holding it.
+    images_store(parsed.images)
     tasks_insert(testset=testset, tasks=parsed.tasks)
     return ImportResult(testset=testset, created=True, parsed=parsed)
 

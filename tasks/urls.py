@@ -1,6 +1,14 @@
 from django.urls import path
 
-from . import campaign_api, campaign_views, monitor_api, monitor_views, rubric_builder, testset_api
+from . import (
+    campaign_api,
+    campaign_views,
+    image_views,
+    monitor_api,
+    monitor_views,
+    rubric_builder,
+    testset_api,
+)
 from . import views as testset_views
 from .judges import api as judge_api
 from .judges import views as judge_views
@@ -31,6 +39,9 @@ urlpatterns += [
         testset_views.testset_remove,
         name="testset_delete",
     ),
+]
+urlpatterns += [
+    path("task-images/<str:image>", image_views.task_image, name="task_image"),
 ]
 api_urlpatterns += [
     path("testsets", testset_api.testsets, name="api_testsets"),

@@ -18,6 +18,7 @@ from evalsite.text import counted
 
 from . import selectors
 from .forms import TaskFilterForm, TestSetUploadForm
+from .images.parts import content_text
 from .intake import (
     CASE_TYPES,
     EXAMPLE_TASKS,
@@ -267,7 +268,7 @@ def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | N
 
 def _preview_row(task: dict) -> dict:
     messages, turns = task["messages"] or [], task.get("turns", [])
-    users = [m["content"] for m in messages if m["role"] == "user"]
+    users = [content_text(m["content"]) for m in messages if m["role"] == "user"]
     # A scripted user's first turn, else the conversation's last user message, else the prompt.
     text = turns[0] if turns else users[-1] if users else task["prompt"]
     return {

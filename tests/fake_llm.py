@@ -31,6 +31,16 @@ results just sent back) and returns a reply: a text, or {"text": ..., "tool_call
 scripts the calls of every turn by their position. Tool calls stream as the real APIs stream
 them: OpenAI `tool_calls` deltas by index (arguments in pieces, two calls' pieces interleaved),
 Anthropic `tool_use` blocks with `input_json_delta` pieces. Each call's usage is recorded.
+
+Reasoning models are played with `think(model, text, style)`: the reasoning streams before the
+answer as OpenAI-compatible `reasoning_content` or `reasoning` deltas (style), or an Anthropic
+`thinking` block (with its signature); its words count as output tokens, reported apart in
+OpenAI's `completion_tokens_details.reasoning_tokens`. `usage_parts(model, prompt_tokens=...,
+cached=..., cache_write=...)` makes the usage block report a prompt of that size with that
+many tokens read from (and written to) the cache: OpenAI `prompt_tokens_details`, Anthropic
+`cache_read_input_tokens` / `cache_creation_input_tokens` beside the uncached `input_tokens`.
+Image parts (OpenAI `image_url`, Anthropic `image` blocks) are accepted and recorded; the
+answer names how many images the last user message carried.
 """
 
 from __future__ import annotations
@@ -188,6 +198,10 @@ class FakeLLM:
         self.json_only: set[str] = set()
         # Models that refuse structured output (response_format / a forced tool call).
         self.no_structured: set[str] = set()
+        # model -> (reasoning text, "reasoning_content" | "reasoning"): a reasoning model.
+        self.thinking: dict[str, tuple[str, str]] = {}
+        # model -> {"prompt_tokens", "cached", "cache_write"}: the usage block's prompt parts.
+        self.usage_overrides: dict[str, dict] = {}
         self.active: dict[str, int] = defaultdict(int)
         self.max_active: dict[str, int] = defaultdict(int)
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -267,6 +281,24 @@ class FakeLLM:
             )
         return Reply(reply.get("text", ""), calls)
 
+    def think(self, model: str, text: str, style: str = "reasoning_content") -> None:
+        """Stream `text` as this model's reasoning before its answer (None: no reasoning)."""
+        if text is None:
+            self.thinking.pop(model, None)
+        else:
+            self.thinking[model] = (text, style)
+
+    def usage_parts(
+        self, model: str, *, prompt_tokens: int, cached: int = 0, cache_write: int = 0
+    ) -> None:
+        """Report this model's prompts as `prompt_tokens` long, `cached` of them read from the
+        cache and `cache_write` written to it."""
+        self.usage_overrides[model] = {
+            "prompt_tokens": prompt_tokens,
+            "cached": cached,
+            "cache_write": cache_write,
+        }
+
     def set_delay(self, model: str, seconds: float) -> None:
         """Extra latency before this model's first byte (to catch a worker mid-job)."""
         self.delays[model] = seconds
@@ -293,11 +325,33 @@ class FakeLLM:
         self.close()
 
 
+IMAGE_PARTS = ("image_url", "image")
+
+
 def answer_for(model: str, messages: list[dict]) -> str:
     last = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+    images = 0
     if isinstance(last, list):  # content blocks
-        last = " ".join(part.get("text", "") for part in last if isinstance(part, dict))
-    return f"{model} answers: {last}"
+        parts = [part for part in last if isinstance(part, dict)]
+        images = sum(1 for part in parts if part.get("type") in IMAGE_PARTS)
+        last = " ".join(part.get("text", "") for part in parts if part.get("type") == "text")
+    seen = f" [{images} image{'s' if images != 1 else ''}]" if images else ""
+    return f"{model} answers: {last}{seen}"
+
+
+def _prompt_words(messages: list[dict]) -> int:
+    """The fake's prompt tokens: the words of every message; an image part counts as none."""
+    total = 0
+    for message in messages:
+        content = message.get("content", "")
+        if isinstance(content, list) and any(
+            isinstance(part, dict) and part.get("type") in IMAGE_PARTS for part in content
+        ):
+            content = [
+                p for p in content if not (isinstance(p, dict) and p.get("type") in IMAGE_PARTS)
+            ]
+        total += len(str(content).split())
+    return total
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -453,21 +507,31 @@ class _Handler(BaseHTTPRequestHandler):
         answer = reply.text
         model, fingerprint = self.fake.served.get(model, (model, "fp-" + model))
         words = answer.split(" ") if answer or not reply.tool_calls else []
-        prompt_tokens = sum(
-            len(str(m.get("content", "")).split()) for m in body.get("messages") or []
-        )
-        completion_tokens = len(words) + _call_tokens(reply)
+        prompt_tokens = _prompt_words(body.get("messages") or [])
+        thought, style = self.fake.thinking.get(body.get("model", ""), ("", ""))
+        thought_words = thought.split(" ") if thought else []
+        completion_tokens = len(words) + _call_tokens(reply) + len(thought_words)
+        parts = self.fake.usage_overrides.get(body.get("model", ""), {})
+        prompt_tokens = parts.get("prompt_tokens", prompt_tokens)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        if parts:
+            usage["prompt_tokens_details"] = {"cached_tokens": parts["cached"]}
+            if parts["cache_write"]:
+                usage["prompt_tokens_details"]["cache_write_tokens"] = parts["cache_write"]
+        if thought:
+            usage["completion_tokens_details"] = {"reasoning_tokens": len(thought_words)}
         self._entry["usage"] = (prompt_tokens, completion_tokens)
         finish = "tool_calls" if reply.tool_calls else "stop"
         if not body.get("stream") or body.get("model") in self.fake.json_only:
             if fault == "malformed":
                 return self._json(200, '{"choices": [ {"message": ')
             message = {"role": "assistant", "content": answer or None}
+            if thought:
+                message[style] = thought
             if reply.tool_calls:
                 message["tool_calls"] = [
                     {"id": i, "type": "function", "function": {"name": n, "arguments": raw}}
@@ -502,6 +566,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
 
         try:
+            for i, word in enumerate(thought_words):
+                delta({"role": "assistant", style: word if i == 0 else " " + word})
             for i, word in enumerate(words):
                 delta({"content": word if i == 0 else " " + word})
                 if fault == "slow" and i == 0:
@@ -547,16 +613,30 @@ class _Handler(BaseHTTPRequestHandler):
         answer = reply.text
         model = self.fake.served.get(model, (model, ""))[0]
         words = answer.split(" ") if answer or not reply.tool_calls else []
-        input_tokens = sum(
-            len(str(m.get("content", "")).split()) for m in body.get("messages") or []
-        )
-        output_tokens = len(words) + _call_tokens(reply)
+        input_tokens = _prompt_words(body.get("messages") or [])
+        thought = self.fake.thinking.get(body.get("model", ""), ("", ""))[0]
+        thought_words = thought.split(" ") if thought else []
+        output_tokens = len(words) + _call_tokens(reply) + len(thought_words)
+        parts = self.fake.usage_overrides.get(body.get("model", ""), {})
+        prompt_usage = {"input_tokens": input_tokens}
+        if parts:
+            # Anthropic's input_tokens leaves out the prompt tokens read from or written to
+            # the cache.
+            prompt_usage = {
+                "input_tokens": parts["prompt_tokens"] - parts["cached"] - parts["cache_write"],
+                "cache_read_input_tokens": parts["cached"],
+                "cache_creation_input_tokens": parts["cache_write"],
+            }
+            input_tokens = parts["prompt_tokens"]
         self._entry["usage"] = (input_tokens, output_tokens)
         stop_reason = "tool_use" if reply.tool_calls else "end_turn"
         if not body.get("stream"):
             if fault == "malformed":
                 return self._json(200, "{not json")
-            content = [{"type": "text", "text": answer}] if words else []
+            content = (
+                [{"type": "thinking", "thinking": thought, "signature": "sig"}] if thought else []
+            )
+            content += [{"type": "text", "text": answer}] if words else []
             content += [
                 {"type": "tool_use", "id": i, "name": n, "input": _object(raw)}
                 for i, n, raw in reply.tool_calls
@@ -570,7 +650,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "model": model,
                     "content": content,
                     "stop_reason": stop_reason,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+                    "usage": {**prompt_usage, "output_tokens": output_tokens},
                 },
             )
 
@@ -590,7 +670,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "model": model,
                         "content": [],
                         "stop_reason": None,
-                        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+                        "usage": {**prompt_usage, "output_tokens": 1},
                     },
                 },
             )
@@ -601,12 +681,41 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 return self._end_stream()
             index = 0
-            if words:
+            if thought_words:
                 event(
                     "content_block_start",
                     {
                         "type": "content_block_start",
                         "index": 0,
+                        "content_block": {"type": "thinking", "thinking": ""},
+                    },
+                )
+                for i, word in enumerate(thought_words):
+                    piece = word if i == 0 else " " + word
+                    event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "thinking_delta", "thinking": piece},
+                        },
+                    )
+                event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "signature_delta", "signature": "sig"},
+                    },
+                )
+                event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                index = 1
+            if words:
+                event(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
                         "content_block": {"type": "text", "text": ""},
                     },
                 )
@@ -617,14 +726,14 @@ class _Handler(BaseHTTPRequestHandler):
                         "content_block_delta",
                         {
                             "type": "content_block_delta",
-                            "index": 0,
+                            "index": index,
                             "delta": {"type": "text_delta", "text": piece},
                         },
                     )
                     if fault == "slow" and i == 0:
                         time.sleep(self.fake.slow_seconds)
-                event("content_block_stop", {"type": "content_block_stop", "index": 0})
-                index = 1
+                event("content_block_stop", {"type": "content_block_stop", "index": index})
+                index += 1
             for offset, (call_id, name, raw) in enumerate(reply.tool_calls):
                 block = index + offset
                 event(
@@ -658,7 +767,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop_reason},
-                    "usage": {"output_tokens": output_tokens},
+                    "usage": {**prompt_usage, "output_tokens": output_tokens},
                 },
             )
             self._release()

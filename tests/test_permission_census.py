@@ -99,6 +99,19 @@ class PermissionCensusTests(TestCase):
         from tasks.models import Judge
 
         Judge.objects.create(name=cls.campaign.testset.name, provider="openai", model="m")
+        # A stored task image, for the page that serves them.
+        import io
+
+        from PIL import Image
+
+        from tasks.images.decode import image_checked
+        from tasks.images.store import images_store
+
+        raw = io.BytesIO()
+        Image.new("RGB", (4, 4)).save(raw, format="PNG")
+        checked = image_checked(raw.getvalue())
+        images_store({checked.name: checked})
+        cls.image = checked.name
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (
@@ -122,6 +135,7 @@ class PermissionCensusTests(TestCase):
             "task_id": self.task_id,
             "alert_id": 1,
             "item_id": self.assignment.item_id,
+            "image": self.image,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 

@@ -35,6 +35,7 @@ from tasks.generation import RunOutcome, backoff_seconds
 from tasks.judges.answer import AnswerError, answer_read, answer_schema
 from tasks.judges.prompt import judge_messages
 from tasks.models import Campaign, Judge
+from tasks.prices import call_costs, flat_table
 from tasks.providers.structured import structured_call
 
 from ..models import ItemOutput, ReviewItem
@@ -181,7 +182,9 @@ def judgement_run(*, judgement_id: int, claim_wait: float = 0.0) -> RunOutcome:
 
 
 def _spent(judge: Judge, result) -> dict:
-    cost = providers.cost_of(judge, result.input_tokens, result.output_tokens)
+    cost = call_costs(
+        flat_table(judge.price_in_per_mtok, judge.price_out_per_mtok), result.usage()
+    )[0]
     return {
         "input_tokens": result.input_tokens or 0,
         "output_tokens": result.output_tokens or 0,

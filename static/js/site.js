@@ -338,3 +338,14 @@ window.addEventListener("resize", () => {
   clearTimeout(moreCues.timer);
   moreCues.timer = setTimeout(moreCues, 150);
 });
+
+// A task's images (reviews/_task_images.html): a button enlarges its image and shrinks it back
+// (a click, or Enter or Space on the focused button).
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-image-zoom]");
+  if (!button) return;
+  const zoomed = button.classList.toggle("zoomed");
+  button.setAttribute("aria-pressed", zoomed ? "true" : "false");
+  const label = button.getAttribute("aria-label") || "";
+  button.setAttribute("aria-label", label.replace(/: (enlarge|shrink)$/, zoomed ? ": shrink" : ": enlarge"));
+});

@@ -22,9 +22,11 @@ from .base import (
     ToolCall,
     api_key_for,
     history_tool_calls,
+    image_data,
     iter_sse,
     load_json,
     post_stream,
+    tokens,
     tool_result_text,
 )
 
@@ -99,6 +101,8 @@ def _translate(message: dict) -> tuple[str, str | list]:
         if message.get("is_error"):
             block["is_error"] = True
         return "user", [block]
+    if isinstance(content, list):  # text and image parts
+        return role, [_part(p) for p in content]
     if role == "assistant" and message.get("tool_calls"):
         blocks = [{"type": "text", "text": content}] if content else []
         for call in history_tool_calls(message):
@@ -107,6 +111,17 @@ def _translate(message: dict) -> tuple[str, str | list]:
             )
         return "assistant", blocks
     return role, content
+
+
+def _part(part: dict) -> dict:
+    """A stored content part in this API's terms: an image as a base64 image block."""
+    if part.get("type") == "image":
+        media_type, data = image_data(part)
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "text", "text": part.get("text", "")}
 
 
 def _input(raw: str) -> dict:
@@ -126,9 +141,9 @@ def _blocks(content) -> list:
 
 
 def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
-    answer = OutputText()
+    answer, thinking = OutputText(), OutputText()
     tools: dict[int, dict] = {}  # content block index -> the tool_use being streamed
-    input_tokens = output_tokens = None
+    usage: dict = {}
     finish_reason, stopped = "", False
     served_model = ""
     for event, raw in iter_sse(response):
@@ -143,17 +158,15 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         if kind == "message_start":
             model = (data.get("message") or {}).get("model")
             served_model = model[:200] if isinstance(model, str) else served_model
-            usage = (data.get("message") or {}).get("usage") or {}
-            input_tokens = usage.get("input_tokens", input_tokens)
-            output_tokens = usage.get("output_tokens", output_tokens)
+            _usage_add(usage, (data.get("message") or {}).get("usage"))
         elif kind == "content_block_start":
             _block_start(data, tools, call)
         elif kind == "content_block_delta":
-            _block_delta(data, tools, answer, call)
+            _block_delta(data, tools, (answer, thinking), call)
         elif kind == "message_delta":
             finish_reason = (data.get("delta") or {}).get("stop_reason") or finish_reason
-            usage = data.get("usage") or {}
-            output_tokens = usage.get("output_tokens", output_tokens)
+            # Its counts are cumulative: they replace message_start's.
+            _usage_add(usage, data.get("usage"))
         elif kind == "message_stop":
             stopped = True
             break
@@ -161,14 +174,46 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         raise RetryableError("the stream ended before message_stop")
     return ProviderResult(
         text=answer.text(),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
         latency_ms=call.latency_ms(),
         ttft_ms=call.ttft_ms(),
         finish_reason=finish_reason,
         served_model=served_model,
         tool_calls=[_tool_call(i, tools[key]) for i, key in enumerate(sorted(tools))],
+        reasoning=thinking.text(),
+        stream_ms=call.stream_ms(),
+        **usage_fields(usage),
     )
+
+
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _usage_add(usage: dict, block) -> None:
+    """Keep a usage block's counts (a later event's replace an earlier one's)."""
+    if isinstance(block, dict):
+        usage.update({k: block[k] for k in USAGE_KEYS if tokens(block.get(k)) is not None})
+
+
+def usage_fields(usage: dict) -> dict:
+    """Anthropic's counts in evalsite's terms: its `input_tokens` leaves out the prompt tokens
+    read from or written to the cache, so every prompt token is their sum. Thinking tokens are
+    billed inside `output_tokens` and not reported apart: reasoning_tokens stays unknown."""
+    uncached = usage.get("input_tokens")
+    read = usage.get("cache_read_input_tokens")
+    write = usage.get("cache_creation_input_tokens")
+    parts = [v for v in (uncached, read, write) if v is not None]
+    return {
+        "input_tokens": sum(parts) if parts else None,
+        "output_tokens": usage.get("output_tokens"),
+        "cache_read_tokens": read,
+        "cache_write_tokens": write,
+        "reasoning_tokens": None,
+    }
 
 
 def _block_start(data: dict, tools: dict[int, dict], call: StreamingCall) -> None:
@@ -185,10 +230,20 @@ def _block_start(data: dict, tools: dict[int, dict], call: StreamingCall) -> Non
 
 
 def _block_delta(
-    data: dict, tools: dict[int, dict], answer: OutputText, call: StreamingCall
+    data: dict,
+    tools: dict[int, dict],
+    texts: tuple[OutputText, OutputText],
+    call: StreamingCall,
 ) -> None:
-    """A piece of a content block: a tool_use's input JSON, or answer text."""
+    """A piece of a content block: a tool_use's input JSON, thinking, or answer text."""
+    answer, thinking = texts
     delta = data.get("delta") or {}
+    thought = delta.get("thinking") if delta.get("type") == "thinking_delta" else None
+    if isinstance(thought, str) and thought:
+        call.any_token()
+        thinking.add(thought)
+        answer.count(len(thought))
+        return
     partial = delta.get("partial_json")
     tool = tools.get(data.get("index"))
     if tool is not None and isinstance(partial, str):

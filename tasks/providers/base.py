@@ -19,6 +19,9 @@ from decimal import Decimal
 import httpx
 from django.conf import settings
 
+from ..images.store import image_base64
+from ..prices import Usage, call_costs, table_of
+
 # Statuses that will not change on a retry. A 429 is retryable unless the quota is exhausted.
 PERMANENT_STATUSES = {400, 401, 403, 404, 405, 413, 422}
 RETRYABLE_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504, 529}
@@ -79,6 +82,26 @@ class ProviderResult:
     fingerprint: str = ""
     # The tools the model called in this answer (an answer that calls none is final).
     tool_calls: list[ToolCall] = field(default_factory=list)
+    # Parts of the tokens above as the usage block reports them (None: not reported):
+    # input_tokens counts every prompt token, cached or not; output_tokens every output token,
+    # reasoning included.
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    # The model's reasoning, as OpenAI-compatible servers (reasoning_content / reasoning) and
+    # Anthropic (thinking blocks) send it.
+    reasoning: str = ""
+    # The streaming time of the answer: first token of any kind (reasoning too) to the end.
+    stream_ms: int | None = None
+
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+        )
 
 
 def history_tool_calls(message: dict) -> list[ToolCall]:
@@ -104,6 +127,14 @@ def history_tool_calls(message: dict) -> list[ToolCall]:
     return calls
 
 
+def image_data(part: dict) -> tuple[str, str]:
+    """(media type, base64) of a stored image part, read through the storage API."""
+    try:
+        return part.get("media_type") or "image/png", image_base64(part["image"])
+    except (KeyError, FileNotFoundError):
+        raise PermanentError(f"the task's image {part.get('image')!r} is not stored") from None
+
+
 def tool_result_text(content) -> str:
     """A tool message's content as the text a provider sends (a structured result as JSON)."""
     if isinstance(content, str):
@@ -111,14 +142,17 @@ def tool_result_text(content) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-def cost_of(contender, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
-    """Cost in the contender's currency from its per-million-token prices."""
-    if input_tokens is None and output_tokens is None:
+def cost_of(contender, usage: Usage) -> Decimal | None:
+    """Cost in the contender's currency at its price table (tasks/prices.py): None when the
+    provider reported no tokens."""
+    return call_costs(table_of(contender), usage)[0]
+
+
+def tokens(value) -> int | None:
+    """A token count from a usage block: a non-negative integer, else unknown."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
-    total = Decimal(input_tokens or 0) * Decimal(contender.price_in_per_mtok) + Decimal(
-        output_tokens or 0
-    ) * Decimal(contender.price_out_per_mtok)
-    return (total / Decimal(1_000_000)).quantize(Decimal("0.00000001"))
+    return value
 
 
 def api_key_for(contender) -> str:
@@ -320,10 +354,22 @@ class StreamingCall:
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.first_token: float | None = None
+        self.first_any: float | None = None
 
     def token(self) -> None:
         if self.first_token is None:
             self.first_token = time.monotonic()
+        self.any_token()
+
+    def any_token(self) -> None:
+        """A token of any kind (reasoning too): where the streaming time starts."""
+        if self.first_any is None:
+            self.first_any = time.monotonic()
+
+    def stream_ms(self) -> int | None:
+        if self.first_any is None:
+            return None
+        return int((time.monotonic() - self.first_any) * 1000)
 
     def latency_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -2,7 +2,9 @@
 
 One object per line: {"task_id": "T-1", "sample": 0, "output": "..."} plus optional
 "input_tokens", "output_tokens", "latency_ms", "ttft_ms", "cost", "finish_reason",
-"contender" (when given, it must name the contender being imported), "single_turn" (true: the
+"reasoning" and "reasoning_tokens" (a reasoning model's reasoning, shown to reviewers only
+where the campaign says show_reasoning), "contender" (when given, it must name the contender
+being imported), "single_turn" (true: the
 answer to the task's single-turn statement) and "transcript" (the turns, steps, tool calls and
 results, as generation keeps them: docs/tools.md; the output may then be left out: it is the
 last turn's answer). Parsing is strict and all-or-nothing: every problem is reported as
@@ -19,10 +21,10 @@ from decimal import Decimal, InvalidOperation
 from evalsite.text import more_problems
 from evalsite.uploads import clean_id, decode_utf8, strict_json
 
-from .base import PermanentError
+from .base import MAX_OUTPUT_CHARS, PermanentError
 
 MAX_ERRORS = 50
-INT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "ttft_ms")
+INT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "ttft_ms", "reasoning_tokens")
 # What the Generation columns hold: PositiveIntegerField, DecimalField(14, 8).
 MAX_INT = 2**31 - 1
 MAX_COST = Decimal("999999")
@@ -39,6 +41,7 @@ KNOWN_FIELDS = {
     "model",
     "single_turn",
     "transcript",
+    "reasoning",
     *INT_FIELDS,
 }
 # What an imported transcript may hold (docs/tools.md, "Transcripts").
@@ -55,6 +58,11 @@ STEP_KEYS = {
     "input_tokens",
     "output_tokens",
     "finish_reason",
+    # what generation keeps of a reasoning model's step and a cached prompt
+    "reasoning",
+    "reasoning_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
 }
 CALL_KEYS = {"id", "name", "arguments", "raw", "valid", "unknown"}
 RESULT_KEYS = {"id", "name", "result", "error", "unmocked"}
@@ -75,6 +83,8 @@ class ImportedOutput:
     contender: str = ""
     single_turn: bool = False
     transcript: list | None = None
+    reasoning: str = ""
+    reasoning_tokens: int | None = None
 
 
 class ImportErrors(Exception):
@@ -179,6 +189,13 @@ def _line_row(
     finish_reason = data.get("finish_reason") or ""
     if not isinstance(finish_reason, str):
         row_errors.append(f"line {number}, field finish_reason: must be a string")
+    reasoning = data.get("reasoning") or ""
+    if not isinstance(reasoning, str):
+        row_errors.append(f"line {number}, field reasoning: must be a string")
+    elif len(reasoning) > MAX_OUTPUT_CHARS:
+        row_errors.append(
+            f"line {number}, field reasoning: is longer than {MAX_OUTPUT_CHARS:,} characters"
+        )
     if "task_id" in valid and "sample" in valid:
         key = (task_id, sample, single_turn is True)
         if key in seen:
@@ -202,6 +219,7 @@ def _line_row(
         finish_reason=finish_reason[:50],
         single_turn=single_turn,
         transcript=transcript,
+        reasoning=reasoning,
         **values,
     )
     return row, []

@@ -23,10 +23,12 @@ from .base import (
     ToolCall,
     api_key_for,
     history_tool_calls,
+    image_data,
     iter_sse,
     load_json,
     post_stream,
     read_body,
+    tokens,
     too_long,
     tool_result_text,
 )
@@ -66,6 +68,8 @@ def _message(message: dict) -> dict:
             "tool_call_id": str(message.get("tool_call_id") or ""),
             "content": tool_result_text(message.get("content", "")),
         }
+    if isinstance(message.get("content"), list):  # text and image parts
+        return {"role": role, "content": [_part(p) for p in message["content"]]}
     if role == "assistant" and message.get("tool_calls"):
         return {
             "role": "assistant",
@@ -80,6 +84,15 @@ def _message(message: dict) -> dict:
             ],
         }
     return message
+
+
+def _part(part: dict) -> dict:
+    """A stored content part in this API's terms: an image as an image_url with a data URL
+    (every OpenAI-compatible server that takes images takes those; no address to fetch)."""
+    if part.get("type") == "image":
+        media_type, data = image_data(part)
+        return {"type": "image_url", "image_url": {"url": f"data:{media_type};base64,{data}"}}
+    return {"type": "text", "text": part.get("text", "")}
 
 
 class _ToolCalls:
@@ -121,19 +134,49 @@ def _parse_full(data: dict, call: StreamingCall) -> ProviderResult:
         ) from None
     if len(text) + sum(len(c.raw) for c in tool_calls) > MAX_OUTPUT_CHARS:
         raise RetryableError(too_long())
+    reasoning = _reasoning_of(choice["message"])
+    if len(text) + len(reasoning) > MAX_OUTPUT_CHARS:
+        raise RetryableError(too_long())
     call.token()
-    usage = data.get("usage") or {}
     return ProviderResult(
         text=text,
-        input_tokens=usage.get("prompt_tokens"),
-        output_tokens=usage.get("completion_tokens"),
         latency_ms=call.latency_ms(),
         ttft_ms=None,
         finish_reason=choice.get("finish_reason") or "",
         served_model=_text(data.get("model")),
         fingerprint=_text(data.get("system_fingerprint")),
         tool_calls=tool_calls,
+        reasoning=reasoning,
+        **usage_fields(data.get("usage")),
     )
+
+
+def _reasoning_of(part: dict) -> str:
+    """The reasoning in a message or a delta: `reasoning_content` (DeepSeek, vLLM) or
+    `reasoning` (OpenRouter, Ollama, LM Studio), whichever the server sends."""
+    for key in ("reasoning_content", "reasoning"):
+        value = part.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def usage_fields(usage) -> dict:
+    """A usage block's counts, cached and reasoning tokens apart (prompt_tokens_details
+    .cached_tokens, completion_tokens_details.reasoning_tokens; OpenRouter and some others
+    add prompt_tokens_details.cache_write_tokens)."""
+    usage = usage if isinstance(usage, dict) else {}
+    prompt = usage.get("prompt_tokens_details")
+    prompt = prompt if isinstance(prompt, dict) else {}
+    completion = usage.get("completion_tokens_details")
+    completion = completion if isinstance(completion, dict) else {}
+    return {
+        "input_tokens": tokens(usage.get("prompt_tokens")),
+        "output_tokens": tokens(usage.get("completion_tokens")),
+        "cache_read_tokens": tokens(prompt.get("cached_tokens")),
+        "cache_write_tokens": tokens(prompt.get("cache_write_tokens")),
+        "reasoning_tokens": tokens(completion.get("reasoning_tokens")),
+    }
 
 
 def _text(value) -> str:
@@ -147,6 +190,7 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
             raise RetryableError(f"the answer is larger than {MAX_BODY_BYTES:,} bytes: not stored")
         return _parse_full(load_json(body.decode("utf-8", "replace"), "completion"), call)
     text = OutputText()
+    reasoning = OutputText()
     tool_calls = _ToolCalls(text)
     finish_reason, usage, done = "", {}, False
     served_model = fingerprint = ""
@@ -165,6 +209,11 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         fingerprint = fingerprint or _text(chunk.get("system_fingerprint"))
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
+            thought = _reasoning_of(delta)
+            if thought:
+                call.any_token()
+                reasoning.add(thought)
+                text.count(len(thought))
             content = delta.get("content")
             if content:
                 call.token()
@@ -179,14 +228,15 @@ def _parse(response: httpx.Response, call: StreamingCall) -> ProviderResult:
         raise RetryableError("the stream ended before the completion finished")
     return ProviderResult(
         text=text.text(),
-        input_tokens=usage.get("prompt_tokens"),
-        output_tokens=usage.get("completion_tokens"),
         latency_ms=call.latency_ms(),
         ttft_ms=call.ttft_ms(),
         finish_reason=finish_reason,
         served_model=served_model,
         fingerprint=fingerprint,
         tool_calls=tool_calls.result(),
+        reasoning=reasoning.text(),
+        stream_ms=call.stream_ms(),
+        **usage_fields(usage),
     )
 
 

@@ -13,6 +13,7 @@ from tasks.campaigns import campaign_create
 from tasks.conversation import UNMOCKED
 from tasks.generation import generation_rows_create, generation_run
 from tasks.models import Campaign, Generation
+from tasks.prices import Usage
 from tasks.providers.base import cost_of
 from tests.factories import TaskFactory, TestSetFactory
 from tests.fake_llm import FakeLLM, request_view
@@ -165,7 +166,10 @@ class ToolLoopTests(TestCase):
             assert all(m["latency_ms"] >= 50 and m["ttft_ms"] <= m["latency_ms"] for m in measured)
             assert row.input_tokens == sum(u[0] for u in usage)
             assert row.output_tokens == sum(u[1] for u in usage)
-            assert row.cost == cost_of(row.contender, row.input_tokens, row.output_tokens)
+            assert row.cost == cost_of(
+                row.contender,
+                Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens),
+            )
             assert row.ttft_ms == measured[0]["ttft_ms"]
             assert row.latency_ms >= sum(m["latency_ms"] for m in measured)
         assert (
@@ -343,7 +347,9 @@ class ToolLoopTests(TestCase):
         assert row.input_tokens == sum(u[0] for u in kept)
         assert row.output_tokens == sum(u[1] for u in kept)
         assert (row.retried_input_tokens, row.retried_output_tokens) == (0, 0)
-        assert row.cost == cost_of(row.contender, row.input_tokens, row.output_tokens)
+        assert row.cost == cost_of(
+            row.contender, Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens)
+        )
 
     def test_a_plain_task_is_one_call_with_an_empty_transcript(self):
         campaign = campaign_for(

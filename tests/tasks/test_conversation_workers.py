@@ -10,6 +10,7 @@ import pytest
 from reviews.models import ReviewItem
 from tasks.generation import generation_enqueue, generation_reconcile, generation_run
 from tasks.models import Generation
+from tasks.prices import Usage
 from tasks.providers.base import cost_of
 from tests.fake_llm import FakeLLM
 from tests.services import wait_until
@@ -45,9 +46,12 @@ def one_loop(row, calls, spent: list[int]):
     assert row.input_tokens == sum(u[0] for u in kept + repeated)
     assert row.output_tokens == sum(u[1] for u in kept + repeated)
     assert row.retried_cost == cost_of(
-        row.contender, row.retried_input_tokens, row.retried_output_tokens
+        row.contender,
+        Usage(input_tokens=row.retried_input_tokens, output_tokens=row.retried_output_tokens),
     )
-    assert row.cost == cost_of(row.contender, row.input_tokens, row.output_tokens)
+    assert row.cost == cost_of(
+        row.contender, Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens)
+    )
     assert row.output == SCRIPT[3] and row.status == "done" and row.loop_progress is None
 
 

@@ -202,9 +202,9 @@ class ServiceTests(TestCase):
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
         assert generation_run(generation_id=row.pk).action == "done"
-        from tasks.providers.base import ProviderResult
+        from tasks.conversation import RunResult
 
-        late = ProviderResult(
+        late = RunResult(
             text="late text",
             input_tokens=1,
             output_tokens=1,
@@ -229,9 +229,9 @@ class ServiceTests(TestCase):
         claimed, token, _ = gen_services._claim(row.pk)
         assert generation_cancel(campaign=campaign) == 4
         assert Campaign.objects.get(pk=campaign.pk).status == "cancelled"
-        from tasks.providers.base import ProviderResult
+        from tasks.conversation import RunResult
 
-        result = ProviderResult(
+        result = RunResult(
             text="x", input_tokens=1, output_tokens=1, latency_ms=1, ttft_ms=1, finish_reason=""
         )
         assert gen_services._store(claimed, token, result).action == "discarded"

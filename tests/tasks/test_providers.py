@@ -48,9 +48,7 @@ class OpenAITests(SimpleTestCase):
         assert result.input_tokens == 2 + 6  # system prompt + question, counted by the server
         assert result.output_tokens == 8
         assert result.ttft_ms is not None and 0 <= result.ttft_ms <= result.latency_ms
-        assert providers.cost_of(c, result.input_tokens, result.output_tokens) == Decimal(
-            "0.00002400"
-        )
+        assert providers.cost_of(c, result.usage()) == Decimal("0.00002400")
         body = self.fake.calls_for("ok-model")[-1]["body"]
         assert body["stream"] is True and body["seed"] == 7 and body["temperature"] == 0.2
         assert body["messages"][0] == {"role": "system", "content": "Be brief."}

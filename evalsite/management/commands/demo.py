@@ -7,7 +7,13 @@ from evalsite.demo import DEMO_USERS, load_users
 # Each app contributes one step: load(users, stdout) -> dict of what it made (passed on).
 # tasks.agents_demo: the tool-use and conversation campaign (its own test set, so the support
 # demo's stays as it is).
-DEMO_STEPS = ["tasks.demo", "tasks.agents_demo", "reviews.demo", "reviews.judges.demo"]
+DEMO_STEPS = [
+    "tasks.demo",
+    "tasks.agents_demo",
+    "tasks.vision_demo",
+    "reviews.demo",
+    "reviews.judges.demo",
+]
 
 
 class Command(BaseCommand):
