@@ -23,6 +23,7 @@ from tasks.campaign_blinding import (
     text_shown,
     words_shown,
 )
+from tasks.identity_hold import masks_applied
 from tasks.models import Campaign
 
 from . import transcript_shown
@@ -121,10 +122,13 @@ def _candidates_shown(
     *, item: ReviewItem, labels: dict[str, str], terms
 ) -> tuple[list, list | None]:
     """The outputs in the arbiter's label order, masked, with their transcripts attached."""
-    shown = item.outputs.values_list("pk", "generation__output", "generation__transcript")
+    shown = item.outputs.values_list(
+        "pk", "generation__output", "generation__identity_masks", "generation__transcript"
+    )
     texts, transcripts = {}, {}
-    for pk, text, transcript in shown:
-        texts[pk], transcripts[pk] = text, transcript
+    for pk, text, masks, transcript in shown:
+        # An admin's hand masks first (tasks/identity_hold.py), then the automatic masking.
+        texts[pk], transcripts[pk] = masks_applied(text, masks), transcript
     candidates = []
     for label, pk in labels.items():
         text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)

@@ -408,11 +408,10 @@ def _lease_renew(pk: int, token: str) -> bool:
 
 def _store(gen: Generation, token: str, result) -> RunOutcome:
     graded = graded_fields(
-        task=gen.task,
+        generation=gen,
         campaign=gen.campaign,
         output=result.text,
         transcript=getattr(result, "transcript", []),
-        single_turn=gen.single_turn,
     )
     stored = _update_claimed(
         gen.pk,

@@ -316,6 +316,9 @@ class Generation(models.Model):
         related_name="+",
     )
     identity_approved_at = models.DateTimeField(null=True, blank=True)
+    # Spans of the output an admin masked by hand before approving it, with who and when:
+    # [{"start", "end", "text", "by", "at"}] (tasks.identity_hold.output_shown applies them).
+    identity_masks = models.JSONField(default=list, blank=True)
     # Per turn, each model call's text, tool calls and results, latency and tokens
     # (docs/tools.md, "Transcripts"); empty for a single call without tools.
     transcript = models.JSONField(default=list, blank=True)

@@ -156,11 +156,10 @@ def _rows_store(
                 finish_reason=row.finish_reason or _last_finish(row.transcript),
                 error="",
                 **graded_fields(
-                    task=gen.task,
+                    generation=gen,
                     campaign=campaign,
                     output=row.output,
                     transcript=_judged(row.transcript, gen.task),
-                    single_turn=row.single_turn,
                 ),
                 attempts=1,
                 started_at=now,
