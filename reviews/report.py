@@ -35,6 +35,8 @@ from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests 
 from .stats import head_to_head
 
 SEED = 20261130
+# Items an admin dropped (reported as revealing their model) are in no figure.
+DROPPED = ReviewItem.State.DROPPED
 N_BOOT = 1000
 
 
@@ -174,6 +176,7 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
 def _items_frame(campaign: Campaign) -> pd.DataFrame:
     return _frame(
         ReviewItem.objects.filter(campaign=campaign)
+        .exclude(state=DROPPED)
         .order_by("id")
         .values_list("id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons"),
         ["id", "task", "sample", "state", "ready", "final", "dispute_reasons"],
@@ -183,6 +186,7 @@ def _items_frame(campaign: Campaign) -> pd.DataFrame:
 def _outputs_frame(campaign: Campaign) -> pd.DataFrame:
     return _frame(
         ItemOutput.objects.filter(item__campaign=campaign)
+        .exclude(item__state=DROPPED)
         .order_by("id")
         .values_list("id", "item_id", "generation_id"),
         ["id", "item", "generation"],
@@ -192,6 +196,7 @@ def _outputs_frame(campaign: Campaign) -> pd.DataFrame:
 def _reviews_frame(campaign: Campaign) -> pd.DataFrame:
     return _frame(
         Review.objects.filter(item__campaign=campaign)
+        .exclude(item__state=DROPPED)
         .order_by("id")
         .values_list(
             "id",
@@ -209,6 +214,7 @@ def _reviews_frame(campaign: Campaign) -> pd.DataFrame:
 def _scores_frame(campaign: Campaign) -> pd.DataFrame:
     scores = _frame(
         Score.objects.filter(review__item__campaign=campaign)
+        .exclude(review__item__state=DROPPED)
         .order_by("id")
         .values_list("review_id", "output_id", "dimension", "value"),
         ["review", "output", "dimension", "value"],

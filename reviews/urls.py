@@ -10,6 +10,8 @@ from . import (
     report_api,
 )
 from . import views as review_views
+from .identity_reports import api as report_identity_api
+from .identity_reports import views as report_identity_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
@@ -161,5 +163,52 @@ urlpatterns += [
         "arbitration/t/<str:token>/item/",
         item_views.arbitration_item,
         name="arbitration_item",
+    ),
+]
+
+# Reports that an answer reveals its model (docs/blinding.md, "Reports").
+
+urlpatterns += [
+    path(
+        "review/<slug:slug>/<str:token>/report-identity",
+        review_views.review_report_identity,
+        name="review_report_identity",
+    ),
+    path(
+        "arbitration/t/<str:token>/report-identity",
+        arbitration_views.arbitration_report_identity_view,
+        name="arbitration_report_identity",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports/",
+        report_identity_views.campaign_identity_reports_view,
+        name="campaign_identity_reports",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports/<int:report_id>/resolve",
+        report_identity_views.identity_report_resolve_view,
+        name="campaign_identity_report_resolve",
+    ),
+]
+api_urlpatterns += [
+    path(
+        "assignments/<str:token>/report-identity",
+        report_identity_api.assignment_report_identity,
+        name="api_assignment_report_identity",
+    ),
+    path(
+        "arbitrations/<str:token>/report-identity",
+        report_identity_api.arbitration_report_identity,
+        name="api_arbitration_report_identity",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports",
+        report_identity_api.campaign_identity_reports,
+        name="api_campaign_identity_reports",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports/<int:report_id>/resolve",
+        report_identity_api.identity_report_resolve_api,
+        name="api_campaign_identity_report_resolve",
     ),
 ]

@@ -29,6 +29,7 @@ from tasks.models import Campaign, Task
 from tasks.rosters import roster_exclude, roster_include
 
 from . import selectors, services
+from .identity_reports.services import REPORTED, NothingToReport, reviewer_report
 from .models import FLAGS, Assignment
 from .rubric import Rubric
 
@@ -395,6 +396,21 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     return _next_response(
         request, campaign, notice={"level": "ok" if skipped else "warn", "text": text}
     )
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    _assignment(request, slug, token)  # someone else's token stays a 404
+    try:
+        reviewer_report(token=token, reviewer=request.user, note=request.POST.get("note", ""))
+    except NothingToReport:
+        notice = {"level": "warn", "text": "This item was no longer yours to report."}
+    else:
+        notice = {"level": "ok", "text": REPORTED}
+    return _next_response(request, campaign, notice=notice)
 
 
 @role_required(REVIEWER)

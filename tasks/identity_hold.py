@@ -205,6 +205,27 @@ def generation_identity_approve(
     return _items_opened(released)
 
 
+def generation_identity_mask(
+    *, generation: Generation, spans: list[tuple[int, int]], user: AbstractBaseUser | None
+) -> None:
+    """Mask spans of an output by hand, held or not (an item reported as revealing its model
+    is approved with them): recorded with who and when, applied to what reviewers see from
+    their next page on."""
+    by = user.get_username() if user is not None else ""
+    at = timezone.now().isoformat()
+    text = generation.output or ""
+    added = [{"start": s, "end": e, "text": text[s:e], "by": by, "at": at} for s, e in spans]
+    with transaction.atomic():
+        row = (
+            Generation.objects.select_for_update()
+            .only("pk", "identity_masks")
+            .get(pk=generation.pk)
+        )
+        Generation.objects.filter(pk=row.pk).update(
+            identity_masks=[*(row.identity_masks or []), *added]
+        )
+
+
 def generations_identity_approve(
     *, campaign: Campaign, ids: list[int] | None, user: AbstractBaseUser | None
 ) -> dict:
