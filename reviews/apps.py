@@ -15,7 +15,7 @@ class ReviewsConfig(AppConfig):
         from tasks import review_side, signals
 
         from . import readiness, rosters, views
-        from .identity_reports.selectors import blinding_summary
+        from .blinding_probe.selectors import blinding_summary
 
         signals.outputs_changed.connect(
             readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"

@@ -411,3 +411,35 @@ class IdentityReport(models.Model):
 
     def __str__(self) -> str:
         return f"identity report {self.pk} of item {self.item_id} ({self.state})"
+
+
+class BlindingGuess(models.Model):
+    """One blinding-probe question to a reviewer and their answer: which contender wrote
+    `output`, one answer of an item they just reviewed (reviews.blinding_probe). The truth is
+    the output's contender; `guessed` is null until answered."""
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="blinding_guesses"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="blinding_guesses"
+    )
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="+")
+    output = models.ForeignKey(ItemOutput, on_delete=models.CASCADE, related_name="+")
+    contender = models.ForeignKey("tasks.Contender", on_delete=models.PROTECT, related_name="+")
+    guessed = models.ForeignKey(
+        "tasks.Contender", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # The only id the reviewer sees: random, unrelated to any key.
+    token = models.CharField(max_length=32, default=new_token, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # A retried submit asks no second question about the same item.
+            models.UniqueConstraint(fields=["reviewer", "item"], name="blinding_guess_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"blinding guess {self.pk} ({'answered' if self.answered_at else 'asked'})"

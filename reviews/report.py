@@ -269,15 +269,22 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     single_vs_multi {single, multi, gap, ci95, n, aptitude, unreliability, ...} | null,
     n_tasks}} | null without tasks with turns;
     ``warnings`` [str];
-    ``served_models`` {contender: {served model id: outputs}}.
+    ``served_models`` {contender: {served model id: outputs}};
+    ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
+    bang_index {value, ci95}, reason}}}.
     """
     from tasks.served import served_models
+
+    from .blinding_probe.selectors import blinding_report
 
     report = build_report(
         campaign_frames(campaign), campaign_meta(campaign), n_boot=n_boot, seed=seed
     )
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)
+    # {"reports", "held", "probe_every", "probe": {contender: {guesses, correct, chance,
+    # bang_index {value, ci95}, reason}}}: whether blinding held (reviews.blinding_probe).
+    report["blinding"] = clean(blinding_report(campaign=campaign))
     return report
 
 

@@ -30,6 +30,7 @@ urlpatterns += [
     path("review/", review_views.reviewer_home, name="reviewer_home"),
     path("review/<slug:slug>/", review_views.review_campaign, name="review_campaign"),
     path("review/<slug:slug>/next", review_views.review_next, name="review_next"),
+    path("review/<slug:slug>/probe/<str:token>/", review_views.review_probe, name="review_probe"),
     path("review/<slug:slug>/<str:token>/", review_views.review_page, name="review_page"),
     path("review/<slug:slug>/<str:token>/submit", review_views.review_submit, name="review_submit"),
     path("review/<slug:slug>/<str:token>/skip", review_views.review_skip, name="review_skip"),
@@ -63,6 +64,11 @@ api_urlpatterns += [
         "assignments/<str:token>/heartbeat",
         review_api.assignment_heartbeat,
         name="api_assignment_heartbeat",
+    ),
+    path(
+        "blinding-probes/<str:token>",
+        review_api.blinding_probe_answer,
+        name="api_blinding_probe_answer",
     ),
 ]
 

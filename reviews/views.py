@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
 from evalsite.htmx import wants_fragment
@@ -29,6 +29,8 @@ from tasks.models import Campaign, Task
 from tasks.rosters import roster_exclude, roster_include
 
 from . import selectors, services
+from .blinding_probe.selectors import pending_probe, probe_question
+from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
 from .identity_reports.services import REPORTED, NothingToReport, reviewer_report
 from .models import FLAGS, Assignment
 from .rubric import Rubric
@@ -194,7 +196,14 @@ def _render_review(
 def _next_response(
     request: HttpRequest, campaign: Campaign, notice: dict | None = None
 ) -> HttpResponse:
-    """Claim the next item and show it (htmx: swap in place, no full reload)."""
+    """Claim the next item and show it (htmx: swap in place, no full reload); a blinding
+    probe question waiting for this reviewer comes first."""
+    probe = pending_probe(campaign=campaign, reviewer=request.user)
+    if probe is not None:
+        if notice:
+            messages.success(request, notice["text"])
+        url = reverse("review_probe", args=[campaign.slug, probe.token])
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     busy = False
     try:
         claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
@@ -367,8 +376,36 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
             entered=data,
             errors=result.errors,
         )
+    if result.code in ("saved", "saved_late"):
+        probe_after_submit(campaign=campaign, reviewer=request.user, item_id=assignment.item_id)
     level = "ok" if result.ok else "warn"
     return _next_response(request, campaign, notice={"level": level, "text": result.message})
+
+
+@role_required(REVIEWER)
+@require_http_methods(["GET", "POST"])
+def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """The blinding probe's question (reviews.blinding_probe): answered, the next item."""
+    campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
+    probe = pending_probe(campaign=campaign, reviewer=request.user)
+    if probe is None or probe.token != token:
+        raise Http404
+    error = ""
+    if request.method == "POST":
+        try:
+            probe_answer(token=token, reviewer=request.user, guess=request.POST.get("guess", ""))
+        except ProbeGone:
+            raise Http404 from None
+        except GuessInvalid:
+            error = "Choose one of the names."
+        else:
+            return _next_response(request, campaign, notice={"level": "ok", "text": "Thank you."})
+    context = {
+        "campaign": campaign,
+        "question": probe_question(probe=probe, campaign=campaign),
+        "error": error,
+    }
+    return render(request, "reviews/probe.html", context)
 
 
 @role_required(REVIEWER)

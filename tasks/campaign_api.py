@@ -25,6 +25,7 @@ from .campaigns import (
     LEVELS,
     MAX_PRICE,
     MAX_WEIGHT,
+    PROBE_EVERY_MAX,
     SCALE_LIMIT,
     SLUG_RE,
     DefinitionError,
@@ -93,6 +94,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "show_reference": campaign.show_reference,
         "flags_dispute": campaign.flags_dispute,
         "hold_identity_leaks": campaign.hold_identity_leaks,
+        "blinding_probe": campaign.blinding_probe,
         "instructions": campaign.instructions,
         **rosters_json(campaign),
         "created_at": campaign.created_at.isoformat(),
@@ -231,6 +233,14 @@ DEFINITION_SCHEMA = {
         },
         "show_reference": {"type": "boolean"},
         "flags_dispute": {"type": "boolean"},
+        "blinding_probe": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "required": ["every"],
+            "properties": {"every": {**_INTEGER, "minimum": 1, "maximum": PROBE_EVERY_MAX}},
+            "description": "after every N items a reviewer is asked which contender wrote one "
+            "answer of that item (null or absent: never)",
+        },
         "hold_identity_leaks": {
             "type": "boolean",
             "default": True,

@@ -207,6 +207,9 @@ class Campaign(models.Model):
         help_text="an output that names a model waits for an admin to approve its masked view "
         "before its items are offered to reviewers",
     )
+    # {"every": N}: after every Nth item a reviewer is asked which contender wrote one answer
+    # of it (reviews.blinding_probe); null: never asked.
+    blinding_probe = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.BLIND)
     created_by = models.ForeignKey(

@@ -27,17 +27,6 @@ def campaign_report_counts(*, campaign: Campaign) -> dict[str, int]:
     }
 
 
-def blinding_summary(*, campaign: Campaign) -> dict:
-    """The campaign page's blinding lines (tasks.review_side.blinding_summary)."""
-    counts = campaign_report_counts(campaign=campaign)
-    return {
-        "reports": counts["reports"],
-        "open": counts["open"],
-        "dropped": counts["dropped"],
-        "probe": None,
-    }
-
-
 def _outputs(item_id: int, terms) -> list[dict]:
     rows = (
         ItemOutput.objects.filter(item_id=item_id)
