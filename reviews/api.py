@@ -10,6 +10,8 @@ from evalsite.roles import REVIEWER
 from tasks.models import Campaign
 
 from . import selectors, services
+from .blinding_probe.selectors import probe_question
+from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
 from .models import COMMENT_MAX_CHARS, Assignment
 
 SUBMIT_BODY = {
@@ -176,8 +178,63 @@ def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
     status = SUBMIT_STATUS[result.code]
     if result.ok:
         body = {"status": result.code, "message": result.message}
+        probe = _probe_after(result, token=token, reviewer=request.user)
+        if probe is not None:
+            body["blinding_probe"] = probe
     else:
         body = {"error": result.message, "status": result.code}
         if result.errors:
             body["errors"] = result.errors
     return JsonResponse(body, status=status)
+
+
+def _probe_after(result, *, token: str, reviewer) -> dict | None:
+    """A saved review that was the reviewer's Nth in a campaign with a blinding probe: the
+    question (reviews.blinding_probe), with where to answer it."""
+    if result.code not in ("saved", "saved_late"):
+        return None
+    assignment = Assignment.objects.select_related("campaign").get(token=token)
+    probe = probe_after_submit(
+        campaign=assignment.campaign, reviewer=reviewer, item_id=assignment.item_id
+    )
+    if probe is None:
+        return None
+    question = probe_question(probe=probe, campaign=assignment.campaign)
+    return {
+        "question": "Which contender do you think wrote this answer?",
+        "text": question["text"],
+        "choices": question["choices"],
+        "answer_url": reverse("api_blinding_probe_answer", args=[probe.token]),
+    }
+
+
+@api_endpoint(
+    REVIEWER,
+    methods=("POST",),
+    summary="Answer a blinding-probe question (a submit's `blinding_probe`): which contender "
+    'you think wrote the answer it showed: {"guess": "<one of its choices>"}.',
+    body={
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["guess"],
+                "additionalProperties": False,
+                "properties": {"guess": {"type": "string"}},
+            }
+        }
+    },
+    responses={
+        "200": '{"ok": true}',
+        "400": "guess is not one of the question's choices",
+        "404": "no open question of yours under this token",
+    },
+)
+def blinding_probe_answer(request: HttpRequest, token: str) -> JsonResponse:
+    data = json_body(request)
+    try:
+        probe_answer(token=token, reviewer=request.user, guess=data.get("guess"))
+    except ProbeGone as exc:
+        raise ApiError(str(exc), status=404) from None
+    except GuessInvalid as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse({"ok": True})

@@ -15,6 +15,7 @@ class ReviewsConfig(AppConfig):
         from tasks import review_side, signals
 
         from . import readiness, rosters, views
+        from .blinding_probe.selectors import blinding_summary
 
         signals.outputs_changed.connect(
             readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
@@ -29,4 +30,5 @@ class ReviewsConfig(AppConfig):
             review_item_states=readiness.review_item_states,
             roster_changed=rosters.roster_changed,
             answers_preview_html=views.answers_preview_html,
+            blinding_summary=blinding_summary,
         )

@@ -119,7 +119,11 @@ def _claimable_take(*, campaign: Campaign, arbiter) -> Arbitration | None:
     for _ in range(5):
         candidate = (
             Arbitration.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
-            .filter(item__campaign=campaign, item__state=ReviewItem.State.DISPUTED)
+            # Not ready: reported as revealing its model, out of every queue until an admin
+            # resolves the report (reviews.identity_reports).
+            .filter(
+                item__campaign=campaign, item__state=ReviewItem.State.DISPUTED, item__ready=True
+            )
             .filter(
                 Q(state=Arbitration.State.OPEN)
                 | Q(state=Arbitration.State.ACTIVE, lease_expires_at__lte=Now())

@@ -24,6 +24,7 @@ from tasks.campaign_blinding import (
     text_shown,
     words_shown,
 )
+from tasks.identity_hold import masks_applied
 from tasks.models import Campaign
 
 from . import transcript_shown
@@ -123,11 +124,17 @@ def _candidates_shown(
 ) -> tuple[list, list | None]:
     """The outputs in the arbiter's label order, masked, with their transcripts attached."""
     shown = item.outputs.values_list(
-        "pk", "generation__output", "generation__transcript", "generation__reasoning"
+        "pk",
+        "generation__output",
+        "generation__identity_masks",
+        "generation__transcript",
+        "generation__reasoning",
     )
     texts, transcripts, reasonings = {}, {}, {}
-    for pk, text, transcript, reasoning in shown:
-        texts[pk], transcripts[pk], reasonings[pk] = text, transcript, reasoning
+    for pk, text, masks, transcript, reasoning in shown:
+        # An admin's hand masks first (tasks/identity_hold.py), then the automatic masking.
+        texts[pk], transcripts[pk] = masks_applied(text, masks), transcript
+        reasonings[pk] = reasoning
     candidates = []
     for label, pk in labels.items():
         text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)

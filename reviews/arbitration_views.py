@@ -39,6 +39,7 @@ from .arbitration_selectors import (
     dispute_rows,
 )
 from .comments import item_comments
+from .identity_reports.services import REPORTED, NothingToReport, arbiter_report
 from .item_selectors import arbiter_resolved
 from .models import FLAGS, Arbitration
 from .rubric import Rubric, label_map
@@ -279,6 +280,20 @@ def arbitration_release_view(request: HttpRequest, token: str) -> HttpResponse:
     # Says what the service did: the dispute is open to every arbiter again, this one included
     # (it keeps its place, oldest first), and the values on the page were never sent.
     messages.success(request, HANDED_BACK)
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("arbiter_home"))
+    return redirect("arbiter_home")
+
+
+@role_required(ARBITER)
+@require_POST
+def arbitration_report_identity_view(request: HttpRequest, token: str) -> HttpResponse:
+    """ "This answer reveals the model": the dispute waits, out of every queue, for an admin."""
+    try:
+        arbiter_report(token=token, arbiter=request.user, note=request.POST.get("note", ""))
+    except NothingToReport:
+        return _gone(request)
+    messages.success(request, REPORTED)
     if request.htmx:
         return HttpResponseClientRedirect(reverse("arbiter_home"))
     return redirect("arbiter_home")

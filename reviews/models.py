@@ -32,6 +32,9 @@ class ReviewItem(models.Model):
         AGREED = "agreed"
         DISPUTED = "disputed"
         RESOLVED = "resolved"
+        # Reported as revealing a model and dropped by an admin: out of every queue and out
+        # of the campaign's figures, its reviews kept (reviews.identity_reports).
+        DROPPED = "dropped"
 
     # No index of its own on campaign, nor on state: every query of items names the campaign,
     # and item_unique and the offer index below lead with it. Each index is paid on every
@@ -407,6 +410,80 @@ class ItemComment(models.Model):
 
     def __str__(self) -> str:
         return f"comment {self.pk} on item {self.item_id}"
+
+
+class IdentityReport(models.Model):
+    """A reviewer's or an arbiter's report that an item's answer reveals its model. While a
+    report is open the item is out of every queue (ready is false); an admin approves it (the
+    item returns, optionally with spans masked by hand) or drops it (out of the campaign and
+    its figures, with the reason). The item's reviews so far are kept and listed here."""
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        APPROVED = "approved"
+        DROPPED = "dropped"
+
+    class Role(models.TextChoices):
+        REVIEWER = "reviewer"
+        ARBITER = "arbiter"
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="identity_reports"
+    )
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="identity_reports")
+    reporter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    note = models.TextField(blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    # The item's reviews when it was reported (Review ids): kept, but marked as given while
+    # the answer may have shown who wrote it.
+    reviews_marked = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.TextField(blank=True, help_text="the admin's reason")
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "state"], name="identity_report_state_idx")]
+
+    def __str__(self) -> str:
+        return f"identity report {self.pk} of item {self.item_id} ({self.state})"
+
+
+class BlindingGuess(models.Model):
+    """One blinding-probe question to a reviewer and their answer: which contender wrote
+    `output`, one answer of an item they just reviewed (reviews.blinding_probe). The truth is
+    the output's contender; `guessed` is null until answered."""
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="blinding_guesses"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="blinding_guesses"
+    )
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="+")
+    output = models.ForeignKey(ItemOutput, on_delete=models.CASCADE, related_name="+")
+    contender = models.ForeignKey("tasks.Contender", on_delete=models.PROTECT, related_name="+")
+    guessed = models.ForeignKey(
+        "tasks.Contender", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # The only id the reviewer sees: random, unrelated to any key.
+    token = models.CharField(max_length=32, default=new_token, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # A retried submit asks no second question about the same item.
+            models.UniqueConstraint(fields=["reviewer", "item"], name="blinding_guess_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"blinding guess {self.pk} ({'answered' if self.answered_at else 'asked'})"
 
 
 # Judgements (reviews/judges/): imported here so Django registers them with the reviews app.

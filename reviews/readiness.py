@@ -256,13 +256,18 @@ def generation_finished_received(sender, *, generation_id: int, **kwargs) -> Non
 
 def review_item_progress(*, campaign: Campaign) -> dict[str, int]:
     """The items behind a campaign's stage (tasks/lifecycle.py), in one query: total, ready,
-    reviewed (its k reviews in), disputed, resolved."""
-    return ReviewItem.objects.filter(campaign=campaign).aggregate(
-        total=Count("pk"),
-        ready=Count("pk", filter=Q(ready=True)),
-        reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
-        disputed=Count("pk", filter=Q(state=ReviewItem.State.DISPUTED)),
-        resolved=Count("pk", filter=Q(state=ReviewItem.State.RESOLVED)),
+    reviewed (its k reviews in), disputed, resolved. A dropped item (reported as revealing
+    its model) is no longer the campaign's."""
+    return (
+        ReviewItem.objects.filter(campaign=campaign)
+        .exclude(state=ReviewItem.State.DROPPED)
+        .aggregate(
+            total=Count("pk"),
+            ready=Count("pk", filter=Q(ready=True)),
+            reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
+            disputed=Count("pk", filter=Q(state=ReviewItem.State.DISPUTED)),
+            resolved=Count("pk", filter=Q(state=ReviewItem.State.RESOLVED)),
+        )
     )
 
 
@@ -275,6 +280,7 @@ def review_item_states(*, campaign: Campaign) -> dict[str, int]:
         .annotate(n=Count("pk"))
         .order_by()
     )
+    counts.pop(ReviewItem.State.DROPPED, None)  # no longer the campaign's
     waiting = counts.get(ReviewItem.State.WAITING, 0)
 
     def waiting_on(status: str) -> int:

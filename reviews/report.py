@@ -36,6 +36,8 @@ from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests 
 from .stats import head_to_head
 
 SEED = 20261130
+# Items an admin dropped (reported as revealing their model) are in no figure.
+DROPPED = ReviewItem.State.DROPPED
 N_BOOT = 1000
 
 
@@ -198,6 +200,7 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
 def _items_frame(campaign: Campaign) -> pd.DataFrame:
     return _frame(
         ReviewItem.objects.filter(campaign=campaign)
+        .exclude(state=DROPPED)
         .order_by("id")
         .values_list("id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons"),
         ["id", "task", "sample", "state", "ready", "final", "dispute_reasons"],
@@ -207,6 +210,7 @@ def _items_frame(campaign: Campaign) -> pd.DataFrame:
 def _outputs_frame(campaign: Campaign) -> pd.DataFrame:
     return _frame(
         ItemOutput.objects.filter(item__campaign=campaign)
+        .exclude(item__state=DROPPED)
         .order_by("id")
         .values_list("id", "item_id", "generation_id"),
         ["id", "item", "generation"],
@@ -216,6 +220,7 @@ def _outputs_frame(campaign: Campaign) -> pd.DataFrame:
 def _reviews_frame(campaign: Campaign) -> pd.DataFrame:
     return _frame(
         Review.objects.filter(item__campaign=campaign)
+        .exclude(item__state=DROPPED)
         .order_by("id")
         .values_list(
             "id",
@@ -233,6 +238,7 @@ def _reviews_frame(campaign: Campaign) -> pd.DataFrame:
 def _scores_frame(campaign: Campaign) -> pd.DataFrame:
     scores = _frame(
         Score.objects.filter(review__item__campaign=campaign)
+        .exclude(review__item__state=DROPPED)
         .order_by("id")
         .values_list("review_id", "output_id", "dimension", "value"),
         ["review", "output", "dimension", "value"],
@@ -298,8 +304,12 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     judge_vs_panel, reviewer_vs_panel, advantage, epsilon, bias, exact, within_one, confusion,
     verdict, reason, ...}}, preference {n, agreement, position_consistency, verdict, reason,
     ...} | null}} (reviews/judges/calibration.py).
+    ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
+    bang_index {value, ci95}, reason}}}.
     """
     from tasks.served import served_models
+
+    from .blinding_probe.selectors import blinding_report
 
     report = build_report(
         campaign_frames(campaign), campaign_meta(campaign), n_boot=n_boot, seed=seed
@@ -309,6 +319,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     # {judge: progress, cost and calibration against the panel}: the judges' figures, apart
     # from the people's (docs/judges.md).
     report["judges"] = clean(campaign_judges(campaign=campaign, n_boot=n_boot, seed=seed))
+    # {"reports", "held", "probe_every", "probe": {contender: {guesses, correct, chance,
+    # bang_index {value, ci95}, reason}}}: whether blinding held (reviews.blinding_probe).
+    report["blinding"] = clean(blinding_report(campaign=campaign))
     return report
 
 

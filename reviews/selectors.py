@@ -25,6 +25,7 @@ from tasks.campaign_blinding import (
     text_shown,
     words_shown,
 )
+from tasks.identity_hold import output_shown
 from tasks.models import Campaign, Generation, Task
 
 from . import sql, transcript_shown
@@ -227,10 +228,12 @@ def _candidates_shown(
         generation = generations[output_id]
         # The API sends text only: mask, but skip the Markdown rendering. (Flagging for
         # admins happens when the output is stored: tasks/identity_hold.py.)
+        # An admin's hand masks first (tasks/identity_hold.py), then the automatic masking.
+        output = output_shown(generation)
         if html:
-            text, rendered, _ = blinding.render_output(generation.output, terms)
+            text, rendered, _ = blinding.render_output(output, terms)
         else:
-            text, rendered = blinding.mask_identity(generation.output or "", terms).text, None
+            text, rendered = blinding.mask_identity(output, terms).text, None
         candidates.append({"label": label, "text": text, "html": rendered})
     return candidates
 

@@ -12,6 +12,8 @@ from . import (
 from . import views as review_views
 from .judges import api as judge_api
 from .judges import views as judge_views
+from .identity_reports import api as report_identity_api
+from .identity_reports import views as report_identity_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
@@ -31,6 +33,7 @@ urlpatterns += [
     path("review/<slug:slug>/", review_views.review_campaign, name="review_campaign"),
     path("review/<slug:slug>/next", review_views.review_next, name="review_next"),
     path("review/<slug:slug>/mine/", review_views.review_history, name="review_history"),
+    path("review/<slug:slug>/probe/<str:token>/", review_views.review_probe, name="review_probe"),
     path("review/<slug:slug>/<str:token>/", review_views.review_page, name="review_page"),
     path(
         "review/<slug:slug>/<str:token>/correct",
@@ -69,6 +72,11 @@ api_urlpatterns += [
         "assignments/<str:token>/heartbeat",
         review_api.assignment_heartbeat,
         name="api_assignment_heartbeat",
+    ),
+    path(
+        "blinding-probes/<str:token>",
+        review_api.blinding_probe_answer,
+        name="api_blinding_probe_answer",
     ),
 ]
 
@@ -208,5 +216,52 @@ api_urlpatterns += [
         "campaigns/<slug:slug>/judges/<str:name>",
         judge_api.judge_on_campaign,
         name="api_campaign_judge",
+    ),
+]
+
+# Reports that an answer reveals its model (docs/blinding.md, "Reports").
+
+urlpatterns += [
+    path(
+        "review/<slug:slug>/<str:token>/report-identity",
+        review_views.review_report_identity,
+        name="review_report_identity",
+    ),
+    path(
+        "arbitration/t/<str:token>/report-identity",
+        arbitration_views.arbitration_report_identity_view,
+        name="arbitration_report_identity",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports/",
+        report_identity_views.campaign_identity_reports_view,
+        name="campaign_identity_reports",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports/<int:report_id>/resolve",
+        report_identity_views.identity_report_resolve_view,
+        name="campaign_identity_report_resolve",
+    ),
+]
+api_urlpatterns += [
+    path(
+        "assignments/<str:token>/report-identity",
+        report_identity_api.assignment_report_identity,
+        name="api_assignment_report_identity",
+    ),
+    path(
+        "arbitrations/<str:token>/report-identity",
+        report_identity_api.arbitration_report_identity,
+        name="api_arbitration_report_identity",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports",
+        report_identity_api.campaign_identity_reports,
+        name="api_campaign_identity_reports",
+    ),
+    path(
+        "campaigns/<slug:slug>/identity-reports/<int:report_id>/resolve",
+        report_identity_api.identity_report_resolve_api,
+        name="api_campaign_identity_report_resolve",
     ),
 ]

@@ -29,6 +29,9 @@ from tasks.models import Campaign, Task
 from tasks.rosters import roster_exclude, roster_include
 
 from . import history_selectors, selectors, services
+from .blinding_probe.selectors import pending_probe, probe_question
+from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
+from .identity_reports.services import REPORTED, NothingToReport, reviewer_report
 from .models import FLAGS, Assignment, ReviewItem
 from .rubric import Rubric
 
@@ -205,7 +208,14 @@ def _render_review(
 def _next_response(
     request: HttpRequest, campaign: Campaign, notice: dict | None = None
 ) -> HttpResponse:
-    """Claim the next item and show it (htmx: swap in place, no full reload)."""
+    """Claim the next item and show it (htmx: swap in place, no full reload); a blinding
+    probe question waiting for this reviewer comes first."""
+    probe = pending_probe(campaign=campaign, reviewer=request.user)
+    if probe is not None:
+        if notice:
+            messages.success(request, notice["text"])
+        url = reverse("review_probe", args=[campaign.slug, probe.token])
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     busy = False
     try:
         claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
@@ -378,6 +388,8 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
             entered=data,
             errors=result.errors,
         )
+    if result.code in ("saved", "saved_late"):
+        probe_after_submit(campaign=campaign, reviewer=request.user, item_id=assignment.item_id)
     level = "ok" if result.ok else "warn"
     return _next_response(request, campaign, notice={"level": level, "text": result.message})
 
@@ -455,6 +467,32 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 
 @role_required(REVIEWER)
+@require_http_methods(["GET", "POST"])
+def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """The blinding probe's question (reviews.blinding_probe): answered, the next item."""
+    campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
+    probe = pending_probe(campaign=campaign, reviewer=request.user)
+    if probe is None or probe.token != token:
+        raise Http404
+    error = ""
+    if request.method == "POST":
+        try:
+            probe_answer(token=token, reviewer=request.user, guess=request.POST.get("guess", ""))
+        except ProbeGone:
+            raise Http404 from None
+        except GuessInvalid:
+            error = "Choose one of the names."
+        else:
+            return _next_response(request, campaign, notice={"level": "ok", "text": "Thank you."})
+    context = {
+        "campaign": campaign,
+        "question": probe_question(probe=probe, campaign=campaign),
+        "error": error,
+    }
+    return render(request, "reviews/probe.html", context)
+
+
+@role_required(REVIEWER)
 @require_POST
 def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
@@ -479,6 +517,21 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     return _next_response(
         request, campaign, notice={"level": "ok" if skipped else "warn", "text": text}
     )
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    _assignment(request, slug, token)  # someone else's token stays a 404
+    try:
+        reviewer_report(token=token, reviewer=request.user, note=request.POST.get("note", ""))
+    except NothingToReport:
+        notice = {"level": "warn", "text": "This item was no longer yours to report."}
+    else:
+        notice = {"level": "ok", "text": REPORTED}
+    return _next_response(request, campaign, notice=notice)
 
 
 @role_required(REVIEWER)

@@ -11,7 +11,12 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
-from .campaign_selectors import campaign_held_outputs, campaign_list, campaign_progress
+from .campaign_selectors import (
+    campaign_held_outputs,
+    campaign_list,
+    campaign_progress,
+    held_outputs,
+)
 from .campaigns import (
     CONTENDER_KEYS,
     ENV_RE,
@@ -20,6 +25,7 @@ from .campaigns import (
     LEVELS,
     MAX_PRICE,
     MAX_WEIGHT,
+    PROBE_EVERY_MAX,
     SCALE_LIMIT,
     SLUG_RE,
     DefinitionError,
@@ -34,7 +40,13 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
-from .identity_hold import IdentityNotHeld, generation_identity_approve
+from .identity_hold import (
+    IdentityNotHeld,
+    MaskInvalid,
+    generation_identity_approve,
+    generations_identity_approve,
+    mask_spans_checked,
+)
 from .models import Campaign, Generation, Mode, Provider
 from .outputs_export import export_filename, outputs_jsonl
 from .prices import definition_prices, from_data
@@ -95,6 +107,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "show_reasoning": campaign.show_reasoning,
         "flags_dispute": campaign.flags_dispute,
         "hold_identity_leaks": campaign.hold_identity_leaks,
+        "blinding_probe": campaign.blinding_probe,
         "instructions": campaign.instructions,
         **rosters_json(campaign),
         "created_at": campaign.created_at.isoformat(),
@@ -265,6 +278,14 @@ DEFINITION_SCHEMA = {
         "show_reference": {"type": "boolean"},
         "show_reasoning": {"type": "boolean"},
         "flags_dispute": {"type": "boolean"},
+        "blinding_probe": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "required": ["every"],
+            "properties": {"every": {**_INTEGER, "minimum": 1, "maximum": PROBE_EVERY_MAX}},
+            "description": "after every N items a reviewer is asked which contender wrote one "
+            "answer of that item (null or absent: never)",
+        },
         "hold_identity_leaks": {
             "type": "boolean",
             "default": True,
@@ -570,11 +591,89 @@ def campaign_output_approve_identity(
 @api_endpoint(
     ADMIN,
     LEAD,
-    summary="The outputs held because they name a model or vendor, waiting for an admin to "
-    "approve their masked view: id (for approve-identity), task, contender, sample, what was "
-    "found and why, and the text reviewers will get.",
+    summary="The outputs reviewers will be shown that are held, waiting for an admin to "
+    "approve their masked view: id, task, contender, sample, reasons "
+    '[{"text", "reason", "start", "end"}] (offsets in the output as stored; past its end: in '
+    "its transcript), masks (spans an admin masked by hand, with who and when) and the text "
+    "reviewers will get.",
     responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
 )
 def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
-    return JsonResponse({"outputs": campaign_held_outputs(campaign=campaign)})
+    rows = campaign_held_outputs(campaign=campaign)
+    return JsonResponse(
+        {"outputs": [{k: v for k, v in row.items() if k != "parts"} for row in rows]}
+    )
+
+
+HELD_APPROVE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+        "all": {"type": "boolean", "description": "approve every held output of the campaign"},
+        "mask": {
+            "type": "array",
+            "items": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+            "description": "with exactly one id: [start, end] spans of its output (offsets "
+            "in characters) masked for reviewers before it is approved",
+        },
+    },
+}
+
+
+@api_endpoint(
+    ADMIN,
+    methods=("POST",),
+    summary='Approve held outputs in bulk: {"ids": [...]} or {"all": true}. With one id, '
+    '{"mask": [[start, end], ...]} masks those spans of its output for reviewers first '
+    "(recorded with who and when). Their review items open once their other outputs are ready.",
+    body={"application/json": {"schema": HELD_APPROVE_SCHEMA}},
+    responses={
+        "200": '{"approved": [ids], "items_opened": n}',
+        "400": "neither ids nor all, both, a mask with more than one id, or a span that does "
+        "not fit the output",
+        "404": "no such campaign, or an id that is not a held output of it",
+        "409": "the output to mask is not held (approved meanwhile)",
+    },
+)
+def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonResponse:
+    campaign = _admin_campaign(request, slug)
+    body = json_body(request)
+    ids, everything, mask = body.get("ids"), body.get("all"), body.get("mask")
+    unknown = sorted(set(body) - {"ids", "all", "mask"})
+    if unknown:
+        raise ApiError(f"unknown keys: {', '.join(unknown)}")
+    if (ids is None) == (everything is not True):
+        raise ApiError('give either "ids": [...] or "all": true')
+    if ids is not None and (
+        not isinstance(ids, list)
+        or not ids
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
+        raise ApiError("ids: must be a non-empty list of output ids")
+    if mask is not None:
+        return _approve_masked(request, campaign, ids or [], mask)
+    if ids is not None:
+        held = set(held_outputs(campaign).filter(pk__in=ids).values_list("pk", flat=True))
+        missing = [i for i in ids if i not in held]
+        if missing:
+            raise ApiError(
+                f"not held outputs of this campaign: {', '.join(map(str, missing))}", status=404
+            )
+    return JsonResponse(generations_identity_approve(campaign=campaign, ids=ids, user=request.user))
+
+
+def _approve_masked(request: HttpRequest, campaign: Campaign, ids: list, mask) -> JsonResponse:
+    """One output's approve with hand-masked spans."""
+    if len(ids) != 1:
+        raise ApiError('mask: give exactly one output in "ids"')
+    generation = found_or_404(held_outputs(campaign), "held output", pk=ids[0])
+    try:
+        spans = mask_spans_checked(mask, generation.output or "")
+        opened = generation_identity_approve(generation=generation, user=request.user, mask=spans)
+    except MaskInvalid as exc:
+        raise ApiError("nothing approved", errors=exc.errors) from None
+    except IdentityNotHeld as exc:
+        raise ApiError(str(exc), status=409) from None
+    return JsonResponse({"approved": [generation.pk], "items_opened": opened})

@@ -133,16 +133,28 @@ def blinding_warnings(
     return warnings
 
 
-def category_warnings(testset: TestSet, terms: tuple[str, ...]) -> list[str]:
-    """One warning for the test set's categories that name a model or a vendor: reviewers and
-    arbiters see them masked (the leads' dashboards and exports as written)."""
-    categories = testset.tasks.order_by("category").values_list("category", flat=True).distinct()
-    named = [c for c in categories if quoted_identity_words(c, terms)]
-    if not named:
-        return []
-    one = len(named) == 1
+REFUSED = (
+    "names a model, a vendor or a redacted term ({words}); reviewers read it, so it would "
+    "tell them who wrote the answers: choose a neutral wording"
+)
+
+
+def blinding_refusals(texts: dict[str, str], *, terms: tuple[str, ...]) -> list[str]:
+    """One error per text reviewers read (a campaign's name, rubric, instructions, keyed by
+    where it is) that names a contender, a model or a vendor, with the words found."""
     return [
-        f"testset: {'a category' if one else f'{len(named)} categories'} of {testset} "
-        f"name{'s' if one else ''} a model, a vendor or a redacted term ({', '.join(named)}); "
-        f"reviewers and arbiters see {blinding.MASK} in {'its' if one else 'their'} place"
+        f"{where}: " + REFUSED.format(words=named)
+        for where, text in texts.items()
+        if text and (named := quoted_identity_words(text, terms))
+    ]
+
+
+def category_refusals(testset: TestSet, terms: tuple[str, ...]) -> list[str]:
+    """One error per category of the test set that names a model or a vendor: reviewers and
+    arbiters read the category above every task."""
+    categories = testset.tasks.order_by("category").values_list("category", flat=True).distinct()
+    return [
+        f"testset: category {category!r} of {testset} " + REFUSED.format(words=named)
+        for category in categories
+        if (named := quoted_identity_words(category, terms))
     ]

@@ -19,6 +19,7 @@ from evalsite.uploads import strict_yaml, yaml_problem
 from . import rubric_builder
 from .campaigns import (
     INSTRUCTIONS_MAX_CHARS,
+    PROBE_EVERY_MAX,
     DefinitionError,
     campaign_definition_validate,
     contender_validate,
@@ -383,6 +384,14 @@ class CampaignForm(LabelledForm):
         help_text="an output that names a model or vendor keeps its items from reviewers until "
         "an admin approves its masked view (otherwise it is offered masked at once)",
     )
+    probe_every = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=PROBE_EVERY_MAX,
+        label="Blinding probe: ask after every N items",
+        help_text="after every N items a reviewer is asked which contender wrote one answer "
+        "of that item, to measure whether reviewers can tell (empty: never asked)",
+    )
     # Rosters (tasks/rosters.py): a new campaign starts with nobody on them.
     reviewers_all = _roster_all(REVIEWER)
     reviewers = _roster_people(REVIEWER)
@@ -445,6 +454,7 @@ class CampaignForm(LabelledForm):
             "instructions": d.get("instructions"),
             **roster_definition(d),
             "score_turns": _score_turns_definition(d),
+            "blinding_probe": {"every": d["probe_every"]} if d.get("probe_every") else None,
         }
 
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from . import blinding, review_side
 from .campaign_blinding import campaign_identity_terms
+from .identity_hold import output_shown
 from .models import Campaign, Contender, Generation
 
 S = Generation.Status
@@ -241,35 +242,87 @@ def finding_rows(findings: list[dict] | None) -> list[dict]:
     return [{"text": text, "reason": reason} for text, reason in rows]
 
 
-def campaign_held_outputs(*, campaign: Campaign) -> list[dict]:
-    """The outputs waiting for an admin to approve their masked view (admins and leads: the
-    contender is named), each with what was found and the text reviewers will get."""
-    terms = campaign_identity_terms(campaign)
-    rows = (
-        Generation.objects.filter(campaign=campaign, identity_held=True)
-        .order_by("task__position", "contender__name", "sample_index")
-        .values("pk", "task__external_id", "contender__name", "sample_index", "output")
-    )
-    return [
-        {
-            "id": row["pk"],
-            "task_id": row["task__external_id"],
-            "contender": row["contender__name"],
-            "sample": row["sample_index"],
-            "findings": finding_rows(
-                [{"text": f.text, "reason": f.reason} for f in masked.findings]
-            ),
-            "masked": masked.text,
-        }
-        for row in rows
-        for masked in [blinding.mask_identity(row["output"], terms)]
+def held_outputs(campaign: Campaign):
+    """The campaign's outputs waiting for an admin, reviewers' ones only (a hold never waits
+    on a sample no review item shows), in task order."""
+    return Generation.objects.filter(
+        campaign=campaign,
+        status=S.DONE,
+        identity_held=True,
+        single_turn=False,
+        sample_index__lt=campaign.reviewed_samples,
+    ).order_by("task__position", "contender__name", "sample_index")
+
+
+def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict]) -> list[dict]:
+    """The masked view of `text` as parts {"text", "reason", "masked"}: what the masking
+    (`found`, current findings) and the admin's hand `masks` hide shows as the mask, and a
+    stored hold reason left readable (the text is suspect, not certain) shows as written, each
+    with its reason; the rest as written, with no reason. Reasons past the end of `text` (in
+    a transcript) are not parts."""
+    spans = [(f.start, f.end, f.reason, True) for f in found]
+    spans += [(m["start"], m["end"], "masked by hand", True) for m in masks or []]
+    spans += [
+        (r["start"], r["end"], r.get("reason", ""), False)
+        for r in reasons or []
+        if isinstance(r.get("start"), int)
+        and isinstance(r.get("end"), int)
+        and r["end"] <= len(text)
     ]
+    # Masked spans first at a tie, so a reason that the mask covers shows masked.
+    spans.sort(key=lambda s: (s[0], not s[3], -s[1]))
+    parts, last = [], 0
+    for start, end, reason, masked in spans:
+        if start < last or end <= start:
+            continue  # overlaps a part already taken
+        if start > last:
+            parts.append({"text": text[last:start], "reason": "", "masked": False})
+        shown = blinding.MASK if masked else text[start:end]
+        parts.append({"text": shown, "reason": reason or "held", "masked": masked})
+        last = end
+    if last < len(text):
+        parts.append({"text": text[last:], "reason": "", "masked": False})
+    return parts
+
+
+def _held_row(gen: Generation, terms) -> dict:
+    found = blinding.mask_identity(gen.output, terms).findings
+    reasons = [
+        {k: r.get(k) for k in ("text", "reason", "start", "end")}
+        for r in gen.identity_findings or []
+    ]
+    return {
+        "id": gen.pk,
+        "task_id": gen.task.external_id,
+        "contender": gen.contender.name,
+        "sample": gen.sample_index,
+        "reasons": reasons,
+        "findings": finding_rows(reasons),
+        "masks": gen.identity_masks or [],
+        "masked": blinding.mask_identity(output_shown(gen), terms).text,
+        "parts": highlighted_parts(
+            gen.output, reasons=reasons, found=found, masks=gen.identity_masks
+        ),
+    }
+
+
+def campaign_held_outputs(*, campaign: Campaign, ids=None) -> list[dict]:
+    """The outputs waiting for an admin to approve their masked view (admins and leads: the
+    contender is named), each with its hold reasons ({"text", "reason", "start", "end"}, as
+    stored when it was found), the admin's hand masks, the text reviewers will get and that
+    masked view as highlighted parts (`highlighted_parts`)."""
+    terms = campaign_identity_terms(campaign)
+    rows = held_outputs(campaign).select_related("task", "contender")
+    if ids is not None:  # one page of them
+        rows = rows.filter(pk__in=ids)
+    return [_held_row(gen, terms) for gen in rows]
 
 
 def identity_review(*, campaign: Campaign, pk: int) -> dict:
     """One self-identifying output as its approval page shows it: the original text in plain
     and matched parts (each with its reason), and the masked view exactly as reviewers get it
-    (found again with the campaign's current words, so both sides agree)."""
+    (found again with the campaign's current words, so both sides agree), the admin's hand
+    masks applied."""
     gen = get_object_or_404(
         Generation.objects.select_related("task", "contender", "identity_approved_by"),
         campaign=campaign,
@@ -279,7 +332,7 @@ def identity_review(*, campaign: Campaign, pk: int) -> dict:
     )
     terms = campaign_identity_terms(campaign)
     findings = blinding.mask_identity(gen.output, terms).findings
-    _, masked_html, _ = blinding.render_output(gen.output, terms)
+    _, masked_html, _ = blinding.render_output(output_shown(gen), terms)
     parts, last = [], 0
     for f in findings:
         if f.start > last:
@@ -291,6 +344,7 @@ def identity_review(*, campaign: Campaign, pk: int) -> dict:
         "generation": gen,
         "parts": [p for p in parts if p["text"]],
         "findings": finding_rows([{"text": f.text, "reason": f.reason} for f in findings]),
+        "reasons": finding_rows(gen.identity_findings),
         "masked_html": masked_html,
     }
 
@@ -300,7 +354,7 @@ def campaign_items_summary(*, campaign: Campaign) -> dict:
     name a model, kept from reviewers until an admin approves them."""
     return {
         **review_side.review_item_states(campaign=campaign),
-        "held_outputs": Generation.objects.filter(campaign=campaign, identity_held=True).count(),
+        "held_outputs": held_outputs(campaign).count(),
     }
 
 

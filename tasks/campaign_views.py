@@ -14,7 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 
-from . import rubric_builder
+from . import review_side, rubric_builder
 from .blinding import render_markdown
 from .campaign_blinding import campaign_identity_terms, instructions_shown
 from .campaign_forms import (
@@ -199,6 +199,8 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
             campaign.status == Campaign.Status.GENERATING and progress["totals"]["recent_done"] > 0
         ),
         "items": campaign_items_summary(campaign=campaign),
+        # Identity reports and, where the campaign asks it, whether reviewers could tell.
+        "blinding": review_side.blinding_summary(campaign=campaign),
         # Provider error text: admins only. Check results: admins and leads.
         "failures": campaign_failures(campaign=campaign) if is_admin else [],
         "failure_summary": campaign_failure_summary(campaign=campaign) if is_admin else [],

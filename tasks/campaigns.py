@@ -17,9 +17,10 @@ from django.db import IntegrityError, transaction
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
 
 from .campaign_blinding import (
+    blinding_refusals,
     blinding_terms,
     blinding_warnings,
-    category_warnings,
+    category_refusals,
     quoted_identity_words,
 )
 from .campaign_thresholds import read_pass_threshold
@@ -56,7 +57,10 @@ CAMPAIGN_KEYS = {
     "instructions",
     *ROSTER_KEYS,
     "score_turns",
+    "blinding_probe",
 }
+# The blinding probe's interval: at most one question per this many items reviewed.
+PROBE_EVERY_MAX = 1000
 INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
     "name",
@@ -129,6 +133,11 @@ SCALE_LIMIT = 1000
 MAX_SCALE_STEPS = 100
 MAX_PRICE = 999_999
 MAX_WEIGHT = 1000
+# Sane bounds of what a reviewer's page carries: a rubric past them is a mistake (a pasted
+# file), and each dimension is drawn, masked and checked on every review page.
+MAX_DIMENSIONS = 50
+ANCHOR_MAX_CHARS = 2000
+MAX_REDACT_WORDS = 1000
 
 
 def _dimension(raw, index: int, r: DefinitionReader) -> dict | None:
@@ -163,6 +172,12 @@ def _dimension(raw, index: int, r: DefinitionReader) -> dict | None:
             if not isinstance(text, str):
                 r.errors.append(f"{where}anchors.{point}: must be a string")
                 continue
+            if len(text) > ANCHOR_MAX_CHARS:
+                r.errors.append(
+                    f"{where}anchors.{point}: at most {ANCHOR_MAX_CHARS:,} characters "
+                    f"(this one has {len(text):,})"
+                )
+                continue
             anchors[str(number)] = text
     level = raw.get("level", "ordinal")
     if level not in LEVELS:
@@ -192,6 +207,8 @@ def rubric_validate(raw) -> tuple[list[dict], list[str]]:
     errors: list[str] = []
     if not isinstance(raw, list):
         return [], ["rubric: must be a list of dimensions"]
+    if len(raw) > MAX_DIMENSIONS:
+        return [], [f"rubric: at most {MAX_DIMENSIONS} dimensions (this one has {len(raw)})"]
     r = DefinitionReader(errors)
     rubric = [dim for i, item in enumerate(raw) if (dim := _dimension(item, i, r)) is not None]
     keys = [d["key"] for d in rubric]
@@ -316,7 +333,6 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         contenders=contenders,
         testset=testset,
         errors=errors,
-        warnings=warnings,
     )
     rosters = rosters_read(data, errors, warnings)
     score_turns = score_turns_read(
@@ -431,7 +447,7 @@ def _mode_and_rubric_read(
         errors.append(f"mode: one of {', '.join(Mode.values)}")
     rubric, rubric_errors = rubric_validate(data.get("rubric") or [])
     errors += rubric_errors
-    if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric:
+    if mode in (Mode.RUBRIC, Mode.BOTH) and not rubric and not rubric_errors:
         errors.append(f"rubric: mode '{mode}' needs at least one dimension")
     if mode == Mode.PAIRWISE and rubric:
         warnings.append(
@@ -472,6 +488,9 @@ def _redact_read(data: dict, errors: list[str]) -> list:
     if not isinstance(redact, list) or not all(isinstance(w, str) and w.strip() for w in redact):
         errors.append("redact: must be a list of words")
         return []
+    if len(redact) > MAX_REDACT_WORDS:
+        errors.append(f"redact: at most {MAX_REDACT_WORDS:,} words (this list has {len(redact):,})")
+        return []
     return redact
 
 
@@ -485,36 +504,30 @@ def _blinding_check(
     contenders: list[dict],
     testset: TestSet | None,
     errors: list[str],
-    warnings: list[str],
 ) -> None:
-    """What reviewers read that could name a contender: refused in the slug, warned elsewhere."""
-    rubric_text = "\n".join(
-        str(part)
-        for d in rubric
-        for part in (d.get("label"), d.get("description"), *d.get("anchors", {}).values())
-        if part
-    )
+    """What reviewers read that could name a contender is refused, with the words found: the
+    slug (in every reviewer's URL), the name (every page's title and heading), the rubric's
+    keys, labels, descriptions and anchors, the instructions and the test set's categories.
+    Masking would hide most of them, but a masked heading or question tells as much as the
+    name (a campaign "[redacted] vs the rest"), and keys and names are shown as written."""
     terms = blinding_terms(redact=redact, contenders=contenders)
     if slug and (named := quoted_identity_words(slug, terms)):
-        # Refused, not warned: the slug is in every reviewer's URL (page, form actions, API),
-        # where nothing can mask it.
+        # The slug is in every reviewer's URL (page, form actions, API), where nothing can
+        # mask it.
         errors.append(
             f"slug: names a model, a vendor or a redacted term ({named}); it is in every "
             "reviewer's URL, where it cannot be masked: choose a neutral slug"
         )
-    warnings += blinding_warnings(
-        {
-            "name": name,
-            "rubric": rubric_text,
-            "rubric keys": " ".join(d["key"] for d in rubric if d.get("key")),
-            "instructions": instructions,
-        },
-        redact=redact,
-        contenders=contenders,
-        terms=terms,
-    )
+    texts = {"name": name, "instructions": instructions}
+    for i, d in enumerate(rubric):
+        texts[f"rubric[{i}].key"] = d.get("key") or ""
+        texts[f"rubric[{i}].label"] = d.get("label") or ""
+        texts[f"rubric[{i}].description"] = d.get("description") or ""
+        for point, text in (d.get("anchors") or {}).items():
+            texts[f"rubric[{i}].anchors.{point}"] = text
+    errors += blinding_refusals(texts, terms=terms)
     if testset is not None:
-        warnings += category_warnings(testset, terms)
+        errors += category_refusals(testset, terms)
 
 
 def _settings_read(data: dict, r: DefinitionReader, weights: dict, errors: list[str]) -> dict:
@@ -526,7 +539,23 @@ def _settings_read(data: dict, r: DefinitionReader, weights: dict, errors: list[
         "show_reasoning": r.boolean(data, "show_reasoning", "", False),
         "flags_dispute": r.boolean(data, "flags_dispute", "", False),
         "hold_identity_leaks": r.boolean(data, "hold_identity_leaks", "", True),
+        "blinding_probe": _probe_read(data, r),
     }
+
+
+def _probe_read(data: dict, r: DefinitionReader) -> dict | None:
+    """`"blinding_probe": {"every": N}` (absent or null: off)."""
+    probe = data.get("blinding_probe")
+    if probe is None:
+        return None
+    if not isinstance(probe, dict):
+        r.errors.append('blinding_probe: must be {"every": N} or null')
+        return None
+    r.unknown(probe, {"every"}, "blinding_probe.")
+    every = r.integer(probe, "every", "blinding_probe.", lo=1, hi=PROBE_EVERY_MAX)
+    if probe.get("every") is None:
+        r.errors.append("blinding_probe.every: required (ask after every N items)")
+    return {"every": every} if isinstance(every, int) else None
 
 
 def _slug_taken(slug: str) -> str:

@@ -492,11 +492,10 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
     if isinstance(result, providers.ProviderResult):  # one call, not yet priced
         result = single_result(gen.contender, result)
     graded = graded_fields(
-        task=gen.task,
+        generation=gen,
         campaign=gen.campaign,
         output=result.text,
         transcript=getattr(result, "transcript", []),
-        single_turn=gen.single_turn,
         reasoning=result.reasoning,
     )
     stored = _update_claimed(

@@ -6,23 +6,24 @@ from __future__ import annotations
 
 from .checks import normalize, run_checks, turn_checks_run
 from .conversation import transcript_text
-from .identity_hold import identity_fields
-from .models import Campaign, Task
+from .identity_hold import identity_fields, shown_to_reviewers
+from .models import Campaign, Generation
 
 
 def graded_fields(
     *,
-    task: Task,
+    generation: Generation,
     campaign: Campaign,
     output: str,
     transcript: list,
-    single_turn: bool,
     reasoning: str = "",
 ) -> dict:
-    """What is stored beside an answer (generated or imported): its transcript with each
-    turn's checks, the task's checks (on the answer, and tool_calls on the transcript), and
-    the identity findings over everything the transcript shows, tool arguments and results
-    included (and the reasoning, where the campaign shows it)."""
+    """What is stored beside an answer (generated or imported) for the row `generation`: its
+    transcript with each turn's checks, the task's checks (on the answer, and tool_calls on
+    the transcript), and the identity findings over everything the transcript shows, tool
+    arguments and results included, and the reasoning where the campaign shows it (held only
+    if reviewers will be shown the row)."""
+    task, single_turn = generation.task, generation.single_turn
     # The reference is read (a deferred column on the hot path) only when a check uses it.
     specs = [normalize(task.checks), *(normalize(c) for c in (task.turn_checks or {}).values())]
     reference = task.reference if any("reference" in spec for spec in specs) else None
@@ -40,5 +41,11 @@ def graded_fields(
         "check_results": check_results,
         "checks_passed": checks_passed,
         # What masking hides, and whether the items wait for an admin (identity_hold).
-        **identity_fields(text=shown, campaign=campaign),
+        **identity_fields(
+            text=shown,
+            campaign=campaign,
+            reviewed=shown_to_reviewers(
+                campaign=campaign, sample_index=generation.sample_index, single_turn=single_turn
+            ),
+        ),
     }

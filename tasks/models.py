@@ -227,6 +227,9 @@ class Campaign(models.Model):
         help_text="an output that names a model waits for an admin to approve its masked view "
         "before its items are offered to reviewers",
     )
+    # {"every": N}: after every Nth item a reviewer is asked which contender wrote one answer
+    # of it (reviews.blinding_probe); null: never asked.
+    blinding_probe = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.BLIND)
     created_by = models.ForeignKey(
@@ -357,6 +360,9 @@ class Generation(models.Model):
         related_name="+",
     )
     identity_approved_at = models.DateTimeField(null=True, blank=True)
+    # Spans of the output an admin masked by hand before approving it, with who and when:
+    # [{"start", "end", "text", "by", "at"}] (tasks.identity_hold.output_shown applies them).
+    identity_masks = models.JSONField(default=list, blank=True)
     # Per turn, each model call's text, tool calls and results, latency and tokens
     # (docs/tools.md, "Transcripts"); empty for a single call without tools.
     transcript = models.JSONField(default=list, blank=True)

@@ -13,11 +13,12 @@ import secrets
 
 from django.db import transaction
 
-from .campaigns import DefinitionError, campaign_create
+from . import blinding
+from .campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
 from .generation import outputs_import
 from .intake import testset_checksum
 from .intake_conversation import conversation_values
-from .models import Campaign, Generation, MonitorRun, Task, TestSet
+from .models import Campaign, Contender, Generation, MonitorRun, Task, TestSet
 from .monitors import MonitorError
 
 RUBRIC = [
@@ -34,10 +35,8 @@ def review_blind_create(*, run: MonitorRun, contender: str, user=None) -> Campai
     baseline = run.monitor.runs.get(number=run.baseline_number)
     task_ids = [r["task_id"] for r in entry["regressions"]]
     testset = _regressions_testset(run=run, task_ids=task_ids, user=user)
-    a_name = f"{run.monitor.slug}#{baseline.number} {contender}"[:100]
-    b_name = f"{run.monitor.slug}#{run.number} {contender}"[:100]
-    campaign = _blind_campaign(
-        run=run, baseline=baseline, testset=testset, names=(a_name, b_name), user=user
+    campaign, (a_name, b_name) = _blind_campaign(
+        run=run, baseline=baseline, testset=testset, contender=contender, user=user
     )
     for name_, source_run in ((a_name, baseline), (b_name, run)):
         outputs = Generation.objects.filter(
@@ -81,11 +80,35 @@ def _regressions_testset(*, run: MonitorRun, task_ids: list[str], user) -> TestS
     return testset
 
 
+def monitored_identity_words(*, runs: list[MonitorRun], contender: str) -> list[str]:
+    """What would name the monitored contender in its own answers: its name, model id,
+    version label and endpoint host (with their aliases), and the model ids its endpoint
+    answered with in these runs. The blind campaign's contenders are imported copies that
+    know none of it, so these are its redaction words."""
+    spec = (
+        Contender.objects.filter(name=contender)
+        .values("name", "model", "version_label", "base_url")
+        .first()
+    ) or {"name": contender}
+    served = (
+        Generation.objects.filter(
+            campaign_id__in=[r.campaign_id for r in runs], contender__name=contender
+        )
+        .exclude(served_model="")
+        .values_list("served_model", flat=True)
+        .distinct()
+    )
+    specs = [spec, *({"model": model} for model in served)]
+    return sorted(blinding.identity_terms(contenders=specs))[:MAX_REDACT_WORDS]
+
+
 def _blind_campaign(
-    *, run: MonitorRun, baseline: MonitorRun, testset: TestSet, names: tuple[str, str], user
-) -> Campaign:
-    """The campaign over the copied tasks, with the two runs as imported contenders `names`."""
-    a_name, b_name = names
+    *, run: MonitorRun, baseline: MonitorRun, testset: TestSet, contender: str, user
+) -> tuple[Campaign, tuple[str, str]]:
+    """The campaign over the copied tasks, with the two runs as imported contenders; returns
+    it and their two names. The monitored contender's own names and model ids are masked."""
+    a_name = f"{run.monitor.slug}#{baseline.number} {contender}"[:100]
+    b_name = f"{run.monitor.slug}#{run.number} {contender}"[:100]
     # Neither slug nor name carries the contender: both reach reviewers, unmasked.
     slug = f"{run.monitor.slug}-{run.number}-blind-{secrets.token_hex(3)}"[:100]
     try:
@@ -101,10 +124,11 @@ def _blind_campaign(
                 "samples_per_task": 1,
                 "mode": "both",
                 "rubric": RUBRIC,
+                "redact": monitored_identity_words(runs=[baseline, run], contender=contender),
             },
             user=user,
         )
     except DefinitionError as exc:
         # The monitor's own slug or name names a model (both reach reviewers).
         raise MonitorError("; ".join(exc.errors)) from None
-    return campaign
+    return campaign, (a_name, b_name)

@@ -32,6 +32,7 @@ def register(
     review_item_states: Callable[..., dict[str, int]],
     roster_changed: Callable[..., int],
     answers_preview_html: Callable[..., str],
+    blinding_summary: Callable[..., dict],
 ) -> None:
     """Fill the port: called once, by reviews' AppConfig.ready()."""
     _registered.update(
@@ -41,6 +42,7 @@ def register(
         review_item_states=review_item_states,
         roster_changed=roster_changed,
         answers_preview_html=answers_preview_html,
+        blinding_summary=blinding_summary,
     )
 
 
@@ -97,3 +99,10 @@ def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: 
     """The review page's answer grid, blank, for an unsaved `campaign` (its rubric and mode)
     and one output per label, its texts masked with `terms`, for a task of one reply."""
     return _side("answers_preview_html")(campaign=campaign, terms=terms, labels=labels)
+
+
+def blinding_summary(*, campaign: Campaign) -> dict:
+    """What the campaign page says of its blinding: {"reports" (every identity report),
+    "open" (waiting for an admin), "dropped" (items dropped), "probe": the blinding probe's
+    verdict in plain words, or None when the campaign asks no probe}."""
+    return _side("blinding_summary")(campaign=campaign)

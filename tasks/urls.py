@@ -3,6 +3,7 @@ from django.urls import path
 from . import (
     campaign_api,
     campaign_views,
+    identity_views,
     image_views,
     monitor_api,
     monitor_views,
@@ -111,6 +112,17 @@ urlpatterns += [
         campaign_views.campaign_outputs_view,
         name="campaign_outputs",
     ),
+    path("campaigns/<slug:slug>/held/", identity_views.campaign_held, name="campaign_held"),
+    path(
+        "campaigns/<slug:slug>/held/approve",
+        identity_views.campaign_held_approve,
+        name="campaign_held_approve",
+    ),
+    path(
+        "campaigns/<slug:slug>/held/<int:output_id>/mask",
+        identity_views.campaign_held_mask,
+        name="campaign_held_mask",
+    ),
     path(
         "campaigns/<slug:slug>/generations/<int:output_id>/identity",
         campaign_views.campaign_output_identity,
@@ -143,6 +155,11 @@ api_urlpatterns += [
         "campaigns/<slug:slug>/held-outputs",
         campaign_api.campaign_held_outputs_view,
         name="api_campaign_held_outputs",
+    ),
+    path(
+        "campaigns/<slug:slug>/held-outputs/approve",
+        campaign_api.campaign_held_outputs_approve,
+        name="api_campaign_held_outputs_approve",
     ),
     path(
         "campaigns/<slug:slug>/outputs/<int:output_id>/approve-identity",

@@ -187,3 +187,21 @@ def leases_release(*, reviewer: AbstractBaseUser, campaign: Campaign | None = No
         )
         decrement_live(Counter(item_id for _, item_id in rows))
     return len(rows)
+
+
+def item_leases_release(*, item_id: int) -> int:
+    """Every open lease on one item back (an item reported as revealing its model leaves
+    every queue at once): assignment rows locked first, then the item's count, the lock order
+    above. Returns how many."""
+    with transaction.atomic():
+        rows = list(
+            Assignment.objects.filter(item_id=item_id)
+            .active()
+            .select_for_update(of=("self",), no_key=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        if rows:
+            Assignment.objects.filter(pk__in=rows).update(state=Assignment.State.RELEASED)
+            decrement_live(Counter({item_id: len(rows)}))
+    return len(rows)

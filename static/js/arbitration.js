@@ -95,6 +95,16 @@
       }
       return;
     }
+    if (key === "r" && event.key === "r") {
+      // "This answer reveals the model": open the report, the cursor in its note (Enter sends).
+      const report = document.querySelector("#workspace details.report-identity");
+      if (report) {
+        event.preventDefault();
+        report.open = true;
+        report.querySelector("[data-report-note]")?.focus();
+      }
+      return;
+    }
     if (key === "m") {
       // "More" on the focused output, else the first clipped one.
       const active = document.activeElement;

@@ -245,6 +245,14 @@
         skip.open = true;
         skip.querySelector("[data-skip-reason]")?.focus();
       }
+    } else if (key === "r") {
+      // "This answer reveals the model": open the report, the cursor in its note (Enter sends).
+      event.preventDefault();
+      const report = review().querySelector("details.report-identity");
+      if (report) {
+        report.open = true;
+        report.querySelector("[data-report-note]")?.focus();
+      }
     } else if (key === "Escape") {
       // Back to the grid from a flag (`f`), an output or a summary, as from the comment.
       focusCell(row, col);

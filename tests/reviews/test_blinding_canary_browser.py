@@ -502,3 +502,87 @@ def test_the_canary_reads_every_identity_in_the_corpus_as_written():
         if left := {blinding.skeleton(i) for i in c["identities"]} - found:
             missed.append((c["id"], sorted(left)))
     assert not missed
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(600)
+@pytest.mark.django_db(transaction=True)
+def test_the_report_key_and_the_probe_question_show_no_identity(browser_page, live_server):
+    """The key that reports a leak (r, a note, Enter) takes the item away and shows the next
+    with nothing readable; the blinding probe's question names the contenders only in its
+    choices, never beside a label, and its answer text is masked; the report's `blinding` key
+    counts both."""
+    from reviews.models import BlindingGuess, IdentityReport
+    from reviews.report import campaign_report
+
+    page, leaks = browser_page, Leaks()
+    responses: list = []
+    page.on("response", lambda r: responses.append(r))
+    campaign = campaign_with_leaks(MASK_CASES)
+    campaign.blinding_probe = {"every": 1}
+    campaign.save(update_fields=["blinding_probe"])
+    fill_items(campaign)
+    reviewer = UserFactory(username="canary-probe-1", roles=["reviewer"])
+    names = sorted(c["name"] for c in CORPUS_CONTENDERS)
+
+    browser_login(page, reviewer.username, PASSWORD)
+    page.goto(f"/review/{SLUG}/")
+    page.click("button:has-text('Start reviewing')")
+    page.wait_for_selector("#review-form")
+    reported = page.get_attribute("#review-form", "data-draft").removeprefix("review:")
+    # The report key: r opens it with the cursor in the note, Enter sends it.
+    page.locator("#review-form").click(position={"x": 2, "y": 2})
+    page.keyboard.press("Escape")
+    page.keyboard.press("r")
+    page.wait_for_selector("details.report-identity[open] [data-report-note]:focus")
+    page.keyboard.type("the second answer says who made it")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "t => document.querySelector('#review-form')?.dataset.draft !== 'review:' + t",
+        arg=reported,
+    )
+    check_page(page, leaks, "review page after a report", responses)
+    report = IdentityReport.objects.get()
+    assert report.note == "the second answer says who made it" and report.role == "reviewer"
+    assert not ReviewItem.objects.get(pk=report.item_id).ready
+
+    # A review, then the question (every item here): the contenders' names in its choices only.
+    mark_answers(page, score="4", preference="tie")
+    page.click("#review-form [data-submit]")
+    page.wait_for_selector("[data-probe]")
+    labels = [t.strip() for t in page.locator("[data-probe] fieldset label").all_inner_texts()]
+    assert labels == names
+    answer = page.inner_text("[data-probe-answer]")
+    assert answer.strip() and not readable(answer)
+    page.evaluate("document.querySelector('[data-probe] fieldset').remove()")
+    check_page(page, leaks, "blinding probe question (its choices aside)", responses)
+    page.reload()
+    page.check(f"[data-probe] input[value='{names[1]}']")
+    page.click("[data-probe] button[type=submit]")
+    page.wait_for_selector("#review-form")
+    check_page(page, leaks, "review page after the question", responses)
+    guess = BlindingGuess.objects.get()
+    assert guess.guessed.name == names[1] and guess.answered_at is not None
+
+    # The API: the submit's answer carries the question; nothing but its choices names anyone.
+    api = Api(live_server.url, UserFactory(username="canary-probe-2", roles=["reviewer"]))
+    status, body, _ = api.post(f"/api/v1/campaigns/{SLUG}/next")
+    assert status == 200
+    labels_ = [c["label"] for c in body["candidates"]]
+    answer_body = {
+        "scores": {label: {d["key"]: 3 for d in body["rubric"]} for label in labels_},
+        "preference": "tie",
+    }
+    status, result, headers = api.post(body["submit_url"], answer_body)
+    assert status == 201 and result["blinding_probe"]["choices"] == names
+    question = {k: v for k, v in result["blinding_probe"].items() if k != "choices"}
+    check_api(leaks, "reviewer API submit with the probe question", status, question, headers)
+    status, _, _ = api.post(result["blinding_probe"]["answer_url"], {"guess": names[0]})
+    assert status == 200
+
+    assert not page.js_errors, page.js_errors
+    leaks.assert_none(campaign_identity_terms(campaign))
+    figures = campaign_report(campaign=campaign, n_boot=10)["blinding"]
+    assert figures["reports"] == 1 and figures["probe_every"] == 1
+    assert sum(f["guesses"] for f in figures["probe"].values()) == 2
+    assert set(figures["probe"]) == set(names)

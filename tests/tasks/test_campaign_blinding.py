@@ -77,14 +77,18 @@ class DefinitionTests(TestCase):
         )
         assert any(e.startswith("slug:") and "house-model-large" in e for e in errors), errors
 
-    def test_it_warns_when_the_name_names_a_contender(self):
-        _, warnings = campaign_create(definition=definition(name=f"{SECRET} bake-off"))
-        assert [w for w in warnings if w.startswith("name:")] == [
-            f"name: names a model, a vendor or a redacted term (“{SECRET}”), and reviewers "
-            "see it as written: a neutral wording keeps the review blind"
+    def refused(self, **over) -> list[str]:
+        with pytest.raises(DefinitionError) as exc:
+            campaign_create(definition=definition(**over))
+        return exc.value.errors
+
+    def test_it_refuses_a_name_that_names_a_contender(self):
+        assert self.refused(name=f"{SECRET} bake-off") == [
+            f"name: names a model, a vendor or a redacted term (“{SECRET}”); reviewers read "
+            "it, so it would tell them who wrote the answers: choose a neutral wording"
         ]
 
-    def test_it_warns_about_rubric_texts_that_reviewers_see_masked(self):
+    def test_it_refuses_rubric_texts_that_name_one_each_with_its_word(self):
         rubric = [
             {
                 "key": "accuracy",
@@ -93,31 +97,28 @@ class DefinitionTests(TestCase):
                 "anchors": {"1": "worse than GPT-4o", "5": "fine"},
             }
         ]
-        _, warnings = campaign_create(definition=definition(rubric=rubric))
-        rubric_warnings = [w for w in warnings if w.startswith("rubric")]
-        assert len(rubric_warnings) == 1, warnings
-        assert rubric_warnings[0].startswith("rubric: 3 words name a model, a vendor or a redacted")
-        for word in ("Claude", SECRET, "GPT-4o"):
-            assert f"“{word}”" in rubric_warnings[0]
-        assert rubric_warnings[0].endswith("reviewers and arbiters see [redacted] in their place")
+        errors = self.refused(rubric=rubric)
+        assert [e.split(":")[0] for e in errors] == [
+            "rubric[0].label",
+            "rubric[0].description",
+            "rubric[0].anchors.1",
+        ]
+        for word, error in zip(("Claude", SECRET, "GPT-4o"), errors, strict=True):
+            assert f"(“{word}”)" in error
 
-    def test_it_warns_about_a_rubric_key_shown_as_written(self):
-        rubric = [{"key": "claude_likeness", "label": "Likeness"}]
-        _, warnings = campaign_create(definition=definition(rubric=rubric))
-        keys = [w for w in warnings if w.startswith("rubric keys:")]
-        assert len(keys) == 1 and "“claude”" in keys[0].casefold(), warnings
-        assert "as written" in keys[0]
+    def test_it_refuses_a_rubric_key_that_names_one(self):
+        [error] = self.refused(rubric=[{"key": "claude_likeness", "label": "Likeness"}])
+        assert error.startswith("rubric[0].key: names") and "“claude”" in error.casefold()
 
-    def test_it_warns_once_about_the_categories_that_name_a_model(self):
+    def test_it_refuses_each_category_that_names_a_model(self):
         ts = TestSetFactory(name="named-cats", frozen=False, task_count=4)
         for i, category in enumerate(("claude_style", "billing", "openai_tools", "claude_style")):
             TaskFactory(testset=ts, position=i, external_id=f"T-{i}", category=category)
-        _, warnings = campaign_create(definition=definition(testset="named-cats"))
-        cats = [w for w in warnings if w.startswith("testset:")]
-        assert cats == [
-            f"testset: 2 categories of {ts} name a model, a vendor or a redacted term "
-            "(claude_style, openai_tools); reviewers and arbiters see [redacted] in their place"
-        ], warnings
+        errors = self.refused(testset="named-cats")
+        assert [e.split(" names")[0] for e in errors] == [
+            f"testset: category 'claude_style' of {ts}",
+            f"testset: category 'openai_tools' of {ts}",
+        ]
         _, warnings = campaign_create(definition=definition(slug="plain-cats"))
         assert not [w for w in warnings if w.startswith("testset:")]
 

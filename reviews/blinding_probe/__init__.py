@@ -1,0 +1,11 @@
+"""The blinding probe (docs/blinding.md, "Measuring whether blinding held").
+
+A campaign with `"blinding_probe": {"every": N}` asks each reviewer, after every Nth item they
+review, which contender wrote one answer of that item, picked at random. The question shows
+that answer masked, as the review showed it, and the contenders' names in alphabetical order:
+never a label, so nothing ties a name to the A, B, ... of any item. Until it is answered the
+reviewer gets no next item on the page; the API's submit answer carries the question.
+
+services.py writes (asks, records the answer), selectors.py reads (the question, the report's
+`blinding` key and the campaign page's sentence, on reviews.stats.blinding).
+"""

@@ -1,0 +1,12 @@
+"""Reports that an answer reveals its model (docs/blinding.md, "Reports").
+
+A reviewer or an arbiter reports an item; it leaves every queue at once (the item's `ready` is
+cleared, which both claims read, and its open leases and arbitration are handed back), its
+reviews so far are kept and listed on the report; an admin approves it (back into the queues,
+optionally with spans masked by hand) or drops it (state `dropped`: out of the campaign and
+its figures, with the reason).
+
+services.py writes, selectors.py reads for the admin page and the API, api.py and views.py are
+the thin JSON and page views. May import reviews.models, reviews.services and tasks' public
+names; nothing outside this package imports more than services' and selectors' public names.
+"""
