@@ -10,10 +10,10 @@ from . import (
     report_api,
 )
 from . import views as review_views
-from .judges import api as judge_api
-from .judges import views as judge_views
 from .identity_reports import api as report_identity_api
 from .identity_reports import views as report_identity_views
+from .judges import api as judge_api
+from .judges import views as judge_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []
