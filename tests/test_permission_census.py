@@ -30,6 +30,9 @@ OWNED = {
     "arbitration_release": "arbiter",
     "arbitration_heartbeat": "arbiter",
     "api_arbitration_resolve": "arbiter",
+    "review_report_identity": "reviewer_a",
+    "arbitration_report_identity": "arbiter",
+    "review_probe": "reviewer_a",
 }
 
 
@@ -93,11 +96,26 @@ class PermissionCensusTests(TestCase):
         monitor.contenders.set(cls.campaign.contenders.all())
         monitor_run_start(monitor=monitor)
         cls.task_id = cls.campaign.testset.tasks.first().external_id
+        # A blinding-probe question waiting for reviewer_a (the campaign asks one per item).
+        from reviews.models import BlindingGuess
+
+        cls.campaign.blinding_probe = {"every": 1}
+        cls.campaign.save(update_fields=["blinding_probe"])
+        output = cls.assignment.item.outputs.select_related("generation").first()
+        cls.probe = BlindingGuess.objects.create(
+            campaign=cls.campaign,
+            reviewer=cls.users["reviewer_a"],
+            item=cls.assignment.item,
+            output=output,
+            contender=output.generation.contender,
+        )
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (
             self.arbitration.token
             if name in OWNED and OWNED[name] == "arbiter"
+            else self.probe.token
+            if name == "review_probe"
             else self.assignment.token
         )
         values = {
@@ -114,6 +132,7 @@ class PermissionCensusTests(TestCase):
             "table": "leaderboard",
             "number": 1,
             "task_id": self.task_id,
+            "report_id": 1,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 
