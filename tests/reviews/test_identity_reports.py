@@ -70,6 +70,12 @@ class ReportTests(TestCase):
         self.client.post(reverse("review_next", args=[self.campaign.slug]))
         assert not Assignment.objects.filter(reviewer=third).exists()
         assert invariant_violations(self.campaign) == []
+        # Its review so far is kept, marked on the item's page for admins and leads.
+        self.client.force_login(self.users["lead"])
+        page = self.client.get(
+            reverse("campaign_item", args=[self.campaign.slug, self.item.task.external_id])
+        ).content.decode()
+        assert page.count("before a leak report") == 1
 
     def test_a_submit_after_the_report_is_refused(self):
         mine, _ = self.report()
