@@ -98,7 +98,13 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
 
 
 def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str]) -> list[dict]:
-    """The item's reviews in submit order, each with its reviewer and a row per output."""
+    """The item's reviews in submit order, each with its reviewer and a row per output, and
+    whether it was given before a report that the item's answer revealed its model."""
+    marked = {
+        pk
+        for ids in item.identity_reports.values_list("reviews_marked", flat=True)
+        for pk in ids or []
+    }
     reviews = []
     for review in (
         item.reviews.select_related("reviewer")
@@ -115,6 +121,7 @@ def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str
                 "comment": review.comment,
                 "values": scores,  # (output id, dimension) -> value, for the disagreements
                 "flag_sets": {k: set(v) for k, v in (review.flags or {}).items()},
+                "before_identity_report": review.pk in marked,
                 "rows": [
                     {
                         "contender": name_of[str(o.pk)],

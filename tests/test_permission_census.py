@@ -32,6 +32,9 @@ OWNED = {
     "arbitration_heartbeat": "arbiter",
     "api_arbitration_resolve": "arbiter",
     "arbitration_comment": "arbiter",
+    "review_report_identity": "reviewer_a",
+    "arbitration_report_identity": "arbiter",
+    "review_probe": "reviewer_a",
 }
 
 
@@ -112,11 +115,26 @@ class PermissionCensusTests(TestCase):
         checked = image_checked(raw.getvalue())
         images_store({checked.name: checked})
         cls.image = checked.name
+        # A blinding-probe question waiting for reviewer_a (the campaign asks one per item).
+        from reviews.models import BlindingGuess
+
+        cls.campaign.blinding_probe = {"every": 1}
+        cls.campaign.save(update_fields=["blinding_probe"])
+        output = cls.assignment.item.outputs.select_related("generation").first()
+        cls.probe = BlindingGuess.objects.create(
+            campaign=cls.campaign,
+            reviewer=cls.users["reviewer_a"],
+            item=cls.assignment.item,
+            output=output,
+            contender=output.generation.contender,
+        )
 
     def kwargs_for(self, name: str, route: str) -> dict:
         token = (
             self.arbitration.token
             if name in OWNED and OWNED[name] == "arbiter"
+            else self.probe.token
+            if name == "review_probe"
             else self.assignment.token
         )
         values = {
@@ -136,6 +154,7 @@ class PermissionCensusTests(TestCase):
             "alert_id": 1,
             "item_id": self.assignment.item_id,
             "image": self.image,
+            "report_id": 1,
         }
         return {key: values[key] for key in values if f"<{key}>" in route or f":{key}>" in route}
 

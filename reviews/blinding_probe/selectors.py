@@ -8,6 +8,7 @@ from django.db.models import Count, F, Q
 
 from tasks import blinding
 from tasks.campaign_blinding import campaign_identity_terms
+from tasks.campaign_selectors import held_outputs
 from tasks.identity_hold import output_shown
 from tasks.models import Campaign, Generation
 
@@ -70,12 +71,7 @@ def probe_figures(*, campaign: Campaign) -> dict:
 
 def blinding_report(*, campaign: Campaign) -> dict:
     """The report's `blinding` key: identity reports, outputs held now, and the probe."""
-    held = Generation.objects.filter(
-        campaign=campaign,
-        identity_held=True,
-        single_turn=False,
-        sample_index__lt=campaign.reviewed_samples,
-    ).count()
+    held = held_outputs(campaign).count()
     every = (campaign.blinding_probe or {}).get("every")
     return {
         "reports": campaign_report_counts(campaign=campaign)["reports"],

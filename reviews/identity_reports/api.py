@@ -53,6 +53,7 @@ def _note(request: HttpRequest) -> str:
     body=REPORT_BODY,
     responses={
         "201": '{"reported": true, "message": ...}',
+        "400": "a note that is not a string, or an unknown key",
         "404": "no such assignment of yours in review",
     },
 )
@@ -74,6 +75,7 @@ def assignment_report_identity(request: HttpRequest, token: str) -> JsonResponse
     body=REPORT_BODY,
     responses={
         "201": '{"reported": true, "message": ...}',
+        "400": "a note that is not a string, or an unknown key",
         "404": "no such arbitration of yours in progress",
     },
 )
@@ -98,7 +100,11 @@ def arbitration_report_identity(request: HttpRequest, token: str) -> JsonRespons
             "enum": ["open", "approved", "dropped"],
         }
     },
-    responses={"200": '{"counts": {...}, "reports": [...]}', "404": "no such campaign"},
+    responses={
+        "200": '{"counts": {...}, "reports": [...]}',
+        "400": "state is not open, approved or dropped",
+        "404": "no such campaign",
+    },
 )
 def campaign_identity_reports(request: HttpRequest, slug: str) -> JsonResponse:
     campaign = found_or_404(Campaign.objects.all(), "campaign", slug=slug)

@@ -11,7 +11,7 @@ from evalsite.models import ApiToken
 from reviews import services
 from reviews.arbitration import arbitration_claim_next
 from reviews.identity_reports.services import reviewer_report
-from reviews.models import Assignment, IdentityReport, ReviewItem
+from reviews.models import Arbitration, Assignment, IdentityReport, ReviewItem
 from reviews.report import campaign_report
 from tests.factories import CampaignFactory, UserFactory, campaign_ready, personas
 from tests.reviews.helpers import full_review, invariant_violations
@@ -70,6 +70,12 @@ class ReportTests(TestCase):
         self.client.post(reverse("review_next", args=[self.campaign.slug]))
         assert not Assignment.objects.filter(reviewer=third).exists()
         assert invariant_violations(self.campaign) == []
+        # Its review so far is kept, marked on the item's page for admins and leads.
+        self.client.force_login(self.users["lead"])
+        page = self.client.get(
+            reverse("campaign_item", args=[self.campaign.slug, self.item.task.external_id])
+        ).content.decode()
+        assert page.count("before a leak report") == 1
 
     def test_a_submit_after_the_report_is_refused(self):
         mine, _ = self.report()
@@ -175,6 +181,30 @@ class ArbiterReportTests(TestCase):
         )
         again = arbitration_claim_next(campaign=campaign, arbiter=self.users["arbiter"])
         assert again is not None and again.pk == arbitration.pk
+
+
+class ArbiterPageTests(TestCase):
+    def test_the_arbitration_page_has_the_key_and_its_form_reports(self):
+        users = personas()
+        campaign = CampaignFactory()
+        item = disputed_item(campaign, users["reviewer_a"], users["reviewer_b"])
+        self.client.force_login(users["arbiter"])
+        self.client.post(reverse("arbitration_next", args=[campaign.slug]))
+        arbitration = Arbitration.objects.get(item=item)
+        page = self.client.get(reverse("arbitration_page", args=[arbitration.token]))
+        body = page.content.decode()
+        assert "This answer reveals the model <kbd>r</kbd>" in body
+        assert "<kbd>r</kbd></th><td>report that an answer reveals which model wrote it" in body
+        url = reverse("arbitration_report_identity", args=[arbitration.token])
+        self.client.force_login(users["reviewer_a"])
+        assert self.client.post(url, {"note": "x"}).status_code == 403
+        self.client.force_login(users["arbiter"])
+        done = self.client.post(url, {"note": "B signs as Orchid"}, follow=True)
+        assert "Reported: the item left every queue" in done.content.decode()
+        report = IdentityReport.objects.get(item=item)
+        assert report.role == "arbiter" and report.note == "B signs as Orchid"
+        arbitration.refresh_from_db()
+        assert arbitration.state == "open" and arbitration.arbiter is None
 
 
 class ReportPageTests(TestCase):

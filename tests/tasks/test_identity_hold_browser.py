@@ -22,7 +22,10 @@ def test_an_admin_approves_a_held_output_in_one_click_and_a_reviewer_gets_the_it
     page.goto(f"/campaigns/{campaign.slug}/")
     page.get_by_text("1 output names a model or vendor and is held").wait_for()
     page.get_by_role("link", name="review and approve").click()
-    page.get_by_role("link", name="Compare and approve the masked view").click()
+    # The held outputs page: each reason in the masked view, a link to the output's own page.
+    page.get_by_role("heading", name=f"Held outputs · {campaign.name}").wait_for()
+    assert page.locator("pre.identity-masked mark.masked").first.inner_text() == "[redacted]"
+    page.get_by_role("link", name="T-1 · vendor-a · sample 0").click()
     page.get_by_role("heading", name="As reviewers see it").wait_for()
     assert page.locator("pre.identity-original mark").first.inner_text() == "OpenAI"
     assert "OpenAI" not in page.inner_text(".identity-masked")
