@@ -221,6 +221,13 @@ class ScriptedJudgeTests(TestCase):
         assert "gave up after 3 attempts" in row.error
         assert out["judgements"] == 0 and out["failed"] == 36
         assert out["dimensions"]["accuracy"]["verdict"] == "insufficient"
+        # The admin's page lists the failures with their causes; a lead's does not.
+        self.client.force_login(self.users["admin"])
+        page = self.client.get(f"/campaigns/{self.campaign.slug}/judges/wild/").content.decode()
+        assert "Failed judgements" in page and "is outside the scale" in page
+        self.client.force_login(self.users["lead"])
+        page = self.client.get(f"/campaigns/{self.campaign.slug}/judges/wild/").content.decode()
+        assert "Failed judgements" not in page
 
     def test_a_failed_attempt_is_retried_and_the_next_answer_kept(self):
         seen = set()
@@ -506,6 +513,9 @@ class JudgingEntryPointTests(TestCase):
         response = self.client.post("/campaigns/entry/judges/entry-judge/run")
         assert response.status_code == 302
         assert Judgement.objects.filter(campaign=self.campaign, judge=self.judge).count() == 6
+        # While the judge works, the campaign page's section polls for its progress.
+        summary = self.client.get("/campaigns/entry/judges/?summary=1").content.decode()
+        assert 'hx-trigger="load delay:2s"' in summary and "0 of 6" in summary
         page = self.client.get("/campaigns/entry/judges/entry-judge/")
         assert page.status_code == 200 and b"insufficient" in page.content
         self.client.force_login(self.users["reviewer_a"])
