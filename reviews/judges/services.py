@@ -342,12 +342,27 @@ def _discard(row: Judgement, spent: dict | None) -> RunOutcome:
 # -- the reconciler ----------------------------------------------------------------------------
 
 
+def _broker_idle() -> bool:
+    from evalsite.celery import broker_queued
+
+    try:
+        return broker_queued() == 0
+    except BrokerError:
+        return False  # nothing can be sent now anyway
+
+
 def judgement_reconcile(*, requeue_after: float | None = None, limit: int = 5000) -> dict:
     """Beat job: rows whose worker died (lapsed lease) go back to pending; queued rows whose
-    message was lost (due longer than `requeue_after` seconds) are sent again. Duplicates
-    are harmless: the claim lets one through."""
+    message was lost are sent again: due for GENERATION_REQUEUE_IDLE_AFTER seconds while the
+    broker's queue is empty (no message can be waiting), else only after
+    GENERATION_REQUEUE_AFTER, so a long backlog is not sent twice. Duplicates are harmless
+    anyway: the claim lets one through."""
     if requeue_after is None:
-        requeue_after = settings.GENERATION_REQUEUE_IDLE_AFTER
+        requeue_after = (
+            settings.GENERATION_REQUEUE_IDLE_AFTER
+            if _broker_idle()
+            else settings.GENERATION_REQUEUE_AFTER
+        )
     now = timezone.now()
     with transaction.atomic():
         lapsed = list(

@@ -521,3 +521,34 @@ class JudgingEntryPointTests(TestCase):
         self.client.force_login(self.users["reviewer_a"])
         assert self.client.get("/campaigns/entry/judges/entry-judge/").status_code == 403
         assert self.client.post("/campaigns/entry/judges/entry-judge/run").status_code == 403
+
+
+class ReconcilerTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = build(personas(), items=2, slug="reconciled")
+        cls.judge = Judge.objects.create(name="lost", provider="openai", model="m")
+
+    def test_it_returns_lapsed_claims_and_resends_lost_messages(self):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from reviews.judges.services import judgement_reconcile
+
+        judging_enqueue(campaign=self.campaign, judge=self.judge)
+        rows = list(Judgement.objects.filter(judge=self.judge).order_by("pk"))
+        long_ago = timezone.now() - timedelta(hours=1)
+        # A worker died holding the first; the second's message was lost; the rest are fresh.
+        Judgement.objects.filter(pk=rows[0].pk).update(
+            status="running", claim_token="t", lease_expires_at=long_ago
+        )
+        Judgement.objects.filter(pk=rows[1].pk).update(queued_at=long_ago)
+        with self.captureOnCommitCallbacks() as sent:
+            result = judgement_reconcile(requeue_after=60)
+        assert result == {"lapsed": 1, "requeued": 2}
+        assert len(sent) == 1  # one callback sends both messages after the commit
+        first = Judgement.objects.get(pk=rows[0].pk)
+        assert (
+            first.status == "pending" and first.claim_token == "" and first.lease_expires_at is None
+        )
