@@ -552,3 +552,34 @@ class ReconcilerTests(TestCase):
         assert (
             first.status == "pending" and first.claim_token == "" and first.lease_expires_at is None
         )
+
+
+class ThreeOutputsTests(TestCase):
+    def test_an_item_of_three_outputs_is_judged_under_three_labels_and_stored_unpermuted(self):
+        contenders = [ContenderFactory(name=f"trio-{n}") for n in range(3)]
+        campaign = CampaignFactory(slug="trio", contenders=contenders, rubric=RUBRIC, mode="both")
+        item = ReviewItemFactory(campaign=campaign)
+        truth_of = {}
+        for value, output in zip((2, 5, 3), item.outputs.order_by("pk"), strict=True):
+            output.generation.output = f"Quality {value} of 5. Call us."
+            output.generation.save(update_fields=["output"])
+            truth_of[output.pk] = value
+
+        def best_of_three(request):
+            values = shown_quality(request)
+            return answer(request, values, max(values, key=values.get))
+
+        with FakeLLM() as fake:
+            fake.judge("trio-judge", best_of_three)
+            judge = make_judge(fake, "trio-judge")
+            judging_enqueue(campaign=campaign, judge=judge)
+            run_all(campaign, judge)
+            schema = fake.calls_for("trio-judge")[0]["body"]["response_format"]["json_schema"]
+        choices = schema["schema"]["properties"]["preference"]["enum"]
+        assert choices == ["A", "B", "C", "tie", "both_bad"]
+        rows = list(Judgement.objects.filter(judge=judge).order_by("swapped"))
+        assert rows[1].order == rows[0].order[::-1]
+        for row in rows:
+            assert row.status == "done"
+            assert {int(o): s["accuracy"] for o, s in row.scores.items()} == truth_of
+            assert int(row.preference) == max(truth_of, key=truth_of.get)
