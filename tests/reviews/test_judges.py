@@ -450,7 +450,8 @@ class JudgeDefinitionTests(TestCase):
     def test_the_judge_pages_are_for_admins_and_leads(self):
         Judge.objects.create(name="paged", provider="openai", model="m")
         self.client.force_login(self.users["lead"])
-        assert b"paged" in self.client.get("/judges/").content
+        page = self.client.get("/judges/").content.decode()
+        assert "paged" in page and 'href="/judges/" aria-current="page">Judges</a>' in page
         assert self.client.get("/judges/paged/").status_code == 200
         self.client.force_login(self.users["reviewer_a"])
         assert self.client.get("/judges/").status_code == 403
