@@ -17,6 +17,7 @@ NAV_URL_NAMES = (
     "contender_list",
     "campaign_list",
     "monitor_list",
+    "judge_list",
     "reviewer_home",
     "arbiter_home",
     "user_list",

@@ -49,6 +49,17 @@ def judging_progress(*, campaign: Campaign, judge: Judge) -> dict:
     }
 
 
+def judging_failures(*, campaign: Campaign, judge: Judge, limit: int = 50) -> list[dict]:
+    """Failed judgements with every attempt's cause (admins: causes quote the endpoint)."""
+    return list(
+        Judgement.objects.filter(campaign=campaign, judge=judge, status=Judgement.Status.FAILED)
+        .order_by("item__task__position", "item_id", "sample", "swapped")
+        .values("item__task__external_id", "sample", "swapped", "attempts", "error", "failures")[
+            :limit
+        ]
+    )
+
+
 def _judgements(campaign: Campaign, judge: Judge) -> pd.DataFrame:
     return pd.DataFrame.from_records(
         list(

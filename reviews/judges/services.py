@@ -22,6 +22,7 @@ import os
 import random
 import secrets
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -71,19 +72,22 @@ def judgement_rows_create(*, campaign: Campaign, judge: Judge) -> int:
     rows = []
     for item_id, ids in outputs.items():
         for sample in range(judge.samples):
-            order = shuffler.sample(ids, len(ids))
-            rows.append(_row(campaign, judge, item_id, sample, order, swapped=False))
-            if judge.position_swap:
-                rows.append(_row(campaign, judge, item_id, sample, order[::-1], swapped=True))
+            drawn = shuffler.sample(ids, len(ids))
+            orders = [(False, drawn), (True, drawn[::-1])][: judge.orders]
+            rows += [
+                Judgement(
+                    campaign=campaign,
+                    judge=judge,
+                    item_id=item_id,
+                    sample=sample,
+                    swapped=swapped,
+                    order=order,
+                )
+                for swapped, order in orders
+            ]
     before = Judgement.objects.filter(campaign=campaign, judge=judge).count()
     Judgement.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return Judgement.objects.filter(campaign=campaign, judge=judge).count() - before
-
-
-def _row(campaign, judge, item_id: int, sample: int, order: list[int], *, swapped: bool):
-    return Judgement(
-        campaign=campaign, judge=judge, item_id=item_id, sample=sample, swapped=swapped, order=order
-    )
 
 
 def judging_problems(*, campaign: Campaign, judge: Judge) -> list[str]:
@@ -157,27 +161,20 @@ def judgement_run(*, judgement_id: int, claim_wait: float = 0.0) -> RunOutcome:
         messages = judge_messages(view, judge_instructions=row.judge.instructions)
         raw, result = structured_call(row.judge, messages, answer_schema(shape))
     except providers.PermanentError as exc:
-        return _attempt_failed(
-            row, token, f"the endpoint refused the request: {exc.message}", retry=False
-        )
+        cause = f"the endpoint refused the request: {exc.message}"
+        return _attempt_failed(row, token, Failure(cause, retry=False))
     except providers.RetryableError as exc:
-        return _attempt_failed(row, token, exc.message, retry=True, retry_after=exc.retry_after)
+        return _attempt_failed(row, token, Failure(exc.message, retry_after=exc.retry_after))
     except Exception as exc:  # noqa: BLE001 - includes SoftTimeLimitExceeded; the cap bounds it
         log.exception("judgement %s: unexpected error", row.pk)
-        return _attempt_failed(row, token, f"{type(exc).__name__}: {exc}", retry=True)
+        return _attempt_failed(row, token, Failure(f"{type(exc).__name__}: {exc}"))
     spent = _spent(row.judge, result)
     try:
         answer = answer_read(raw, shape)
     except AnswerError as exc:
-        return _attempt_failed(
-            row,
-            token,
-            f"answer outside the rubric: {exc.cause}",
-            retry=True,
-            spent=spent,
-            raw=raw,
-            countdown=0.0,
-        )
+        # Asked again at once: the endpoint is fine, the answer was not.
+        cause = f"answer outside the rubric: {exc.cause}"
+        return _attempt_failed(row, token, Failure(cause, countdown=0.0, spent=spent, raw=raw))
     return _store(row, token, answer, raw=raw, spent={**spent, "latency_ms": result.latency_ms})
 
 
@@ -296,40 +293,43 @@ def _store(row: Judgement, token: str, answer, *, raw: str, spent: dict) -> RunO
     return RunOutcome("done")
 
 
-def _attempt_failed(
-    row: Judgement,
-    token: str,
-    cause: str,
-    *,
-    retry: bool,
-    retry_after: float | None = None,
-    spent: dict | None = None,
-    raw: str = "",
-    countdown: float | None = None,
-) -> RunOutcome:
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt: its cause, whether another attempt may help, and what it cost."""
+
+    cause: str
+    retry: bool = True
+    retry_after: float | None = None  # the endpoint's Retry-After
+    countdown: float | None = None  # None: backoff with jitter
+    spent: dict | None = None
+    raw: str = ""
+
+
+def _attempt_failed(row: Judgement, token: str, failure: Failure) -> RunOutcome:
     """Record a failed attempt with its cause; schedule the next, or fail the row at the cap
     (or at once when retrying cannot help)."""
-    failures = [*(row.failures or []), {"attempt": row.attempts, "cause": cause[:2000]}]
-    final = not retry or row.attempts >= settings.JUDGE_MAX_ATTEMPTS
+    cause = failure.cause[:2000]
     values = {
-        "failures": failures,
-        "error": cause[:2000],
-        "raw_answer": raw[:100_000],
+        "failures": [*(row.failures or []), {"attempt": row.attempts, "cause": cause}],
+        "error": cause,
+        "raw_answer": failure.raw[:100_000],
         "claim_token": "",
         "lease_expires_at": None,
-        **_charged(spent),
+        **_charged(failure.spent),
     }
-    if final:
+    if not failure.retry or row.attempts >= settings.JUDGE_MAX_ATTEMPTS:
         values.update(status=S.FAILED, finished_at=timezone.now())
-        if retry:
-            values["error"] = f"{cause[:2000]} [gave up after {row.attempts} attempts]"
+        if failure.retry:
+            values["error"] = f"{cause} [gave up after {row.attempts} attempts]"
         outcome = RunOutcome("failed", detail=cause)
     else:
-        wait = backoff_seconds(row.attempts, retry_after) if countdown is None else countdown
+        wait = failure.countdown
+        if wait is None:
+            wait = backoff_seconds(row.attempts, failure.retry_after)
         values.update(status=S.PENDING, queued_at=timezone.now() + timedelta(seconds=wait))
         outcome = RunOutcome("retry", countdown=wait, detail=cause)
     if not _fenced(row, token).update(**values):
-        return _discard(row, spent)
+        return _discard(row, failure.spent)
     return outcome
 
 
@@ -345,12 +345,27 @@ def _discard(row: Judgement, spent: dict | None) -> RunOutcome:
 # -- the reconciler ----------------------------------------------------------------------------
 
 
+def _broker_idle() -> bool:
+    from evalsite.celery import broker_queued
+
+    try:
+        return broker_queued() == 0
+    except BrokerError:
+        return False  # nothing can be sent now anyway
+
+
 def judgement_reconcile(*, requeue_after: float | None = None, limit: int = 5000) -> dict:
     """Beat job: rows whose worker died (lapsed lease) go back to pending; queued rows whose
-    message was lost (due longer than `requeue_after` seconds) are sent again. Duplicates
-    are harmless: the claim lets one through."""
+    message was lost are sent again: due for GENERATION_REQUEUE_IDLE_AFTER seconds while the
+    broker's queue is empty (no message can be waiting), else only after
+    GENERATION_REQUEUE_AFTER, so a long backlog is not sent twice. Duplicates are harmless
+    anyway: the claim lets one through."""
     if requeue_after is None:
-        requeue_after = settings.GENERATION_REQUEUE_IDLE_AFTER
+        requeue_after = (
+            settings.GENERATION_REQUEUE_IDLE_AFTER
+            if _broker_idle()
+            else settings.GENERATION_REQUEUE_AFTER
+        )
     now = timezone.now()
     with transaction.atomic():
         lapsed = list(

@@ -17,7 +17,12 @@ from tasks.models import Campaign, Judge
 
 from ..rubric import Rubric
 from ..stats.calibration import EPSILON
-from .calibration import calibration_chart, judge_calibration, judging_progress
+from .calibration import (
+    calibration_chart,
+    judge_calibration,
+    judging_failures,
+    judging_progress,
+)
 from .services import JudgingError, judging_enqueue
 
 
@@ -31,7 +36,13 @@ def campaign_judges_view(request: HttpRequest, slug: str) -> HttpResponse:
         {"judge": judge, "progress": judging_progress(campaign=campaign, judge=judge)}
         for judge in Judge.objects.order_by("name")
     ]
-    context = {"campaign": campaign, "rows": rows, "is_admin": has_role(request.user, ADMIN)}
+    context = {
+        "campaign": campaign,
+        "rows": rows,
+        "is_admin": has_role(request.user, ADMIN),
+        # The section polls while a judge works on the campaign.
+        "polling": any(r["progress"]["pending"] or r["progress"]["running"] for r in rows),
+    }
     if request.GET.get("summary"):
         return render(request, "reviews/campaign_judges.html#judges", context)
     return render(request, "reviews/campaign_judges.html", context)
@@ -44,18 +55,20 @@ def campaign_judge_view(request: HttpRequest, slug: str, name: str) -> HttpRespo
     campaign = get_object_or_404(Campaign, slug=slug)
     judge = get_object_or_404(Judge, name=name)
     progress = judging_progress(campaign=campaign, judge=judge)
+    is_admin = has_role(request.user, ADMIN)
     context = {
         "campaign": campaign,
         "judge": judge,
         "progress": progress,
         "polling": bool(progress["pending"] or progress["running"]),
-        "is_admin": has_role(request.user, ADMIN),
+        "is_admin": is_admin,
     }
     if request.htmx and request.htmx.target == "judge-progress":
         return render(request, "reviews/judge_calibration.html#progress", context)
     calibration = judge_calibration(campaign=campaign, judge=judge)
     rubric = Rubric.of(campaign).final
     context["calibration"] = calibration
+    context["failures"] = judging_failures(campaign=campaign, judge=judge) if is_admin else []
     context["epsilon"] = EPSILON
     context["dimensions"] = [
         {

@@ -221,6 +221,13 @@ class ScriptedJudgeTests(TestCase):
         assert "gave up after 3 attempts" in row.error
         assert out["judgements"] == 0 and out["failed"] == 36
         assert out["dimensions"]["accuracy"]["verdict"] == "insufficient"
+        # The admin's page lists the failures with their causes; a lead's does not.
+        self.client.force_login(self.users["admin"])
+        page = self.client.get(f"/campaigns/{self.campaign.slug}/judges/wild/").content.decode()
+        assert "Failed judgements" in page and "is outside the scale" in page
+        self.client.force_login(self.users["lead"])
+        page = self.client.get(f"/campaigns/{self.campaign.slug}/judges/wild/").content.decode()
+        assert "Failed judgements" not in page
 
     def test_a_failed_attempt_is_retried_and_the_next_answer_kept(self):
         seen = set()
@@ -443,7 +450,8 @@ class JudgeDefinitionTests(TestCase):
     def test_the_judge_pages_are_for_admins_and_leads(self):
         Judge.objects.create(name="paged", provider="openai", model="m")
         self.client.force_login(self.users["lead"])
-        assert b"paged" in self.client.get("/judges/").content
+        page = self.client.get("/judges/").content.decode()
+        assert "paged" in page and 'href="/judges/" aria-current="page">Judges</a>' in page
         assert self.client.get("/judges/paged/").status_code == 200
         self.client.force_login(self.users["reviewer_a"])
         assert self.client.get("/judges/").status_code == 403
@@ -506,8 +514,73 @@ class JudgingEntryPointTests(TestCase):
         response = self.client.post("/campaigns/entry/judges/entry-judge/run")
         assert response.status_code == 302
         assert Judgement.objects.filter(campaign=self.campaign, judge=self.judge).count() == 6
+        # While the judge works, the campaign page's section polls for its progress.
+        summary = self.client.get("/campaigns/entry/judges/?summary=1").content.decode()
+        assert 'hx-trigger="load delay:2s"' in summary and "0 of 6" in summary
         page = self.client.get("/campaigns/entry/judges/entry-judge/")
         assert page.status_code == 200 and b"insufficient" in page.content
         self.client.force_login(self.users["reviewer_a"])
         assert self.client.get("/campaigns/entry/judges/entry-judge/").status_code == 403
         assert self.client.post("/campaigns/entry/judges/entry-judge/run").status_code == 403
+
+
+class ReconcilerTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.campaign = build(personas(), items=2, slug="reconciled")
+        cls.judge = Judge.objects.create(name="lost", provider="openai", model="m")
+
+    def test_it_returns_lapsed_claims_and_resends_lost_messages(self):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from reviews.judges.services import judgement_reconcile
+
+        judging_enqueue(campaign=self.campaign, judge=self.judge)
+        rows = list(Judgement.objects.filter(judge=self.judge).order_by("pk"))
+        long_ago = timezone.now() - timedelta(hours=1)
+        # A worker died holding the first; the second's message was lost; the rest are fresh.
+        Judgement.objects.filter(pk=rows[0].pk).update(
+            status="running", claim_token="t", lease_expires_at=long_ago
+        )
+        Judgement.objects.filter(pk=rows[1].pk).update(queued_at=long_ago)
+        with self.captureOnCommitCallbacks() as sent:
+            result = judgement_reconcile(requeue_after=60)
+        assert result == {"lapsed": 1, "requeued": 2}
+        assert len(sent) == 1  # one callback sends both messages after the commit
+        first = Judgement.objects.get(pk=rows[0].pk)
+        assert (
+            first.status == "pending" and first.claim_token == "" and first.lease_expires_at is None
+        )
+
+
+class ThreeOutputsTests(TestCase):
+    def test_an_item_of_three_outputs_is_judged_under_three_labels_and_stored_unpermuted(self):
+        contenders = [ContenderFactory(name=f"trio-{n}") for n in range(3)]
+        campaign = CampaignFactory(slug="trio", contenders=contenders, rubric=RUBRIC, mode="both")
+        item = ReviewItemFactory(campaign=campaign)
+        truth_of = {}
+        for value, output in zip((2, 5, 3), item.outputs.order_by("pk"), strict=True):
+            output.generation.output = f"Quality {value} of 5. Call us."
+            output.generation.save(update_fields=["output"])
+            truth_of[output.pk] = value
+
+        def best_of_three(request):
+            values = shown_quality(request)
+            return answer(request, values, max(values, key=values.get))
+
+        with FakeLLM() as fake:
+            fake.judge("trio-judge", best_of_three)
+            judge = make_judge(fake, "trio-judge")
+            judging_enqueue(campaign=campaign, judge=judge)
+            run_all(campaign, judge)
+            schema = fake.calls_for("trio-judge")[0]["body"]["response_format"]["json_schema"]
+        choices = schema["schema"]["properties"]["preference"]["enum"]
+        assert choices == ["A", "B", "C", "tie", "both_bad"]
+        rows = list(Judgement.objects.filter(judge=judge).order_by("swapped"))
+        assert rows[1].order == rows[0].order[::-1]
+        for row in rows:
+            assert row.status == "done"
+            assert {int(o): s["accuracy"] for o, s in row.scores.items()} == truth_of
+            assert int(row.preference) == max(truth_of, key=truth_of.get)
