@@ -30,6 +30,7 @@ _CAMEL = r"(?-i:(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
 START = rf"(?:(?<![{_WORD}])|{_CAMEL})"
 # A name may be followed by digits ("Claude3", "gpt4o": the version) and a plural s.
 END = rf"(?:s?(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u052f])|{_CAMEL})"
+_STRICT_END = rf"(?:(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u052f])|{_CAMEL})"
 # Between the letters of a long name: a few characters that are not letters or digits.
 _GAP = r"[\W_]{0,6}"
 _WRITTEN_GAP = r"[^\w\s]{0,3}"
@@ -61,22 +62,30 @@ def _letter(c: str) -> str:
     return re.escape(c)
 
 
-def term_pattern(term: str) -> tuple[str, list[str]] | None:
+# A name taken as written: its letters together, a space, hyphen, underscore or dot where it
+# has a separator ("typesafe" is not "type-safe", "openchat" not "open chat").
+_STRICT_GAP = r"[\s\-_.]{0,2}"
+
+
+def term_pattern(term: str, *, strict: bool = False) -> tuple[str, list[str]] | None:
     """A name as a pattern over views, as (edges, [first letter, rest]): its letters in
-    order, separators optional (a long name) or as written (a short one). `edges` says how
-    its ends are bounded: "word" (at a word's edges), "stem" (Russian inflects the name), or
-    "none" (CJK, kana, Hangul: no spaces mark a word's edges)."""
+    order, separators optional (a long name) or as written (a short one, or any `strict`
+    one: the names derived from the dataset, which are often words run together). `edges`
+    says how its ends are bounded: "word" (at a word's edges), "stem" (Russian inflects the
+    name), or "none" (CJK, kana, Hangul: no spaces mark a word's edges)."""
     view = read_as(term.strip())
     alnum = sum(c.isalnum() for c in view)
     if alnum < 2:
         return None
-    free = alnum >= FREE_GAPS_FROM
+    free = alnum >= FREE_GAPS_FROM and not strict
     parts, pending_gap = [], False
     for c in view:
         if not c.isalnum():
             pending_gap = True
             continue
-        if parts:
+        if parts and strict:
+            parts.append(_STRICT_GAP if pending_gap else "")
+        elif parts:
             parts.append(_GAP if free else (_WRITTEN_GAP if pending_gap else _MARKUP_GAP))
         parts.append(_letter(c))
         pending_gap = False
@@ -90,13 +99,13 @@ def term_pattern(term: str) -> tuple[str, list[str]] | None:
     return edges, [parts[0], "".join(parts[1:])]
 
 
-def alternation(terms) -> str:
+def alternation(terms, *, strict: bool = False) -> str:
     """One pattern for many names. The edge tests stand once outside the alternation, and
     the names are grouped by first letter: Python's re tries the alternatives one by one at
     every position, and this keeps that to a word's starts and one test per first letter."""
     groups: dict[str, dict[str, set[str]]] = {"word": {}, "stem": {}, "none": {}}
     for term in terms:
-        if found := term_pattern(term):
+        if found := term_pattern(term, strict=strict):
             edges, (first, rest) = found
             groups[edges].setdefault(first, set()).add(rest)
 
@@ -108,7 +117,8 @@ def alternation(terms) -> str:
 
     parts = []
     if groups["word"]:
-        parts.append(rf"{START}(?:{grouped(groups['word'])}){END}")
+        # (a name as written takes no plural: "alias" is no "alia")
+        parts.append(rf"{START}(?:{grouped(groups['word'])}){_STRICT_END if strict else END}")
     if groups["stem"]:
         parts.append(rf"{START}(?:{grouped(groups['stem'])})[\u0400-\u052fa-z]{{0,3}}")
     if groups["none"]:
@@ -142,24 +152,31 @@ def _ambiguous_words() -> set[str]:
 # The built-in names by how they are matched: families (with their qualifiers), names (with
 # theirs), families that count only with a version, Claude's tiers, the short model names,
 # and the ambiguous names (matched in a model's context only).
-_KINDS = ("family", "name", "versioned", "tier", "short", "ambiguous")
+_KINDS = ("family", "data", "name", "strict", "versioned", "tier", "short", "ambiguous", "data?")
+# Kinds whose names are matched as written (tasks/masking.term_pattern's `strict`).
+_STRICT_KINDS = frozenset({"data", "strict", "data?"})
+_AMBIGUOUS_KINDS = frozenset({"ambiguous", "data?"})
 
 
 @lru_cache(maxsize=1)
 def builtin_terms() -> dict[str, tuple[str, ...]]:
     """The built-in names of each kind: the curated lists (tasks/identity_terms.py) and the
-    names derived from the maintained dataset (tasks/identity/catalog.py)."""
+    names derived from the maintained dataset (tasks/identity/catalog.py), these matched as
+    written."""
     cat = catalog()
     ambiguous = _ambiguous_words()
     return {
-        "family": (*(f for f in data.FAMILIES if f.casefold() not in ambiguous), *cat.certain),
+        "family": tuple(f for f in data.FAMILIES if f.casefold() not in ambiguous),
+        "data": cat.certain,
         "name": tuple(
             n for n in (*data.NAMES, *data.HOSTS_AND_KEYS) if n.casefold() not in ambiguous
         ),
+        "strict": data.NAMES_AS_WRITTEN,
         "versioned": data.FAMILIES_WITH_VERSION,
         "tier": data.TIERS,
         "short": data.SHORT_MODELS,
-        "ambiguous": tuple(sorted({*data.AMBIGUOUS, *cat.ambiguous}, key=str.casefold)),
+        "ambiguous": data.AMBIGUOUS,
+        "data?": tuple(n for n in cat.ambiguous if n.casefold() not in ambiguous),
     }
 
 
@@ -193,8 +210,8 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
     repeat, and a pattern of a few names runs in microseconds where one of all would take a
     hundred)."""
     q = _qualifier()
-    alt = alternation(sorted(names, key=str.casefold))
-    if kind in ("family", "name"):
+    alt = alternation(sorted(names, key=str.casefold), strict=kind in _STRICT_KINDS)
+    if kind in ("family", "data", "name", "strict"):
         source = rf"(?:{alt})(?:{q}){{0,8}}"
     elif kind == "versioned":
         source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}"
@@ -207,6 +224,10 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
     else:
         source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}})"
     return re.compile(source, re.IGNORECASE)
+
+
+def _reason(kind: str) -> str:
+    return "model or vendor name" if kind in ("name", "strict") else "model name"
 
 
 def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
@@ -299,9 +320,9 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     letters = "".join(_ALNUM.findall(folded))
     found_names = names_in(letters)
     passes = [
-        ("model or vendor name" if kind == "name" else "model name", kind_pattern(kind, names))
+        (_reason(kind), kind_pattern(kind, names))
         for kind, names in found_names.items()
-        if kind != "ambiguous"
+        if kind not in _AMBIGUOUS_KINDS
     ]
     campaign_hit = bool(terms) and any(t in letters for t in campaign_triggers(terms))
     if campaign_hit and (pattern := campaign_pattern(terms)):
@@ -316,9 +337,11 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     spans += [
         (s, e, "self-description") for s, e in self_description.language_spans(view.text, folded)
     ]
-    maybes = []
-    if "ambiguous" in found_names:
-        maybes.append((kind_pattern("ambiguous", found_names["ambiguous"]), POSSIBLE_NAME))
+    maybes = [
+        (kind_pattern(kind, found_names[kind]), POSSIBLE_NAME)
+        for kind in _AMBIGUOUS_KINDS
+        if kind in found_names
+    ]
     if campaign_hit and (pattern := campaign_ambiguous_pattern(terms)):
         maybes.append((pattern, POSSIBLE_CONTENDER))
     held: list[tuple[int, int, str]] = []
@@ -398,15 +421,16 @@ def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
     name, qualifiers = m.group("name"), m.group("q")
     kind = _kind(name, contender)
     versioned = any(c.isdigit() for c in qualifiers) or "+" in qualifiers
-    if _SIZE.search(qualifiers) or _disguised_or_attached(view, m):
+    if _SIZE.search(qualifiers) or _disguised_or_attached(view, m, kind):
         return True
     if kind in ("strong", "contender") and (versioned or qualifiers.strip(" -_:/@")):
         return True  # "Claude 3", "Llama Maverick"
     before = view[max(0, m.start() - 30) : m.start()]
-    if _self_naming().search(before) or re.match(
-        r"\s*[,:]?\s*(?:here|speaking)\b", view[m.end() : m.end() + 14], re.I
+    if name[:1].isupper() and (
+        _self_naming().search(before)
+        or re.match(r"\s*[,:]?\s*(?:here|speaking)\b", view[m.end() : m.end() + 14], re.I)
     ):
-        return True
+        return True  # "I'm Claude", "Kimi here" (not "this is recursive")
     if kind == "derived":
         return versioned and self_description.ai_words_near(view, m.start(), m.end())
     before_vendor, after_vendor = _vendor_patterns()
@@ -432,14 +456,17 @@ _ATTRIBUTION = re.compile(
 )
 
 
-def _disguised_or_attached(view: str, m: re.Match) -> bool:
+def _disguised_or_attached(view: str, m: re.Match, kind: str) -> bool:
     """A name nobody would write so unless it named a model: disguised (markup, spaces or
-    other characters between its letters, look-alikes, entities: the view differs from the
-    plain word), spelt as the model is ("LLaMA"), part of an identifier ("ClaudeClient",
-    "gemini_client"), or given as an answer's author ("generated with Gemma")."""
+    other characters between its letters), spelt as the model is ("LLaMA"), and for a model
+    family's or a contender's name, part of an identifier ("ClaudeClient", "gemini_client"),
+    marked up as code or emphasis, or given as an answer's author ("generated with Gemma")."""
     name = m.group("name")
-    if not name.isalpha() or _MODEL_CASING.search(name):
+    letters = sum(c.isalpha() for c in name)
+    if (not name.isalpha() and letters >= 4) or _MODEL_CASING.search(name):
         return True
+    if kind not in ("strong", "contender"):
+        return False  # "recursive_guard", "`command`": words, however written
     start, end = m.span("name")
     if (start and (view[start - 1].isalnum() or view[start - 1] in "_`*~")) or (
         end < len(view) and (view[end].isalnum() or view[end] in "_`*~")
@@ -454,6 +481,8 @@ def _name_like(view: str, m: re.Match) -> bool:
     name = m.group("name")
     if not any(c.isupper() for c in name):
         return False
+    if name.isupper() and name.casefold() not in _ambiguous_words():
+        return False  # "RECURSIVE" in a derived name's place is a word in capitals
     if _SENTENCE_START.search(view[max(0, m.start() - 12) : m.start()]) or m.start() == 0:
         # "Command the ...", "Granite is ...": a very common English word starts a sentence
         return english_zipf(re.sub(r"\W", "", name.casefold())) < COMMON_ZIPF
