@@ -393,13 +393,28 @@ def _self_naming() -> re.Pattern:
         "僕は",
     }
     forms |= {lang.me[0] for lang in LANGUAGES}
+    forms |= {"eu sou", "je suis", "io sono", "ich bin", "yo soy", "я —", "я -"}
     alt = "|".join(re.escape(read_as(f)) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(
-        rf"(?:{alt})\s*(?:,\s*)?(?:an?\s+|the\s+|un\s+|una\s+|ein\s+)?[*_~`\[]*$", re.I
-    )
+    articles = "an?|the|un|una|une|uno|ein|eine|o|a|el|la|le|il|lo|der|die|das|de|het|um|uma"
+    return re.compile(rf"(?:{alt})\s*(?:,\s*)?(?:(?:{articles})\s+)?[*_~`\[]*$", re.I)
 
 
 _SIZE = re.compile(r"\d+(?:\.\d+)?[bmk]\b|\d+x\d+b\b|\ba\d+b\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def _curated_qualifiers() -> frozenset[str]:
+    return frozenset(q.casefold() for q in (*data.QUALIFIERS, *data.TIERS))
+
+
+def _tier_after(name: str, qualifiers: str) -> bool:
+    """Whether a capitalized name is followed by a model's tier: a curated one ("Pro",
+    "Flash", "Sonnet") or a rare word from the dataset ("Maverick"), not a common one ("a
+    minimax search", "Phi Beta Kappa")."""
+    if not name[:1].isupper():
+        return False
+    words = [w.casefold() for w in re.findall(r"[^\W\d_]+", qualifiers)]
+    return any(w in _curated_qualifiers() or english_zipf(w) < 3.5 for w in words)
 
 
 def _kind(name: str, contender: bool) -> str:
@@ -423,7 +438,7 @@ def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
     versioned = any(c.isdigit() for c in qualifiers) or "+" in qualifiers
     if _SIZE.search(qualifiers) or _disguised_or_attached(view, m, kind):
         return True
-    if kind in ("strong", "contender") and (versioned or qualifiers.strip(" -_:/@")):
+    if kind in ("strong", "contender") and (versioned or _tier_after(name, qualifiers)):
         return True  # "Claude 3", "Llama Maverick"
     before = view[max(0, m.start() - 30) : m.start()]
     if name[:1].isupper() and (

@@ -53,7 +53,9 @@ _CJK = (
     r"|(?:{ru_verbs})\w*\s+(?:{ru_company}\s+|{ru_in}\s+)?(?P<ru>[^\s,.!?]{2,20})"
 )
 _RU_VERBS = ("разработ", "обуч", "создан", "сделан")
-_NOT_A_MAKER = frozenset({"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us"})
+_NOT_A_MAKER = frozenset(
+    {"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us", "ai", "ia", "ki", "llm"}
+)
 _SENTENCE_END = re.compile(r"[.!?\n。！？](?=\s|$)")
 
 # What the patterns need (case-folded): a text without any of it skips them.
