@@ -336,11 +336,12 @@ def language_spans(view: str, folded: str):
         pattern, about, _, _ = patterns[i]
         for lo, hi in windows:
             for match in pattern.finditer(view, lo, hi):
-                if match.group("who").casefold() in _NOT_A_MAKER or match.span() in found:
+                who = match.span("who")
+                if match.group("who").casefold() in _NOT_A_MAKER or who in found:
                     continue
-                found.add(match.span())
                 if about is None or about.search(_sentence(view, match.start(), match.end())):
-                    yield match.span("who")
+                    found.add(who)
+                    yield who
 
 
 @lru_cache(maxsize=1)
