@@ -40,6 +40,9 @@ _MARKUP_GAP = r"[^\w\s]{0,2}"
 # Between a family name and its version, size or tier: separators within one line.
 # (A dot only before a digit: "3.5", "v1.0"; "GPT-4o. Pro tip" ends the name at the dot.)
 _QSEP = r"(?:[ \t\-_:/@\u2010-\u2015]{0,2}|\.(?=\d)|[\-_]\.(?=\d))"
+# The rest of a model id written as one token after a name ("indictrans2-en-indic-1B",
+# "gemma-sea-lion-v4-27b-it", "claude-opus-4-1@20250805"): an id is one name, all of it.
+ID_REST = r"(?:[\-_.:/@+](?=[^\W_])[\w.\-:/@+]*[\w+])?"
 FREE_GAPS_FROM = 5  # letters and digits; shorter names must be written as they are
 
 
@@ -212,9 +215,9 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
     q = _qualifier()
     alt = alternation(sorted(names, key=str.casefold), strict=kind in _STRICT_KINDS)
     if kind in ("family", "data", "name", "strict"):
-        source = rf"(?:{alt})(?:{q}){{0,8}}"
+        source = rf"(?:{alt})(?:{q}){{0,8}}{ID_REST}"
     elif kind == "versioned":
-        source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}"
+        source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}{ID_REST}"
     elif kind == "tier":
         tiers = "|".join(sorted(names))
         source = rf"{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
@@ -222,7 +225,7 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
         short, short_q = "|".join(sorted(names)), "|".join(data.SHORT_QUALIFIERS)
         source = rf"(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d)"
     else:
-        source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}})"
+        source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}}{ID_REST})"
     return re.compile(source, re.IGNORECASE)
 
 
@@ -417,6 +420,16 @@ def _tier_after(name: str, qualifiers: str) -> bool:
     return any(w in _curated_qualifiers() or english_zipf(w) < 3.5 for w in words)
 
 
+def _id_form(name: str, qualifiers: str) -> bool:
+    """Whether a name is written as a model id: lowercase, its qualifiers joined to it with no
+    space ("gemini-pro", "muse-spark-1.1"; not "Falcon 9", not "command line")."""
+    return (
+        name.islower()
+        and qualifiers[:1] in ("-", "_", ".", ":", "/", "@")
+        and not any(c.isspace() for c in qualifiers)
+    )
+
+
 def _kind(name: str, contender: bool) -> str:
     """ "strong": a model family first ("Llama 3" is the model); "weak": a product or word
     first ("Nova 5", "Titan 3" are phones and blenders); "derived": a name from the dataset;
@@ -440,6 +453,8 @@ def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
         return True
     if kind in ("strong", "contender") and (versioned or _tier_after(name, qualifiers)):
         return True  # "Claude 3", "Llama Maverick"
+    if _id_form(name, qualifiers) and (kind in ("strong", "contender") or versioned):
+        return True  # "gemini-pro", "muse-spark-1.1", "falcon-9"
     before = view[max(0, m.start() - 30) : m.start()]
     if name[:1].isupper() and (
         _self_naming().search(before)
