@@ -42,7 +42,9 @@ _MARKUP_GAP = r"[^\w\s]{0,2}"
 _QSEP = r"(?:[ \t\-_:/@\u2010-\u2015]{0,2}|\.(?=\d)|[\-_]\.(?=\d))"
 # The rest of a model id written as one token after a name ("indictrans2-en-indic-1B",
 # "gemma-sea-lion-v4-27b-it", "claude-opus-4-1@20250805"): an id is one name, all of it.
-ID_REST = r"(?:[\-_.:/@+](?=[^\W_])[\w.\-:/@+]*[\w+])?"
+# (Joined by a hyphen, dot, colon or at sign: "claude_likeness" is an identifier and
+# "huggingface/transformers" a path, each with a name in it.)
+ID_REST = r"(?:[\-.:@](?=[^\W_])[\w.\-:@+]*[\w+])?"
 FREE_GAPS_FROM = 5  # letters and digits; shorter names must be written as they are
 
 
@@ -145,6 +147,7 @@ _ALNUM = re.compile(r"[^\W_]+")
 # Why a span is masked or held: for admins only.
 POSSIBLE_NAME = "possible model name"
 POSSIBLE_CONTENDER = "possible contender name"
+CONTENDER_REASON = "contender name, model id or redaction word"
 TEMPLATE_TOKEN = "chat-template token or provider id"
 
 
@@ -247,33 +250,46 @@ def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
     )
 
 
-def _split_campaign_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(certain, ambiguous): a one-word term that is an ordinary word or a name in a major
-    language ("orchid", "brent") counts only in a model's context."""
-    certain, ambiguous = [], []
+# Marks a campaign term that counts only in a model's context and holds nothing elsewhere: a
+# word cut from a contender's name ("northwind" from "northwind-large" must not hold every
+# answer signed "Northwind Support").
+CONTEXT_ONLY = "~"
+
+
+def _split_campaign_terms(
+    terms: tuple[str, ...],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(certain, ambiguous, context-only): a one-word term that is an ordinary word or a name
+    in a major language ("orchid", "brent") counts only in a model's context, held elsewhere;
+    one marked CONTEXT_ONLY counts only there too, and holds nothing."""
+    certain, ambiguous, quiet = [], [], []
     for term in terms:
         word = term.strip()
-        if re.fullmatch(r"[^\W\d_]+", word) and zipf(word.casefold()) >= ORDINARY_ZIPF:
+        if word.startswith(CONTEXT_ONLY):
+            quiet.append(word.lstrip(CONTEXT_ONLY))
+        elif re.fullmatch(r"[^\W\d_]+", word) and zipf(word.casefold()) >= ORDINARY_ZIPF:
             ambiguous.append(word)
         else:
             certain.append(word)
-    return tuple(certain), tuple(ambiguous)
+    return tuple(certain), tuple(ambiguous), tuple(quiet)
 
 
 @lru_cache(maxsize=256)
 def campaign_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
-    certain, _ = _split_campaign_terms(terms)
+    certain = _split_campaign_terms(terms)[0]
     pattern = alternation(certain)
     return re.compile(pattern, re.IGNORECASE) if pattern else None
 
 
 @lru_cache(maxsize=256)
-def campaign_ambiguous_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
-    _, ambiguous = _split_campaign_terms(terms)
-    if not ambiguous:
+def campaign_ambiguous_pattern(terms: tuple[str, ...], quiet: bool = False) -> re.Pattern | None:
+    """The campaign's words that count in a model's context only: the ordinary ones (held
+    elsewhere) or, `quiet`, those cut from a name (nothing elsewhere)."""
+    words = _split_campaign_terms(terms)[2 if quiet else 1]
+    if not words:
         return None
     return re.compile(
-        rf"(?P<name>{alternation(ambiguous)})(?P<q>(?:{_qualifier()}){{0,8}})", re.IGNORECASE
+        rf"(?P<name>{alternation(words)})(?P<q>(?:{_qualifier()}){{0,8}}{ID_REST})", re.IGNORECASE
     )
 
 
@@ -329,7 +345,7 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     ]
     campaign_hit = bool(terms) and any(t in letters for t in campaign_triggers(terms))
     if campaign_hit and (pattern := campaign_pattern(terms)):
-        passes.append(("contender name, model id or redaction word", pattern))
+        passes.append((CONTENDER_REASON, pattern))
     spans: list[tuple[int, int, str]] = []
     for reason, pattern in passes:
         spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
@@ -347,16 +363,19 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     ]
     if campaign_hit and (pattern := campaign_ambiguous_pattern(terms)):
         maybes.append((pattern, POSSIBLE_CONTENDER))
+    if campaign_hit and (pattern := campaign_ambiguous_pattern(terms, quiet=True)):
+        maybes.append((pattern, None))  # in a model's context only; nothing held elsewhere
     held: list[tuple[int, int, str]] = []
     for pattern, why in maybes:
         for m in pattern.finditer(view.text):
             start, end = view.original_span(*m.span("name"))
-            contender = why == POSSIBLE_CONTENDER
+            contender = why != POSSIBLE_NAME
             if text[start:end] != m.group("name") or _in_model_context(
                 view.text, m, spans, contender
             ):
-                spans.append((*m.span(), "model name" if why == POSSIBLE_NAME else why))
-            elif _name_like(view.text, m):
+                reason = "model name" if why == POSSIBLE_NAME else CONTENDER_REASON
+                spans.append((*m.span(), reason))
+            elif why and _name_like(view.text, m):
                 held.append((*m.span("name"), why))
     spans += list(_vendors_beside(view.text, spans))
     found = _merged(text, view, spans)

@@ -73,7 +73,8 @@ def _near_names(terms: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
     letters = {re.sub(r"[^a-z0-9]", "", n.casefold()) for n in names}
     by_length: dict[int, list[str]] = {}
     for n in letters:
-        if len(n) >= 5:
+        # (names of letters: a date is not near a version label "2026-11")
+        if len(n) >= 5 and sum(c.isalpha() for c in n) >= 4:
             by_length.setdefault(len(n), []).append(n)
     return {k: tuple(v) for k, v in by_length.items()}
 
@@ -130,7 +131,7 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
     for m in _WORD.finditer(view.text):
         word = m.group()
         key = re.sub(r"[^a-z0-9]", "", word.casefold())
-        if len(key) < 5 or key in seen or not word.isascii():
+        if len(key) < 5 or key in seen or not word.isascii() or sum(c.isalpha() for c in key) < 4:
             continue
         seen.add(key)
         if english_zipf(key) >= ORDINARY_ZIPF or not (word[0].isupper() or not key.isalpha()):

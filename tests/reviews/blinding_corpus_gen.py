@@ -211,7 +211,7 @@ CONTENDER = [
     ("Orchid Pilot, at your service.", "mask"), ("OrchidLabs trained me.", "mask"),
     ("I am Orchid, an AI assistant.", "mask"), ("ORCHID-PILOT-7B-INSTRUCT", "mask"),
     ("orchid_pilot_7b", "mask"), ("Orchid here, happy to help.", "mask"),
-    ("Signed, Orchid", "hold"), ("Ask Orchid about it.", "hold"),
+    ("Signed, Orchid Pilot", "mask"), ("Ask Orchid-Pilot about it.", "mask"),
 ]  # fmt: skip
 
 # Ordinary support answers (with the words that sit beside names): byte for byte.

@@ -131,6 +131,9 @@ class AmbiguousNameTests(SimpleTestCase):
         assert reasons("Brent oil prices rose 4%.", terms) == {"possible contender name"}
         for text in ("I'm Orchid, an AI assistant.", "orchidpilot here", "OrchidLabs made me"):
             assert "rchid" not in blinding.mask_identity(text, terms).text, text
+        # a word cut from a contender's name counts in a model's context and holds nothing
+        # elsewhere: an answer signed by a company the contender is named after stays
+        assert blinding.check_identity("Ask Orchid about it.", terms).holds == ()
 
     def test_texts_no_admin_approves_mask_a_possible_name(self):
         # a rubric label, an instruction, a reviewer's comment: nothing holds them
