@@ -48,10 +48,12 @@ class Reader:
     terms: tuple[str, ...] | None
     html: bool = True
 
+    # strict: a transcript's parts are not what an admin approves when an output is held (the
+    # final answer is), so a possible model name in a tool's argument is masked, not held
     def mask(self, text: str) -> str:
         if self.terms is None or not text:
             return text or ""
-        return blinding.mask_identity(text, self.terms).text
+        return blinding.mask_identity(text, self.terms, strict=True).text
 
     def shown(self, text: str) -> dict:
         """{"text", "html"} of a Markdown text (an assistant's or the user's words)."""
@@ -62,7 +64,7 @@ class Reader:
             return {"text": self.mask(text), "html": None}
         if self.terms is None:
             return {"text": text, "html": blinding.render_markdown(text)}
-        masked, rendered, _ = blinding.render_output(text, self.terms)
+        masked, rendered, _ = blinding.render_output(text, self.terms, strict=True)
         return {"text": masked, "html": rendered}
 
 

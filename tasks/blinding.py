@@ -117,9 +117,11 @@ def _aliases(value: str) -> list[str]:
     """A name or model id and the shorter forms a provider or an answer shows it under: the
     id without its organisation, date stamp or tag; the organisation alone ("orchidlabs");
     the name without its trailing size, version and tier ("orchid-pilot-7b-instruct" is also
-    "orchid-pilot" and "orchid"), unless what is left is only very common words ("support
-    bot"). Separators need no variants: a long name matches with or without them ("Orchid
-    Pilot", "orchid-pilot", "orchidpilot")."""
+    "orchid-pilot"), unless what is left is only very common words ("support bot"). One word
+    cut from a longer name ("orchid", "northwind" from "northwind-large") counts only in a
+    model's context, and holds nothing elsewhere: it is marked with masking.CONTEXT_ONLY.
+    Separators need no variants: a long name matches with or without them ("Orchid Pilot",
+    "orchid-pilot", "orchidpilot")."""
     out = [value]
     if "/" in value:
         org, name = value.rsplit("/", 1)
@@ -139,13 +141,14 @@ def _aliases(value: str) -> list[str]:
             cut.append(" ".join(words))
         if len(words) > 1 and words[0].isalpha() and len(words[0]) >= 4:
             cut.append(words[0])
+    cut = [c if " " in c else masking.CONTEXT_ONLY + c for c in cut if re.search(r"[^\W\d_]", c)]
     return list(dict.fromkeys([*out, *(c for c in cut if not _only_common_words(c))]))
 
 
 def _only_common_words(alias: str) -> bool:
     from .identity.catalog import COMMON_ZIPF, zipf
 
-    words = [w for w in _ALIAS_SPLIT.split(alias.casefold()) if w]
+    words = [w for w in _ALIAS_SPLIT.split(alias.casefold().lstrip(masking.CONTEXT_ONLY)) if w]
     return all(w.isalpha() and zipf(w) >= COMMON_ZIPF for w in words)
 
 
@@ -164,7 +167,8 @@ def identity_terms(
 ) -> tuple[str, ...]:
     """The campaign's redaction words plus its contenders' own names, model ids (and their
     aliases), version labels and endpoint host names. Common words are never terms on their
-    own: "acme/it" masks "acme/it", never "it"."""
+    own: "acme/it" masks "acme/it", never "it". A term starting with masking.CONTEXT_ONLY
+    ("~orchid") is one word cut from a contender's name: it counts in a model's context only."""
     terms: list[str] = [str(w).strip() for w in redact if str(w).strip()]
     for c in contenders:
         terms += _host_terms(c.get("base_url") or "")

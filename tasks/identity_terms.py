@@ -31,7 +31,6 @@ NAMES: tuple[str, ...] = (
     "Magistral",
     "Devstral",
     "Pixtral",
-    "Command R",
     "Qwen",
     "QwQ",
     "Tongyi",
@@ -59,7 +58,6 @@ NAMES: tuple[str, ...] = (
     "OpenRouter",
     "Bing Chat",
     "Meta AI",
-    "Le Chat",
     "Gemini API",
     "Google AI Studio",
     "Vertex AI",
@@ -73,8 +71,6 @@ NAMES: tuple[str, ...] = (
     "IBM Granite",
     "Perplexity AI",
     "Perplexity Sonar",
-    "Command A",
-    "Command R+",
     "Cohere For AI",
     "EXAONE",
     "GigaChat",
@@ -95,7 +91,6 @@ NAMES: tuple[str, ...] = (
     "NovelAI",
     "Character.AI",
     "Inflection AI",
-    "Pi AI",
     "Mistral AI",
     "Microsoft Copilot",
     "GitHub Copilot",
@@ -234,6 +229,9 @@ VERSIONED_AMBIGUOUS: tuple[str, ...] = (
     "Ernie",
     "Codex",
 )
+
+# Names matched only as written, their words side by side ("Command A", not "command - a").
+NAMES_AS_WRITTEN: tuple[str, ...] = ("Command A", "Command R", "Command R+", "Command R7B")
 
 # Names that are also ordinary words: masked only when capitalized as a name ("the arguments
 # cohere" stays, "Cohere's model" does not).
@@ -381,6 +379,18 @@ VENDORS: tuple[str, ...] = (
     "Samsung",
     "iFlytek",
     "Moonshot",
+    "Yandex",
+    "Яндекс",
+    "Sber",
+    "Сбер",
+    "LG",
+    "LG AI Research",
+    "Naver",
+    "Kakao",
+    "Xiaomi",
+    "Meituan",
+    "Cohere",
+    "Perplexity",
     "01.AI",
     "谷歌",
     "百度",

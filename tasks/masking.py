@@ -30,6 +30,7 @@ _CAMEL = r"(?-i:(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
 START = rf"(?:(?<![{_WORD}])|{_CAMEL})"
 # A name may be followed by digits ("Claude3", "gpt4o": the version) and a plural s.
 END = rf"(?:s?(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u052f])|{_CAMEL})"
+_STRICT_END = rf"(?:(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u052f])|{_CAMEL})"
 # Between the letters of a long name: a few characters that are not letters or digits.
 _GAP = r"[\W_]{0,6}"
 _WRITTEN_GAP = r"[^\w\s]{0,3}"
@@ -39,6 +40,11 @@ _MARKUP_GAP = r"[^\w\s]{0,2}"
 # Between a family name and its version, size or tier: separators within one line.
 # (A dot only before a digit: "3.5", "v1.0"; "GPT-4o. Pro tip" ends the name at the dot.)
 _QSEP = r"(?:[ \t\-_:/@\u2010-\u2015]{0,2}|\.(?=\d)|[\-_]\.(?=\d))"
+# The rest of a model id written as one token after a name ("indictrans2-en-indic-1B",
+# "gemma-sea-lion-v4-27b-it", "claude-opus-4-1@20250805"): an id is one name, all of it.
+# (Joined by a hyphen, dot, colon or at sign: "claude_likeness" is an identifier and
+# "huggingface/transformers" a path, each with a name in it.)
+ID_REST = r"(?:[\-.:@](?=[^\W_])[\w.\-:@+]*[\w+])?"
 FREE_GAPS_FROM = 5  # letters and digits; shorter names must be written as they are
 
 
@@ -61,22 +67,30 @@ def _letter(c: str) -> str:
     return re.escape(c)
 
 
-def term_pattern(term: str) -> tuple[str, list[str]] | None:
+# A name taken as written: its letters together, a space, hyphen, underscore or dot where it
+# has a separator ("typesafe" is not "type-safe", "openchat" not "open chat").
+_STRICT_GAP = r"[\s\-_.]{0,2}"
+
+
+def term_pattern(term: str, *, strict: bool = False) -> tuple[str, list[str]] | None:
     """A name as a pattern over views, as (edges, [first letter, rest]): its letters in
-    order, separators optional (a long name) or as written (a short one). `edges` says how
-    its ends are bounded: "word" (at a word's edges), "stem" (Russian inflects the name), or
-    "none" (CJK, kana, Hangul: no spaces mark a word's edges)."""
+    order, separators optional (a long name) or as written (a short one, or any `strict`
+    one: the names derived from the dataset, which are often words run together). `edges`
+    says how its ends are bounded: "word" (at a word's edges), "stem" (Russian inflects the
+    name), or "none" (CJK, kana, Hangul: no spaces mark a word's edges)."""
     view = read_as(term.strip())
     alnum = sum(c.isalnum() for c in view)
     if alnum < 2:
         return None
-    free = alnum >= FREE_GAPS_FROM
+    free = alnum >= FREE_GAPS_FROM and not strict
     parts, pending_gap = [], False
     for c in view:
         if not c.isalnum():
             pending_gap = True
             continue
-        if parts:
+        if parts and strict:
+            parts.append(_STRICT_GAP if pending_gap else "")
+        elif parts:
             parts.append(_GAP if free else (_WRITTEN_GAP if pending_gap else _MARKUP_GAP))
         parts.append(_letter(c))
         pending_gap = False
@@ -90,13 +104,13 @@ def term_pattern(term: str) -> tuple[str, list[str]] | None:
     return edges, [parts[0], "".join(parts[1:])]
 
 
-def alternation(terms) -> str:
+def alternation(terms, *, strict: bool = False) -> str:
     """One pattern for many names. The edge tests stand once outside the alternation, and
     the names are grouped by first letter: Python's re tries the alternatives one by one at
     every position, and this keeps that to a word's starts and one test per first letter."""
     groups: dict[str, dict[str, set[str]]] = {"word": {}, "stem": {}, "none": {}}
     for term in terms:
-        if found := term_pattern(term):
+        if found := term_pattern(term, strict=strict):
             edges, (first, rest) = found
             groups[edges].setdefault(first, set()).add(rest)
 
@@ -108,7 +122,8 @@ def alternation(terms) -> str:
 
     parts = []
     if groups["word"]:
-        parts.append(rf"{START}(?:{grouped(groups['word'])}){END}")
+        # (a name as written takes no plural: "alias" is no "alia")
+        parts.append(rf"{START}(?:{grouped(groups['word'])}){_STRICT_END if strict else END}")
     if groups["stem"]:
         parts.append(rf"{START}(?:{grouped(groups['stem'])})[\u0400-\u052fa-z]{{0,3}}")
     if groups["none"]:
@@ -132,6 +147,7 @@ _ALNUM = re.compile(r"[^\W_]+")
 # Why a span is masked or held: for admins only.
 POSSIBLE_NAME = "possible model name"
 POSSIBLE_CONTENDER = "possible contender name"
+CONTENDER_REASON = "contender name, model id or redaction word"
 TEMPLATE_TOKEN = "chat-template token or provider id"
 
 
@@ -142,24 +158,31 @@ def _ambiguous_words() -> set[str]:
 # The built-in names by how they are matched: families (with their qualifiers), names (with
 # theirs), families that count only with a version, Claude's tiers, the short model names,
 # and the ambiguous names (matched in a model's context only).
-_KINDS = ("family", "name", "versioned", "tier", "short", "ambiguous")
+_KINDS = ("family", "data", "name", "strict", "versioned", "tier", "short", "ambiguous", "data?")
+# Kinds whose names are matched as written (tasks/masking.term_pattern's `strict`).
+_STRICT_KINDS = frozenset({"data", "strict", "data?"})
+_AMBIGUOUS_KINDS = frozenset({"ambiguous", "data?"})
 
 
 @lru_cache(maxsize=1)
 def builtin_terms() -> dict[str, tuple[str, ...]]:
     """The built-in names of each kind: the curated lists (tasks/identity_terms.py) and the
-    names derived from the maintained dataset (tasks/identity/catalog.py)."""
+    names derived from the maintained dataset (tasks/identity/catalog.py), these matched as
+    written."""
     cat = catalog()
     ambiguous = _ambiguous_words()
     return {
-        "family": (*(f for f in data.FAMILIES if f.casefold() not in ambiguous), *cat.certain),
+        "family": tuple(f for f in data.FAMILIES if f.casefold() not in ambiguous),
+        "data": cat.certain,
         "name": tuple(
             n for n in (*data.NAMES, *data.HOSTS_AND_KEYS) if n.casefold() not in ambiguous
         ),
+        "strict": data.NAMES_AS_WRITTEN,
         "versioned": data.FAMILIES_WITH_VERSION,
         "tier": data.TIERS,
         "short": data.SHORT_MODELS,
-        "ambiguous": tuple(sorted({*data.AMBIGUOUS, *cat.ambiguous}, key=str.casefold)),
+        "ambiguous": data.AMBIGUOUS,
+        "data?": tuple(n for n in cat.ambiguous if n.casefold() not in ambiguous),
     }
 
 
@@ -193,11 +216,11 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
     repeat, and a pattern of a few names runs in microseconds where one of all would take a
     hundred)."""
     q = _qualifier()
-    alt = alternation(sorted(names, key=str.casefold))
-    if kind in ("family", "name"):
-        source = rf"(?:{alt})(?:{q}){{0,8}}"
+    alt = alternation(sorted(names, key=str.casefold), strict=kind in _STRICT_KINDS)
+    if kind in ("family", "data", "name", "strict"):
+        source = rf"(?:{alt})(?:{q}){{0,8}}{ID_REST}"
     elif kind == "versioned":
-        source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}"
+        source = rf"(?:{alt})(?={_QSEP}(?:v?\d|[a-z]\d))(?:{q}){{1,8}}{ID_REST}"
     elif kind == "tier":
         tiers = "|".join(sorted(names))
         source = rf"{START}(?:{tiers}){_QSEP}[1-9](?:[.\-]\d)?(?![\d.])"
@@ -205,8 +228,12 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
         short, short_q = "|".join(sorted(names)), "|".join(data.SHORT_QUALIFIERS)
         source = rf"(?<![\w.\-])(?-i:{short})(?:[-\s](?:{short_q}))?(?![\w]|\.\d)"
     else:
-        source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}})"
+        source = rf"(?P<name>{alt})(?P<q>(?:{q}){{0,8}}{ID_REST})"
     return re.compile(source, re.IGNORECASE)
+
+
+def _reason(kind: str) -> str:
+    return "model or vendor name" if kind in ("name", "strict") else "model name"
 
 
 def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
@@ -223,33 +250,46 @@ def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
     )
 
 
-def _split_campaign_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(certain, ambiguous): a one-word term that is an ordinary word or a name in a major
-    language ("orchid", "brent") counts only in a model's context."""
-    certain, ambiguous = [], []
+# Marks a campaign term that counts only in a model's context and holds nothing elsewhere: a
+# word cut from a contender's name ("northwind" from "northwind-large" must not hold every
+# answer signed "Northwind Support").
+CONTEXT_ONLY = "~"
+
+
+def _split_campaign_terms(
+    terms: tuple[str, ...],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(certain, ambiguous, context-only): a one-word term that is an ordinary word or a name
+    in a major language ("orchid", "brent") counts only in a model's context, held elsewhere;
+    one marked CONTEXT_ONLY counts only there too, and holds nothing."""
+    certain, ambiguous, quiet = [], [], []
     for term in terms:
         word = term.strip()
-        if re.fullmatch(r"[^\W\d_]+", word) and zipf(word.casefold()) >= ORDINARY_ZIPF:
+        if word.startswith(CONTEXT_ONLY):
+            quiet.append(word.lstrip(CONTEXT_ONLY))
+        elif re.fullmatch(r"[^\W\d_]+", word) and zipf(word.casefold()) >= ORDINARY_ZIPF:
             ambiguous.append(word)
         else:
             certain.append(word)
-    return tuple(certain), tuple(ambiguous)
+    return tuple(certain), tuple(ambiguous), tuple(quiet)
 
 
 @lru_cache(maxsize=256)
 def campaign_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
-    certain, _ = _split_campaign_terms(terms)
+    certain = _split_campaign_terms(terms)[0]
     pattern = alternation(certain)
     return re.compile(pattern, re.IGNORECASE) if pattern else None
 
 
 @lru_cache(maxsize=256)
-def campaign_ambiguous_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
-    _, ambiguous = _split_campaign_terms(terms)
-    if not ambiguous:
+def campaign_ambiguous_pattern(terms: tuple[str, ...], quiet: bool = False) -> re.Pattern | None:
+    """The campaign's words that count in a model's context only: the ordinary ones (held
+    elsewhere) or, `quiet`, those cut from a name (nothing elsewhere)."""
+    words = _split_campaign_terms(terms)[2 if quiet else 1]
+    if not words:
         return None
     return re.compile(
-        rf"(?P<name>{alternation(ambiguous)})(?P<q>(?:{_qualifier()}){{0,8}})", re.IGNORECASE
+        rf"(?P<name>{alternation(words)})(?P<q>(?:{_qualifier()}){{0,8}}{ID_REST})", re.IGNORECASE
     )
 
 
@@ -299,13 +339,13 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     letters = "".join(_ALNUM.findall(folded))
     found_names = names_in(letters)
     passes = [
-        ("model or vendor name" if kind == "name" else "model name", kind_pattern(kind, names))
+        (_reason(kind), kind_pattern(kind, names))
         for kind, names in found_names.items()
-        if kind != "ambiguous"
+        if kind not in _AMBIGUOUS_KINDS
     ]
     campaign_hit = bool(terms) and any(t in letters for t in campaign_triggers(terms))
     if campaign_hit and (pattern := campaign_pattern(terms)):
-        passes.append(("contender name, model id or redaction word", pattern))
+        passes.append((CONTENDER_REASON, pattern))
     spans: list[tuple[int, int, str]] = []
     for reason, pattern in passes:
         spans += [(*m.span(), reason) for m in pattern.finditer(view.text) if m.end() > m.start()]
@@ -316,21 +356,26 @@ def detect(text: str, terms: tuple[str, ...]) -> tuple[list[Finding], list[Findi
     spans += [
         (s, e, "self-description") for s, e in self_description.language_spans(view.text, folded)
     ]
-    maybes = []
-    if "ambiguous" in found_names:
-        maybes.append((kind_pattern("ambiguous", found_names["ambiguous"]), POSSIBLE_NAME))
+    maybes = [
+        (kind_pattern(kind, found_names[kind]), POSSIBLE_NAME)
+        for kind in _AMBIGUOUS_KINDS
+        if kind in found_names
+    ]
     if campaign_hit and (pattern := campaign_ambiguous_pattern(terms)):
         maybes.append((pattern, POSSIBLE_CONTENDER))
+    if campaign_hit and (pattern := campaign_ambiguous_pattern(terms, quiet=True)):
+        maybes.append((pattern, None))  # in a model's context only; nothing held elsewhere
     held: list[tuple[int, int, str]] = []
     for pattern, why in maybes:
         for m in pattern.finditer(view.text):
             start, end = view.original_span(*m.span("name"))
-            contender = why == POSSIBLE_CONTENDER
+            contender = why != POSSIBLE_NAME
             if text[start:end] != m.group("name") or _in_model_context(
                 view.text, m, spans, contender
             ):
-                spans.append((*m.span(), "model name" if why == POSSIBLE_NAME else why))
-            elif _name_like(view.text, m):
+                reason = "model name" if why == POSSIBLE_NAME else CONTENDER_REASON
+                spans.append((*m.span(), reason))
+            elif why and _name_like(view.text, m):
                 held.append((*m.span("name"), why))
     spans += list(_vendors_beside(view.text, spans))
     found = _merged(text, view, spans)
@@ -370,13 +415,38 @@ def _self_naming() -> re.Pattern:
         "僕は",
     }
     forms |= {lang.me[0] for lang in LANGUAGES}
+    forms |= {"eu sou", "je suis", "io sono", "ich bin", "yo soy", "я —", "я -"}
     alt = "|".join(re.escape(read_as(f)) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(
-        rf"(?:{alt})\s*(?:,\s*)?(?:an?\s+|the\s+|un\s+|una\s+|ein\s+)?[*_~`\[]*$", re.I
-    )
+    articles = "an?|the|un|una|une|uno|ein|eine|o|a|el|la|le|il|lo|der|die|das|de|het|um|uma"
+    return re.compile(rf"(?:{alt})\s*(?:,\s*)?(?:(?:{articles})\s+)?[*_~`\[]*$", re.I)
 
 
 _SIZE = re.compile(r"\d+(?:\.\d+)?[bmk]\b|\d+x\d+b\b|\ba\d+b\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def _curated_qualifiers() -> frozenset[str]:
+    return frozenset(q.casefold() for q in (*data.QUALIFIERS, *data.TIERS))
+
+
+def _tier_after(name: str, qualifiers: str) -> bool:
+    """Whether a capitalized name is followed by a model's tier: a curated one ("Pro",
+    "Flash", "Sonnet") or a rare word from the dataset ("Maverick"), not a common one ("a
+    minimax search", "Phi Beta Kappa")."""
+    if not name[:1].isupper():
+        return False
+    words = [w.casefold() for w in re.findall(r"[^\W\d_]+", qualifiers)]
+    return any(w in _curated_qualifiers() or english_zipf(w) < 3.5 for w in words)
+
+
+def _id_form(name: str, qualifiers: str) -> bool:
+    """Whether a name is written as a model id: lowercase, its qualifiers joined to it with no
+    space ("gemini-pro", "muse-spark-1.1"; not "Falcon 9", not "command line")."""
+    return (
+        name.islower()
+        and qualifiers[:1] in ("-", "_", ".", ":", "/", "@")
+        and not any(c.isspace() for c in qualifiers)
+    )
 
 
 def _kind(name: str, contender: bool) -> str:
@@ -398,15 +468,18 @@ def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
     name, qualifiers = m.group("name"), m.group("q")
     kind = _kind(name, contender)
     versioned = any(c.isdigit() for c in qualifiers) or "+" in qualifiers
-    if _SIZE.search(qualifiers) or _disguised_or_attached(view, m):
+    if _SIZE.search(qualifiers) or _disguised_or_attached(view, m, kind):
         return True
-    if kind in ("strong", "contender") and (versioned or qualifiers.strip(" -_:/@")):
+    if kind in ("strong", "contender") and (versioned or _tier_after(name, qualifiers)):
         return True  # "Claude 3", "Llama Maverick"
+    if _id_form(name, qualifiers) and (kind in ("strong", "contender") or versioned):
+        return True  # "gemini-pro", "muse-spark-1.1", "falcon-9"
     before = view[max(0, m.start() - 30) : m.start()]
-    if _self_naming().search(before) or re.match(
-        r"\s*[,:]?\s*(?:here|speaking)\b", view[m.end() : m.end() + 14], re.I
+    if name[:1].isupper() and (
+        _self_naming().search(before)
+        or re.match(r"\s*[,:]?\s*(?:here|speaking)\b", view[m.end() : m.end() + 14], re.I)
     ):
-        return True
+        return True  # "I'm Claude", "Kimi here" (not "this is recursive")
     if kind == "derived":
         return versioned and self_description.ai_words_near(view, m.start(), m.end())
     before_vendor, after_vendor = _vendor_patterns()
@@ -432,14 +505,17 @@ _ATTRIBUTION = re.compile(
 )
 
 
-def _disguised_or_attached(view: str, m: re.Match) -> bool:
+def _disguised_or_attached(view: str, m: re.Match, kind: str) -> bool:
     """A name nobody would write so unless it named a model: disguised (markup, spaces or
-    other characters between its letters, look-alikes, entities: the view differs from the
-    plain word), spelt as the model is ("LLaMA"), part of an identifier ("ClaudeClient",
-    "gemini_client"), or given as an answer's author ("generated with Gemma")."""
+    other characters between its letters), spelt as the model is ("LLaMA"), and for a model
+    family's or a contender's name, part of an identifier ("ClaudeClient", "gemini_client"),
+    marked up as code or emphasis, or given as an answer's author ("generated with Gemma")."""
     name = m.group("name")
-    if not name.isalpha() or _MODEL_CASING.search(name):
+    letters = sum(c.isalpha() for c in name)
+    if (not name.isalpha() and letters >= 4) or _MODEL_CASING.search(name):
         return True
+    if kind not in ("strong", "contender"):
+        return False  # "recursive_guard", "`command`": words, however written
     start, end = m.span("name")
     if (start and (view[start - 1].isalnum() or view[start - 1] in "_`*~")) or (
         end < len(view) and (view[end].isalnum() or view[end] in "_`*~")
@@ -454,6 +530,8 @@ def _name_like(view: str, m: re.Match) -> bool:
     name = m.group("name")
     if not any(c.isupper() for c in name):
         return False
+    if name.isupper() and name.casefold() not in _ambiguous_words():
+        return False  # "RECURSIVE" in a derived name's place is a word in capitals
     if _SENTENCE_START.search(view[max(0, m.start() - 12) : m.start()]) or m.start() == 0:
         # "Command the ...", "Granite is ...": a very common English word starts a sentence
         return english_zipf(re.sub(r"\W", "", name.casefold())) < COMMON_ZIPF

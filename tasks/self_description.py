@@ -53,7 +53,9 @@ _CJK = (
     r"|(?:{ru_verbs})\w*\s+(?:{ru_company}\s+|{ru_in}\s+)?(?P<ru>[^\s,.!?]{2,20})"
 )
 _RU_VERBS = ("разработ", "обуч", "создан", "сделан")
-_NOT_A_MAKER = frozenset({"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us"})
+_NOT_A_MAKER = frozenset(
+    {"i", "a", "an", "the", "me", "my", "you", "it", "this", "that", "us", "ai", "ia", "ki", "llm"}
+)
 _SENTENCE_END = re.compile(r"[.!?\n。！？](?=\s|$)")
 
 # What the patterns need (case-folded): a text without any of it skips them.
@@ -307,19 +309,39 @@ def _hint_index() -> tuple[AhoCorasick, list[tuple[int, ...]]]:
     return AhoCorasick(keys), [tuple(owners[k]) for k in keys]
 
 
+# How far from one of its hints a template's match may reach (its other words and the maker).
+_REACH = 160
+
+
 def language_spans(view: str, folded: str):
-    """(start, end) in `view` of each maker named in a self-description in any language."""
+    """(start, end) in `view` of each maker named in a self-description in any language.
+    Each template runs only around its hints' places in the text (a long text has the
+    common ones somewhere, and a pattern run over all of it would cost seconds a megabyte)."""
     automaton, owners = _hint_index()
-    hits = automaton.find_matches_as_indexes(folded, overlapping=True)
+    around: dict[int, list[list[int]]] = {}
+    for index, start, end in automaton.find_matches_as_indexes(folded, overlapping=True):
+        for t in owners[index]:
+            windows = around.setdefault(t, [])
+            lo, hi = max(0, start - _REACH), end + _REACH
+            if windows and lo <= windows[-1][1]:
+                windows[-1][1] = max(windows[-1][1], hi)
+            else:
+                windows.append([lo, hi])
     patterns = language_patterns()
-    always = (i for i, p in enumerate(patterns) if not p[2])
-    for i in sorted({*always, *(t for index, _, _ in hits for t in owners[index])}):
+    for i, (_, _, hints, _) in enumerate(patterns):
+        if not hints:
+            around[i] = [[0, len(view)]]
+    found = set()
+    for i, windows in sorted(around.items()):
         pattern, about, _, _ = patterns[i]
-        for match in pattern.finditer(view):
-            if match.group("who").casefold() in _NOT_A_MAKER:
-                continue
-            if about is None or about.search(_sentence(view, match.start(), match.end())):
-                yield match.span("who")
+        for lo, hi in windows:
+            for match in pattern.finditer(view, lo, hi):
+                who = match.span("who")
+                if match.group("who").casefold() in _NOT_A_MAKER or who in found:
+                    continue
+                if about is None or about.search(_sentence(view, match.start(), match.end())):
+                    found.add(who)
+                    yield who
 
 
 @lru_cache(maxsize=1)

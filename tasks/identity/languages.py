@@ -58,6 +58,11 @@ LANGUAGES: tuple[Language, ...] = (
                 False,
             ),
             (r"\bI\s+(?:come|came)\s+from\s+{X}", True),
+            (
+                r"{X}['’]s\s+(?:own\s+)?(?:AI\s+|language\s+|large\s+language\s+)?"
+                r"(?:model|assistant|chatbot|LLM)\b",
+                False,
+            ),
         ),
     ),
     Language(
@@ -72,6 +77,7 @@ LANGUAGES: tuple[Language, ...] = (
             ),
             (r"{X}\s+me\s+(?:entrenó|desarrolló|creó|hizo|construyó)", True),
             (r"\bmi\s+(?:desarrollador|creador|fabricante)\s+es\s+{X}", True),
+            (r"\b(?:modelo|asistente)(?:\s+de\s+(?:lenguaje|IA))?\s+de\s+{X}", False),
             (r"\bbasad[oa]\s+en\s+(?:un\s+|el\s+)?modelo\s+de\s+{X}", False),
         ),
     ),
@@ -123,6 +129,7 @@ LANGUAGES: tuple[Language, ...] = (
             ),
             (r"{X}\s+me\s+(?:treinou|desenvolveu|criou|fez)", True),
             (r"\bmeu\s+(?:desenvolvedor|criador)\s+é\s+(?:a\s+|o\s+)?{X}", True),
+            (r"\b(?:modelo|assistente)(?:\s+de\s+(?:linguagem|IA))?\s+(?:da|do|de)\s+{X}", False),
         ),
     ),
     Language(
@@ -170,6 +177,7 @@ LANGUAGES: tuple[Language, ...] = (
             (r"(?:разработ|обуч|создан|сделан|натренирован)\w*\s+(?:компанией\s+|в\s+)?{X}", False),
             (r"{X}\s+(?:обучил|создал|разработал)[аи]?\s+меня", True),
             (r"\bмой\s+(?:разработчик|создатель)\s+\W?\s*{X}", True),
+            (r"(?:нейросеть|модель|ассистент|помощник)\w*\s+от\s+(?:компании\s+)?{X}", False),
         ),
     ),
     Language(
@@ -294,6 +302,7 @@ LANGUAGES: tuple[Language, ...] = (
         (
             (r"{X}\s+(?:द्वारा|ने)\s+(?:विकसित|प्रशिक्षित|बनाया|बनाई|निर्मित|तैयार)", False),
             (r"\bमेरे\s+(?:डेवलपर|निर्माता)\s+{X}", True),
+            (r"{X}\s+(?:का|की|के)\s+(?:एक\s+)?(?:AI\s+|एआई\s+)?(?:मॉडल|सहायक)", False),
         ),
     ),
     Language(
@@ -322,6 +331,10 @@ LANGUAGES: tuple[Language, ...] = (
                 False,
             ),
             (r"\bnhà\s+phát\s+triển\s+của\s+tôi\s+là\s+{X}", True),
+            (
+                r"\bdo\s+{X}\s+(?:phát\s+triển|huấn\s+luyện|đào\s+tạo|tạo\s+ra|xây\s+dựng)",
+                False,
+            ),
         ),
     ),
     Language(

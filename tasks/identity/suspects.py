@@ -41,10 +41,12 @@ _LOOKALIKE_SCRIPTS = (
     "RUNIC", "OGHAM", "VAI ", "BAMUM", "NKO", "OL CHIKI", "GLAGOLITIC", "OLD ITALIC", "DESERET",
     "GOTHIC", "CARIAN", "LYCIAN", "MODIFIER LETTER", "OSAGE", "WARANG CITI", "MASARAM",
 )  # fmt: skip
+# (Not a plain "model": "the Pydantic model", "the model number XR-200" are no AI's.)
 _AI_BESIDE = re.compile(
-    r"(?:\b(?:model|assistant|AI|chatbot|LLM|modelo|modèle|Modell|modello|assistente)\s+"
-    r"(?:called\s+|named\s+|known\s+as\s+)?(?P<after>(?-i:[A-Z])[\w.\-]*\w)"
-    r"|(?P<before>(?-i:[A-Z])[\w.\-]*[\w])[,]?\s+(?:an?\s+)?(?:AI|model|assistant|LLM|chatbot)\b)"
+    r"(?:\b(?:assistant|AI|chatbot|LLM|language\s+model|AI\s+model|asistente|assistente"
+    r"|Assistent|KI)\s+(?:called\s+|named\s+|known\s+as\s+)?(?P<after>(?-i:[A-Z])[\w.\-]*\w)"
+    r"|(?P<before>(?-i:[A-Z])[\w.\-]*[\w])[,]?\s+(?:an?\s+)?(?:AI|assistant|LLM|chatbot"
+    r"|language\s+model)\b)"
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|my|me)\b")
 
@@ -71,7 +73,8 @@ def _near_names(terms: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
     letters = {re.sub(r"[^a-z0-9]", "", n.casefold()) for n in names}
     by_length: dict[int, list[str]] = {}
     for n in letters:
-        if len(n) >= 5:
+        # (names of letters: a date is not near a version label "2026-11")
+        if len(n) >= 5 and sum(c.isalpha() for c in n) >= 4:
             by_length.setdefault(len(n), []).append(n)
     return {k: tuple(v) for k, v in by_length.items()}
 
@@ -128,7 +131,7 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
     for m in _WORD.finditer(view.text):
         word = m.group()
         key = re.sub(r"[^a-z0-9]", "", word.casefold())
-        if len(key) < 5 or key in seen or not word.isascii():
+        if len(key) < 5 or key in seen or not word.isascii() or sum(c.isalpha() for c in key) < 4:
             continue
         seen.add(key)
         if english_zipf(key) >= ORDINARY_ZIPF or not (word[0].isupper() or not key.isalpha()):
@@ -142,6 +145,8 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
     for m in _AI_BESIDE.finditer(view.text):
         group = "after" if m.group("after") else "before"
         name = m.group(group)
+        if name.isupper() and len(name) <= 5:
+            continue  # an acronym: "JSON", "API", "FAQ"
         if english_zipf(name.casefold()) < 3.5 or any(c.isdigit() for c in name):
             add(*view.original_span(*m.span(group)), "product-like name beside an AI word")
     vendor_words = {v.casefold() for v in data.VENDORS if v.isascii()}

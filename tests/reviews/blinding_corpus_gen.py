@@ -211,7 +211,7 @@ CONTENDER = [
     ("Orchid Pilot, at your service.", "mask"), ("OrchidLabs trained me.", "mask"),
     ("I am Orchid, an AI assistant.", "mask"), ("ORCHID-PILOT-7B-INSTRUCT", "mask"),
     ("orchid_pilot_7b", "mask"), ("Orchid here, happy to help.", "mask"),
-    ("Signed, Orchid", "hold"), ("Ask Orchid about it.", "hold"),
+    ("Signed, Orchid Pilot", "mask"), ("Ask Orchid-Pilot about it.", "mask"),
 ]  # fmt: skip
 
 # Ordinary support answers (with the words that sit beside names): byte for byte.
@@ -234,6 +234,97 @@ SUPPORT = [
     "The Nova 5 phone case fits models from 2021 onwards.",
     "Spark plugs should be replaced every 30,000 miles.",
     "The Titan 3 blender comes with a two-year warranty.",
+]
+
+
+# Phrasings written the way assistants introduce themselves, in several languages, each with
+# the identities that must not be readable once masked.
+PHRASINGS = [
+    ("Hi! I'm Gemini, Google's AI model.", ["gemini", "google"]),
+    ("As ChatGPT, I can't browse.", ["chatgpt"]),
+    ("I was created by the folks at Anthropic.", ["anthropic"]),
+    ("I'm a model developed by Mistral AI in Paris.", ["mistral"]),
+    ("This response was produced by Llama 3.3 70B Instruct.", ["llama"]),
+    ("I am Qwen, created by Alibaba Cloud.", ["qwen", "alibaba"]),
+    ("Je suis Claude, un assistant IA créé par Anthropic.", ["claude", "anthropic"]),
+    ("Ich bin Gemini, ein von Google entwickeltes KI-Modell.", ["gemini", "google"]),
+    ("Sono Llama, un modello sviluppato da Meta.", ["llama"]),
+    ("Soy Grok, creado por xAI.", ["grok", "xai"]),
+    ("我是通义千问，由阿里云开发的大语言模型。", ["通义千问", "阿里云"]),
+    (
+        "私はGeminiです。Googleによってトレーニングされた大規模言語モデルです。",
+        ["gemini", "google"],
+    ),
+    ("저는 Claude입니다. Anthropic이 만든 AI 어시스턴트입니다.", ["claude", "anthropic"]),
+    ("Я — YandexGPT, нейросеть от Яндекса.", ["yandexgpt", "яндекс"]),
+    ("Я GigaChat, разработанный Сбером.", ["gigachat", "сбер"]),
+    ("Ben Claude, Anthropic tarafından geliştirildim.", ["claude", "anthropic"]),
+    ("Eu sou o Gemini, um modelo de linguagem do Google.", ["gemini", "google"]),
+    ("Jestem Claude, asystent AI stworzony przez Anthropic.", ["claude", "anthropic"]),
+    ("Tôi là Gemini, một mô hình ngôn ngữ lớn do Google phát triển.", ["gemini", "google"]),
+    ("Saya adalah Claude, asisten AI buatan Anthropic.", ["claude", "anthropic"]),
+    ("أنا ChatGPT، نموذج لغوي من OpenAI.", ["chatgpt", "openai"]),
+    ("मैं Gemini हूँ, Google का एक AI मॉडल।", ["gemini", "google"]),
+    ("ฉันคือ Claude ผู้ช่วย AI จาก Anthropic", ["claude", "anthropic"]),
+    ("Model: gpt-4.1-mini-2025-04-14", ["gpt41mini"]),
+    ('model="claude-3-7-sonnet-latest"', ["claude", "sonnet"]),
+    ("Using meta-llama/Llama-3.1-8B-Instruct via vLLM.", ["llama", "vllm"]),
+    ("openrouter/auto picked mistralai/mistral-small-3.2-24b-instruct", ["mistral", "openrouter"]),
+    ("As Phi-4-mini, I'll keep this short.", ["phi4"]),
+    ("I'm Nova Pro, Amazon's model.", ["amazon"]),
+    ("Powered by IBM Granite 3.3 8B Instruct.", ["granite"]),
+    ("I am Sonar, Perplexity's search model.", ["sonar", "perplexity"]),
+    ("I'm Command R+, built by Cohere.", ["cohere"]),
+    ("I'm Aya Expanse, a multilingual model from Cohere For AI.", ["expanse", "cohere"]),
+    ("I'm Kimi, developed by Moonshot AI.", ["kimi", "moonshot"]),
+    ("Doubao (豆包) is ByteDance's assistant, and that's me.", ["doubao", "豆包", "bytedance"]),
+    ("I'm Hunyuan-T1 from Tencent.", ["hunyuan", "tencent"]),
+    ("I'm GLM-4.6, trained by Zhipu AI.", ["glm46", "zhipu"]),
+    ("I'm MiniMax-M2, your assistant.", ["minimax"]),
+    ("Claude Code suggested this patch.", ["claude"]),
+    ("OpenAI's Codex CLI produced this diff.", ["openai", "codex"]),
+    ("<|start_header_id|>assistant<|end_header_id|>", ["startheaderid", "endheaderid"]),
+    ("<|channel|>final<|message|>Here is the answer.", ["channel", "message"]),
+    ("My knowledge cutoff is 2024-06 as a GPT-4o model.", ["gpt4o"]),
+    ("I'm a Google-trained language model.", ["google"]),
+    ("I'm made by Google DeepMind.", ["google", "deepmind"]),
+    ("This was written by an Anthropic model.", ["anthropic"]),
+    ("My creators at OpenAI designed me to be helpful.", ["openai"]),
+    ("I'm Llama 4 Maverick.", ["llama", "maverick"]),
+    ("C\u200cl\u200ca\u200cu\u200cd\u200ce here.", ["claude"]),
+    ("Ｃｌａｕｄｅ speaking.", ["claude"]),
+    ("I'm ChatGPT (GPT-5 Thinking).", ["chatgpt", "gpt5"]),
+    ("Grok 4 Fast here.", ["grok"]),
+    ("Mistral Small 3.2 speaking.", ["mistral"]),
+]
+# Ordinary sentences with the same words: never changed (a homonym may be held).
+PROSE = [
+    "Brent crude fell 2% as OPEC raised output.",
+    "A llama can carry about 25% of its body weight.",
+    "The mistral wind cleared the skies over Marseille.",
+    "The palm oil shipment is delayed.",
+    "Claude Debussy composed Clair de lune.",
+    "We ran a minimax search to depth 6.",
+    "Use the Granite 4 countertop cleaner weekly.",
+    "The Falcon 9 booster landed safely.",
+    "Our assistant Sonia will follow up by email.",
+    "I'm sorry, I can't share your account password over chat.",
+    "Please open the Google Drive link we sent you.",
+    "Your Amazon order #112-4432 has been refunded.",
+    "Microsoft Teams meetings can be recorded by the organizer.",
+    "I recommend the Pro plan for teams of 5 or more.",
+    "As an AI assistant, I can't process refunds directly; please contact billing.",
+    "I was trained to follow your company's refund policy.",
+    "Command-line tools are listed in the appendix.",
+    "He bought a Mistral jacket at the outlet.",
+    "Kimi and I met at the conference.",
+    "Phi Beta Kappa is an honor society.",
+    "The Yi language family is spoken in southwest China.",
+    "The GLM results show a significant effect of age.",
+    "This is recursive: the function calls itself.",
+    "Use a type-safe wrapper and open chat with support.",
+    "Scale down the cluster at night to save costs.",
+    "Use the command `git log` to see the history.",
 ]
 
 
@@ -313,6 +404,10 @@ def cases() -> list[dict]:
         add("contender", expect, text, ["orchid"])
     for text in HOMONYMS:
         add("homonym", "homonym", text, [])
+    for text, identities in PHRASINGS:
+        add("phrasings", "mask", text, identities)
+    for text in PROSE:
+        add("prose", "homonym", text, [])
     for text in SUPPORT:
         add("support", "keep", text, [])
     return out
