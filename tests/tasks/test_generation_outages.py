@@ -18,6 +18,7 @@ from tasks.campaign_selectors import campaign_progress
 from tasks.generation import (
     GenerationNotSent,
     generation_enqueue,
+    generation_lapsed_requeue,
     generation_reconcile,
     generation_run,
 )
@@ -187,6 +188,41 @@ def test_a_worker_killed_mid_stream_frees_its_slots_and_its_rows_finish_within_a
         assert all(r.status == "done" for r in done), [(r.pk, r.status, r.error) for r in done]
         assert all(r.attempts == 2 for r in done if r.pk in killed)
         assert len(fake.calls) == 6  # the two killed calls were made again, nothing else
+    finally:
+        fake.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.timeout(180)
+def test_a_call_longer_than_the_lease_keeps_its_row_while_the_worker_lives(workers):  # noqa: F811
+    """The worker renews the lease while the call runs (here a single call that answers
+    after 8 s against a 3 s lease): the lapsed-lease sweep never takes it for a dead one."""
+    from tests.fake_llm import FakeLLM
+
+    fake = FakeLLM(latency=8.0)
+    try:
+        campaign = make_campaign(
+            fake,
+            tasks=1,
+            slug="renewed",
+            contenders=[{"name": "r", "provider": "openai", "model": "r"}],
+        )
+        workers(
+            concurrency=1,
+            pool="threads",
+            extra_env={"GENERATION_LEASE_SECONDS": "3", "GENERATION_READ_TIMEOUT": "20"},
+        )
+        generation_enqueue(campaign=campaign)
+        row = Generation.objects.get(campaign=campaign)
+        wait_until(lambda: len(fake.calls) == 1, timeout=60, message="the call started")
+        swept = []
+        while Generation.objects.get(pk=row.pk).status == "running":
+            swept.append(generation_lapsed_requeue())  # what beat runs every 10 s
+            time.sleep(0.5)
+        row.refresh_from_db()
+        assert len(swept) >= 8 and sum(swept) == 0
+        assert row.status == "done" and row.attempts == 1 and len(fake.calls) == 1
     finally:
         fake.close()
 
