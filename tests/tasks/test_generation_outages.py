@@ -280,6 +280,10 @@ class StoreFailureTests(TransactionTestCase):
         assert generation_run(generation_id=row.pk).action == "done"
         row.refresh_from_db()
         assert row.status == "done" and row.attempts == 2 and len(self.fake.calls) == 2
+        # both calls were paid: the first, whose answer was lost, is counted and shown apart
+        first, second = (call["usage"] for call in self.fake.calls)
+        assert (row.retried_input_tokens, row.retried_output_tokens) == first
+        assert (row.input_tokens, row.output_tokens) == (first[0] + second[0], first[1] + second[1])
 
 
 class StalledProgressTests(TestCase):
