@@ -21,6 +21,7 @@ def _walk(patterns, prefix=""):
 GUARDED = {
     "401": "no bearer token, or an unknown one",
     "403": "your role does not allow this",
+    "503": "the database is unreachable: try again after the Retry-After header's seconds",
 }
 # What it answers on every operation that reads a request body.
 BODY_REFUSED = {

@@ -498,49 +498,53 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
         transcript=getattr(result, "transcript", []),
         reasoning=result.reasoning,
     )
-    stored = _update_claimed(
-        gen.pk,
-        token,
-        {
-            "status": S.DONE,
-            "output": result.text,
-            "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens,
-            "cache_read_tokens": result.cache_read_tokens,
-            "cache_write_tokens": result.cache_write_tokens,
-            "reasoning_tokens": result.reasoning_tokens,
-            "reasoning": result.reasoning,
-            "latency_ms": result.latency_ms,
-            "ttft_ms": result.ttft_ms,
-            "tokens_per_s": result.tokens_per_s,
-            "cost": result.cost,
-            "reasoning_cost": result.reasoning_cost,
-            "finish_reason": (result.finish_reason or "")[:50],
-            "served_model": result.served_model,
-            "fingerprint": result.fingerprint,
-            "error": "",
-            **graded,
-            "finished_at": timezone.now(),
-            "lease_expires_at": None,
-            "claim_token": "",
-            "loop_progress": None,
-        },
-    )
+    with transaction.atomic():  # the totals gain what earlier attempts spent, together
+        stored = _update_claimed(gen.pk, token, _stored_fields(gen, result, graded))
+        if stored:
+            # Paid calls of earlier attempts whose answers were not kept count too.
+            Generation.objects.filter(
+                Q(retried_input_tokens__gt=0) | Q(retried_output_tokens__gt=0), pk=gen.pk
+            ).update(
+                input_tokens=Coalesce("input_tokens", 0) + F("retried_input_tokens"),
+                output_tokens=Coalesce("output_tokens", 0) + F("retried_output_tokens"),
+                cost=Coalesce("cost", Value(0, output_field=DecimalField())) + F("retried_cost"),
+            )
     if not stored:
         return _discard(gen, token, result)
-    # Paid calls of earlier attempts whose answers were not kept count in the totals too.
-    Generation.objects.filter(
-        Q(retried_input_tokens__gt=0) | Q(retried_output_tokens__gt=0), pk=gen.pk
-    ).update(
-        input_tokens=Coalesce("input_tokens", 0) + F("retried_input_tokens"),
-        output_tokens=Coalesce("output_tokens", 0) + F("retried_output_tokens"),
-        cost=Coalesce("cost", Value(0, output_field=DecimalField())) + F("retried_cost"),
-    )
     # The slot is free from here: a thread waiting for it starts its call while this one
     # opens review items and goes back to the broker.
     _slot_releases.released(gen.contender_id)
     _after_finish(gen.pk, gen=gen)
     return RunOutcome("done")
+
+
+def _stored_fields(gen: Generation, result, graded: dict) -> dict:
+    """The columns a stored answer sets: its text, measures (each call priced on its own by
+    the conversation runner), grading, and the row released."""
+    return {
+        "status": S.DONE,
+        "output": result.text,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "cache_read_tokens": result.cache_read_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
+        "reasoning_tokens": result.reasoning_tokens,
+        "reasoning": result.reasoning,
+        "latency_ms": result.latency_ms,
+        "ttft_ms": result.ttft_ms,
+        "tokens_per_s": result.tokens_per_s,
+        "cost": result.cost,
+        "reasoning_cost": result.reasoning_cost,
+        "finish_reason": (result.finish_reason or "")[:50],
+        "served_model": result.served_model,
+        "fingerprint": result.fingerprint,
+        "error": "",
+        **graded,
+        "finished_at": timezone.now(),
+        "lease_expires_at": None,
+        "claim_token": "",
+        "loop_progress": None,
+    }
 
 
 def _discard(gen: Generation, token: str, result=None) -> RunOutcome:

@@ -18,6 +18,7 @@ from tasks.campaign_selectors import campaign_progress
 from tasks.generation import (
     GenerationNotSent,
     generation_enqueue,
+    generation_lapsed_requeue,
     generation_reconcile,
     generation_run,
 )
@@ -192,6 +193,41 @@ def test_a_worker_killed_mid_stream_frees_its_slots_and_its_rows_finish_within_a
 
 
 @pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.timeout(180)
+def test_a_call_longer_than_the_lease_keeps_its_row_while_the_worker_lives(workers):  # noqa: F811
+    """The worker renews the lease while the call runs (here a single call that answers
+    after 8 s against a 3 s lease): the lapsed-lease sweep never takes it for a dead one."""
+    from tests.fake_llm import FakeLLM
+
+    fake = FakeLLM(latency=8.0)
+    try:
+        campaign = make_campaign(
+            fake,
+            tasks=1,
+            slug="renewed",
+            contenders=[{"name": "r", "provider": "openai", "model": "r"}],
+        )
+        workers(
+            concurrency=1,
+            pool="threads",
+            extra_env={"GENERATION_LEASE_SECONDS": "3", "GENERATION_READ_TIMEOUT": "20"},
+        )
+        generation_enqueue(campaign=campaign)
+        row = Generation.objects.get(campaign=campaign)
+        wait_until(lambda: len(fake.calls) == 1, timeout=60, message="the call started")
+        swept = []
+        while Generation.objects.get(pk=row.pk).status == "running":
+            swept.append(generation_lapsed_requeue())  # what beat runs every 10 s
+            time.sleep(0.5)
+        row.refresh_from_db()
+        assert len(swept) >= 8 and sum(swept) == 0
+        assert row.status == "done" and row.attempts == 1 and len(fake.calls) == 1
+    finally:
+        fake.close()
+
+
+@pytest.mark.postgres
 class StoreFailureTests(TransactionTestCase):
     """The database refuses the store (a trigger raising a connection-failure error, which
     the driver reports as it reports a lost server): the row is released for a retry at once,
@@ -244,6 +280,10 @@ class StoreFailureTests(TransactionTestCase):
         assert generation_run(generation_id=row.pk).action == "done"
         row.refresh_from_db()
         assert row.status == "done" and row.attempts == 2 and len(self.fake.calls) == 2
+        # both calls were paid: the first, whose answer was lost, is counted and shown apart
+        first, second = (call["usage"] for call in self.fake.calls)
+        assert (row.retried_input_tokens, row.retried_output_tokens) == first
+        assert (row.input_tokens, row.output_tokens) == (first[0] + second[0], first[1] + second[1])
 
 
 class StalledProgressTests(TestCase):
