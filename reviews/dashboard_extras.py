@@ -196,3 +196,47 @@ def flip_battles(battles: dict | None) -> dict | None:
         "wins": battles["losses"],
         "losses": battles["wins"],
     }
+
+
+def gate_text(row: dict) -> str:
+    """'pass', or 'fails min_quality, max_flag_rate.unsafe' (a leaderboard cell)."""
+    if row.get("gates_pass") is None:
+        return ""
+    return "pass" if row["gates_pass"] else "fails " + ", ".join(row.get("gates_failed") or [])
+
+
+def gates_table(report: dict) -> Table:
+    """Every gate a contender failed: its value and interval, the limit, and whether the
+    whole interval is past it."""
+    gates = report.get("gates") or {}
+    names = [r["contender"] for r in report["leaderboard"]]
+    rows = [
+        [name, f["gate"], f["value"], f["ci95"], f["limit"], "yes" if f["certain"] else "no"]
+        for name in names
+        for f in (gates.get(name) or {}).get("failed", [])
+    ]
+    meta = (report.get("decision") or {}).get("gates") or {}
+    limits = ", ".join(f"{g} {v:g}" for g, v in (meta.get("limits") or {}).items()) or "none"
+    note = f"Gates ({meta.get('source', 'campaign')}): {limits}. "
+    if meta.get("note"):
+        note += meta["note"][0].upper() + meta["note"][1:] + ". "
+    note += (
+        "A gate fails when the figure is past its limit; certain: its whole 95% interval is "
+        "past it. A figure the contender lacks fails its gate (nothing vouches for it)."
+    )
+    passing = [n for n in names if (gates.get(n) or {}).get("pass")]
+    return Table(
+        "gates",
+        "Gates (go / no-go)",
+        [
+            Column("contender", "name"),
+            Column("gate"),
+            Column("value", "num"),
+            Column("value", "ci"),
+            Column("limit", "num"),
+            Column("certain"),
+        ],
+        rows,
+        note=note,
+        empty=f"Every contender passes every gate ({', '.join(passing) or 'none'}).",
+    )

@@ -6,7 +6,7 @@ Each builder turns the campaign report into tables and charts for one page (see
 
 from __future__ import annotations
 
-from .dashboard_extras import pareto_chart, rates_table
+from .dashboard_extras import gate_text, gates_table, pareto_chart, rates_table
 from .dashboard_tables import Column, Table, interval_chart
 
 AGREEMENT_NOTE = (
@@ -204,6 +204,7 @@ def _cost(report: dict) -> dict:
         "pareto_chart": pareto_chart(report),
         "tables": [
             _cost_table(lb),
+            gates_table(report),
             _decision_table(lb, decision),
             Table(
                 "decision-weights",
@@ -253,12 +254,15 @@ def _decision_table(lb: list[dict], decision: dict) -> Table:
             r.get("decision_ci95") or r.get("decision_reason"),
             r.get("decision_rank"),
             "below floor" if r.get("below_floor") else "",
+            gate_text(r),
             "yes" if r.get("pareto") else "",
         ]
         for r in lb
     ]
-    # Below the quality floor is not ranked on decision: listed after the others.
-    decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
+    # Below the quality floor or failing a gate is not ranked on decision: listed after.
+    decision_rows.sort(
+        key=lambda row: (row[6] is None, bool(row[7]), row[4] is None, -(row[4] or 0), row[0])
+    )
     return Table(
         "decision",
         "Decision score",
@@ -271,11 +275,12 @@ def _decision_table(lb: list[dict], decision: dict) -> Table:
             Column("decision score", "ci"),
             Column("decision rank", "int"),
             Column(f"quality floor ({decision.get('min_quality')})"),
+            Column("gates"),
             Column("cost-quality Pareto front"),
         ],
         decision_rows,
         note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
-        "over test cases. A contender whose quality is below the floor is not ranked on "
-        "decision. On the Pareto front: no other contender is both better and cheaper."
+        "over test cases. A contender whose quality is below the floor, or that fails a "
+        "gate, is not ranked on decision. On the Pareto front: no other contender is both better and cheaper."
         + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
     )

@@ -11,6 +11,7 @@ from tasks.models import Generation
 
 from . import report_agentic as agentic
 from . import report_figures as fig
+from . import report_gates
 from . import report_sections as sec
 from .models import FLAGS
 from .report_outcomes import battles as make_battles
@@ -43,7 +44,7 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
     both_regimes = agentic.done_generations(ctx, f_all)
     tools = agentic.tools_section(ctx, f_all, both_regimes)
     conversation = agentic.conversation_section(ctx, f_all, both_regimes, turn_final)
-    return {
+    report = {
         "campaign": meta["slug"],
         "name": meta["name"],
         "settings": _settings(meta),
@@ -69,6 +70,36 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "bootstrap": _bootstrap_meta(ctx, seed),
         "warnings": ctx.warnings,
     }
+    _gates(ctx, report)
+    return report
+
+
+def _gates(ctx, report: dict) -> None:
+    """``gates`` per contender, their limits in ``decision.gates``, the leaderboard rows
+    marked, and the decision score ranked among the contenders that pass every gate."""
+    decision = report["decision"]
+    gates, decision["gates"] = report_gates.gates_section(
+        report, decision["min_quality"], ctx.meta["weights"].get("gates")
+    )
+    report["gates"] = gates
+    for row in report["leaderboard"]:
+        verdict = gates[row["contender"]]
+        row["gates_pass"] = verdict["pass"]
+        row["gates_failed"] = [f["gate"] for f in verdict["failed"]]
+    ranked = fig.decision_ranks(
+        {r["contender"]: r for r in report["leaderboard"] if r["gates_pass"]}
+    )
+    for row in report["leaderboard"]:
+        row["decision_rank"] = ranked.get(row["contender"])
+    failing = [n for n in ctx.names if not gates[n]["pass"]]
+    if failing:
+        ctx.warnings.append(
+            "gates: "
+            + "; ".join(
+                f"{n} fails {', '.join(f['gate'] for f in gates[n]['failed'])}" for n in failing
+            )
+            + ", so not ranked on decision score"
+        )
 
 
 def _conversation_regime(f):

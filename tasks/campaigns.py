@@ -22,6 +22,7 @@ from .campaign_blinding import (
     category_warnings,
     quoted_identity_words,
 )
+from .campaign_gates import read_gates
 from .campaign_thresholds import read_pass_threshold
 from .definition_reader import DefinitionReader
 from .models import Campaign, Contender, Mode, Provider, TestSet
@@ -54,6 +55,7 @@ CAMPAIGN_KEYS = {
     "instructions",
     *ROSTER_KEYS,
     "score_turns",
+    "gates",
 }
 INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
@@ -291,6 +293,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     overlap = r.integer(data, "overlap", "", default=2, lo=1, hi=20)
     mode, rubric = _mode_and_rubric_read(data, errors, warnings)
     weights = _weights_read(data, r, testset, warnings)
+    read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
     _blinding_check(
