@@ -101,7 +101,29 @@ def _thresholds(value) -> str:
 
 
 def _stability(report: dict) -> dict:
-    return {"tables": [_stability_table(report), _pass_bases_table(report), rates_table(report)]}
+    return {
+        "tables": [
+            _stability_table(report),
+            _pass_bases_table(report),
+            _flaky_table(report),
+            rates_table(report),
+        ]
+    }
+
+
+def _flaky_table(report: dict) -> Table:
+    """Per contender, the tasks whose samples disagree (some pass, some fail)."""
+    flaky = report.get("flaky_tasks") or {}
+    rows = [[name, len(tasks), ", ".join(tasks)] for name, tasks in flaky.items() if tasks]
+    return Table(
+        "flaky-tasks",
+        "Flaky tasks (samples disagree)",
+        [Column("contender", "name"), Column("tasks", "int"), Column("task ids")],
+        rows,
+        empty="No task has samples that disagree (or no task has two settled samples).",
+        note="A task is flaky when some of its samples pass and others fail, on the "
+        "contender's pass basis: the answer depends on the draw.",
+    )
 
 
 def _stability_table(report: dict) -> Table:
@@ -124,7 +146,7 @@ def _stability_table(report: dict) -> Table:
         [
             c,
             s.get("stability"),
-            s.get("stability_ci95") or s.get("ci_reason"),
+            s.get("stability_ci95") or s.get("ci_reason") or s.get("reason"),
             s.get("sampling_sd"),
             STABILITY_SOURCES.get(s.get("source"), ""),
             s.get("n_tasks"),

@@ -42,7 +42,7 @@ N_BOOT = 1000
 class CampaignFrames:
     """Plain frames of one campaign. Ids are the database's; names only in ``contenders``.
 
-    contenders: id, name, price_in, price_out (per million tokens)
+    contenders: id, name, price_in, price_out (per million tokens), params (whose seed matters)
     tasks: id, external_id, category, tier, case_type, tools (how many), turns (how many),
            single_turn (has a single-turn statement)
     generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
@@ -103,9 +103,9 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
 def _contenders_frame(campaign: Campaign) -> pd.DataFrame:
     contenders = _frame(
         campaign.contenders.order_by("name").values_list(
-            "id", "name", "price_in_per_mtok", "price_out_per_mtok"
+            "id", "name", "price_in_per_mtok", "price_out_per_mtok", "params"
         ),
-        ["id", "name", "price_in", "price_out"],
+        ["id", "name", "price_in", "price_out", "params"],
     )
     contenders["price_in"] = contenders["price_in"].astype(float)
     contenders["price_out"] = contenders["price_out"].astype(float)

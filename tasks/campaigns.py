@@ -27,6 +27,8 @@ from .campaign_thresholds import read_pass_threshold
 from .definition_reader import DefinitionReader
 from .models import Campaign, Contender, Mode, Provider, TestSet
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
+from .sample_seed import DERIVED, FIXED
+from .sample_seed import MODES as SEED_MODES
 from .score_turns import score_turns_read
 from .signals import outputs_changed
 
@@ -56,6 +58,7 @@ CAMPAIGN_KEYS = {
     *ROSTER_KEYS,
     "score_turns",
     "gates",
+    "sample_seeds",
 }
 INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
@@ -294,6 +297,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     mode, rubric = _mode_and_rubric_read(data, errors, warnings)
     weights = _weights_read(data, r, testset, warnings)
     read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
+    _sample_seeds_read(data, weights, errors)
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
     _blinding_check(
@@ -334,6 +338,17 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         warnings=warnings,
         rosters=rosters,
     )
+
+
+def _sample_seeds_read(data: dict, weights: dict, errors: list[str]) -> None:
+    """``sample_seeds``: "derived" (the default: sample i gets seed + i) or "fixed" (one seed
+    for every sample); kept in ``weights`` beside the gates, where generation and the report
+    read it."""
+    mode = data.get("sample_seeds", DERIVED)
+    if mode not in SEED_MODES:
+        errors.append(f"sample_seeds: one of {', '.join(SEED_MODES)}")
+    elif mode == FIXED:
+        weights["sample_seeds"] = FIXED
 
 
 def _slug_read(data: dict, r: DefinitionReader) -> str:

@@ -41,6 +41,7 @@ from .conversation import LoopAbandoned, conversation_run
 from .grading import graded_fields
 from .models import Campaign, Generation, Provider
 from .providers.base import cost_of
+from .sample_seed import DERIVED, for_sample
 from .signals import generation_finished, outputs_changed
 from .sql import generation_claim
 
@@ -373,7 +374,11 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
         return outcome
     try:
         result = conversation_run(
-            contender=gen.contender,
+            contender=for_sample(
+                gen.contender,
+                gen.sample_index,
+                mode=(gen.campaign.weights or {}).get("sample_seeds", DERIVED),
+            ),
             task=gen.task,
             single_turn=gen.single_turn,
             keep_lease=functools.partial(_lease_renew, gen.pk, token),

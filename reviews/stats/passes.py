@@ -162,3 +162,13 @@ def task_pass_rates(samples: pd.DataFrame, basis: str) -> pd.DataFrame:
     the input of the joint bootstrap."""
     on = samples[samples[basis].notna()]
     return on.groupby(["contender", "task"], sort=True)[basis].mean().rename("rate").reset_index()
+
+
+def flaky_tasks(based: pd.DataFrame, basis: str) -> list:
+    """Tasks whose settled samples disagree on ``basis``: some pass, some fail (rows of one
+    contender from `sample_bases`)."""
+    on = based[based[basis].notna()]
+    if on.empty:
+        return []
+    per = on.groupby("task", sort=True)[basis].agg(["size", "sum"])
+    return per[(per["sum"] > 0) & (per["sum"] < per["size"])].index.tolist()

@@ -283,3 +283,44 @@ def test_stability_uses_the_unbiased_sd_and_counts_single_sample_tasks():
     )
     single = spreads[spreads["task"] == 2].iloc[0]
     assert single["n_samples"] == 1 and np.isnan(single["sampling_sd"])
+
+
+# --- seeds and flaky tasks ----------------------------------------------------------------------
+
+
+def test_flaky_tasks_are_the_ones_whose_samples_disagree():
+    # T1 all pass, T2 pass + fail, T3 all fail, T4 pass + pending (one settled: not flaky)
+    based = rows_for({1: [1.0, 1.0], 2: [1.0, 0.0], 3: [0.0, 0.0], 4: [1.0, None]})
+    assert passes.flaky_tasks(based, "human") == [2]
+
+
+def bench_frames(**kwargs):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "report.py"
+    spec = importlib.util.spec_from_file_location("bench_report", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.synthetic(**kwargs)
+
+
+def test_a_pinned_seed_leaves_stability_and_pass_at_k_unmeasured():
+    from reviews.report import CampaignFrames, build_report
+
+    frames, meta = bench_frames(tasks=20, contenders=2, samples=3, reviewers=2)
+    frames["contenders"]["params"] = [{"seed": 7}, {}]  # model-1 has no seed to pin
+    meta["weights"]["sample_seeds"] = "fixed"
+    report = build_report(CampaignFrames(**frames), meta, n_boot=50, seed=1)
+    pinned, free = report["stability"]["model-0"], report["stability"]["model-1"]
+    assert (
+        pinned["stability"] is None
+        and pinned["reason"] == "samples identical by seed: not measured"
+    )
+    assert free["stability"] is not None
+    human = report["passes"]["model-0"]["human"]
+    assert human["pass_at_k"] is None and [p["k"] for p in human["curve"]] == [1]
+    assert human["pass_at_1"] is not None
+    assert any("one seed for every sample" in w for w in report["warnings"])
+    # the flaky tasks of the stability tab are the report's
+    assert report["stability"]["model-1"]["flaky_tasks"] == report["flaky_tasks"]["model-1"]
