@@ -240,3 +240,89 @@ def gates_table(report: dict) -> Table:
         note=note,
         empty=f"Every contender passes every gate ({', '.join(passing) or 'none'}).",
     )
+
+
+def slices_table(report: dict) -> Table:
+    """Quality and pass@1 per metadata slice (the campaign's slice_by keys) and contender."""
+    rows = []
+    for key, groups in (report.get("slices") or {}).items():
+        for value, per in groups.items():
+            for name, cell in per.items():
+                q, p = cell.get("quality") or {}, cell.get("pass_at_1") or {}
+                rows.append(
+                    [
+                        key,
+                        value,
+                        name,
+                        q.get("mean"),
+                        q.get("ci95") or q.get("reason"),
+                        p.get("mean"),
+                        p.get("ci95") or p.get("reason"),
+                        p.get("basis") or "",
+                        cell.get("n_tasks"),
+                    ]
+                )
+    return Table(
+        "slices",
+        "Slices by task metadata",
+        [
+            Column("key"),
+            Column("value"),
+            Column("contender", "name"),
+            Column("quality", "num"),
+            Column("quality", "ci"),
+            Column("pass@1", "pct"),
+            Column("pass@1", "ci"),
+            Column("pass basis"),
+            Column("tasks", "int"),
+        ],
+        rows,
+        empty="No slices: name task metadata keys in the campaign definition's slice_by "
+        '(e.g. ["position", "doc_length_bucket"]) to see every figure per value.',
+        note="Each value of a metadata key (position in a long document, length bucket, ...) "
+        "with its own 95% intervals from the same bootstrap over test cases; a task without "
+        "the key is in none of its slices.",
+    )
+
+
+def length_table(report: dict) -> Table:
+    """Output length per contender, and the length-controlled rating beside the raw one."""
+    length = report.get("length") or {}
+    rows = [
+        [
+            name,
+            (c.get("chars") or {}).get("mean"),
+            (c.get("chars") or {}).get("p50"),
+            (c.get("chars") or {}).get("p95"),
+            c.get("rating"),
+            c.get("rating_controlled"),
+            c.get("rating_controlled_ci95"),
+        ]
+        for name, c in (length.get("contenders") or {}).items()
+    ]
+    coefficient = length.get("coefficient") or {}
+    ci = coefficient.get("ci95")
+    told = (
+        f"Length coefficient {coefficient['value']:.3f}"
+        + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
+        + ": above 0, the longer answer wins more often at equal strength. "
+        if coefficient.get("value") is not None
+        else f"No length-controlled rating: {length.get('reason') or 'no data'}. "
+    )
+    return Table(
+        "length",
+        "Output length and the length-controlled rating",
+        [
+            Column("contender", "name"),
+            Column("mean characters", "num"),
+            Column("median characters", "num"),
+            Column("p95 characters", "num"),
+            Column("rating", "num"),
+            Column("rating, length held equal", "num"),
+            Column("rating, length held equal", "ci"),
+        ],
+        rows,
+        note=told
+        + "The controlled rating adds the two answers' normalized length difference to the "
+        "Bradley-Terry model (as Chatbot Arena's style control does).",
+    )

@@ -23,7 +23,14 @@ from django.db.models import Count, Max, Sum
 from tasks.models import Campaign, Generation
 
 from .dashboard_agentic import conversation_page, tools_page
-from .dashboard_extras import battle_rows, flip_battles, gate_text, separation_table
+from .dashboard_extras import (
+    battle_rows,
+    flip_battles,
+    gate_text,
+    length_table,
+    separation_table,
+    slices_table,
+)
 from .dashboard_pages import _agreement, _cost, _stability
 from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
     Column,
@@ -246,6 +253,7 @@ def _leaderboard(report: dict) -> dict:
         fmt="{:.2f}",
     )
     tables.append(separation_table(report))
+    tables.append(length_table(report))
     return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
 
 
@@ -391,6 +399,7 @@ def _capability(report: dict) -> dict:
                 [Column("category"), Column("weight", "num")],
                 weights,
             ),
+            slices_table(report),
         ]
     }
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from django.db.models.functions import Length
 
 from tasks.models import Campaign, Generation, Task
 
@@ -47,7 +48,8 @@ class CampaignFrames:
            single_turn (has a single-turn statement)
     generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
                  latency_ms, ttft_ms, checks_passed, check_results ({check: {"passed": bool}}),
-                 single_turn (the single-turn regime's row), transcript (list of turns)
+                 single_turn (the single-turn regime's row), transcript (list of turns),
+                 output_chars (length of the answer in characters)
     items: id, task, sample, state, ready, final (dict|None), dispute_reasons (list)
     outputs: id, item, generation (ItemOutput rows)
     reviews: id, item, reviewer (username), preference, preferred_output, seconds,
@@ -113,14 +115,32 @@ def _contenders_frame(campaign: Campaign) -> pd.DataFrame:
 
 
 def _tasks_frame(campaign: Campaign) -> pd.DataFrame:
+    keys = list((campaign.weights or {}).get("slice_by") or [])
+    columns = [
+        "id",
+        "external_id",
+        "category",
+        "tier",
+        "case_type",
+        "tools",
+        "turns",
+        "single_turn",
+    ]
     tasks = _frame(
         Task.objects.filter(testset_id=campaign.testset_id)
         .order_by("id")
-        .values_list(
-            "id", "external_id", "category", "tier", "case_type", "tools", "turns", "single_turn"
-        ),
-        ["id", "external_id", "category", "tier", "case_type", "tools", "turns", "single_turn"],
+        .values_list(*columns, *(["metadata"] if keys else [])),
+        columns + (["metadata"] if keys else []),
     )
+    # The metadata keys the campaign slices by, one column each ("meta:<key>"; a value is
+    # read as text, so 3 and "3" are one slice); the rest of the metadata is not read.
+    for key in keys:
+        tasks[f"meta:{key}"] = tasks["metadata"].map(
+            lambda m, key=key: (
+                None if not isinstance(m, dict) or m.get(key) is None else str(m[key])
+            )
+        )
+    tasks = tasks.drop(columns=["metadata"], errors="ignore")
     # How many tools and turns, whether a single-turn statement exists: what the tools and
     # conversation sections need to know of a task (not the schemas and messages themselves).
     tasks["tools"] = tasks["tools"].map(lambda v: len(v) if isinstance(v, list) else 0)
@@ -132,6 +152,7 @@ def _tasks_frame(campaign: Campaign) -> pd.DataFrame:
 def _generations_frame(campaign: Campaign) -> pd.DataFrame:
     generations = _frame(
         Generation.objects.filter(campaign=campaign)
+        .annotate(output_chars=Length("output"))
         .order_by("id")
         .values_list(
             "id",
@@ -148,6 +169,7 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
             "check_results",
             "single_turn",
             "transcript",
+            "output_chars",
         ),
         [
             "id",
@@ -164,9 +186,10 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
             "check_results",
             "single_turn",
             "transcript",
+            "output_chars",
         ],
     )
-    for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms"):
+    for col in ("cost", "input_tokens", "output_tokens", "latency_ms", "ttft_ms", "output_chars"):
         generations[col] = pd.to_numeric(generations[col], errors="coerce").astype(float)
     return generations
 

@@ -13,7 +13,7 @@ from tasks.sample_seed import pinned as seeds_pinned
 
 from . import report_agentic as agentic
 from . import report_figures as fig
-from . import report_gates
+from . import report_gates, report_slices
 from . import report_sections as sec
 from .models import FLAGS
 from .report_outcomes import battles as make_battles
@@ -68,6 +68,10 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "reviewers": sec.reviewer_section(ctx, raw, final_scores),
         "disputes": sec.disputes(ctx, prog),
         "head_to_head": fig.head_to_head_section(ctx, outq, battles),
+        "slices": report_slices.slices_section(
+            ctx, outq, based, {n: pass_figs[n].get("headline") for n in ctx.names}
+        ),
+        "length": report_slices.length_section(ctx, battles, gens, bt),
         "separation": fig.separation(ctx, outq, top),
         "decision": decision_meta,
         "tools": tools,
@@ -76,6 +80,10 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "warnings": ctx.warnings,
     }
     _gates(ctx, report)
+    for row in report["leaderboard"]:
+        controlled = report["length"]["contenders"][row["contender"]]
+        row["rating_length_controlled"] = controlled["rating_controlled"]
+        row["rating_length_controlled_ci95"] = controlled["rating_controlled_ci95"]
     return report
 
 

@@ -59,6 +59,7 @@ CAMPAIGN_KEYS = {
     "score_turns",
     "gates",
     "sample_seeds",
+    "slice_by",
 }
 INSTRUCTIONS_MAX_CHARS = 20_000
 CONTENDER_KEYS = {
@@ -298,6 +299,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     weights = _weights_read(data, r, testset, warnings)
     read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
     _sample_seeds_read(data, weights, errors)
+    _slice_by_read(data, weights, errors)
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
     _blinding_check(
@@ -349,6 +351,28 @@ def _sample_seeds_read(data: dict, weights: dict, errors: list[str]) -> None:
         errors.append(f"sample_seeds: one of {', '.join(SEED_MODES)}")
     elif mode == FIXED:
         weights["sample_seeds"] = FIXED
+
+
+MAX_SLICE_KEYS = 10
+
+
+def _slice_by_read(data: dict, weights: dict, errors: list[str]) -> None:
+    """``slice_by``: task metadata keys the report breaks its figures down by (in weights)."""
+    keys = data.get("slice_by")
+    if keys is None:
+        return
+    if (
+        not isinstance(keys, list)
+        or not all(isinstance(k, str) and 0 < len(k.strip()) <= 100 for k in keys)
+        or len(keys) > MAX_SLICE_KEYS
+    ):
+        errors.append(
+            f"slice_by: must be a list of up to {MAX_SLICE_KEYS} metadata keys (text, up to "
+            "100 characters each)"
+        )
+        return
+    if keys:
+        weights["slice_by"] = list(dict.fromkeys(k.strip() for k in keys))
 
 
 def _slug_read(data: dict, r: DefinitionReader) -> str:

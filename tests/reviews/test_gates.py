@@ -5,6 +5,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from django.test import TestCase
 
@@ -164,3 +165,31 @@ def test_the_gates_table_lists_each_failure_and_states_the_default_set():
     assert [row[:2] for row in table.rows] == [["model-2", "max_flag_rate.unsafe"]]
     assert "default set applies" in table.note
     assert np.isclose(table.rows[0][4], 0.0)
+
+
+class SliceDefinitionTests(TestCase):
+    def setUp(self):
+        make_testset()
+
+    def test_slice_by_is_stored_and_read_from_task_metadata(self):
+        from reviews.report import campaign_frames
+        from tasks.models import Task
+
+        definition = {**imported_pairwise("s", ("a", "b")), "slice_by": ["position"]}
+        campaign, _ = campaign_create(definition=definition)
+        assert campaign.weights["slice_by"] == ["position"]
+        tasks = list(Task.objects.filter(testset=campaign.testset).order_by("id"))
+        tasks[0].metadata = {"position": "middle", "source": "ZD-1"}
+        tasks[1].metadata = {"position": 3}
+        for t in tasks[:2]:
+            t.save()
+        frame = campaign_frames(campaign).tasks
+        values = frame["meta:position"].tolist()
+        assert values[:2] == ["middle", "3"]
+        assert pd.isna(values[2])  # a task without the key is in none of its slices
+        assert "metadata" not in frame
+
+    def test_slice_by_must_be_a_list_of_keys(self):
+        definition = {**imported_pairwise("s2", ("a", "b")), "slice_by": "position"}
+        with pytest.raises(DefinitionError, match="slice_by: must be a list"):
+            campaign_create(definition=definition)
