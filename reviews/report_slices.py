@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .report_figures import task_quality
-from .report_sections import Context, figure, per_contender
+from .report_sections import Context, figure
 from .stats import joint, length, passes
 
 META_PREFIX = "meta:"
@@ -27,45 +27,62 @@ def slice_keys(meta: dict) -> list[str]:
 
 def slices_section(ctx: Context, outq: pd.DataFrame, based: pd.DataFrame, heads: dict) -> dict:
     """{key: {value: {contender: {"quality", "pass_at_1", "n_tasks"}}}}; ``heads`` is each
-    contender's headline pass basis."""
+    contender's headline pass basis. One weighted mean per key and figure covers every value
+    and contender at once (groups = value x contender)."""
     out: dict = {}
     tasks = ctx.f.tasks
+    quality = task_quality(outq) if len(outq) else None
+    rates = {
+        basis: passes.task_pass_rates(based, basis) if len(based) else None
+        for basis in ("human", "checks")
+    }
     for key in slice_keys(ctx.meta):
         column = META_PREFIX + key
         values = tasks[column] if column in tasks else pd.Series(dtype=object)
+        known = values.dropna()
+        names = sorted(known.unique(), key=str)
+        code = dict(
+            zip(tasks.loc[known.index, "id"], pd.Index(names).get_indexer(known), strict=True)
+        )
+        q = _by_value(ctx, quality, "quality", code, len(names))
+        r = {
+            basis: _by_value(ctx, frame, "rate", code, len(names)) for basis, frame in rates.items()
+        }
         groups: dict = {}
-        for value in sorted(values.dropna().unique(), key=str):
-            ids = set(tasks.loc[values == value, "id"])
-            groups[str(value)] = _slice(ctx, outq, based, heads, ids)
+        for v, value in enumerate(names):
+            n_tasks = int(sum(1 for c in code.values() if c == v))
+            groups[str(value)] = {
+                name: _cell_of(q, r, v * len(ctx.names) + i, heads.get(name), n_tasks)
+                for i, name in enumerate(ctx.names)
+            }
         out[key] = groups
     return out
 
 
-def _slice(ctx: Context, outq, based, heads: dict, ids: set) -> dict:
-    q = outq[outq["task"].isin(ids)]
-    q_point, q_boot, q_n = per_contender(ctx, task_quality(q), "quality") if len(q) else _none(ctx)
-    mine = based[based["task"].isin(ids)] if len(based) else based
-    rates = {
-        basis: per_contender(ctx, passes.task_pass_rates(mine, basis), "rate")
-        if len(mine)
-        else _none(ctx)
-        for basis in ("human", "checks")
-    }
-    out = {}
-    for i, name in enumerate(ctx.names):
-        basis = heads.get(name)
-        cell = {"quality": _cell(q_point[i], q_boot[:, i], q_n[i]), "pass_at_1": None}
-        if basis in rates:
-            p, b, n = rates[basis]
-            cell["pass_at_1"] = {**_cell(p[i], b[:, i], n[i]), "basis": basis}
-        cell["n_tasks"] = int(sum(1 for t in ids if t in ctx.cluster_of))
-        out[name] = cell
-    return out
-
-
-def _none(ctx: Context):
+def _by_value(ctx: Context, frame: pd.DataFrame | None, column: str, code: dict, n_values: int):
+    """(point, boot, n), each over groups value x contender, of a per-(contender, task) column."""
     k = len(ctx.names)
-    return np.full(k, np.nan), np.full((len(ctx.weights), k), np.nan), np.zeros(k, dtype=int)
+    size = n_values * k
+    if frame is None or not len(frame) or not size:
+        return np.full(size, np.nan), np.full((len(ctx.weights), size), np.nan), np.zeros(size, int)
+    frame = frame[frame["contender"].isin(ctx.contender_index) & frame["task"].isin(code)]
+    cl = ctx.clusters(frame["task"])
+    grp = frame["task"].map(code).to_numpy(dtype=int) * k + frame["contender"].map(
+        ctx.contender_index
+    ).to_numpy(dtype=int)
+    vals = frame[column].to_numpy(dtype=float)
+    point, boot = joint.group_means(ctx.weights, cl, grp, vals, size)
+    return point, boot, joint.n_clusters(cl, grp, vals, size)
+
+
+def _cell_of(q, r: dict, g: int, basis, n_tasks: int) -> dict:
+    """One contender's figures in one slice (group g = value x contender)."""
+    cell = {"quality": _cell(q[0][g], q[1][:, g], q[2][g]), "pass_at_1": None}
+    if basis in r:
+        p, b, n = r[basis]
+        cell["pass_at_1"] = {**_cell(p[g], b[:, g], n[g]), "basis": basis}
+    cell["n_tasks"] = n_tasks
+    return cell
 
 
 def _cell(point, boot, n) -> dict:
