@@ -255,7 +255,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     stability, stability_ci95, sampling_sd, pass_at_1, pass_at_k, pass_hat_k (of pass_basis),
     pass_basis, pending, k, cost_per_task, normalized_cost, latency_ms {p50, p95}, ttft_ms
     {p50, p95}, decision_score, decision_ci95, decision_reason, decision_rank, below_floor,
-    pareto, stability_source} ] ordered by rating (then quality, then name);
+    pareto, stability_source, rating_ci_reason, cost_reason, gates_pass, gates_failed,
+    rating_length_controlled, rating_length_controlled_ci95} ] ordered by rating (then
+    quality, then name);
     ``rating`` {method, n_battles, n_items, n_cases, sources {preference, scores}, ridge,
     undefeated, winless, components, unrated, reason, ci_reason, rank_rule, bootstrap};
     ``quality`` {weights, by_category, by_tier, by_case_type {contender: {group: {mean, ci95,
@@ -285,6 +287,12 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     reason, small_sample}], decay {value, ci95, n, first_turn, last_turn, reason},
     single_vs_multi {single, multi, gap, ci95, n, aptitude, unreliability, ...} | null,
     n_tasks}} | null without tasks with turns;
+    ``gates`` {contender: {pass, failed [{gate, value, ci95, limit, certain}]}} (limits and
+    their source in ``decision.gates``);
+    ``slices`` {metadata key: {value: {contender: {quality, pass_at_1, n_tasks}}}};
+    ``length`` {contenders {contender: {chars {mean, p50, p95, n}, rating, rating_controlled,
+    rating_controlled_ci95}}, coefficient {value, ci95, reason, meaning}, n_battles, reason};
+    ``flaky_tasks`` {contender: [task ids whose samples disagree]};
     ``warnings`` [str];
     ``served_models`` {contender: {served model id: outputs}}.
     """
