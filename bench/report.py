@@ -44,6 +44,18 @@ RUBRIC = [
 ]
 CATEGORIES = ["summary", "extraction", "classification", "reasoning", "drafting", "qa"]
 TIERS = ["base", "advanced", "boundary"]
+POSITIONS = ["start", "middle", "end"]
+BUCKETS = ["short", "medium", "long", "very_long"]
+# every kind of gate, so the benchmark times all of them
+GATES = {
+    "min_quality": 0.5,
+    "min_tier": {"boundary": 0.4},
+    "min_category": {"summary": 0.5},
+    "max_flag_rate": {"unsafe": 0.05},
+    "max_latency_ms": {"p95": 4000},
+    "max_cost_per_task": 0.01,
+    "min_stability": 0.5,
+}
 
 
 def synthetic(
@@ -60,6 +72,9 @@ def synthetic(
             "external_id": [f"T-{i:05d}" for i in task_ids],
             "category": [CATEGORIES[i % len(CATEGORIES)] for i in range(tasks)],
             "tier": [TIERS[i % len(TIERS)] for i in range(tasks)],
+            # the metadata keys the campaign slices by (slice_by)
+            "meta:position": [POSITIONS[i % len(POSITIONS)] for i in range(tasks)],
+            "meta:doc_length_bucket": [BUCKETS[(i // 3) % len(BUCKETS)] for i in range(tasks)],
         }
     )
     contender_frame = pd.DataFrame(
@@ -68,6 +83,7 @@ def synthetic(
             "name": [f"model-{c}" for c in range(k)],
             "price_in": [0.15 * (c + 1) for c in range(k)],
             "price_out": [0.6 * (c + 1) for c in range(k)],
+            "params": [{"temperature": 0.7, "seed": 7 + c} for c in range(k)],
         }
     )
     # generations: (task, contender, sample)
@@ -86,6 +102,8 @@ def synthetic(
             "output_tokens": rng.integers(50, 800, n_gen).astype(float),
             "latency_ms": rng.gamma(4, 300, n_gen).round(),
             "ttft_ms": rng.gamma(2, 120, n_gen).round(),
+            # answer length in characters: stronger contenders write a little more
+            "output_chars": rng.gamma(4, 100 + 20 * c).round(),
         }
     )
     passed = rng.random((n_gen, 2)) < 0.95
@@ -213,7 +231,13 @@ def synthetic(
         "name": "bench",
         "mode": "both",
         "rubric": RUBRIC,
-        "weights": {"categories": {"summary": 2}, "quality": 0.7, "stability": 0.3},
+        "weights": {
+            "categories": {"summary": 2},
+            "quality": 0.7,
+            "stability": 0.3,
+            "gates": GATES,
+            "slice_by": ["position", "doc_length_bucket"],
+        },
         "pass_threshold": 0.6,
         "samples_per_task": samples,
         "reviewed_samples": samples,
@@ -269,6 +293,10 @@ def write_to_database(frames: dict, meta: dict, slug: str):
             category=r.category,
             tier=r.tier,
             prompt="p",
+            metadata={
+                "position": frames["tasks"]["meta:position"].iloc[i],
+                "doc_length_bucket": frames["tasks"]["meta:doc_length_bucket"].iloc[i],
+            },
         )
         for i, r in enumerate(frames["tasks"].itertuples())
     )
@@ -279,6 +307,7 @@ def write_to_database(frames: dict, meta: dict, slug: str):
             provider="imported",
             price_in_per_mtok=r.price_in,
             price_out_per_mtok=r.price_out,
+            params=r.params,
         )
         for r in frames["contenders"].itertuples()
     ]
@@ -311,7 +340,7 @@ def write_to_database(frames: dict, meta: dict, slug: str):
                 ttft_ms=int(r.ttft_ms),
                 checks_passed=bool(r.checks_passed),
                 check_results=r.check_results,
-                output="answer",
+                output="x" * int(r.output_chars),
             )
             for r in g.itertuples()
         ),
@@ -462,7 +491,10 @@ def main() -> None:
         top = report["leaderboard"][0]
         print(
             f"{scale:>3}x  {300 * scale:>5} tasks  {n_scores:>7} scores  report {seconds:6.2f} s  "
-            f"(top: {top['contender']} {top['rating']}, alpha accuracy {report['agreement']['accuracy']['alpha']})"
+            f"(top: {top['contender']} {top['rating']}, alpha accuracy {report['agreement']['accuracy']['alpha']}, "
+            f"gates passed {sum(g['pass'] for g in report['gates'].values())}/{len(report['gates'])}, "
+            f"slices {sum(len(v) for v in report['slices'].values())}, "
+            f"length coefficient {report['length']['coefficient']['value']})"
         )
     if args.database_url:
         reads, total = time_database(args.repeat)

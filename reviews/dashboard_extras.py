@@ -196,3 +196,133 @@ def flip_battles(battles: dict | None) -> dict | None:
         "wins": battles["losses"],
         "losses": battles["wins"],
     }
+
+
+def gate_text(row: dict) -> str:
+    """'pass', or 'fails min_quality, max_flag_rate.unsafe' (a leaderboard cell)."""
+    if row.get("gates_pass") is None:
+        return ""
+    return "pass" if row["gates_pass"] else "fails " + ", ".join(row.get("gates_failed") or [])
+
+
+def gates_table(report: dict) -> Table:
+    """Every gate a contender failed: its value and interval, the limit, and whether the
+    whole interval is past it."""
+    gates = report.get("gates") or {}
+    names = [r["contender"] for r in report["leaderboard"]]
+    rows = [
+        [name, f["gate"], f["value"], f["ci95"], f["limit"], "yes" if f["certain"] else "no"]
+        for name in names
+        for f in (gates.get(name) or {}).get("failed", [])
+    ]
+    meta = (report.get("decision") or {}).get("gates") or {}
+    limits = ", ".join(f"{g} {v:g}" for g, v in (meta.get("limits") or {}).items()) or "none"
+    note = f"Gates ({meta.get('source', 'campaign')}): {limits}. "
+    if meta.get("note"):
+        note += meta["note"][0].upper() + meta["note"][1:] + ". "
+    note += (
+        "A gate fails when the figure is past its limit; certain: its whole 95% interval is "
+        "past it. A figure the contender lacks fails its gate (nothing vouches for it)."
+    )
+    passing = [n for n in names if (gates.get(n) or {}).get("pass")]
+    return Table(
+        "gates",
+        "Gates (go / no-go)",
+        [
+            Column("contender", "name"),
+            Column("gate"),
+            Column("value", "num"),
+            Column("value", "ci"),
+            Column("limit", "num"),
+            Column("certain"),
+        ],
+        rows,
+        note=note,
+        empty=f"Every contender passes every gate ({', '.join(passing) or 'none'}).",
+    )
+
+
+def slices_table(report: dict) -> Table:
+    """Quality and pass@1 per metadata slice (the campaign's slice_by keys) and contender."""
+    rows = []
+    for key, groups in (report.get("slices") or {}).items():
+        for value, per in groups.items():
+            for name, cell in per.items():
+                q, p = cell.get("quality") or {}, cell.get("pass_at_1") or {}
+                rows.append(
+                    [
+                        key,
+                        value,
+                        name,
+                        q.get("mean"),
+                        q.get("ci95") or q.get("reason"),
+                        p.get("mean"),
+                        p.get("ci95") or p.get("reason"),
+                        p.get("basis") or "",
+                        cell.get("n_tasks"),
+                    ]
+                )
+    return Table(
+        "slices",
+        "Slices by task metadata",
+        [
+            Column("key"),
+            Column("value"),
+            Column("contender", "name"),
+            Column("quality", "num"),
+            Column("quality", "ci"),
+            Column("pass@1", "pct"),
+            Column("pass@1", "ci"),
+            Column("pass basis"),
+            Column("tasks", "int"),
+        ],
+        rows,
+        empty="No slices: name task metadata keys in the campaign definition's slice_by "
+        '(e.g. ["position", "doc_length_bucket"]) to see every figure per value.',
+        note="Each value of a metadata key (position in a long document, length bucket, ...) "
+        "with its own 95% intervals from the same bootstrap over test cases; a task without "
+        "the key is in none of its slices.",
+    )
+
+
+def length_table(report: dict) -> Table:
+    """Output length per contender, and the length-controlled rating beside the raw one."""
+    length = report.get("length") or {}
+    rows = [
+        [
+            name,
+            (c.get("chars") or {}).get("mean"),
+            (c.get("chars") or {}).get("p50"),
+            (c.get("chars") or {}).get("p95"),
+            c.get("rating"),
+            c.get("rating_controlled"),
+            c.get("rating_controlled_ci95"),
+        ]
+        for name, c in (length.get("contenders") or {}).items()
+    ]
+    coefficient = length.get("coefficient") or {}
+    ci = coefficient.get("ci95")
+    told = (
+        f"Length coefficient {coefficient['value']:.3f}"
+        + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
+        + ": above 0, the longer answer wins more often at equal strength. "
+        if coefficient.get("value") is not None
+        else f"No length-controlled rating: {length.get('reason') or 'no data'}. "
+    )
+    return Table(
+        "length",
+        "Output length and the length-controlled rating",
+        [
+            Column("contender", "name"),
+            Column("mean characters", "num"),
+            Column("median characters", "num"),
+            Column("p95 characters", "num"),
+            Column("rating", "num"),
+            Column("rating, length held equal", "num"),
+            Column("rating, length held equal", "ci"),
+        ],
+        rows,
+        note=told
+        + "The controlled rating adds the two answers' normalized length difference to the "
+        "Bradley-Terry model (as Chatbot Arena's style control does).",
+    )

@@ -6,7 +6,7 @@ Each builder turns the campaign report into tables and charts for one page (see
 
 from __future__ import annotations
 
-from .dashboard_extras import pareto_chart, rates_table
+from .dashboard_extras import gate_text, gates_table, pareto_chart, rates_table
 from .dashboard_tables import Column, Table, interval_chart
 
 AGREEMENT_NOTE = (
@@ -101,7 +101,29 @@ def _thresholds(value) -> str:
 
 
 def _stability(report: dict) -> dict:
-    return {"tables": [_stability_table(report), _pass_bases_table(report), rates_table(report)]}
+    return {
+        "tables": [
+            _stability_table(report),
+            _pass_bases_table(report),
+            _flaky_table(report),
+            rates_table(report),
+        ]
+    }
+
+
+def _flaky_table(report: dict) -> Table:
+    """Per contender, the tasks whose samples disagree (some pass, some fail)."""
+    flaky = report.get("flaky_tasks") or {}
+    rows = [[name, len(tasks), ", ".join(tasks)] for name, tasks in flaky.items() if tasks]
+    return Table(
+        "flaky-tasks",
+        "Flaky tasks (samples disagree)",
+        [Column("contender", "name"), Column("tasks", "int"), Column("task ids")],
+        rows,
+        empty="No task has samples that disagree (or no task has two settled samples).",
+        note="A task is flaky when some of its samples pass and others fail, on the "
+        "contender's pass basis: the answer depends on the draw.",
+    )
 
 
 def _stability_table(report: dict) -> Table:
@@ -124,7 +146,7 @@ def _stability_table(report: dict) -> Table:
         [
             c,
             s.get("stability"),
-            s.get("stability_ci95") or s.get("ci_reason"),
+            s.get("stability_ci95") or s.get("ci_reason") or s.get("reason"),
             s.get("sampling_sd"),
             STABILITY_SOURCES.get(s.get("source"), ""),
             s.get("n_tasks"),
@@ -206,6 +228,7 @@ def _cost(report: dict) -> dict:
             _cost_table(lb),
             usage_table(report.get("usage") or {}),
             prices_table(report.get("usage") or {}),
+            gates_table(report),
             _decision_table(lb, decision),
             Table(
                 "decision-weights",
@@ -337,12 +360,15 @@ def _decision_table(lb: list[dict], decision: dict) -> Table:
             r.get("decision_ci95") or r.get("decision_reason"),
             r.get("decision_rank"),
             "below floor" if r.get("below_floor") else "",
+            gate_text(r),
             "yes" if r.get("pareto") else "",
         ]
         for r in lb
     ]
-    # Below the quality floor is not ranked on decision: listed after the others.
-    decision_rows.sort(key=lambda row: (bool(row[7]), row[4] is None, -(row[4] or 0), row[0]))
+    # Below the quality floor or failing a gate is not ranked on decision: listed after.
+    decision_rows.sort(
+        key=lambda row: (row[6] is None, bool(row[7]), row[4] is None, -(row[4] or 0), row[0])
+    )
     return Table(
         "decision",
         "Decision score",
@@ -355,11 +381,12 @@ def _decision_table(lb: list[dict], decision: dict) -> Table:
             Column("decision score", "ci"),
             Column("decision rank", "int"),
             Column(f"quality floor ({decision.get('min_quality')})"),
+            Column("gates"),
             Column("cost-quality Pareto front"),
         ],
         decision_rows,
         note=f"decision = {decision['formula']}; 95% interval from the same bootstrap "
-        "over test cases. A contender whose quality is below the floor is not ranked on "
-        "decision. On the Pareto front: no other contender is both better and cheaper."
+        "over test cases. A contender whose quality is below the floor, or that fails a "
+        "gate, is not ranked on decision. On the Pareto front: no other contender is both better and cheaper."
         + (f" {decision['cost_reason']}." if decision.get("cost_reason") else ""),
     )

@@ -23,7 +23,14 @@ from django.db.models import Count, Max, Sum
 from tasks.models import Campaign, Generation
 
 from .dashboard_agentic import conversation_page, tools_page
-from .dashboard_extras import battle_rows, flip_battles, separation_table
+from .dashboard_extras import (
+    battle_rows,
+    flip_battles,
+    gate_text,
+    length_table,
+    separation_table,
+    slices_table,
+)
 from .dashboard_pages import _agreement, _cost, _stability
 from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
     Column,
@@ -246,6 +253,7 @@ def _leaderboard(report: dict) -> dict:
         fmt="{:.2f}",
     )
     tables.append(separation_table(report))
+    tables.append(length_table(report))
     return {"tables": tables, "chart": chart, "quality_chart": quality_chart, "rating": rating}
 
 
@@ -270,6 +278,7 @@ def _leaderboard_table(report: dict, lb: list[dict]) -> Table:
         Column("pass basis"),
         Column("cost per task (one answer)", "money"),
         Column("decision score", "num"),
+        Column("gates"),
     ]
     rows = [
         [
@@ -294,6 +303,7 @@ def _leaderboard_table(report: dict, lb: list[dict]) -> Table:
             r.get("pass_basis") or "",
             r["cost_per_task"],
             r["decision_score"],
+            gate_text(r),
         ]
         for r in lb
     ]
@@ -307,6 +317,8 @@ def _leaderboard_table(report: dict, lb: list[dict]) -> Table:
         "rank = 1 + the number of contenders whose interval lies entirely above, so "
         "overlapping intervals share a rank; the rank interval and P(best) come from the "
         "resamples. A contender that never lost (never won) has only a bound. "
+        "Gates: the campaign's go / no-go limits (the cost page lists each failure); a "
+        "contender that fails one is not ranked on decision score. "
         "Ordered by rank, then rating.",
     )
 
@@ -387,6 +399,7 @@ def _capability(report: dict) -> dict:
                 [Column("category"), Column("weight", "num")],
                 weights,
             ),
+            slices_table(report),
         ]
     }
 
@@ -557,6 +570,7 @@ WARNING_PAGES = {
     "ratings": {"leaderboard", "head-to-head"},
     "cost": {"cost", "leaderboard"},
     "decision score": {"cost", "leaderboard"},
+    "gates": {"cost", "leaderboard"},
     # Agreement and position bias read the raw reviews: they need no final outcome.
     "final outcomes": {"leaderboard", "capability", "head-to-head", "reviewers", "cost"},
     "conversation": {"conversation"},

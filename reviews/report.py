@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from django.db.models.functions import Length
 
 from tasks.models import Campaign, Generation, Task
 
@@ -45,14 +46,15 @@ N_BOOT = 1000
 class CampaignFrames:
     """Plain frames of one campaign. Ids are the database's; names only in ``contenders``.
 
-    contenders: id, name, price_in, price_out (per million tokens), pricing (the price table)
+    contenders: id, name, price_in, price_out (per million tokens), pricing (the price table),
+                params (whose seed matters)
     tasks: id, external_id, category, tier, case_type, tools (how many), turns (how many),
            single_turn (has a single-turn statement)
     generations: id, task, contender, sample, status, cost, input_tokens, output_tokens,
                  latency_ms, ttft_ms, checks_passed, check_results ({check: {"passed": bool}}),
                  single_turn (the single-turn regime's row), transcript (list of turns),
                  tokens_per_s, reasoning_tokens, cache_read_tokens, cache_write_tokens,
-                 reasoning_cost
+                 reasoning_cost, output_chars (length of the answer in characters)
     items: id, task, sample, state, ready, final (dict|None), dispute_reasons (list)
     outputs: id, item, generation (ItemOutput rows)
     reviews: id, item, reviewer (username), preference, preferred_output, seconds,
@@ -108,9 +110,9 @@ def campaign_frames(campaign: Campaign) -> CampaignFrames:
 def _contenders_frame(campaign: Campaign) -> pd.DataFrame:
     contenders = _frame(
         campaign.contenders.order_by("name").values_list(
-            "id", "name", "price_in_per_mtok", "price_out_per_mtok", "pricing"
+            "id", "name", "price_in_per_mtok", "price_out_per_mtok", "pricing", "params"
         ),
-        ["id", "name", "price_in", "price_out", "pricing"],
+        ["id", "name", "price_in", "price_out", "pricing", "params"],
     )
     contenders["price_in"] = contenders["price_in"].astype(float)
     contenders["price_out"] = contenders["price_out"].astype(float)
@@ -118,14 +120,32 @@ def _contenders_frame(campaign: Campaign) -> pd.DataFrame:
 
 
 def _tasks_frame(campaign: Campaign) -> pd.DataFrame:
+    keys = list((campaign.weights or {}).get("slice_by") or [])
+    columns = [
+        "id",
+        "external_id",
+        "category",
+        "tier",
+        "case_type",
+        "tools",
+        "turns",
+        "single_turn",
+    ]
     tasks = _frame(
         Task.objects.filter(testset_id=campaign.testset_id)
         .order_by("id")
-        .values_list(
-            "id", "external_id", "category", "tier", "case_type", "tools", "turns", "single_turn"
-        ),
-        ["id", "external_id", "category", "tier", "case_type", "tools", "turns", "single_turn"],
+        .values_list(*columns, *(["metadata"] if keys else [])),
+        columns + (["metadata"] if keys else []),
     )
+    # The metadata keys the campaign slices by, one column each ("meta:<key>"; a value is
+    # read as text, so 3 and "3" are one slice); the rest of the metadata is not read.
+    for key in keys:
+        tasks[f"meta:{key}"] = tasks["metadata"].map(
+            lambda m, key=key: (
+                None if not isinstance(m, dict) or m.get(key) is None else str(m[key])
+            )
+        )
+    tasks = tasks.drop(columns=["metadata"], errors="ignore")
     # How many tools and turns, whether a single-turn statement exists: what the tools and
     # conversation sections need to know of a task (not the schemas and messages themselves).
     tasks["tools"] = tasks["tools"].map(lambda v: len(v) if isinstance(v, list) else 0)
@@ -137,6 +157,7 @@ def _tasks_frame(campaign: Campaign) -> pd.DataFrame:
 def _generations_frame(campaign: Campaign) -> pd.DataFrame:
     generations = _frame(
         Generation.objects.filter(campaign=campaign)
+        .annotate(output_chars=Length("output"))
         .order_by("id")
         .values_list(
             "id",
@@ -158,6 +179,7 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
             "cache_read_tokens",
             "cache_write_tokens",
             "reasoning_cost",
+            "output_chars",
         ),
         [
             "id",
@@ -179,6 +201,7 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
             "cache_read_tokens",
             "cache_write_tokens",
             "reasoning_cost",
+            "output_chars",
         ],
     )
     for col in (
@@ -192,6 +215,7 @@ def _generations_frame(campaign: Campaign) -> pd.DataFrame:
         "cache_read_tokens",
         "cache_write_tokens",
         "reasoning_cost",
+        "output_chars",
     ):
         generations[col] = pd.to_numeric(generations[col], errors="coerce").astype(float)
     return generations
@@ -262,7 +286,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     stability, stability_ci95, sampling_sd, pass_at_1, pass_at_k, pass_hat_k (of pass_basis),
     pass_basis, pending, k, cost_per_task, normalized_cost, latency_ms {p50, p95}, ttft_ms
     {p50, p95}, decision_score, decision_ci95, decision_reason, decision_rank, below_floor,
-    pareto, stability_source} ] ordered by rating (then quality, then name);
+    pareto, stability_source, rating_ci_reason, cost_reason, gates_pass, gates_failed,
+    rating_length_controlled, rating_length_controlled_ci95} ] ordered by rating (then
+    quality, then name);
     ``rating`` {method, n_battles, n_items, n_cases, sources {preference, scores}, ridge,
     undefeated, winless, components, unrated, reason, ci_reason, rank_rule, bootstrap};
     ``quality`` {weights, by_category, by_tier, by_case_type {contender: {group: {mean, ci95,
@@ -298,6 +324,12 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     or the price data and its version), matched {provider, model}, price_in_per_mtok,
     price_out_per_mtok, cache_read_per_mtok, cache_write_per_mtok, reasoning_per_mtok, tiers
     [{above_input_tokens, ...rates}]}}};
+    ``gates`` {contender: {pass, failed [{gate, value, ci95, limit, certain}]}} (limits and
+    their source in ``decision.gates``);
+    ``slices`` {metadata key: {value: {contender: {quality, pass_at_1, n_tasks}}}};
+    ``length`` {contenders {contender: {chars {mean, p50, p95, n}, rating, rating_controlled,
+    rating_controlled_ci95}}, coefficient {value, ci95, reason, meaning}, n_battles, reason};
+    ``flaky_tasks`` {contender: [task ids whose samples disagree]};
     ``warnings`` [str];
     ``served_models`` {contender: {served model id: outputs}};
     ``judges`` {judge: {items, judgements, failed, cost, basis, dimensions {dimension: {n,

@@ -8,15 +8,18 @@ import numpy as np
 from django.conf import settings
 
 from tasks.models import Generation
+from tasks.sample_seed import DERIVED
+from tasks.sample_seed import pinned as seeds_pinned
 
 from . import report_agentic as agentic
 from . import report_figures as fig
+from . import report_gates, report_slices
 from . import report_sections as sec
 from .models import FLAGS
 from .report_outcomes import battles as make_battles
 from .report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
 from .report_usage import usage_section
-from .stats import costs, joint, quality, rates
+from .stats import costs, joint, passes, quality, rates
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
@@ -36,7 +39,9 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
     bt = fig.rating_section(ctx, battles)
     gens = _named_generations(f)
     stab, s_boot = sec.stability_section(ctx, outq, gens)
-    pass_figs, _ = sec.pass_section(ctx, sec.sample_frame(ctx, outq))
+    pass_figs, based = sec.pass_section(ctx, sec.sample_frame(ctx, outq))
+    _seeds_pinned(ctx, f, stab, s_boot, pass_figs)
+    flaky = _flaky_tasks(ctx, based, pass_figs)
     decision, decision_meta = _cost_decision(ctx, f, gens, weighted, q_boot, stab, s_boot)
     board = leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full)
     top = [r["contender"] for r in board if r["rating"] is not None][:2]
@@ -44,7 +49,7 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
     both_regimes = agentic.done_generations(ctx, f_all)
     tools = agentic.tools_section(ctx, f_all, both_regimes)
     conversation = agentic.conversation_section(ctx, f_all, both_regimes, turn_final)
-    return {
+    report = {
         "campaign": meta["slug"],
         "name": meta["name"],
         "settings": _settings(meta),
@@ -56,13 +61,18 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "leaderboard": board,
         "rating": _rating_meta(bt, sources),
         "quality": _quality_section(ctx, f, outq, category_weights),
-        "stability": _stability_section(ctx, stab, pass_figs),
+        "stability": _stability_section(ctx, stab, pass_figs, flaky),
+        "flaky_tasks": flaky,
         "passes": pass_figs,
         "rates": _rates_section(ctx, f, gens, outputs),
         "position_bias": position_bias(f, meta["rubric"]),
         "reviewers": sec.reviewer_section(ctx, raw, final_scores),
         "disputes": sec.disputes(ctx, prog),
         "head_to_head": fig.head_to_head_section(ctx, outq, battles),
+        "slices": report_slices.slices_section(
+            ctx, outq, based, {n: pass_figs[n].get("headline") for n in ctx.names}
+        ),
+        "length": report_slices.length_section(ctx, battles, gens, bt),
         "separation": fig.separation(ctx, outq, top),
         "decision": decision_meta,
         "usage": usage_section(f, gens, ctx.names),
@@ -71,6 +81,40 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
         "bootstrap": _bootstrap_meta(ctx, seed),
         "warnings": ctx.warnings,
     }
+    _gates(ctx, report)
+    for row in report["leaderboard"]:
+        controlled = report["length"]["contenders"][row["contender"]]
+        row["rating_length_controlled"] = controlled["rating_controlled"]
+        row["rating_length_controlled_ci95"] = controlled["rating_controlled_ci95"]
+    return report
+
+
+def _gates(ctx, report: dict) -> None:
+    """``gates`` per contender, their limits in ``decision.gates``, the leaderboard rows
+    marked, and the decision score ranked among the contenders that pass every gate."""
+    decision = report["decision"]
+    gates, decision["gates"] = report_gates.gates_section(
+        report, decision["min_quality"], ctx.meta["weights"].get("gates")
+    )
+    report["gates"] = gates
+    for row in report["leaderboard"]:
+        verdict = gates[row["contender"]]
+        row["gates_pass"] = verdict["pass"]
+        row["gates_failed"] = [f["gate"] for f in verdict["failed"]]
+    ranked = fig.decision_ranks(
+        {r["contender"]: r for r in report["leaderboard"] if r["gates_pass"]}
+    )
+    for row in report["leaderboard"]:
+        row["decision_rank"] = ranked.get(row["contender"])
+    failing = [n for n in ctx.names if not gates[n]["pass"]]
+    if failing:
+        ctx.warnings.append(
+            "gates: "
+            + "; ".join(
+                f"{n} fails {', '.join(f['gate'] for f in gates[n]['failed'])}" for n in failing
+            )
+            + ", so not ranked on decision score"
+        )
 
 
 def _conversation_regime(f):
@@ -141,10 +185,58 @@ def _quality_section(ctx, f, outq, category_weights: dict) -> dict:
     }
 
 
-def _stability_section(ctx, stab: dict, pass_figs: dict) -> dict:
-    """Per contender: its stability with its headline pass figures and k."""
+def _stability_section(ctx, stab: dict, pass_figs: dict, flaky: dict) -> dict:
+    """Per contender: its stability with its headline pass figures, k and flaky tasks."""
     k = ctx.meta["samples_per_task"]
-    return {name: {**stab[name], **_headline(pass_figs[name]), "k": k} for name in ctx.names}
+    return {
+        name: {**stab[name], **_headline(pass_figs[name]), "k": k, "flaky_tasks": flaky[name]}
+        for name in ctx.names
+    }
+
+
+NOT_MEASURED = "samples identical by seed: not measured"
+
+
+def _seeds_pinned(ctx, f, stab: dict, s_boot, pass_figs: dict) -> None:
+    """Contenders whose samples all went out with one seed (``sample_seeds: fixed``) have no
+    stability and no pass@k beyond k = 1: the samples repeat one answer, so agreement among
+    them measures the seed, not the model."""
+    mode = (ctx.meta["weights"] or {}).get("sample_seeds", DERIVED)
+    params = f.contenders["params"] if "params" in f.contenders else [None] * len(f.contenders)
+    pinned = [n for n, p in zip(f.contenders["name"], params, strict=True) if seeds_pinned(p, mode)]
+    if not pinned or ctx.meta["samples_per_task"] < 2:
+        return
+    for name in pinned:
+        i = ctx.names.index(name)
+        s_boot[:, i] = np.nan
+        stab[name] = {**dict.fromkeys(stab[name]), "n_tasks": 0, "reason": NOT_MEASURED}
+        for basis in passes.BASES:
+            figs = pass_figs[name].get(basis)
+            if figs and figs.get("curve"):
+                figs.update(pass_at_k=None, pass_hat_k=None, curve=figs["curve"][:1])
+                figs["reason"] = NOT_MEASURED
+        for key in ("pass_at_k", "pass_hat_k"):
+            if key in pass_figs[name]:
+                pass_figs[name][key] = dict.fromkeys(passes.BASES)
+        pass_figs[name]["reason"] = NOT_MEASURED
+    ctx.warnings.append(
+        f"stability: {', '.join(pinned)}: one seed for every sample (sample_seeds: fixed), so "
+        "the samples repeat one answer; stability and pass@k are not measured"
+    )
+
+
+def _flaky_tasks(ctx, based, pass_figs: dict) -> dict:
+    """{contender: [task ids whose settled samples disagree (some pass, some fail) on the
+    contender's headline basis]}."""
+    out = {}
+    for name in ctx.names:
+        basis = pass_figs[name].get("headline")
+        mine = based[(based["contender"] == name)] if len(based) else based
+        if basis is None or mine.empty:
+            out[name] = []
+            continue
+        out[name] = sorted(str(ctx.labels.get(t, t)) for t in passes.flaky_tasks(mine, basis))
+    return out
 
 
 def _rates_section(ctx, f, gens, outputs) -> dict:

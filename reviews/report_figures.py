@@ -263,7 +263,7 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
     front = pareto_front(
         {n: (quality_fig.get(n, {}).get("quality"), known.get(n)) for n in ctx.names}
     )
-    ranked = _decision_ranks(out)
+    ranked = decision_ranks(out)
     for name in ctx.names:
         out[name]["pareto"] = name in front
         out[name]["decision_rank"] = ranked.get(name)
@@ -355,7 +355,7 @@ def pareto_front(points: dict) -> set:
     return front
 
 
-def _decision_ranks(rows: dict) -> dict:
+def decision_ranks(rows: dict) -> dict:
     """The non-overlap rank rule on decision intervals, among contenders above the floor."""
     eligible = [
         n for n, r in rows.items() if not r["below_floor"] and r["decision_ci95"] is not None

@@ -166,6 +166,8 @@ def battles(
             "a": pairs["contender_a"].to_numpy()[decided],
             "b": pairs["contender_b"].to_numpy()[decided],
             "score": score[decided],
+            "output_a": pairs["output_a"].to_numpy()[decided],
+            "output_b": pairs["output_b"].to_numpy()[decided],
         }
     )
     return out.sort_values(["item", "a", "b"]).reset_index(drop=True), {

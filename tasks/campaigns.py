@@ -23,11 +23,14 @@ from .campaign_blinding import (
     category_refusals,
     quoted_identity_words,
 )
+from .campaign_gates import read_gates
 from .campaign_thresholds import read_pass_threshold
 from .definition_reader import DefinitionReader
 from .models import Campaign, Contender, Mode, Provider, TestSet
 from .prices import pricing_read, same_prices, table_of
 from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
+from .sample_seed import DERIVED, FIXED
+from .sample_seed import MODES as SEED_MODES
 from .score_turns import score_turns_read
 from .signals import outputs_changed
 
@@ -58,6 +61,9 @@ CAMPAIGN_KEYS = {
     *ROSTER_KEYS,
     "score_turns",
     "blinding_probe",
+    "gates",
+    "sample_seeds",
+    "slice_by",
 }
 # The blinding probe's interval: at most one question per this many items reviewed.
 PROBE_EVERY_MAX = 1000
@@ -322,6 +328,9 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     overlap = r.integer(data, "overlap", "", default=2, lo=1, hi=20)
     mode, rubric = _mode_and_rubric_read(data, errors, warnings)
     weights = _weights_read(data, r, testset, warnings)
+    read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
+    _sample_seeds_read(data, weights, errors)
+    _slice_by_read(data, weights, errors)
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
     _blinding_check(
@@ -361,6 +370,39 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
         warnings=warnings,
         rosters=rosters,
     )
+
+
+def _sample_seeds_read(data: dict, weights: dict, errors: list[str]) -> None:
+    """``sample_seeds``: "derived" (the default: sample i gets seed + i) or "fixed" (one seed
+    for every sample); kept in ``weights`` beside the gates, where generation and the report
+    read it."""
+    mode = data.get("sample_seeds", DERIVED)
+    if mode not in SEED_MODES:
+        errors.append(f"sample_seeds: one of {', '.join(SEED_MODES)}")
+    elif mode == FIXED:
+        weights["sample_seeds"] = FIXED
+
+
+MAX_SLICE_KEYS = 10
+
+
+def _slice_by_read(data: dict, weights: dict, errors: list[str]) -> None:
+    """``slice_by``: task metadata keys the report breaks its figures down by (in weights)."""
+    keys = data.get("slice_by")
+    if keys is None:
+        return
+    if (
+        not isinstance(keys, list)
+        or not all(isinstance(k, str) and 0 < len(k.strip()) <= 100 for k in keys)
+        or len(keys) > MAX_SLICE_KEYS
+    ):
+        errors.append(
+            f"slice_by: must be a list of up to {MAX_SLICE_KEYS} metadata keys (text, up to "
+            "100 characters each)"
+        )
+        return
+    if keys:
+        weights["slice_by"] = list(dict.fromkeys(k.strip() for k in keys))
 
 
 def _slug_read(data: dict, r: DefinitionReader) -> str:

@@ -47,6 +47,7 @@ from .lease_keeper import lease_keeper
 from .models import Campaign, Generation, Provider
 from .prices import Usage
 from .providers.base import cost_of
+from .sample_seed import DERIVED, for_sample
 from .signals import generation_finished, outputs_changed
 from .sql import generation_claim
 
@@ -396,7 +397,11 @@ def generation_run(*, generation_id: int, claim_wait: float = 0.0) -> RunOutcome
 def _call_and_store(gen: Generation, token: str) -> RunOutcome:
     try:
         result = conversation_run(
-            contender=gen.contender,
+            contender=for_sample(
+                gen.contender,
+                gen.sample_index,
+                mode=(gen.campaign.weights or {}).get("sample_seeds", DERIVED),
+            ),
             task=gen.task,
             single_turn=gen.single_turn,
             save_progress=functools.partial(_progress_save, gen.pk, token),

@@ -22,8 +22,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .stability import pass_at_k, pass_hat_k
-
 BASES = ("human", "checks", "combined")
 
 
@@ -74,13 +72,11 @@ def curve(n: np.ndarray, c: np.ndarray, unknown: np.ndarray | None = None) -> li
     for k in range(1, int(total.max()) + 1 if len(total) else 1):
         settled = n >= k
         exact = settled.all() or (k == 1 and settled.any())
-        at = [pass_at_k(int(a), int(b), k) for a, b in zip(n[settled], c[settled], strict=True)]
-        hat = [pass_hat_k(int(a), int(b), k) for a, b in zip(n[settled], c[settled], strict=True)]
         rows.append(
             {
                 "k": k,
-                "pass_at_k": float(np.mean(at)) if exact else None,
-                "pass_hat_k": float(np.mean(hat)) if exact else None,
+                "pass_at_k": float(_at(n[settled], c[settled], k).mean()) if exact else None,
+                "pass_hat_k": float(_hat(n[settled], c[settled], k).mean()) if exact else None,
                 "n_tasks": int(len(n)),
                 "low": _bounds(total, c, k),
                 "high": _bounds(total, c + unknown, k),
@@ -89,11 +85,30 @@ def curve(n: np.ndarray, c: np.ndarray, unknown: np.ndarray | None = None) -> li
     return rows
 
 
+def _fraction(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
+    """C(top, k) / C(n, k) per task (0 where top < k), as the product of (top - i) / (n - i)."""
+    i = np.arange(k)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.clip(top[:, None] - i, 0, None) / (n[:, None] - i)
+    return ratio.prod(axis=1)
+
+
+def _at(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+    """Chen et al.'s pass@k per task: 1 - C(n - c, k) / C(n, k) (needs n >= k)."""
+    return 1.0 - _fraction((n - c).astype(float), n.astype(float), k)
+
+
+def _hat(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+    """pass^k per task: C(c, k) / C(n, k)."""
+    return _fraction(c.astype(float), n.astype(float), k)
+
+
 def _bounds(total: np.ndarray, c: np.ndarray, k: int) -> dict:
     """pass@k and pass^k over every task, each with ``total`` samples of which ``c`` pass."""
-    at = [pass_at_k(int(a), int(b), k) for a, b in zip(total, c, strict=True)]
-    hat = [pass_hat_k(int(a), int(b), k) for a, b in zip(total, c, strict=True)]
-    return {"pass_at_k": float(np.mean(at)), "pass_hat_k": float(np.mean(hat))}
+    return {
+        "pass_at_k": float(_at(total, c, k).mean()),
+        "pass_hat_k": float(_hat(total, c, k).mean()),
+    }
 
 
 def basis_figures(frame: pd.DataFrame, basis: str, k: int) -> dict:
@@ -162,3 +177,13 @@ def task_pass_rates(samples: pd.DataFrame, basis: str) -> pd.DataFrame:
     the input of the joint bootstrap."""
     on = samples[samples[basis].notna()]
     return on.groupby(["contender", "task"], sort=True)[basis].mean().rename("rate").reset_index()
+
+
+def flaky_tasks(based: pd.DataFrame, basis: str) -> list:
+    """Tasks whose settled samples disagree on ``basis``: some pass, some fail (rows of one
+    contender from `sample_bases`)."""
+    on = based[based[basis].notna()]
+    if on.empty:
+        return []
+    per = on.groupby("task", sort=True)[basis].agg(["size", "sum"])
+    return per[(per["sum"] > 0) & (per["sum"] < per["size"])].index.tolist()

@@ -283,3 +283,100 @@ def test_stability_uses_the_unbiased_sd_and_counts_single_sample_tasks():
     )
     single = spreads[spreads["task"] == 2].iloc[0]
     assert single["n_samples"] == 1 and np.isnan(single["sampling_sd"])
+
+
+# --- seeds and flaky tasks ----------------------------------------------------------------------
+
+
+def test_flaky_tasks_are_the_ones_whose_samples_disagree():
+    # T1 all pass, T2 pass + fail, T3 all fail, T4 pass + pending (one settled: not flaky)
+    based = rows_for({1: [1.0, 1.0], 2: [1.0, 0.0], 3: [0.0, 0.0], 4: [1.0, None]})
+    assert passes.flaky_tasks(based, "human") == [2]
+
+
+def bench_frames(**kwargs):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "report.py"
+    spec = importlib.util.spec_from_file_location("bench_report", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.synthetic(**kwargs)
+
+
+def test_a_pinned_seed_leaves_stability_and_pass_at_k_unmeasured():
+    from reviews.report import CampaignFrames, build_report
+
+    frames, meta = bench_frames(tasks=20, contenders=2, samples=3, reviewers=2)
+    frames["contenders"]["params"] = [{"seed": 7}, {}]  # model-1 has no seed to pin
+    meta["weights"]["sample_seeds"] = "fixed"
+    report = build_report(CampaignFrames(**frames), meta, n_boot=50, seed=1)
+    pinned, free = report["stability"]["model-0"], report["stability"]["model-1"]
+    assert (
+        pinned["stability"] is None
+        and pinned["reason"] == "samples identical by seed: not measured"
+    )
+    assert free["stability"] is not None
+    human = report["passes"]["model-0"]["human"]
+    assert human["pass_at_k"] is None and [p["k"] for p in human["curve"]] == [1]
+    assert human["pass_at_1"] is not None
+    assert any("one seed for every sample" in w for w in report["warnings"])
+    # the flaky tasks of the stability tab are the report's
+    assert report["stability"]["model-1"]["flaky_tasks"] == report["flaky_tasks"]["model-1"]
+
+
+# --- length control ------------------------------------------------------------------------------
+
+
+def test_length_control_finds_a_preference_that_follows_length_only():
+    from reviews.stats import length
+
+    # 40 test cases; in half A's answer is longer (d = +0.5), in half B's (d = -0.5); the longer
+    # answer wins 8 of 10 times either way. Then logit(0.8) = delta + 0.5 g and
+    # logit(0.2) = delta - 0.5 g: delta = 0 (equal strength) and g = 2 ln 4 = 2.773.
+    rows = []
+    for t in range(40):
+        longer_a = t % 2 == 0
+        longer_wins = t % 10 < 8
+        score = 1.0 if longer_a == longer_wins else 0.0
+        rows.append({"task": t, "a": "A", "b": "B", "score": score, "d": 0.5 if longer_a else -0.5})
+    battles = pd.DataFrame(rows).assign(cluster=lambda f: f["task"])
+    fit = length.length_controlled(battles, ["A", "B"], joint.cluster_weights(40, 400, 2))
+    assert fit["ratings"]["A"] == pytest.approx(1000.0, abs=1e-6)
+    assert fit["coefficient"]["value"] == pytest.approx(2 * math.log(4), abs=1e-6)
+    lo, hi = fit["coefficient"]["ci95"]
+    assert lo > 0 and lo < 2 * math.log(4) < hi
+    # the normalized difference of 300 and 100 characters is (300 - 100) / 400 = 0.5
+    assert length.length_difference([300, 0], [100, 0]).tolist() == [0.5, 0.0]
+
+
+# --- slices --------------------------------------------------------------------------------------
+
+
+def test_slices_break_pass_rates_down_by_a_metadata_key():
+    from reviews.report import CampaignFrames, build_report
+
+    # 27 tasks: 9 with the fact at the start, 9 in the middle, 9 at the end of the document;
+    # nobody reviewed yet, so pass@1 is the checks'. model-0 finds the middle fact in 1 of 9.
+    frames, meta = bench_frames(tasks=27, contenders=2, samples=1, reviewers=2)
+    positions = ["start", "middle", "end"]
+    frames["tasks"]["meta:position"] = [positions[i % 3] for i in range(27)]
+    frames["items"] = frames["items"].assign(state="open", final=None)
+    gens = frames["generations"]
+    gens["status"] = "done"  # (the bench data fails 1% of generations at random)
+    position_of = dict(zip(frames["tasks"]["id"], frames["tasks"]["meta:position"], strict=True))
+    middle = [t for t in frames["tasks"]["id"] if position_of[t] == "middle"]
+    missed = (gens["contender"] == 1) & gens["task"].isin(middle[1:])
+    gens["checks_passed"] = ~missed
+    gens["check_results"] = [{"must_include": {"passed": bool(ok)}} for ok in ~missed]
+    meta["weights"]["slice_by"] = ["position"]
+    report = build_report(CampaignFrames(**frames), meta, n_boot=200, seed=1)
+    position = report["slices"]["position"]
+    assert set(position) == {"start", "middle", "end"}
+    middle_0 = position["middle"]["model-0"]["pass_at_1"]
+    assert middle_0["mean"] == pytest.approx(1 / 9, abs=5e-4) and middle_0["basis"] == "checks"
+    assert middle_0["ci95"] is None and middle_0["reason"] == "too few items (n=9)"
+    assert position["start"]["model-0"]["pass_at_1"]["mean"] == 1.0
+    assert position["middle"]["model-1"]["pass_at_1"]["mean"] == 1.0
+    assert position["middle"]["model-0"]["n_tasks"] == 9
