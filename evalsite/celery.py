@@ -90,6 +90,9 @@ app.conf.beat_schedule = {
     # a unique constraint), grade runs whose generation ended, resend lost alert deliveries
     # (tasks/monitor_jobs.py, monitor_tick_job).
     "monitor-tick": {"task": "tasks.monitor_tick", "schedule": 60.0},
+    # The dashboards' report of each campaign whose reviews changed, computed ahead of the
+    # first lead who opens them (reviews/jobs.py, reports_warm_job; cached per state).
+    "reports-warm": {"task": "reviews.reports_warm", "schedule": 60.0},
 }
 # Celery jobs live in each app's `jobs` module (tasks/jobs.py, reviews/jobs.py), not `tasks`:
 # here "tasks" is the app of test sets and test cases.

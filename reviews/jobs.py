@@ -13,3 +13,12 @@ from .services import assignment_sweep_expired
 def lease_sweep_job() -> int:
     """Return the slots of abandoned review leases to the pool (claims also do this lazily)."""
     return assignment_sweep_expired()
+
+
+@shared_task(name="reviews.reports_warm", soft_time_limit=600, time_limit=660)
+def reports_warm_job() -> int:
+    """Compute the dashboards' report of every campaign whose reviews changed (beat, every
+    minute): the first look at the dashboards then reads it instead of waiting seconds."""
+    from .dashboards import reports_warm
+
+    return reports_warm()
