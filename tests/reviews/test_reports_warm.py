@@ -7,8 +7,8 @@ from reviews import services
 from reviews.dashboards import campaign_report_warm, report_fingerprint, reports_warm
 from reviews.jobs import reports_warm_job
 from tests.factories import UserFactory, campaign_ready
-from tests.reviews.test_review_corrections import claim_and_submit
 from tests.reviews.helpers import full_review
+from tests.reviews.test_review_corrections import claim_and_submit
 
 
 @pytest.mark.django_db

@@ -175,7 +175,9 @@ class TestSetApiTests(TestCase):
             headers=self.auth("admin"),
         )
         assert response.status_code == 400
-        assert response.json()["errors"] == ["fromat: unknown field; accepted: name, format, file, pii"]
+        assert response.json()["errors"] == [
+            "fromat: unknown field; accepted: name, format, file, pii"
+        ]
         assert not TestSet.objects.exists()
         schema = self.client.get("/api/v1/schema").json()
         content = schema["paths"]["/api/v1/testsets"]["post"]["requestBody"]["content"]
