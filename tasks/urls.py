@@ -1,6 +1,14 @@
 from django.urls import path
 
-from . import campaign_api, campaign_views, monitor_api, monitor_views, rubric_builder, testset_api
+from . import (
+    campaign_api,
+    campaign_views,
+    monitor_api,
+    monitor_views,
+    rubric_builder,
+    search_views,
+    testset_api,
+)
 from . import views as testset_views
 
 urlpatterns: list = []
@@ -87,6 +95,9 @@ urlpatterns += [
         "campaigns/<slug:slug>/retry-failed",
         campaign_views.campaign_retry_failed,
         name="campaign_retry_failed",
+    ),
+    path(
+        "campaigns/<slug:slug>/search/", search_views.campaign_search_view, name="campaign_search"
     ),
     path(
         "campaigns/<slug:slug>/outputs",
