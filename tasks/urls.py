@@ -100,6 +100,11 @@ urlpatterns += [
         "campaigns/<slug:slug>/search/", search_views.campaign_search_view, name="campaign_search"
     ),
     path(
+        "campaigns/<slug:slug>/generations/retry",
+        campaign_views.campaign_retry_selected,
+        name="campaign_retry_selected",
+    ),
+    path(
         "campaigns/<slug:slug>/outputs",
         campaign_views.campaign_import_outputs,
         name="campaign_import_outputs",

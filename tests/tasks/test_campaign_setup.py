@@ -174,3 +174,38 @@ class WeightsFormTests(TestCase):
         html = self.client.get("/campaigns/new/").content.decode()
         assert 'name="weights"' not in html
         assert 'name="weight_quality"' in html and 'name="min_quality"' in html
+
+
+class BulkRetryTests(TestCase):
+    """The failed outputs list takes a bulk action: retry the ticked ones."""
+
+    @classmethod
+    def setUpTestData(cls):
+        from tests.factories import campaign_ready
+
+        cls.users = personas()
+        cls.campaign = campaign_ready(items=2, overlap=1)
+        cls.failed = list(Generation.objects.filter(campaign=cls.campaign).order_by("pk")[:2])
+        Generation.objects.filter(pk__in=[g.pk for g in cls.failed]).update(
+            status=Generation.Status.FAILED, error="HTTP 500", attempts=3
+        )
+
+    def test_an_admin_retries_the_ticked_failed_outputs_only(self):
+        self.client.force_login(self.users["admin"])
+        page = self.client.get(f"/campaigns/{self.campaign.slug}/generations/?only=failed")
+        html = page.content.decode()
+        assert "Retry selected" in html
+        assert f'name="ids" value="{self.failed[0].pk}" form="bulk-retry"' in html
+        url = f"/campaigns/{self.campaign.slug}/generations/retry"
+        response = self.client.post(url, {"ids": [self.failed[0].pk]})
+        assert response.status_code == 302 and response.url.endswith("?only=failed")
+        first, second = (Generation.objects.get(pk=g.pk) for g in self.failed)
+        assert first.status == "pending" and first.attempts == 0 and first.queued_at
+        assert second.status == "failed"
+
+    def test_a_lead_may_not(self):
+        self.client.force_login(self.users["lead"])
+        url = f"/campaigns/{self.campaign.slug}/generations/retry"
+        assert self.client.post(url, {"ids": [self.failed[0].pk]}).status_code == 403
+        html = self.client.get(f"/campaigns/{self.campaign.slug}/generations/?only=failed").content
+        assert b"Retry selected" not in html
