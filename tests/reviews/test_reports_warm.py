@@ -63,3 +63,29 @@ def test_a_long_dashboard_table_is_folded_after_the_summaries(client):
     assert (
         "<details" not in html[html.index('id="table-summary"') : html.index('id="table-per-task"')]
     )
+
+
+def test_the_turn_chart_draws_the_interval_its_caption_promises():
+    from reviews.dashboard_agentic import turn_chart
+
+    def conversation(ci95):
+        return {
+            "alpha": {
+                "basis": "human",
+                "turn_curve": [
+                    {"turn": 1, "mean": 0.8, "ci95": ci95, "n": 12},
+                    {"turn": 2, "mean": 0.6, "ci95": None, "reason": "too few", "n": 4},
+                ],
+            }
+        }
+
+    # One turn with an interval: no band (it needs two), but a whisker, and the caption says so.
+    chart = turn_chart(conversation([0.7, 0.9]))
+    line = chart.lines[0]
+    assert line["band"] == "" and len(line["whiskers"]) == 1
+    assert line["whiskers"][0]["y1"] > line["whiskers"][0]["y2"]  # 0.7 is drawn below 0.9
+    assert chart.title == "Mean score per turn with 95% interval"
+    # No interval anywhere: the caption does not promise one.
+    chart = turn_chart(conversation(None))
+    assert chart.lines[0]["whiskers"] == []
+    assert chart.title == "Mean score per turn (no 95% interval: too few test cases)"
