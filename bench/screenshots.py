@@ -4,8 +4,9 @@ Loads the demo (`manage.py migrate` and `manage.py demo`) into a throwaway SQLit
 directory, serves it with gunicorn on 127.0.0.1, logs in as admin, lead, reviewer1 and arbiter
 in Debian's Chromium (Playwright), opens every page the role has (home, test sets, upload,
 contenders, campaigns, a campaign, the new-campaign form with its rubric builder, outputs,
-assignments, disputes, an item, every dashboard tab, monitors, users, the review and the
-arbitration pages, the API schema, ...) and saves a full-page PNG of each into
+assignments, disputes, an item with its comments, every dashboard tab, the search, monitors,
+users, a test-set upload with personal data found, a contender's connection test, the review
+page, the reviewer's history and a correction, the arbitration pages, the API schema, ...) and saves a full-page PNG of each into
 test-artifacts/screenshots/ (git-ignored). It prints the files, and any page that answered
 with an error or logged a JavaScript error.
 
@@ -107,6 +108,7 @@ def pages(role: str, ids: dict) -> list[tuple[str, str]]:
         ("assignments", f"{c}/assignments/"),
         ("disputes", f"{c}/disputes/"),
         ("dashboard", f"{c}/dashboard/"),
+        ("search", f"{c}/search/?q=refund"),
     ]
     if ids["task"]:
         lead.append(("item", f"{c}/items/{ids['task']}"))
@@ -146,6 +148,7 @@ def pages(role: str, ids: dict) -> list[tuple[str, str]]:
             ("home", "/"),
             ("my-reviews", "/review/"),
             ("review-start", f"/review/{ids['campaign']}/"),
+            ("review-history", f"/review/{ids['campaign']}/mine/"),
         ]
     if role == "arbiter":
         return [("home", "/"), ("arbitration-home", "/arbitration/")]
@@ -213,6 +216,18 @@ def role_session(
         if name == "dashboard" or name.startswith("dashboard-"):
             for tab, href in dashboard_tabs(page):
                 files.append(visit(page, out, prefix, f"{name}-{tab}", href, problems))
+        if name == "testset-upload":  # a file with personal data: what was found, by line
+            files.append(pii_upload(page, out, prefix, problems))
+        if name == "contender-edit" and page.get_by_role("button", name="Test connection").count():
+            page.get_by_role("button", name="Test connection").click()
+            page.locator("#connection .connection-result").wait_for()
+            files.append(shoot(page, out, f"{prefix}-contender-test", problems))
+        if name == "review-history":  # a review still open to correction, with its answers
+            correct = page.get_by_role("link", name="Correct")
+            if correct.count():
+                correct.first.click()
+                page.get_by_text("Correcting your review").wait_for()
+                files.append(shoot(page, out, f"{prefix}-review-correct", problems))
         if name == "campaign-new":  # the builder alone (readable on a phone), then as text
             page.locator("#rubric-builder").screenshot(
                 path=str(out / f"{prefix}-rubric-builder.png")
@@ -222,6 +237,7 @@ def role_session(
             page.locator("textarea[name=rubric]").wait_for()
             files.append(shoot(page, out, f"{prefix}-campaign-new-text", problems))
     if role == "reviewer":
+        page.goto(f"/review/{ids['campaign']}/")  # the entry, wherever the pages above ended
         start = page.get_by_role("button", name="Start reviewing")
         if start.count():  # else the item held since the other size is on the page already
             start.click()
@@ -251,6 +267,26 @@ def role_session(
         files.append(shoot(page, out, f"{prefix}-arbitration", problems))
     context.close()
     return files, problems
+
+
+PII_TASKS = (
+    '{"external_id": "P-1", "category": "account", "tier": "base", "case_type": "typical", '
+    '"prompt": "Change my email from jane.doe@example.com; call +44 20 7946 0958."}\n'
+    '{"external_id": "P-2", "category": "billing", "tier": "base", "case_type": "edge", '
+    '"prompt": "Refund card 4111 1111 1111 1111 to IBAN DE89 3704 0044 0532 0130 00.", '
+    '"metadata": {"requester": "jane.doe@example.com"}}\n'
+)
+
+
+def pii_upload(page, out: Path, prefix: str, problems: list[str]) -> Path:
+    """Validate a two-task file with personal data on the upload page (nothing imported)."""
+    path = out / "pii-example.jsonl"
+    path.write_text(PII_TASKS)
+    page.fill("input[name=name]", "pii-example")
+    page.set_input_files("input[name=file]", str(path))
+    page.get_by_role("button", name="Validate").click()
+    page.locator(".pii-table").wait_for()
+    return shoot(page, out, f"{prefix}-testset-upload-pii", problems)
 
 
 def main() -> int:

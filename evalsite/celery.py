@@ -105,6 +105,9 @@ app.conf.beat_schedule = {
     # Judging: re-send judgements whose worker died or whose message was lost
     # (reviews/judges/jobs.py, judgement_reconcile_job).
     "judgement-reconcile": {"task": "reviews.judgement_reconcile", "schedule": 60.0},
+    # The dashboards' report of each campaign whose reviews changed, computed ahead of the
+    # first lead who opens them (reviews/jobs.py, reports_warm_job; cached per state).
+    "reports-warm": {"task": "reviews.reports_warm", "schedule": 60.0},
 }
 # Celery jobs live in each app's `jobs` module (tasks/jobs.py, reviews/jobs.py), not `tasks`:
 # here "tasks" is the app of test sets and test cases.

@@ -185,6 +185,18 @@ if REDIS_URL:
     CACHES = {"default": {"BACKEND": "evalsite.cache.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Campaign reports (seconds of statistics each): shared by every process, so one computed by
+# the worker's warm-up job (or another web process) serves the dashboards at once. Redis when
+# there is one; else files in the data directory, which every local process reads.
+CACHES["reports"] = (
+    CACHES["default"]
+    if REDIS_URL
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(DATA_DIR / "cache" / "reports"),
+        "OPTIONS": {"MAX_ENTRIES": 200},
+    }
+)
 # Sessions are read from the shared cache (Redis) with the database behind it, so a page view
 # does not query the session table. Without a shared cache, the database alone: a cache per
 # process would keep a session alive in the other processes after a logout.

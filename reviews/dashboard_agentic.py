@@ -161,7 +161,13 @@ def turn_chart(conversation: dict) -> TurnChart | None:
         lines=lines,
         x_ticks=[{"x": x(t), "label": str(t)} for t in range(first, turns[-1] + 1)],
         y_ticks=[{"y": y(v), "label": f"{v:.2f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
-        title="Mean score per turn with 95% interval",
+        # The caption promises an interval only where one is drawn (a band or a whisker).
+        title="Mean score per turn"
+        + (
+            " with 95% interval"
+            if any(line["whiskers"] for line in lines)
+            else " (no 95% interval: too few test cases)"
+        ),
         basis=", ".join(sorted(BASES.get(b, b) for b in basis)),
     )
 
@@ -178,6 +184,10 @@ def _turn_line(name: str, pts: list[dict], *, css: str, x, y) -> dict:
         "css": css,
         "points": " ".join(f"{x(p['turn'])},{y(p['mean'])}" for p in pts),
         "band": " ".join(upper + lower) if len(banded) > 1 else "",
+        # Every interval also as a whisker at its turn: a lone one (no band) is drawn too.
+        "whiskers": [
+            {"x": x(p["turn"]), "y1": y(p["ci95"][0]), "y2": y(p["ci95"][1])} for p in banded
+        ],
         "dots": [
             {
                 "x": x(p["turn"]),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db.models import Count, Max, Sum
 
 from tasks.models import Campaign, Generation
@@ -39,7 +39,7 @@ from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-export
     heat_class,
     interval_chart,
 )
-from .models import Arbitration, Review, ReviewItem
+from .models import Arbitration, Review, ReviewItem, ReviewVersion
 
 PAGES = [
     ("overview", "Overview"),
@@ -69,7 +69,8 @@ def pages_for(report: dict) -> list[tuple[str, str]]:
     ]
 
 
-REPORT_CACHE_SECONDS = 3600
+# A day: a state's report never goes stale (a new state is a new key); this only frees space.
+REPORT_CACHE_SECONDS = 24 * 3600
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,10 +78,16 @@ REPORT_CACHE_SECONDS = 3600
 
 
 def report_fingerprint(campaign: Campaign) -> str:
-    # Reviews are never edited, only added (or removed with a reviewer): count, max and sum
-    # of ids change whenever the set does.
+    # Reviews are added (or removed with a reviewer): count, max and sum of ids change
+    # whenever the set does. A correction rewrites one in place and keeps the old answers as
+    # a version: the versions' count and last id change with every correction.
     reviews = Review.objects.filter(item__campaign=campaign).aggregate(
         n=Count("id"), last=Max("id"), total=Sum("id")
+    )
+    reviews["corrections"] = list(
+        ReviewVersion.objects.filter(review__item__campaign=campaign)
+        .aggregate(n=Count("id"), last=Max("id"))
+        .values()
     )
     items = list(
         ReviewItem.objects.filter(campaign=campaign)
@@ -103,6 +110,9 @@ def report_fingerprint(campaign: Campaign) -> str:
         )
     )
     settings = [
+        # With the primary key in the cache key: another database's campaign of the same id
+        # (a test run, a restored backup) is another campaign.
+        campaign.created_at,
         campaign.slug,
         campaign.name,
         campaign.mode,
@@ -123,15 +133,37 @@ def report_fingerprint(campaign: Campaign) -> str:
 
 
 def campaign_report_cached(campaign: Campaign) -> dict:
-    key = f"evalsite:report:{campaign.pk}:{report_fingerprint(campaign)}"
-    report = cache.get(key)
-    if report is None:
-        # Imported here: pandas/numpy stay out of every process's start-up (URLconf import).
-        from .report import campaign_report
-
-        report = campaign_report(campaign=campaign)
-        cache.set(key, report, REPORT_CACHE_SECONDS)
+    """The report of the campaign's current state: computed once per state, by whichever
+    process asks first (the worker's warm-up job, usually) and shared with the others."""
+    report, _ = campaign_report_warm(campaign)
     return report
+
+
+def campaign_report_warm(campaign: Campaign) -> tuple[dict, bool]:
+    """(the report, whether it had to be computed now)."""
+    key = f"evalsite:report:{campaign.pk}:{report_fingerprint(campaign)}"
+    reports = caches["reports"]
+    report = reports.get(key)
+    if report is not None:
+        return report, False
+    # Imported here: pandas/numpy stay out of every process's start-up (URLconf import).
+    from .report import campaign_report
+
+    report = campaign_report(campaign=campaign)
+    reports.set(key, report, REPORT_CACHE_SECONDS)
+    return report, True
+
+
+def reports_warm() -> int:
+    """Compute the reports of the campaigns whose state changed since theirs was cached, so
+    a lead's first look at the dashboards finds it ready. How many were computed."""
+    computed = 0
+    campaigns = Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN).filter(
+        items__submitted_count__gt=0
+    )
+    for campaign in campaigns.distinct().order_by("pk"):
+        computed += campaign_report_warm(campaign)[1]
+    return computed
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,5 +15,14 @@ def lease_sweep_job() -> int:
     return assignment_sweep_expired()
 
 
+@shared_task(name="reviews.reports_warm", soft_time_limit=600, time_limit=660)
+def reports_warm_job() -> int:
+    """Compute the dashboards' report of every campaign whose reviews changed (beat, every
+    minute): the first look at the dashboards then reads it instead of waiting seconds."""
+    from .dashboards import reports_warm
+
+    return reports_warm()
+
+
 # Judging's jobs (reviews/judges/jobs.py) are registered from their module.
 from .judges.jobs import judgement_reconcile_job, judgement_run_job  # noqa: E402, F401

@@ -139,7 +139,16 @@ def review_items_sync(
     if wanted:
         _items_create(campaign=campaign, items=items, wanted=wanted, gen_ids=gen_ids)
         created = len(wanted)
-    return {"created": created, "ready": _items_open(items=items)}
+    opened = _items_open(items=items)
+    if opened:
+        campaign_open_for_review(Campaign.objects.filter(pk=campaign.pk))
+    return {"created": created, "ready": opened}
+
+
+def campaign_open_for_review(campaigns) -> None:
+    """A draft whose first items just opened is open for review: reviewers may take what is
+    ready (part of its outputs imported, say) whatever the rest is still doing."""
+    campaigns.filter(status=Campaign.Status.DRAFT).update(status=Campaign.Status.REVIEWING)
 
 
 def _sync_scope(*, campaign: Campaign, task_id: int | None, sample_index: int | None):
@@ -237,11 +246,15 @@ def review_items_open_for(*, generation_id: int) -> int:
         ~Q(generation__status=Generation.Status.DONE) | Q(generation__identity_held=True)
     )
     showing = ItemOutput.objects.filter(generation_id=generation_id).values("item_id")
-    return (
+    opened = (
         ReviewItem.objects.filter(pk__in=showing, ready=False, state=ReviewItem.State.WAITING)
         .filter(~Exists(not_there))
         .update(ready=True, state=ReviewItem.State.OPEN)
     )
+    if opened:  # at most once per item: not on every generation's path
+        generation = Generation.objects.filter(pk=generation_id).values("campaign_id")
+        campaign_open_for_review(Campaign.objects.filter(pk__in=generation))
+    return opened
 
 
 def outputs_changed_received(sender, *, campaign: Campaign, **kwargs) -> None:
@@ -296,11 +309,30 @@ def review_item_states(*, campaign: Campaign) -> dict[str, int]:
             .count()
         )
 
+    # Waiting for an admin, not for a model: every output done, one held until its masked view
+    # is approved. Said apart, so the header names the real wait.
+    held = 0
+    if waiting:
+        not_done = ItemOutput.objects.filter(item=OuterRef("pk")).exclude(
+            generation__status=Generation.Status.DONE
+        )
+        held = (
+            ReviewItem.objects.filter(
+                campaign=campaign,
+                state=ReviewItem.State.WAITING,
+                outputs__generation__identity_held=True,
+            )
+            .filter(~Exists(not_done))
+            .distinct()
+            .count()
+        )
     # Waiting on a generation that failed for good or was cancelled: no worker will finish it
     # (Retry failed, or Generate, does).
     return {
         "total": sum(counts.values()),
         "waiting": waiting,
+        "held": held,
+        "waiting_outputs": waiting - held,
         "blocked": waiting_on(Generation.Status.FAILED),
         "cancelled": waiting_on(Generation.Status.CANCELLED),
         "ready": sum(n for state, n in counts.items() if state != ReviewItem.State.WAITING),

@@ -19,6 +19,7 @@ from evalsite.uploads import strict_yaml, yaml_problem
 from . import rubric_builder
 from .campaigns import (
     INSTRUCTIONS_MAX_CHARS,
+    MAX_WEIGHT,
     PROBE_EVERY_MAX,
     DefinitionError,
     campaign_definition_validate,
@@ -292,6 +293,9 @@ class RosterForm(LabelledForm):
         return data
 
 
+MAX_FORM_WEIGHT = MAX_WEIGHT  # as a definition file's weights
+
+
 class CampaignForm(LabelledForm):
     slug = forms.SlugField(max_length=100, help_text="short id used in URLs and commands")
     name = forms.CharField(
@@ -341,10 +345,37 @@ class CampaignForm(LabelledForm):
     )
     score_turns_min = forms.IntegerField(required=False, initial=1, label="Turn scale from")
     score_turns_max = forms.IntegerField(required=False, initial=5, label="Turn scale to")
-    weights = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}),
+    # The decision weights and gates as fields (a definition file's `weights` and
+    # `pass_threshold`); definition() puts them back together.
+    weight_quality = forms.FloatField(
         required=False,
-        help_text='optional: {"categories": {"billing": 2}, "quality": 0.7, "stability": 0.3}',
+        min_value=0,
+        max_value=MAX_FORM_WEIGHT,
+        initial=0.7,
+        label="Weight of quality",
+        help_text="in the decision score, against stability (empty = 0.7)",
+    )
+    weight_stability = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=MAX_FORM_WEIGHT,
+        initial=0.3,
+        label="Weight of stability",
+        help_text="how much answering the same way every time counts (empty = 0.3)",
+    )
+    category_weights = forms.CharField(
+        required=False,
+        label="Category weights",
+        help_text="optional: category=weight, comma-separated (billing=2, refunds=0.5); a "
+        "category left out weighs 1",
+    )
+    min_quality = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Quality floor",
+        help_text="gate: a contender below this quality (0-1) is not recommended, whatever its "
+        "score; empty = the pass threshold",
     )
     redact = forms.CharField(
         required=False, help_text="comma-separated self-identifying words to mask"
@@ -368,6 +399,19 @@ class CampaignForm(LabelledForm):
         max_value=1,
         initial=0.6,
         help_text="quality (0-1) a reviewed sample needs to pass, for pass@1 and pass@k",
+    )
+    pass_threshold_base = forms.FloatField(
+        required=False, min_value=0, max_value=1, label="Pass threshold, base tier"
+    )
+    pass_threshold_advanced = forms.FloatField(
+        required=False, min_value=0, max_value=1, label="Pass threshold, advanced tier"
+    )
+    pass_threshold_boundary = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Pass threshold, boundary tier",
+        help_text="optional per tier; a tier left empty uses the pass threshold above",
     )
     show_reference = forms.BooleanField(
         required=False, help_text="show each task's reference answer to reviewers"
@@ -410,11 +454,27 @@ class CampaignForm(LabelledForm):
             raise forms.ValidationError("Rubric must be a list of dimensions")
         return value or []
 
-    def clean_weights(self):
-        value = _structured(self.cleaned_data.get("weights", ""), "Weights")
-        if value is not None and not isinstance(value, dict):
-            raise forms.ValidationError("Weights must be an object")
-        return value or {}
+    def clean_category_weights(self) -> dict[str, float]:
+        weights, problems = {}, []
+        for part in (self.cleaned_data.get("category_weights") or "").split(","):
+            if not part.strip():
+                continue
+            category, sep, number = part.partition("=")
+            category = category.strip()
+            try:
+                value = float(number) if sep else None
+            except ValueError:
+                value = None
+            if not category or value is None or not 0 <= value <= MAX_FORM_WEIGHT:
+                problems.append(
+                    f"“{part.strip()}”: write category=weight, a number from 0 to "
+                    f"{MAX_FORM_WEIGHT:,}"
+                )
+            else:
+                weights[category] = value
+        if problems:
+            raise forms.ValidationError(problems)
+        return weights
 
     def clean(self):
         data = super().clean()
@@ -444,10 +504,10 @@ class CampaignForm(LabelledForm):
             "reviewed_samples": d.get("reviewed_samples"),
             "overlap": d.get("overlap"),
             "rubric": d.get("rubric"),
-            "weights": d.get("weights"),
+            "weights": _weights_definition(d),
             "redact": [w.strip() for w in d.get("redact", "").split(",") if w.strip()],
             "lease_minutes": d.get("lease_minutes"),
-            "pass_threshold": d.get("pass_threshold"),
+            "pass_threshold": _pass_threshold_definition(d),
             "show_reference": d.get("show_reference", False),
             "flags_dispute": d.get("flags_dispute", False),
             "hold_identity_leaks": d.get("hold_identity_leaks", False),
@@ -456,6 +516,30 @@ class CampaignForm(LabelledForm):
             "score_turns": _score_turns_definition(d),
             "blinding_probe": {"every": d["probe_every"]} if d.get("probe_every") else None,
         }
+
+
+def _weights_definition(d: dict) -> dict:
+    """The weights and the quality floor fields as a definition's `weights` (a field that
+    failed its own check is left out, so its error is not told twice)."""
+    weights: dict = {}
+    for key, field in (("quality", "weight_quality"), ("stability", "weight_stability")):
+        if d.get(field) is not None:
+            weights[key] = d[field]
+    if d.get("category_weights"):
+        weights["categories"] = d["category_weights"]
+    if d.get("min_quality") is not None:
+        weights["min_quality"] = d["min_quality"]
+    return weights
+
+
+def _pass_threshold_definition(d: dict):
+    """One threshold, or one per tier when any tier's is given (the others the general one)."""
+    general = d.get("pass_threshold")
+    tiers = {t: d.get(f"pass_threshold_{t}") for t in ("base", "advanced", "boundary")}
+    if all(v is None for v in tiers.values()):
+        return general
+    fallback = general if general is not None else 0.6
+    return {t: v if v is not None else fallback for t, v in tiers.items()}
 
 
 def _score_turns_definition(d: dict) -> dict | None:

@@ -361,6 +361,25 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _retry_failed)
 
 
+@require_POST
+@role_required(ADMIN)
+def campaign_retry_selected(request: HttpRequest, slug: str) -> HttpResponse:
+    """Bulk action of the outputs list: retry the failed generations ticked on it."""
+    campaign = campaign_get(slug=slug)
+    ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit()]
+    if not ids:
+        messages.warning(request, "Tick the failed outputs to retry first.")
+    else:
+        try:
+            n = generation_retry_failed(campaign=campaign, ids=ids)
+        except GenerationError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"{counted(n, 'failed generation')} queued again.")
+    back = reverse("campaign_outputs", args=[slug]) + "?only=failed"
+    return _redirect(request, back)
+
+
 def _close(campaign: Campaign) -> str:
     campaign_close(campaign=campaign)
     return "Campaign closed: reviewers and arbiters can no longer take its items."

@@ -189,8 +189,9 @@ def generation_cancel(*, campaign: Campaign) -> int:
 
 
 @transaction.atomic
-def generation_retry_failed(*, campaign: Campaign) -> int:
-    """Give failed rows a fresh attempt budget and queue them again."""
+def generation_retry_failed(*, campaign: Campaign, ids: list[int] | None = None) -> int:
+    """Give failed rows (all of the campaign's, or those of `ids`) a fresh attempt budget and
+    queue them again."""
     problems = missing_api_keys(campaign=campaign)
     if problems:
         raise GenerationError(
@@ -200,6 +201,8 @@ def generation_retry_failed(*, campaign: Campaign) -> int:
     rows = Generation.objects.filter(campaign=campaign, status=S.FAILED).exclude(
         contender__provider=Provider.IMPORTED
     )
+    if ids is not None:
+        rows = rows.filter(pk__in=ids)
     ids = list(rows.values_list("pk", flat=True))
     Generation.objects.filter(pk__in=ids, status=S.FAILED).update(
         status=S.PENDING,

@@ -8,6 +8,7 @@ from . import (
     monitor_api,
     monitor_views,
     rubric_builder,
+    search_views,
     testset_api,
 )
 from . import views as testset_views
@@ -101,6 +102,14 @@ urlpatterns += [
         "campaigns/<slug:slug>/retry-failed",
         campaign_views.campaign_retry_failed,
         name="campaign_retry_failed",
+    ),
+    path(
+        "campaigns/<slug:slug>/search/", search_views.campaign_search_view, name="campaign_search"
+    ),
+    path(
+        "campaigns/<slug:slug>/generations/retry",
+        campaign_views.campaign_retry_selected,
+        name="campaign_retry_selected",
     ),
     path(
         "campaigns/<slug:slug>/outputs",

@@ -124,6 +124,9 @@ def test_the_stages_of_a_whole_campaign(browser_page, live_server):
 
     stage_shot("Draft", "Generate")
     assert page.get_by_text("offline is an imported contender without outputs").is_visible()
+    # Nothing queued, running or failed: no Cancel, no Retry failed on a draft.
+    assert page.get_by_role("button", name="Cancel").count() == 0
+    assert page.get_by_role("button", name="Retry failed").count() == 0
 
     agreed_item(campaign, u["reviewer_a"], u["reviewer_b"])
     disputed = disputed_item(campaign, u["reviewer_a"], u["reviewer_b"])
@@ -131,7 +134,8 @@ def test_the_stages_of_a_whole_campaign(browser_page, live_server):
     Campaign.objects.filter(pk=campaign.pk).update(status="reviewing")
     stage_shot("Reviewing", "Follow the review")
     assert "1 of 2 items" in page.inner_text("#lifecycle-progress")
-    assert page.get_by_role("button", name="Generate").count() == 1  # still there, not primary
+    # Every output is in and nothing is left to queue: Generate would do nothing, so it is gone.
+    assert page.get_by_role("button", name="Generate").count() == 0
 
     reviewed(disputed)
     stage_shot("Arbitrating", "Follow the disputes")
