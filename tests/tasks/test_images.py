@@ -313,3 +313,32 @@ def test_a_download_re_imports_as_identical():
     assert b"c.png" not in download
     again = import_testset(name="round", data=download, filename="round.jsonl")
     assert not again.created and again.testset == first
+
+
+@pytest.mark.django_db
+def test_arbiters_see_the_images_beside_the_text(client):
+    from tests.factories import CampaignFactory, TaskFactory
+    from tests.reviews.test_arbitration import disputed_item
+
+    users = personas()
+    chart = image_checked(png(30, 20))
+    from tasks.images.store import images_store
+
+    images_store({chart.name: chart})
+    campaign = CampaignFactory(slug="arb-img", name="Arb")
+    part = {
+        "type": "image",
+        "image": chart.name,
+        "media_type": "image/png",
+        "width": 30,
+        "height": 20,
+    }
+    task = TaskFactory(
+        testset=campaign.testset,
+        prompt="",
+        messages=[{"role": "user", "content": [QUESTION, part]}],
+    )
+    disputed_item(campaign, users["reviewer_a"], users["reviewer_b"], task=task)
+    client.force_login(users["arbiter"])
+    page = client.get(client.post("/arbitration/arb-img/next").url).content.decode()
+    assert f'<img src="/task-images/{chart.name}"' in page and "What does the chart show?" in page
