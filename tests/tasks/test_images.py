@@ -342,3 +342,24 @@ def test_arbiters_see_the_images_beside_the_text(client):
     client.force_login(users["arbiter"])
     page = client.get(client.post("/arbitration/arb-img/next").url).content.decode()
     assert f'<img src="/task-images/{chart.name}"' in page and "What does the chart show?" in page
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_zip_upload(client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from evalsite.models import ApiToken
+
+    users = personas()
+    files = {
+        "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "c.png"})),
+        "c.png": png(),
+    }
+    response = client.post(
+        "/api/v1/testsets",
+        {"name": "api-zip", "file": SimpleUploadedFile("charts.zip", zipped(files))},
+        headers={"Authorization": f"Bearer {ApiToken.issue(users['admin'])}"},
+    )
+    assert response.status_code == 201, response.content
+    task = TestSet.objects.get(name="api-zip").tasks.get()
+    assert task.messages[0]["content"][1]["media_type"] == "image/png"
