@@ -141,6 +141,7 @@ def _candidates_shown(
         transcripts=[transcripts.get(int(pk)) for pk in labels.values()],
         task_turns=item.task.turns,
         terms=terms,
+        reasoning=item.campaign.show_reasoning,
     )
     return candidates, turns
 

@@ -197,6 +197,7 @@ def review_screen(
         task_turns=task.turns,
         terms=terms,
         html=html,
+        reasoning=campaign.show_reasoning,
     )
     task_shown = _task_shown(task, campaign, terms, html=html)
     wants_scores, wants_preference = campaign_wants(campaign)

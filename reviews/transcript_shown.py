@@ -47,6 +47,8 @@ class Reader:
 
     terms: tuple[str, ...] | None
     html: bool = True
+    # Show each step's reasoning (the campaign says show_reasoning); never otherwise.
+    reasoning: bool = False
 
     def mask(self, text: str) -> str:
         if self.terms is None or not text:
@@ -213,7 +215,21 @@ def _step(step: dict, number: int, reader: Reader, numbers: _Numbers) -> dict:
     calls = [_call(c, r, reader, numbers) for c, r in _joined(step)]
     text = step.get("text") if isinstance(step.get("text"), str) else ""
     shown = reader.shown(text) if text.strip() else {"text": "", "html": None}
-    return {"number": number, "text": shown["text"], "html": shown["html"], "calls": calls}
+    return {
+        "number": number,
+        "text": shown["text"],
+        "html": shown["html"],
+        "calls": calls,
+        "reasoning": _reasoning(step, reader),
+    }
+
+
+def _reasoning(step: dict, reader: Reader) -> dict | None:
+    """A step's reasoning, masked like its text, where the reader is shown reasoning."""
+    reasoning = step.get("reasoning")
+    if not reader.reasoning or not isinstance(reasoning, str) or not reasoning.strip():
+        return None
+    return reader.shown(reasoning)
 
 
 def turn_shown(turn: dict, number: int, reader: Reader, numbers: _Numbers) -> dict:
@@ -221,9 +237,10 @@ def turn_shown(turn: dict, number: int, reader: Reader, numbers: _Numbers) -> di
     raw_steps = _dicts(turn.get("steps"))
     answer = turn.get("answer") if isinstance(turn.get("answer"), str) else ""
     steps = [_step(s, n, reader, numbers) for n, s in enumerate(raw_steps, start=1)]
-    # The last call's text is the answer, shown once, as the answer.
+    # The last call's text is the answer, shown once, as the answer (its reasoning with it).
+    reasoning = None
     if raw_steps and not steps[-1]["calls"] and (raw_steps[-1].get("text") or "") == answer:
-        steps.pop()
+        reasoning = steps.pop()["reasoning"]
     user = turn.get("user")
     return {
         "number": turn.get("turn") if isinstance(turn.get("turn"), int) else number,
@@ -231,6 +248,7 @@ def turn_shown(turn: dict, number: int, reader: Reader, numbers: _Numbers) -> di
         "steps": steps,
         "model_calls": len(raw_steps),
         "answer": reader.shown(answer),
+        "reasoning": reasoning,
         "cut_off": CUT_OFF.get(str(turn.get("finish_reason") or "")),
     }
 
@@ -308,17 +326,20 @@ def transcript_json(turns: list[dict]) -> list[dict]:
                         for c in step["calls"]
                         if c["result"]["status"] != "missing"
                     ],
+                    # only where the campaign shows reasoning
+                    **({"reasoning": step["reasoning"]["text"]} if step.get("reasoning") else {}),
                 }
             )
-        out.append(
-            {
-                "turn": turn["number"],
-                "user": turn["user"]["text"] if turn["user"] else None,
-                "steps": steps,
-                "answer": turn["answer"]["text"],
-                "cut_off": turn["cut_off"],
-            }
-        )
+        shown = {
+            "turn": turn["number"],
+            "user": turn["user"]["text"] if turn["user"] else None,
+            "steps": steps,
+            "answer": turn["answer"]["text"],
+            "cut_off": turn["cut_off"],
+        }
+        if turn.get("reasoning"):
+            shown["reasoning"] = turn["reasoning"]["text"]
+        out.append(shown)
     return out
 
 
@@ -453,14 +474,16 @@ def attach(
     task_turns,
     terms: tuple[str, ...] | None,
     html: bool = True,
+    reasoning: bool = False,
 ) -> list[dict] | None:
     """Give each candidate ({"label", ...}) its transcript shown, as "turns"; return the
-    conversation's rows turn by turn, or None when each output is shown whole."""
+    conversation's rows turn by turn, or None when each output is shown whole. `reasoning`:
+    each step's reasoning too (the campaign's show_reasoning)."""
     shown, rows = outputs_shown(
         labels=[c["label"] for c in candidates],
         transcripts=transcripts,
         task_turns=task_turns or [],
-        reader=Reader(terms, html=html),
+        reader=Reader(terms, html=html, reasoning=reasoning),
     )
     for candidate, turns in zip(candidates, shown, strict=True):
         candidate["turns"] = turns
