@@ -363,3 +363,41 @@ def test_the_api_takes_a_zip_upload(client):
     assert response.status_code == 201, response.content
     task = TestSet.objects.get(name="api-zip").tasks.get()
     assert task.messages[0]["content"][1]["media_type"] == "image/png"
+
+
+@pytest.mark.django_db
+def test_the_test_set_pages_show_an_image_task_without_its_file_name(client):
+    users = personas()
+    files = {
+        "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "secret-name.png"})),
+        "secret-name.png": png(),
+    }
+    ts = import_testset(name="pages", data=zipped(files), filename="pages.zip").testset
+    client.force_login(users["lead"])
+    page = client.get(f"/testsets/{ts.name}/v{ts.version}/")
+    assert page.status_code == 200 and b"secret-name" not in page.content
+    assert b"What does the chart show?" in page.content
+
+
+@pytest.mark.django_db
+def test_the_upload_page_validates_a_zip_and_imports_it_on_confirm(client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tasks.pending_uploads import SESSION_KEY
+
+    users = personas()
+    client.force_login(users["admin"])
+    files = {
+        "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "c.png"})),
+        "c.png": png(),
+    }
+    upload = SimpleUploadedFile("charts.zip", zipped(files))
+    page = client.post("/testsets/upload/", {"name": "paged", "file": upload})
+    assert page.status_code == 200 and "1 valid task" in page.content.decode()
+    assert not TestSet.objects.exists()
+    (token,) = client.session[SESSION_KEY].keys()
+    done = client.post("/testsets/upload/", {"action": "confirm", "token": token})
+    assert done.status_code == 302
+    assert (
+        TestSet.objects.get(name="paged").tasks.get().messages[0]["content"][1]["type"] == "image"
+    )
