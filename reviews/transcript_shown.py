@@ -23,10 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.urls import reverse
-
 from tasks import blinding
-from tasks.images.parts import content_images, content_text
+from tasks.images.parts import content_text, image_links
 
 # How a turn that did not end with a final answer is described (the stored finish reasons
 # differ by provider, so they are not shown as such).
@@ -389,7 +387,7 @@ def history_shown(messages: list[dict], reader: Reader) -> list[dict]:
         shown = reader.shown(content_text(content))
         row = {"role": role, "content": shown["text"], "html": shown["html"], "calls": []}
         row["json"] = {"role": role, "content": shown["text"]}
-        images = images_shown(content)
+        images = image_links(content)
         if images:
             row["images"] = images
             row["json"]["images"] = [
@@ -445,20 +443,6 @@ def outputs_shown(
     return shown, conversation_rows(
         labels=labels, transcripts=shown, task_turns=task_turns, reader=reader
     )
-
-
-def images_shown(content) -> list[dict]:
-    """A message's images as pages show them: the URL of the stored copy (a neutral name,
-    no metadata), its size and its number; never the file name it was uploaded under."""
-    return [
-        {
-            "url": reverse("task_image", args=[part["image"]]),
-            "width": part.get("width"),
-            "height": part.get("height"),
-            "number": number,
-        }
-        for number, part in enumerate(content_images(content), start=1)
-    ]
 
 
 def task_messages(task) -> list[dict]:

@@ -375,8 +375,11 @@ def test_the_test_set_pages_show_an_image_task_without_its_file_name(client):
     ts = import_testset(name="pages", data=zipped(files), filename="pages.zip").testset
     client.force_login(users["lead"])
     page = client.get(f"/testsets/{ts.name}/v{ts.version}/")
-    assert page.status_code == 200 and b"secret-name" not in page.content
-    assert b"What does the chart show?" in page.content
+    body = page.content.decode()
+    assert page.status_code == 200 and "secret-name" not in body
+    assert "What does the chart show?" in body and "'type'" not in body
+    image = ts.tasks.get().messages[0]["content"][1]["image"]
+    assert f'<img src="/task-images/{image}"' in body
 
 
 @pytest.mark.django_db
