@@ -24,6 +24,7 @@ from tasks.campaign_blinding import (
     text_shown,
     words_shown,
 )
+from tasks.images.parts import content_text
 from tasks.models import Campaign
 
 from . import transcript_shown
@@ -158,7 +159,7 @@ def _task_shown(*, task, campaign: Campaign, terms) -> dict:
         "conversation": conversation_shown(task, terms),
         "reference": reference,
         "reference_html": reference_html,
-        "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
+        "turns": [words_shown(content_text(t), terms) for t in task.turns or []],
     }
 
 

@@ -25,6 +25,7 @@ from tasks.campaign_blinding import (
     text_shown,
     words_shown,
 )
+from tasks.images.parts import content_text
 from tasks.models import Campaign, Generation, Task
 
 from . import sql, transcript_shown
@@ -248,7 +249,7 @@ def _task_shown(task: Task, campaign: Campaign, terms, *, html: bool) -> dict:
         "multi_turn": bool(task.messages or task.turns),
         "conversation": conversation,
         "reference": reference,
-        "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
+        "turns": [words_shown(content_text(t), terms) for t in task.turns or []],
     }
 
 

@@ -242,13 +242,20 @@ def turn_shown(turn: dict, number: int, reader: Reader, numbers: _Numbers) -> di
     user = turn.get("user")
     return {
         "number": turn.get("turn") if isinstance(turn.get("turn"), int) else number,
-        "user": reader.shown(user) if isinstance(user, str) else None,
+        "user": user_shown(user, reader) if isinstance(user, str | list) else None,
         "steps": steps,
         "model_calls": len(raw_steps),
         "answer": reader.shown(answer),
         "reasoning": reasoning,
         "cut_off": CUT_OFF.get(str(turn.get("finish_reason") or "")),
     }
+
+
+def user_shown(content, reader: Reader) -> dict:
+    """A user's message (a scripted turn): its text masked, its images beside it."""
+    shown = reader.shown(content_text(content))
+    images = image_links(content)
+    return {**shown, "images": images} if images else shown
 
 
 def transcript_shown(transcript, reader: Reader) -> list[dict]:
@@ -272,8 +279,8 @@ def conversation_rows(
     count = max([len(task_turns or [])] + [len(t) for t in transcripts])
     rows = []
     for index in range(count):
-        if index < len(task_turns or []) and isinstance(task_turns[index], str):
-            user = reader.shown(task_turns[index])
+        if index < len(task_turns or []) and isinstance(task_turns[index], str | list):
+            user = user_shown(task_turns[index], reader)
         else:
             user = next(
                 (t[index]["user"] for t in transcripts if index < len(t) and t[index]["user"]),

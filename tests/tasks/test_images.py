@@ -404,3 +404,70 @@ def test_the_upload_page_validates_a_zip_and_imports_it_on_confirm(client):
     assert (
         TestSet.objects.get(name="paged").tasks.get().messages[0]["content"][1]["type"] == "image"
     )
+
+
+@override_settings(GENERATION_READ_TIMEOUT=2, GENERATION_MAX_ATTEMPTS=2)
+class TurnImageTests(TestCase):
+    """A scripted user's turn may show an image too: sent at its turn, shown in its row."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fake = FakeLLM()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def test_an_image_in_a_turn_goes_out_at_that_turn_and_shows_in_its_row(self):
+        turns = [
+            "I will send you a chart.",
+            [
+                {"type": "text", "text": "Here it is: which bar is tallest?"},
+                {"type": "image", "path": "turn-chart.png"},
+            ],
+        ]
+        files = {
+            "tasks.jsonl": jsonl({**row(1), "messages": None, "turns": turns}),
+            "turn-chart.png": png(50, 40),
+        }
+        ts = import_testset(name="turnimg", data=zipped(files), filename="t.zip").testset
+        stored = ts.tasks.get().turns
+        assert stored[0] == turns[0] and stored[1][1]["type"] == "image"
+        campaign, _ = campaign_create(
+            definition={
+                "slug": "turnimg",
+                "testset": ts.name,
+                "contenders": [
+                    {
+                        "name": "eye-1",
+                        "provider": "openai",
+                        "model": "eye-1",
+                        "base_url": self.fake.base_url,
+                    },
+                    {
+                        "name": "eye-2",
+                        "provider": "anthropic",
+                        "model": "eye-2",
+                        "base_url": self.fake.base_url,
+                    },
+                ],
+                "rubric": [{"key": "accuracy"}],
+                "overlap": 1,
+                "hold_identity_leaks": False,
+            }
+        )
+        for gen in Generation.objects.filter(campaign=campaign):
+            assert generation_run(generation_id=gen.pk).action == "done"
+        first, second = self.fake.calls_for("eye-1")
+        assert isinstance(first["body"]["messages"][-1]["content"], str)
+        assert second["body"]["messages"][-1]["content"][1]["type"] == "image_url"
+        anthropic = self.fake.calls_for("eye-2")[1]["body"]["messages"][-1]["content"]
+        assert anthropic[1]["source"]["media_type"] == "image/png"
+        users = personas()
+        self.client.force_login(users["reviewer_a"])
+        body = self.client.get(self.client.post("/review/turnimg/next").url).content.decode()
+        assert "A conversation of 2 turns" in body and "turn-chart" not in body
+        turn2 = body.split('data-turn-row="2"')[1].split("</section>")[0]
+        assert "Here it is: which bar is tallest?" in turn2 and 'class="task-image"' in turn2
