@@ -25,6 +25,7 @@ from tasks.campaign_blinding import (
     words_shown,
 )
 from tasks.identity_hold import masks_applied
+from tasks.images.parts import content_text
 from tasks.models import Campaign
 
 from . import transcript_shown
@@ -148,6 +149,7 @@ def _candidates_shown(
         transcripts=[transcripts.get(int(pk)) for pk in labels.values()],
         task_turns=item.task.turns,
         terms=terms,
+        reasoning=item.campaign.show_reasoning,
     )
     return candidates, turns
 
@@ -164,7 +166,7 @@ def _task_shown(*, task, campaign: Campaign, terms) -> dict:
         "conversation": conversation_shown(task, terms),
         "reference": reference,
         "reference_html": reference_html,
-        "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
+        "turns": [words_shown(content_text(t), terms) for t in task.turns or []],
     }
 
 

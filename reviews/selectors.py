@@ -26,6 +26,7 @@ from tasks.campaign_blinding import (
     words_shown,
 )
 from tasks.identity_hold import output_shown
+from tasks.images.parts import content_text
 from tasks.models import Campaign, Generation, Task
 
 from . import sql, transcript_shown
@@ -198,6 +199,7 @@ def review_screen(
         task_turns=task.turns,
         terms=terms,
         html=html,
+        reasoning=campaign.show_reasoning,
     )
     task_shown = _task_shown(task, campaign, terms, html=html)
     wants_scores, wants_preference = campaign_wants(campaign)
@@ -250,7 +252,7 @@ def _task_shown(task: Task, campaign: Campaign, terms, *, html: bool) -> dict:
         "multi_turn": bool(task.messages or task.turns),
         "conversation": conversation,
         "reference": reference,
-        "turns": [words_shown(t, terms) for t in task.turns or [] if isinstance(t, str)],
+        "turns": [words_shown(content_text(t), terms) for t in task.turns or []],
     }
 
 

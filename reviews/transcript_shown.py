@@ -23,10 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.urls import reverse
-
 from tasks import blinding
-from tasks.images.parts import content_images, content_text
+from tasks.images.parts import content_text, image_links
 
 # How a turn that did not end with a final answer is described (the stored finish reasons
 # differ by provider, so they are not shown as such).
@@ -47,6 +45,8 @@ class Reader:
 
     terms: tuple[str, ...] | None
     html: bool = True
+    # Show each step's reasoning (the campaign says show_reasoning); never otherwise.
+    reasoning: bool = False
 
     # strict: a transcript's parts are not what an admin approves when an output is held (the
     # final answer is), so a possible model name in a tool's argument is masked, not held
@@ -215,7 +215,21 @@ def _step(step: dict, number: int, reader: Reader, numbers: _Numbers) -> dict:
     calls = [_call(c, r, reader, numbers) for c, r in _joined(step)]
     text = step.get("text") if isinstance(step.get("text"), str) else ""
     shown = reader.shown(text) if text.strip() else {"text": "", "html": None}
-    return {"number": number, "text": shown["text"], "html": shown["html"], "calls": calls}
+    return {
+        "number": number,
+        "text": shown["text"],
+        "html": shown["html"],
+        "calls": calls,
+        "reasoning": _reasoning(step, reader),
+    }
+
+
+def _reasoning(step: dict, reader: Reader) -> dict | None:
+    """A step's reasoning, masked like its text, where the reader is shown reasoning."""
+    reasoning = step.get("reasoning")
+    if not reader.reasoning or not isinstance(reasoning, str) or not reasoning.strip():
+        return None
+    return reader.shown(reasoning)
 
 
 def turn_shown(turn: dict, number: int, reader: Reader, numbers: _Numbers) -> dict:
@@ -223,18 +237,27 @@ def turn_shown(turn: dict, number: int, reader: Reader, numbers: _Numbers) -> di
     raw_steps = _dicts(turn.get("steps"))
     answer = turn.get("answer") if isinstance(turn.get("answer"), str) else ""
     steps = [_step(s, n, reader, numbers) for n, s in enumerate(raw_steps, start=1)]
-    # The last call's text is the answer, shown once, as the answer.
+    # The last call's text is the answer, shown once, as the answer (its reasoning with it).
+    reasoning = None
     if raw_steps and not steps[-1]["calls"] and (raw_steps[-1].get("text") or "") == answer:
-        steps.pop()
+        reasoning = steps.pop()["reasoning"]
     user = turn.get("user")
     return {
         "number": turn.get("turn") if isinstance(turn.get("turn"), int) else number,
-        "user": reader.shown(user) if isinstance(user, str) else None,
+        "user": user_shown(user, reader) if isinstance(user, str | list) else None,
         "steps": steps,
         "model_calls": len(raw_steps),
         "answer": reader.shown(answer),
+        "reasoning": reasoning,
         "cut_off": CUT_OFF.get(str(turn.get("finish_reason") or "")),
     }
+
+
+def user_shown(content, reader: Reader) -> dict:
+    """A user's message (a scripted turn): its text masked, its images beside it."""
+    shown = reader.shown(content_text(content))
+    images = image_links(content)
+    return {**shown, "images": images} if images else shown
 
 
 def transcript_shown(transcript, reader: Reader) -> list[dict]:
@@ -258,8 +281,8 @@ def conversation_rows(
     count = max([len(task_turns or [])] + [len(t) for t in transcripts])
     rows = []
     for index in range(count):
-        if index < len(task_turns or []) and isinstance(task_turns[index], str):
-            user = reader.shown(task_turns[index])
+        if index < len(task_turns or []) and isinstance(task_turns[index], str | list):
+            user = user_shown(task_turns[index], reader)
         else:
             user = next(
                 (t[index]["user"] for t in transcripts if index < len(t) and t[index]["user"]),
@@ -310,17 +333,20 @@ def transcript_json(turns: list[dict]) -> list[dict]:
                         for c in step["calls"]
                         if c["result"]["status"] != "missing"
                     ],
+                    # only where the campaign shows reasoning
+                    **({"reasoning": step["reasoning"]["text"]} if step.get("reasoning") else {}),
                 }
             )
-        out.append(
-            {
-                "turn": turn["number"],
-                "user": turn["user"]["text"] if turn["user"] else None,
-                "steps": steps,
-                "answer": turn["answer"]["text"],
-                "cut_off": turn["cut_off"],
-            }
-        )
+        shown = {
+            "turn": turn["number"],
+            "user": turn["user"]["text"] if turn["user"] else None,
+            "steps": steps,
+            "answer": turn["answer"]["text"],
+            "cut_off": turn["cut_off"],
+        }
+        if turn.get("reasoning"):
+            shown["reasoning"] = turn["reasoning"]["text"]
+        out.append(shown)
     return out
 
 
@@ -370,7 +396,7 @@ def history_shown(messages: list[dict], reader: Reader) -> list[dict]:
         shown = reader.shown(content_text(content))
         row = {"role": role, "content": shown["text"], "html": shown["html"], "calls": []}
         row["json"] = {"role": role, "content": shown["text"]}
-        images = images_shown(content)
+        images = image_links(content)
         if images:
             row["images"] = images
             row["json"]["images"] = [
@@ -428,20 +454,6 @@ def outputs_shown(
     )
 
 
-def images_shown(content) -> list[dict]:
-    """A message's images as pages show them: the URL of the stored copy (a neutral name,
-    no metadata), its size and its number; never the file name it was uploaded under."""
-    return [
-        {
-            "url": reverse("task_image", args=[part["image"]]),
-            "width": part.get("width"),
-            "height": part.get("height"),
-            "number": number,
-        }
-        for number, part in enumerate(content_images(content), start=1)
-    ]
-
-
 def task_messages(task) -> list[dict]:
     """The messages a task's page shows above the outputs: with scripted user turns only the
     context before them (the turns are shown with the replies), else the conversation."""
@@ -455,14 +467,16 @@ def attach(
     task_turns,
     terms: tuple[str, ...] | None,
     html: bool = True,
+    reasoning: bool = False,
 ) -> list[dict] | None:
     """Give each candidate ({"label", ...}) its transcript shown, as "turns"; return the
-    conversation's rows turn by turn, or None when each output is shown whole."""
+    conversation's rows turn by turn, or None when each output is shown whole. `reasoning`:
+    each step's reasoning too (the campaign's show_reasoning)."""
     shown, rows = outputs_shown(
         labels=[c["label"] for c in candidates],
         transcripts=transcripts,
         task_turns=task_turns or [],
-        reader=Reader(terms, html=html),
+        reader=Reader(terms, html=html, reasoning=reasoning),
     )
     for candidate, turns in zip(candidates, shown, strict=True):
         candidate["turns"] = turns

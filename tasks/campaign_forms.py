@@ -227,6 +227,15 @@ class ContenderForm(LabelledForm):
                 existing = existing.exclude(pk=self.instance.pk)
             if existing.exists():
                 self.add_error("name", f"Name: a contender {data['name']!r} already exists")
+        if spec and self.instance is not None and self.instance.pricing:
+            # The form shows the two base prices only: left as they were, the contender keeps
+            # its whole price table (tiers, cache and reasoning rates, the price data's source).
+            same = all(
+                data.get(price) == getattr(self.instance, price)
+                for price in ("price_in_per_mtok", "price_out_per_mtok")
+            )
+            if same:
+                spec["pricing"] = self.instance.pricing
         self.spec = spec
         return data
 

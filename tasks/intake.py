@@ -100,7 +100,7 @@ FIELD_RULES = {
     "tool_mocks": f"up to {MAX_MOCKS} {{tool, match, result or error, times}}, tried in order",
     "max_steps": f"model calls per turn, 1 to {MAX_STEPS} (default 8)",
     "turns": f"a scripted user: 1 to {MAX_TURNS} user messages, one per turn, after the optional "
-    "messages; no prompt then",
+    "messages; no prompt then; a turn may be text and image parts",
     "single_turn": "with turns: the same request stated in one message",
     "turn_checks": 'with turns: checks per turn, {"3": {...checks...}} (1-based)',
 }

@@ -350,7 +350,7 @@ def max_steps_value(value: Any) -> int:
     return value
 
 
-def turns_value(value: Any) -> list[str]:
+def turns_value(value: Any) -> list[str | list[dict]]:
     if value is None or value == "":
         return []
     if not isinstance(value, list):
@@ -361,14 +361,21 @@ def turns_value(value: Any) -> list[str]:
         raise RowError("turns", f"is an empty array; give 1 to {MAX_TURNS} user messages")
     if len(value) > MAX_TURNS:
         raise RowError("turns", f"has {len(value)} turns; the limit is {MAX_TURNS}")
+    out: list[str | list[dict]] = []
     for i, text in enumerate(value):
+        if isinstance(text, list):  # text and image parts, as a user message's content
+            out.append(parts_value(text, f"turns[{i}]", limit=MAX_TEXT_CHARS))
+            continue
         if not isinstance(text, str) or not text.strip():
-            raise RowError(f"turns[{i}]", "must be a non-empty string (the user's message)")
+            raise RowError(
+                f"turns[{i}]", "must be a non-empty string or a list of parts (the user's message)"
+            )
         if len(text) > MAX_TEXT_CHARS:
             raise RowError(
                 f"turns[{i}]", f"is {len(text):,} characters long; the limit is {MAX_TEXT_CHARS:,}"
             )
-    return value
+        out.append(text)
+    return out
 
 
 def single_turn_value(value: Any) -> str:

@@ -17,6 +17,7 @@ from evalsite.text import counted
 
 from . import review_side
 from .grading import graded_fields
+from .images.parts import content_text
 from .models import Campaign, Generation, Provider, Task
 from .prices import Usage, call_costs, table_of
 from .providers.imported import (
@@ -195,7 +196,7 @@ def _transcript_problems(line: int, task: Task, transcript: list, single: bool) 
     return [
         f"line {line}, field transcript[{i}].user: is not the task's turn {i + 1}"
         for i, (turn, user) in enumerate(zip(transcript, users, strict=True))
-        if turn["user"] is not None and turn["user"] != user
+        if turn["user"] is not None and turn["user"] not in (user, content_text(user))
     ]
 
 

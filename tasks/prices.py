@@ -197,7 +197,8 @@ def _rates_read(raw: dict, where: str, reader, keys) -> dict:
     for key in keys:
         value = reader.number(raw, key, where, lo=0, hi=MAX_PRICE)
         if value is not None and not isinstance(value, bool):
-            out[DEFINITION_RATES[key]] = str(_decimal(value))
+            # As written, without a float's trailing ".0" (3.0 and 3 are the same price).
+            out[DEFINITION_RATES[key]] = format(_decimal(value).normalize(), "f")
     return out
 
 

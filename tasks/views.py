@@ -270,7 +270,7 @@ def _preview_row(task: dict) -> dict:
     messages, turns = task["messages"] or [], task.get("turns", [])
     users = [content_text(m["content"]) for m in messages if m["role"] == "user"]
     # A scripted user's first turn, else the conversation's last user message, else the prompt.
-    text = turns[0] if turns else users[-1] if users else task["prompt"]
+    text = content_text(turns[0]) if turns else users[-1] if users else task["prompt"]
     return {
         **task,
         "text": text,

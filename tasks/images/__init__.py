@@ -1,4 +1,5 @@
-"""Images in test cases: content parts of `messages` and `turns`.
+"""Images in test cases: content parts of a user message in `messages`, or of a scripted
+user's turn in `turns`.
 
 `decode.py` checks an image by decoding it with Pillow (never by its extension or declared
 type) and re-encodes it without its metadata under a neutral name; `bundle.py` reads a test set

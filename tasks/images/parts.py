@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+
 from ..intake_checks import RowError, kind
 from .decode import CheckedImage, ImageProblem, image_checked
 from .store import image_stored
@@ -185,3 +187,17 @@ def content_images(content: Any) -> list[dict]:
     if not isinstance(content, list):
         return []
     return [p for p in content if isinstance(p, dict) and p.get("type") == "image"]
+
+
+def image_links(content: Any) -> list[dict]:
+    """A content's images as pages show them: the URL of the stored copy (a neutral name,
+    no metadata), its size and its number; never the file name it was uploaded under."""
+    return [
+        {
+            "url": reverse("task_image", args=[part["image"]]),
+            "width": part.get("width"),
+            "height": part.get("height"),
+            "number": number,
+        }
+        for number, part in enumerate(content_images(content), start=1)
+    ]

@@ -313,3 +313,161 @@ def test_a_download_re_imports_as_identical():
     assert b"c.png" not in download
     again = import_testset(name="round", data=download, filename="round.jsonl")
     assert not again.created and again.testset == first
+
+
+@pytest.mark.django_db
+def test_arbiters_see_the_images_beside_the_text(client):
+    from tests.factories import CampaignFactory, TaskFactory
+    from tests.reviews.test_arbitration import disputed_item
+
+    users = personas()
+    chart = image_checked(png(30, 20))
+    from tasks.images.store import images_store
+
+    images_store({chart.name: chart})
+    campaign = CampaignFactory(slug="arb-img", name="Arb")
+    part = {
+        "type": "image",
+        "image": chart.name,
+        "media_type": "image/png",
+        "width": 30,
+        "height": 20,
+    }
+    task = TaskFactory(
+        testset=campaign.testset,
+        prompt="",
+        messages=[{"role": "user", "content": [QUESTION, part]}],
+    )
+    disputed_item(campaign, users["reviewer_a"], users["reviewer_b"], task=task)
+    client.force_login(users["arbiter"])
+    page = client.get(client.post("/arbitration/arb-img/next").url).content.decode()
+    assert f'<img src="/task-images/{chart.name}"' in page and "What does the chart show?" in page
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_zip_upload(client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from evalsite.models import ApiToken
+
+    users = personas()
+    files = {
+        "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "c.png"})),
+        "c.png": png(),
+    }
+    response = client.post(
+        "/api/v1/testsets",
+        {"name": "api-zip", "file": SimpleUploadedFile("charts.zip", zipped(files))},
+        headers={"Authorization": f"Bearer {ApiToken.issue(users['admin'])}"},
+    )
+    assert response.status_code == 201, response.content
+    task = TestSet.objects.get(name="api-zip").tasks.get()
+    assert task.messages[0]["content"][1]["media_type"] == "image/png"
+
+
+@pytest.mark.django_db
+def test_the_test_set_pages_show_an_image_task_without_its_file_name(client):
+    users = personas()
+    files = {
+        "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "secret-name.png"})),
+        "secret-name.png": png(),
+    }
+    ts = import_testset(name="pages", data=zipped(files), filename="pages.zip").testset
+    client.force_login(users["lead"])
+    page = client.get(f"/testsets/{ts.name}/v{ts.version}/")
+    body = page.content.decode()
+    assert page.status_code == 200 and "secret-name" not in body
+    assert "What does the chart show?" in body and "'type'" not in body
+    image = ts.tasks.get().messages[0]["content"][1]["image"]
+    assert f'<img src="/task-images/{image}"' in body
+
+
+@pytest.mark.django_db
+def test_the_upload_page_validates_a_zip_and_imports_it_on_confirm(client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tasks.pending_uploads import SESSION_KEY
+
+    users = personas()
+    client.force_login(users["admin"])
+    files = {
+        "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "c.png"})),
+        "c.png": png(),
+    }
+    upload = SimpleUploadedFile("charts.zip", zipped(files))
+    page = client.post("/testsets/upload/", {"name": "paged", "file": upload})
+    assert page.status_code == 200 and "1 valid task" in page.content.decode()
+    assert not TestSet.objects.exists()
+    (token,) = client.session[SESSION_KEY].keys()
+    done = client.post("/testsets/upload/", {"action": "confirm", "token": token})
+    assert done.status_code == 302
+    assert (
+        TestSet.objects.get(name="paged").tasks.get().messages[0]["content"][1]["type"] == "image"
+    )
+
+
+@override_settings(GENERATION_READ_TIMEOUT=2, GENERATION_MAX_ATTEMPTS=2)
+class TurnImageTests(TestCase):
+    """A scripted user's turn may show an image too: sent at its turn, shown in its row."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fake = FakeLLM()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def test_an_image_in_a_turn_goes_out_at_that_turn_and_shows_in_its_row(self):
+        turns = [
+            "I will send you a chart.",
+            [
+                {"type": "text", "text": "Here it is: which bar is tallest?"},
+                {"type": "image", "path": "turn-chart.png"},
+            ],
+        ]
+        files = {
+            "tasks.jsonl": jsonl({**row(1), "messages": None, "turns": turns}),
+            "turn-chart.png": png(50, 40),
+        }
+        ts = import_testset(name="turnimg", data=zipped(files), filename="t.zip").testset
+        stored = ts.tasks.get().turns
+        assert stored[0] == turns[0] and stored[1][1]["type"] == "image"
+        campaign, _ = campaign_create(
+            definition={
+                "slug": "turnimg",
+                "testset": ts.name,
+                "contenders": [
+                    {
+                        "name": "eye-1",
+                        "provider": "openai",
+                        "model": "eye-1",
+                        "base_url": self.fake.base_url,
+                    },
+                    {
+                        "name": "eye-2",
+                        "provider": "anthropic",
+                        "model": "eye-2",
+                        "base_url": self.fake.base_url,
+                    },
+                ],
+                "rubric": [{"key": "accuracy"}],
+                "overlap": 1,
+                "hold_identity_leaks": False,
+            }
+        )
+        for gen in Generation.objects.filter(campaign=campaign):
+            assert generation_run(generation_id=gen.pk).action == "done"
+        first, second = self.fake.calls_for("eye-1")
+        assert isinstance(first["body"]["messages"][-1]["content"], str)
+        assert second["body"]["messages"][-1]["content"][1]["type"] == "image_url"
+        anthropic = self.fake.calls_for("eye-2")[1]["body"]["messages"][-1]["content"]
+        assert anthropic[1]["source"]["media_type"] == "image/png"
+        users = personas()
+        self.client.force_login(users["reviewer_a"])
+        body = self.client.get(self.client.post("/review/turnimg/next").url).content.decode()
+        assert "A conversation of 2 turns" in body and "turn-chart" not in body
+        turn2 = body.split('data-turn-row="2"')[1].split("</section>")[0]
+        assert "Here it is: which bar is tallest?" in turn2 and 'class="task-image"' in turn2

@@ -184,3 +184,48 @@ def test_naming_price_data_that_does_not_exist_is_refused():
     assert any(
         e.startswith("contenders[0].prices.provider: the price data") for e in raised.value.errors
     )
+
+
+@pytest.mark.django_db
+def test_editing_a_contender_in_the_form_keeps_its_price_table_unless_its_prices_change(client):
+    from tasks.models import Contender
+    from tests.factories import personas
+
+    users = personas()
+    table = {
+        "source": "definition",
+        "input": "2",
+        "output": "8",
+        "cache_read": "0.5",
+        "tiers": [{"above_input_tokens": 200000, "input": "4"}],
+    }
+    contender = Contender.objects.create(
+        name="tiered",
+        provider="openai",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        price_in_per_mtok=2,
+        price_out_per_mtok=8,
+        pricing=table,
+    )
+    client.force_login(users["admin"])
+    form = {
+        "name": "tiered",
+        "provider": "openai",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "",
+        "params": "",
+        "system_prompt": "",
+        "price_in_per_mtok": "2",
+        "price_out_per_mtok": "8",
+        "version_label": "v2",
+        "max_concurrency": "4",
+    }
+    response = client.post(f"/contenders/{contender.pk}/edit/", form)
+    assert response.status_code in (200, 302), response.content[:500]
+    contender.refresh_from_db()
+    assert contender.version_label == "v2" and contender.pricing == table
+    client.post(f"/contenders/{contender.pk}/edit/", {**form, "price_in_per_mtok": "3"})
+    contender.refresh_from_db()
+    assert contender.pricing == {"source": "definition", "input": "3", "output": "8", "tiers": []}

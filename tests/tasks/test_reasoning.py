@@ -133,3 +133,71 @@ class ReasoningShownTests(TestCase):
         data = json.loads(self.client.post("/api/v1/campaigns/hidden/next", **api).content)
         assert all("reasoning" not in c for c in data["candidates"])
         assert "settings page" not in json.dumps(data)
+
+
+@override_settings(GENERATION_READ_TIMEOUT=2, GENERATION_MAX_ATTEMPTS=2)
+class StepReasoningTests(TestCase):
+    """A tool loop keeps every step's reasoning; reviewers see it, masked, in each step."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fake = FakeLLM()
+        cls.fake.think("tool-9", "As tool-9 I should look the order up first.")
+        cls.fake.steps(
+            "tool-9", {"tool_calls": [{"name": "get_order", "arguments": {"id": "A-1"}}]}
+        )
+        cls.fake.think("plain-9", "Nothing to look up.")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def make(self, slug: str, show: bool):
+        ts = TestSetFactory(name=f"ts-{slug}", frozen=False, task_count=1)
+        TaskFactory(
+            testset=ts,
+            position=0,
+            external_id="T-1",
+            prompt="Where is order A-1?",
+            tools=[{"name": "get_order", "parameters": {"type": "object"}}],
+            tool_mocks=[{"tool": "get_order", "result": {"status": "shipped"}}],
+        )
+        contenders = [
+            {"name": "tool-9", "provider": "openai", "model": "tool-9"},
+            {"name": "plain-9", "provider": "anthropic", "model": "plain-9"},
+        ]
+        campaign, _ = campaign_create(
+            definition={
+                "slug": slug,
+                "testset": ts.name,
+                "contenders": [{**c, "base_url": self.fake.base_url} for c in contenders],
+                "rubric": [{"key": "accuracy"}],
+                "overlap": 1,
+                "show_reasoning": show,
+                "hold_identity_leaks": False,
+            }
+        )
+        for row in Generation.objects.filter(campaign=campaign):
+            assert generation_run(generation_id=row.pk).action == "done"
+        return campaign
+
+    def test_each_steps_reasoning_is_stored_and_shown_masked_only_when_asked(self):
+        campaign = self.make("steps", show=True)
+        row = Generation.objects.get(campaign=campaign, contender__name="tool-9")
+        steps = row.transcript[0]["steps"]
+        assert [s.get("reasoning") for s in steps] == [
+            "As tool-9 I should look the order up first."
+        ] * 2
+        assert all(s["reasoning_tokens"] == 9 for s in steps)
+        assert row.reasoning_tokens == 18
+        users = personas()
+        self.client.force_login(users["reviewer_a"])
+        body = self.client.get(self.client.post("/review/steps/next").url).content.decode()
+        assert "Reasoning of step 1" in body and "tool-9" not in body
+        assert "As [redacted] I should look the order up first." in body
+        hidden = self.make("nosteps", show=False)
+        self.client.force_login(users["reviewer_b"])
+        body = self.client.get(self.client.post("/review/nosteps/next").url).content.decode()
+        assert hidden.pk and "Reasoning of" not in body and "look the order up" not in body
