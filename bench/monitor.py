@@ -36,8 +36,9 @@ from django.db import connection  # noqa: E402
 from bench.generation import start_workers, stop_workers  # noqa: E402
 from evalsite.celery import app  # noqa: E402
 from tasks.models import Campaign, Contender, Generation, Monitor, MonitorRun, Task, TestSet  # noqa: E402
-from tasks.monitor_compare import compare_runs  # noqa: E402
-from tasks.monitors import monitor_create, monitor_run_start  # noqa: E402
+from tasks.monitors.compare import compare_runs  # noqa: E402
+from tasks.monitors.definition import monitor_create  # noqa: E402
+from tasks.monitors.runs import monitor_run_start  # noqa: E402
 from tests.fake_llm import FakeLLM  # noqa: E402
 
 LATENCY = 0.2

@@ -59,7 +59,7 @@ def prepare(data_dir: str) -> dict:
     from evalsite.demo import DEMO_USERS
     from reviews.models import ReviewItem
     from tasks.models import Campaign, Contender, Generation, TestSet
-    from tasks.monitor_models import Monitor, MonitorRun
+    from tasks.monitors.models import Monitor, MonitorRun
 
     call_command("migrate", verbosity=0, interactive=False)
     call_command("demo", stdout=open(os.devnull, "w"))

@@ -100,7 +100,7 @@ app.conf.beat_schedule = {
     "review-lease-sweep": {"task": "reviews.sweep_expired_leases", "schedule": 60.0},
     # Monitors: start the runs whose cron time is due (one per due time, however many beats:
     # a unique constraint), grade runs whose generation ended, resend lost alert deliveries
-    # (tasks/monitor_jobs.py, monitor_tick_job). MONITOR_TICK_SECONDS: 60 (cron has minutes).
+    # (tasks/monitors/jobs.py, monitor_tick_job). MONITOR_TICK_SECONDS: 60 (cron has minutes).
     "monitor-tick": {"task": "tasks.monitor_tick", "schedule": settings.MONITOR_TICK_SECONDS},
     # Judging: re-send judgements whose worker died or whose message was lost
     # (reviews/judges/jobs.py, judgement_reconcile_job).
@@ -110,8 +110,10 @@ app.conf.beat_schedule = {
     "reports-warm": {"task": "reviews.reports_warm", "schedule": 60.0},
 }
 # Celery jobs live in each app's `jobs` module (tasks/jobs.py, reviews/jobs.py), not `tasks`:
-# here "tasks" is the app of test sets and test cases.
+# here "tasks" is the app of test sets and test cases; a subsystem package with its own jobs
+# module is named here too.
 app.autodiscover_tasks(related_name="jobs")
+app.autodiscover_tasks(["tasks.monitors"], related_name="jobs")
 
 
 def broker_queued(timeout: float = 1.0) -> int:

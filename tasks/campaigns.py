@@ -286,7 +286,8 @@ def contender_validate(raw, where: str, errors: list[str]) -> dict | None:
     return out
 
 
-def _contender_conflicts(existing: Contender, spec: dict) -> list[str]:
+def contender_conflicts(existing: Contender, spec: dict) -> list[str]:
+    """The fields of `spec` that differ from the existing contender of that name."""
     conflicts = []
     for key, value in spec.items():
         if key == "name":
@@ -465,7 +466,7 @@ def _contenders_read(raw_contenders, errors: list[str], warnings: list[str]) -> 
                 f"contenders[{i}]: no contender named {spec['name']!r}; give its provider and model"
             )
         elif existing is not None:
-            conflicts = _contender_conflicts(existing, spec)
+            conflicts = contender_conflicts(existing, spec)
             if conflicts:
                 errors.append(
                     f"contenders[{i}]: a contender named {spec['name']!r} already exists with a different "

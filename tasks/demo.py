@@ -34,6 +34,6 @@ def load(context: dict, stdout) -> dict:
 
     campaign = campaign_demo.load(context, stdout)
     # The support-golden monitor: four past runs, one regression, one served-model change.
-    from tasks import monitor_demo
+    from tasks.monitors import demo as monitor_demo
 
     return {"testset": testset, **campaign, **monitor_demo.load(context, stdout)}

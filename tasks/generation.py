@@ -240,7 +240,7 @@ def _generation_ended(campaign_id: int) -> None:
     """A monitor run's generation ended: grade it in a job (the monitor tick is the net)."""
     if not Campaign.objects.filter(pk=campaign_id, kind=Campaign.Kind.MONITOR_RUN).exists():
         return
-    from .monitor_jobs import monitor_run_finish_job
+    from .monitors.jobs import monitor_run_finish_job
 
     def send() -> None:
         try:

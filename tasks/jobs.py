@@ -59,7 +59,3 @@ def generation_lapsed_job() -> int:
 @shared_task(name="tasks.generation_reconcile", acks_late=True, soft_time_limit=100, time_limit=120)
 def generation_reconcile_job() -> dict:
     return generation_reconcile()
-
-
-# Monitors' jobs (schedule tick, run grading, alert delivery) are registered from their module.
-from .monitor_jobs import alert_deliver_job, monitor_run_finish_job, monitor_tick_job  # noqa: E402, F401

@@ -4,6 +4,13 @@ from django.db.models import Q
 
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, has_role
 
+# Monitors' models live in their package (tasks/monitors/models.py); imported here so Django
+# registers them with the tasks app, under the names `tasks.models` gives every model of it.
+from .monitors.models import AlertDelivery as AlertDelivery
+from .monitors.models import Monitor as Monitor
+from .monitors.models import MonitorAlert as MonitorAlert
+from .monitors.models import MonitorRun as MonitorRun
+
 
 class Tier(models.TextChoices):
     BASE = "base"
@@ -383,7 +390,5 @@ class Generation(models.Model):
         return f"{self.campaign_id}/{self.task_id}/{self.contender_id}/{self.sample_index}"
 
 
-# Monitors' models live in their own module; imported here so Django registers them.
 # Judges (tasks/judges/): imported here so Django registers them with the tasks app.
 from .judges.models import Judge  # noqa: E402, F401
-from .monitor_models import AlertDelivery, Monitor, MonitorAlert, MonitorRun  # noqa: E402, F401

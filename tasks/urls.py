@@ -5,8 +5,6 @@ from . import (
     campaign_views,
     identity_views,
     image_views,
-    monitor_api,
-    monitor_views,
     rubric_builder,
     search_views,
     testset_api,
@@ -14,6 +12,8 @@ from . import (
 from . import views as testset_views
 from .judges import api as judge_api
 from .judges import views as judge_views
+from .monitors import api as monitor_api
+from .monitors import views as monitor_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []

@@ -81,3 +81,121 @@ def test_the_port_says_so_when_reviews_has_not_filled_it(monkeypatch):
     monkeypatch.setattr(review_side, "_registered", {})
     with pytest.raises(review_side.ReviewSideMissing, match=r"ReviewsConfig\.ready"):
         review_side.review_items_open_for(generation_id=1)
+
+
+# -- the monitors package ------------------------------------------------------------------------
+
+MONITORS = ROOT / "tasks" / "monitors"
+MODULES = {f"tasks.monitors.{p.stem}" for p in MONITORS.glob("*.py") if p.stem != "__init__"}
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, root: Path = ROOT) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, imported names) for every import of one module, those inside
+    functions too; relative imports resolved against the module's package."""
+    package = module_name(path, root).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.append((node.lineno, module, [alias.name for alias in node.names]))
+    return found
+
+
+def private_imports_from(package: str, paths: list[Path], root: Path = ROOT) -> list[str]:
+    """file:line for each `_private` name a module imports from another module of `package`
+    (a `from package import _module` counts too)."""
+    found = []
+    for path in paths:
+        own = module_name(path, root)
+        for line, module, names in imports_of(path, root):
+            if module != package and not module.startswith(package + "."):
+                continue
+            for name in names:
+                if name.startswith("_") and not name.startswith("__") and module != own:
+                    found.append(f"{path.relative_to(root)}:{line}: {name} from {module}")
+    return found
+
+
+def project_modules() -> list[Path]:
+    """Every module of the project: apps, tests, bench, scripts (not the venv, not migrations)."""
+    tops = [d for d in ROOT.iterdir() if d.is_dir() and not d.name.startswith((".", "node_"))]
+    paths = list(ROOT.glob("*.py")) + [p for top in tops for p in top.rglob("*.py")]
+    return sorted(p for p in paths if "migrations" not in p.parts)
+
+
+def test_no_module_of_monitors_imports_reviews():
+    modules = sorted(MONITORS.glob("*.py"))
+    assert len(modules) > 15  # the walk found the package
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in modules
+        for line, module, _ in imports_of(path)
+        if module == "reviews" or module.startswith("reviews.")
+    ]
+    assert not found, "tasks.monitors must not import reviews:\n" + "\n".join(found)
+
+
+def test_no_private_name_of_monitors_is_imported_elsewhere():
+    modules = project_modules()
+    assert MONITORS / "alerts.py" in modules and ROOT / "tasks" / "urls.py" in modules
+    found = private_imports_from("tasks.monitors", modules)
+    assert not found, "import public names of tasks.monitors only:\n" + "\n".join(found)
+
+
+def test_the_monitors_package_has_no_import_cycle():
+    graph: dict[str, set[str]] = {}
+    for path in MONITORS.glob("*.py"):
+        edges = graph.setdefault(module_name(path), set())
+        for _, module, names in imports_of(path):  # `from . import x` names module x
+            edges.update(m for m in [module, *(f"{module}.{n}" for n in names)] if m in MODULES)
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(node: str) -> None:
+        assert node not in visiting, "import cycle: " + " -> ".join(visiting + [node])
+        if node in order:
+            return
+        visiting.append(node)
+        for child in sorted(graph[node]):
+            visit(child)
+        visiting.pop()
+        order.append(node)
+
+    for node in sorted(graph):
+        visit(node)
+    assert "tasks.monitors.runs" in graph["tasks.monitors.grading"]  # the walk saw the edges
+
+
+def test_the_package_checks_see_every_form(tmp_path):
+    package = tmp_path / "tasks" / "monitors"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text(
+        "from .b import _hidden\n"
+        "def f():\n"
+        "    from ...reviews import models\n"
+        "    import reviews.services\n"
+        "from . import _module\n"
+        "from .b import public\n"
+    )
+    (package / "b.py").write_text("def _own(): pass\nfrom .b import _own\n")
+    outside = tmp_path / "tasks" / "views.py"
+    outside.write_text("from .monitors.a import _x\nfrom tasks.monitors import b\n")
+    paths = [package / "a.py", package / "b.py", outside]
+    hits = private_imports_from("tasks.monitors", paths, tmp_path)
+    assert [h.split(":")[:2] for h in hits] == [
+        ["tasks/monitors/a.py", "1"],
+        ["tasks/monitors/a.py", "5"],
+        ["tasks/views.py", "1"],
+    ]
+    reviews = [m for _, m, _ in imports_of(package / "a.py", tmp_path) if m.startswith("reviews")]
+    assert reviews == ["reviews", "reviews.services"]

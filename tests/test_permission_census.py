@@ -90,7 +90,7 @@ class PermissionCensusTests(TestCase):
         cls.flagged.save(update_fields=["identity_leak"])
         # A monitor (named like the campaign, so <slug> fits both) with one run.
         from tasks.models import Monitor
-        from tasks.monitors import monitor_run_start
+        from tasks.monitors.runs import monitor_run_start
 
         monitor = Monitor.objects.create(
             slug=cls.campaign.slug, name="census", testset=cls.campaign.testset

@@ -8,7 +8,7 @@ from django import template
 from django.conf import settings
 
 from evalsite import text
-from tasks import monitor_format
+from tasks.monitors import format as monitor_format
 
 register = template.Library()
 
@@ -41,7 +41,7 @@ def with_unit(metric: str) -> str:
 
 @register.filter
 def metric_value(value, metric: str) -> str:
-    """A monitor metric's value, formatted for its kind (tasks/monitor_format.py)."""
+    """A monitor metric's value, formatted for its kind (tasks/monitors/format.py)."""
     return monitor_format.metric_value(value, str(metric))
 
 

@@ -11,7 +11,7 @@ from reviews.report import campaign_report
 from reviews.stats.usage import usage_figures
 from tasks.generation import generation_run
 from tasks.models import Generation
-from tasks.monitor_metrics import run_metrics, run_table
+from tasks.monitors.metrics import run_metrics, run_table
 from tests.factories import personas
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_generation import make_campaign

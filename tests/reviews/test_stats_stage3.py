@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from reviews.stats import joint, passes, ratings, reliability, stability
-from tasks.monitor_metrics import paired_p
+from tasks.monitors.metrics import paired_p
 
 # --- Clopper-Pearson bounds for undefeated / winless contenders ------------------------------
 

@@ -16,7 +16,9 @@ from reviews.selectors import review_screen
 from tasks.campaigns import DefinitionError, campaign_create
 from tasks.generation import generation_run
 from tasks.models import Campaign, Contender, Generation
-from tasks.monitors import monitor_create, monitor_run_finish, monitor_run_start
+from tasks.monitors.definition import monitor_create
+from tasks.monitors.grading import monitor_run_finish
+from tasks.monitors.runs import monitor_run_start
 from tests.factories import ContenderFactory, TaskFactory, TestSetFactory, personas
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_monitors import FAILING, definition, make_testset, steady

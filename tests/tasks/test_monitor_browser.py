@@ -11,7 +11,9 @@ from django.urls import reverse
 
 from tasks.generation import generation_run
 from tasks.models import Generation, Monitor, MonitorRun
-from tasks.monitors import monitor_create, monitor_run_finish, monitor_run_start
+from tasks.monitors.definition import monitor_create
+from tasks.monitors.grading import monitor_run_finish
+from tasks.monitors.runs import monitor_run_start
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, ContenderFactory, personas
 from tests.fake_llm import FakeLLM

@@ -20,10 +20,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evalsite.models import ApiToken
-from tasks import monitor_alerts
 from tasks.models import AlertDelivery, MonitorAlert
-from tasks.monitor_alerts import alert_deliver, alert_resend, retry_countdown
-from tasks.monitors import monitor_create, monitor_run_start
+from tasks.monitors import alerts as monitor_alerts
+from tasks.monitors.alerts import alert_deliver, alert_resend, retry_countdown
+from tasks.monitors.definition import monitor_create
+from tasks.monitors.runs import monitor_run_start
 from tests.factories import ContenderFactory, personas
 from tests.services import wait_until
 from tests.tasks.test_generation import workers  # noqa: F401 (a fixture)

@@ -8,7 +8,7 @@ from django.core.management.base import SystemCheckError
 from django.test import TestCase, override_settings
 
 from tasks.models import Monitor
-from tasks.monitors import monitor_archive, monitor_create
+from tasks.monitors.definition import monitor_archive, monitor_create
 from tests.factories import ContenderFactory
 from tests.tasks.test_monitors import definition, make_testset
 

@@ -15,9 +15,9 @@ from django.urls import reverse
 from evalsite.models import ApiToken
 from tasks.campaigns import DefinitionError
 from tasks.models import Contender, Generation, Monitor, MonitorRun
-from tasks.monitor_cron import fire_times, schedule_problem
-from tasks.monitor_schedule import monitor_schedule_tick
-from tasks.monitors import monitor_create, monitor_update
+from tasks.monitors.cron import fire_times, schedule_problem
+from tasks.monitors.definition import monitor_create, monitor_update
+from tasks.monitors.schedule import monitor_schedule_tick
 from tests.factories import ContenderFactory, personas
 from tests.fake_llm import FakeLLM
 from tests.services import wait_until

@@ -6,15 +6,10 @@ from django.urls import reverse
 
 from tasks.generation import generation_run
 from tasks.models import Generation, MonitorAlert
-from tasks.monitor_metrics import compare_tables, run_table
-from tasks.monitors import (
-    campaign_tables,
-    monitor_create,
-    monitor_run_finish,
-    monitor_run_start,
-    run_rows,
-    threshold_crossed,
-)
+from tasks.monitors.definition import monitor_create, threshold_crossed
+from tasks.monitors.grading import monitor_run_finish
+from tasks.monitors.metrics import compare_tables, run_table
+from tasks.monitors.runs import campaign_tables, monitor_run_start, run_rows
 from tests.factories import CampaignFactory, ContenderFactory, TaskFactory, personas
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_monitors import FAILING, _rows, definition, make_testset

@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 from tasks.generation import generation_reconcile
 from tasks.models import Generation, MonitorRun
-from tasks.monitors import monitor_create, monitor_run_start
+from tasks.monitors.definition import monitor_create
+from tasks.monitors.runs import monitor_run_start
 from tests.factories import ContenderFactory
 from tests.fake_llm import FakeLLM
 from tests.services import wait_until

@@ -16,7 +16,6 @@ from django.core.management.base import CommandError
 from django.db import connections
 from django.test import TestCase, TransactionTestCase, override_settings
 
-from tasks import monitor_alerts
 from tasks.campaigns import DefinitionError
 from tasks.generation import generation_run
 from tasks.models import (
@@ -28,9 +27,11 @@ from tasks.models import (
     MonitorAlert,
     MonitorRun,
 )
-from tasks.monitor_metrics import compare_tables, run_table, sign_test
-from tasks.monitor_schedule import monitor_schedule_tick
-from tasks.monitors import monitor_campaign_finished, monitor_create
+from tasks.monitors import alerts as monitor_alerts
+from tasks.monitors.definition import monitor_create
+from tasks.monitors.grading import monitor_campaign_finished
+from tasks.monitors.metrics import compare_tables, run_table, sign_test
+from tasks.monitors.schedule import monitor_schedule_tick
 from tests.factories import ContenderFactory, TaskFactory, TestSetFactory
 from tests.fake_llm import FakeLLM
 from tests.services import need, postgres_available
@@ -245,7 +246,7 @@ def inline_pipeline():
     with (
         mock.patch("tasks.generation._send", lambda pk, unsent: generation_run(generation_id=pk)),
         mock.patch(
-            "tasks.monitor_jobs.monitor_run_finish_job.delay",
+            "tasks.monitors.jobs.monitor_run_finish_job.delay",
             lambda cid: monitor_campaign_finished(campaign_id=cid),
         ),
         mock.patch.object(

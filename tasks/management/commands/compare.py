@@ -2,9 +2,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks.monitor_compare import compare_refs
-from tasks.monitor_summary import comparison_summary
-from tasks.monitors import MonitorError
+from tasks.monitors.compare import compare_refs
+from tasks.monitors.definition import MonitorError
+from tasks.monitors.summary import comparison_summary
 
 
 class Command(BaseCommand):

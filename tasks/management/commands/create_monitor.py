@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.text import counted
 from tasks.campaigns import DefinitionError
-from tasks.monitors import monitor_create, monitor_definition_load
+from tasks.monitors.definition import monitor_create, monitor_definition_load
 
 
 class Command(BaseCommand):

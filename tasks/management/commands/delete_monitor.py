@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.text import counted
 from tasks.models import Monitor
-from tasks.monitors import monitor_archive
+from tasks.monitors.definition import monitor_archive
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks.models import Monitor
-from tasks.monitors import monitor_pause
+from tasks.monitors.definition import monitor_pause
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks.models import MonitorAlert
-from tasks.monitor_alerts import ResendRefused, alert_resend
+from tasks.monitors.alerts import ResendRefused, alert_resend
 
 
 class Command(BaseCommand):

@@ -6,14 +6,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from tasks.generation import GenerationError
 from tasks.models import Monitor, MonitorRun
-from tasks.monitor_summary import comparison_summary
-from tasks.monitors import (
-    MonitorError,
-    monitor_run_active,
-    monitor_run_finish,
-    monitor_run_progress,
-    monitor_run_start,
-)
+from tasks.monitors.definition import MonitorError
+from tasks.monitors.grading import monitor_run_finish
+from tasks.monitors.runs import monitor_run_active, monitor_run_progress, monitor_run_start
+from tasks.monitors.summary import comparison_summary
 
 WITHIN, CROSSED = 0, 3
 

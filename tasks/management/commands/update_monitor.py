@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evalsite.text import counted
 from tasks.campaigns import DefinitionError
 from tasks.models import Monitor
-from tasks.monitors import monitor_definition, monitor_definition_load, monitor_update
+from tasks.monitors.definition import monitor_definition, monitor_definition_load, monitor_update
 
 
 class Command(BaseCommand):

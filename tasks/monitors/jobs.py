@@ -1,20 +1,21 @@
 """Celery jobs of monitors: entry points only (ids in, one service call, retries here).
 
-Imported by tasks/jobs.py, the module Celery's autodiscovery reads.
+Found by Celery's autodiscovery (evalsite/celery.py names this package). The registered names
+keep their old spelling: the beat schedule and queued messages name them
+(docs/decisions/0005-celery-job-names.md); alerts.py sends `tasks.alert_deliver` by that name.
 """
 
 from celery import shared_task
 
-from .monitor_alerts import alert_deliver, alert_deliveries_resend
+from .alerts import alert_deliver, alert_deliveries_resend
+from .grading import monitor_campaign_finished, monitor_runs_finish_due
+from .schedule import monitor_schedule_tick
 
 
 @shared_task(name="tasks.monitor_tick", acks_late=True, soft_time_limit=100, time_limit=120)
 def monitor_tick_job() -> dict:
     """Every minute (beat): start the due runs, grade runs whose generation ended (a lost
     finish job), resend deliveries whose message was lost."""
-    from .monitor_schedule import monitor_schedule_tick
-    from .monitors import monitor_runs_finish_due
-
     # Three independent sweeps: each isolates its own items, so one failing monitor, run or
     # delivery never stops the others (logged, and marked on its page).
     result = monitor_schedule_tick()
@@ -25,8 +26,6 @@ def monitor_tick_job() -> dict:
 
 @shared_task(name="tasks.monitor_run_finish", acks_late=True, soft_time_limit=100, time_limit=120)
 def monitor_run_finish_job(campaign_id: int) -> str:
-    from .monitors import monitor_campaign_finished
-
     monitor_campaign_finished(campaign_id=campaign_id)
     return "ok"
 

@@ -1,6 +1,6 @@
 """Monitors: a frozen test-set version re-run against contenders, graded, compared, alerted.
 
-Imported by tasks/models.py (the app's models module); the services live in tasks/monitors.py.
+Imported by tasks/models.py (the app's models module); the services live in the other modules of this package.
 """
 
 import uuid

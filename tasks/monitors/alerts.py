@@ -25,14 +25,16 @@ import random
 from datetime import timedelta
 
 import httpx
+from celery import current_app
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
+from .definition import RULES, threshold_crossed
 from .models import AlertDelivery, MonitorAlert, MonitorRun
-from .monitors import RULES, threshold_crossed
 
 log = logging.getLogger(__name__)
 D = AlertDelivery.Status
@@ -98,13 +100,14 @@ def _alert_once(run, contender, metric, rule, threshold, base_value, run_value) 
     return alert
 
 
+# The delivery job (jobs.py, which calls alert_deliver below) is sent by its registered name:
+# the job module imports this one, so importing the job here would close a circle.
+ALERT_DELIVER_JOB = "tasks.alert_deliver"
+
+
 def _send(delivery_id: int, countdown: float = 0.0) -> None:
-    from kombu.exceptions import OperationalError
-
-    from .monitor_jobs import alert_deliver_job
-
     try:
-        alert_deliver_job.apply_async((delivery_id,), countdown=countdown)
+        current_app.send_task(ALERT_DELIVER_JOB, (delivery_id,), countdown=countdown)
     except OperationalError:
         log.warning("broker unreachable: alert delivery %s left for the beat sweep", delivery_id)
 

@@ -9,9 +9,11 @@ same test-set version (contenders matched by name), as one JSON shape:
 
 from __future__ import annotations
 
-from .models import Campaign, Monitor, MonitorRun
-from .monitor_metrics import N_BOOT, SEED, compare_tables
-from .monitors import MonitorError, campaign_tables
+from ..models import Campaign
+from .definition import MonitorError
+from .metrics import N_BOOT, SEED, compare_tables
+from .models import Monitor, MonitorRun
+from .runs import campaign_tables
 
 
 def compare_tablesets(

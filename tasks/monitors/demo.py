@@ -20,11 +20,14 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from .checks import run_checks
-from .models import Contender, Generation, Monitor, MonitorRun
-from .monitors import _run_create, monitor_create, monitor_run_finish
+from ..checks import run_checks
+from ..models import Contender, Generation
+from .definition import monitor_create
+from .grading import monitor_run_finish
+from .models import Monitor, MonitorRun
+from .runs import monitor_run_create
 
-OUTPUTS = Path(__file__).resolve().parent / "demo_data"
+OUTPUTS = Path(__file__).resolve().parent.parent / "demo_data"
 SLUG = "support-golden"
 CONTENDERS = {
     # monitor contender: (shipped outputs of, served model)
@@ -55,7 +58,7 @@ def load(context: dict, stdout) -> dict:
     now = timezone.now()
     for number in range(1, 5):
         with transaction.atomic():  # the run number is taken under a lock of the monitor row
-            run = _run_create(monitor=monitor, scheduled_for=None, baseline=None)
+            run = monitor_run_create(monitor=monitor, scheduled_for=None, baseline=None)
         _run_answer(run=run, number=number, answers=answers, rng=rng, now=now)
         monitor_run_finish(run_id=run.pk)
         when = now - timedelta(days=4 - number, hours=2)

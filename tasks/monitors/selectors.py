@@ -12,11 +12,12 @@ import math
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
-from . import transcripts
-from .models import Generation, Monitor, MonitorAlert, MonitorRun
-from .monitor_cron import ScheduleError, fire_times
-from .monitor_format import metric_value
-from .monitor_metrics import is_rate
+from .. import transcripts
+from ..models import Generation
+from .cron import ScheduleError, fire_times
+from .format import metric_value
+from .metrics import is_rate
+from .models import Monitor, MonitorAlert, MonitorRun
 
 CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
 W, H, PAD = 320, 120, 24

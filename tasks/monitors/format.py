@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from .monitor_metrics import COUNT_METRICS, is_rate
+from .metrics import COUNT_METRICS, is_rate
 
 DASH = "–"
 

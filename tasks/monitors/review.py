@@ -13,13 +13,14 @@ import secrets
 
 from django.db import transaction
 
-from . import blinding
-from .campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
-from .generation import outputs_import
-from .intake import testset_checksum
-from .intake_conversation import conversation_values
-from .models import Campaign, Contender, Generation, MonitorRun, Task, TestSet
-from .monitors import MonitorError
+from .. import blinding
+from ..campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
+from ..intake import testset_checksum
+from ..intake_conversation import conversation_values
+from ..models import Campaign, Contender, Generation, Task, TestSet
+from ..outputs_import import outputs_import
+from .definition import MonitorError
+from .models import MonitorRun
 
 RUBRIC = [
     {"key": "quality", "label": "Overall quality", "min": 1, "max": 5,

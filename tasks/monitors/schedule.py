@@ -16,9 +16,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from .cron import latest_due
 from .models import Monitor, MonitorRun
-from .monitor_cron import latest_due
-from .monitors import monitor_run_start
+from .runs import monitor_run_start
 
 log = logging.getLogger(__name__)
 

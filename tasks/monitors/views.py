@@ -11,14 +11,23 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 
-from .campaigns import DefinitionError
-from .generation import GenerationError
+from ..campaigns import DefinitionError
+from ..generation import GenerationError
+from .alerts import ResendRefused, alert_resend
+from .cron import ScheduleError, fire_times, schedule_problem
+from .definition import (
+    MonitorError,
+    monitor_archive,
+    monitor_create,
+    monitor_definition,
+    monitor_pause,
+    monitor_update,
+)
+from .forms import form_context, form_definition
 from .models import MonitorAlert
-from .monitor_alerts import ResendRefused, alert_resend
-from .monitor_cron import ScheduleError, fire_times, schedule_problem
-from .monitor_forms import form_context, form_definition
-from .monitor_review import review_blind_create
-from .monitor_selectors import (
+from .review import review_blind_create
+from .runs import monitor_run_progress, monitor_run_start
+from .selectors import (
     alert_log,
     monitor_get,
     monitor_list,
@@ -28,16 +37,6 @@ from .monitor_selectors import (
     task_side_by_side,
     threshold_lines,
     trend_charts,
-)
-from .monitors import (
-    MonitorError,
-    monitor_archive,
-    monitor_create,
-    monitor_definition,
-    monitor_pause,
-    monitor_run_progress,
-    monitor_run_start,
-    monitor_update,
 )
 
 

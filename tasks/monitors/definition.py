@@ -1,35 +1,30 @@
-"""Monitor services: definitions, runs (through the campaign generation pipeline), grading.
+"""Monitor definitions: load, validate, create, edit, pause and archive a monitor, and the
+threshold rules a run's comparison is checked against (`threshold_crossed`).
 
-A run owns a hidden campaign (kind monitor_run) over the monitor's frozen test-set version,
-contenders and samples: generation, its retries, limits, idempotency, reconciler and progress
-are the campaign pipeline's, unchanged (docs/decisions/0006-monitor-runs-own-a-campaign.md).
-When the campaign's last row finishes, `monitor_run_finish` grades the run (the checks ran
-when each output was stored), computes the metrics, compares it with its baseline and records
-the crossed thresholds (tasks/monitor_alerts.py delivers them).
+A monitor is a frozen test-set version re-run against contenders on a schedule; its runs
+(runs.py), grading (grading.py) and alerts (alerts.py) read the definition kept here.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q
 from django.utils import timezone
 
-from .campaigns import (
+from ..campaigns import (
     SLUG_RE,
     DefinitionError,
-    _contender_conflicts,
     campaign_definition_load,
+    contender_conflicts,
     contender_validate,
 )
-from .definition_reader import DefinitionReader
-from .generation import GenerationNotSent, generation_enqueue, generation_rows_create
-from .models import Campaign, Contender, Generation, Monitor, MonitorRun, Provider, TestSet
-from .monitor_cron import schedule_problem
-from .monitor_metrics import COUNT_METRICS, is_rate, known_metric, run_metrics, run_table
+from ..definition_reader import DefinitionReader
+from ..models import Contender, Provider, TestSet
+from .cron import schedule_problem
+from .metrics import COUNT_METRICS, is_rate, known_metric
+from .models import Monitor, MonitorRun
 
 log = logging.getLogger(__name__)
 R = MonitorRun.Status
@@ -145,9 +140,7 @@ def _contenders(raw, errors: list[str]) -> list[dict]:
                 "a monitor re-runs contenders with an endpoint"
             )
         elif (
-            existing is not None
-            and len(spec) > 1
-            and (diff := _contender_conflicts(existing, spec))
+            existing is not None and len(spec) > 1 and (diff := contender_conflicts(existing, spec))
         ):
             errors.append(
                 f"{where}: contender {spec['name']!r} exists with other {', '.join(diff)}"
@@ -348,193 +341,6 @@ def _contender_rows(specs: list[dict]) -> list[Contender]:
         contender = Contender.objects.filter(name=spec["name"]).first()
         rows.append(contender or Contender.objects.create(**spec))
     return rows
-
-
-# -- runs ----------------------------------------------------------------------------------------
-
-
-def monitor_run_start(
-    *, monitor: Monitor, scheduled_for: datetime | None = None, baseline: int | None = None
-) -> MonitorRun | None:
-    """Create run N+1 with its hidden campaign and queue its generation.
-
-    A scheduled run names its due time: the unique (monitor, scheduled_for) constraint lets one
-    caller through, and the others get None. The run number is taken under a lock of the
-    monitor row (unique (monitor, number) backs it)."""
-    if monitor.archived_at is not None:
-        raise MonitorError(f"monitor {monitor.slug} was deleted: its runs are kept, none start")
-    if baseline is not None and not monitor.runs.filter(number=baseline).exists():
-        raise MonitorError(f"baseline: run {baseline} of {monitor.slug} does not exist")
-    run = None
-    try:
-        with transaction.atomic():
-            run = _run_create(monitor=monitor, scheduled_for=scheduled_for, baseline=baseline)
-            generation_enqueue(campaign=run.campaign)
-    except IntegrityError:
-        if scheduled_for is not None and monitor.runs.filter(scheduled_for=scheduled_for).exists():
-            return None  # another beat or worker started this due time
-        raise
-    except GenerationNotSent:
-        # Committed and queued in the database: the reconciler sends the messages later.
-        log.warning("monitor %s run %s: broker unreachable, left to the reconciler", monitor, run)
-    return run
-
-
-def _run_create(*, monitor: Monitor, scheduled_for, baseline) -> MonitorRun:
-    Monitor.objects.select_for_update().filter(pk=monitor.pk).first()
-    if scheduled_for is not None and monitor.runs.filter(scheduled_for=scheduled_for).exists():
-        raise IntegrityError("due time already started")
-    number = (monitor.runs.aggregate(n=Max("number"))["n"] or 0) + 1
-    campaign = Campaign.objects.create(
-        slug=f"monitor-{monitor.slug}-run-{number}"[:100],
-        name=f"{monitor.name} · run {number}",
-        testset=monitor.testset,
-        kind=Campaign.Kind.MONITOR_RUN,
-        samples_per_task=monitor.samples_per_task,
-        reviewed_samples=1,
-        overlap=1,
-        hold_identity_leaks=False,
-        created_by=monitor.created_by,
-    )
-    campaign.contenders.set(monitor.contenders.all())
-    generation_rows_create(campaign=campaign)
-    return MonitorRun.objects.create(
-        monitor=monitor,
-        number=number,
-        campaign=campaign,
-        scheduled_for=scheduled_for,
-        baseline_number=baseline,
-    )
-
-
-def monitor_run_active(run: MonitorRun) -> bool:
-    return (
-        Generation.objects.filter(campaign_id=run.campaign_id)
-        .filter(
-            Q(status=Generation.Status.RUNNING)
-            | Q(status=Generation.Status.PENDING, queued_at__isnull=False)
-        )
-        .exists()
-    )
-
-
-def monitor_run_progress(run: MonitorRun) -> dict:
-    counts = {s: 0 for s in Generation.Status.values}
-    for status in Generation.objects.filter(campaign_id=run.campaign_id).values_list(
-        "status", flat=True
-    ):
-        counts[status] += 1
-    finished = counts["done"] + counts["failed"] + counts["cancelled"]
-    return {"total": sum(counts.values()), "finished": finished, **counts}
-
-
-def run_rows(campaign_id: int) -> dict[str, list[dict]]:
-    """{contender name: [generation dicts]} for the metrics: the task's own regime only.
-
-    A conversation task with a `single_turn` statement has a second row per sample (the same
-    request in one message, `single_turn=True`) under the same task and sample index; read
-    together, whichever came last would replace the conversation's row in the table."""
-    out: dict[str, list[dict]] = {}
-    fields = (
-        "contender__name", "task__external_id", "sample_index", "status", "output",
-        "check_results", "checks_passed", "latency_ms", "ttft_ms", "cost", "served_model",
-        "fingerprint", "tokens_per_s",
-    )  # fmt: skip
-    rows = Generation.objects.filter(campaign_id=campaign_id, single_turn=False)
-    for row in rows.values(*fields).iterator(2000):
-        out.setdefault(row["contender__name"], []).append(
-            {
-                "task": row["task__external_id"],
-                "sample": row["sample_index"],
-                "status": row["status"],
-                "output": row["output"],
-                "check_results": row["check_results"],
-                "checks_passed": row["checks_passed"],
-                "latency_ms": row["latency_ms"],
-                "ttft_ms": row["ttft_ms"],
-                "cost": float(row["cost"]) if row["cost"] is not None else None,
-                "served_model": row["served_model"],
-                "fingerprint": row["fingerprint"],
-                "tokens_per_s": row["tokens_per_s"],
-            }
-        )
-    return out
-
-
-def campaign_tables(campaign: Campaign) -> dict:
-    tasks = list(
-        campaign.testset.tasks.order_by("external_id").values_list("external_id", flat=True)
-    )
-    return {
-        name: run_table(rows, tasks=tasks, samples=campaign.samples_per_task)
-        for name, rows in sorted(run_rows(campaign.pk).items())
-    }
-
-
-def baseline_for(run: MonitorRun) -> MonitorRun | None:
-    """The run this one is compared with: the run's own choice, else the monitor's."""
-    earlier = run.monitor.runs.filter(number__lt=run.number, status=R.DONE)
-    if run.baseline_number:
-        return run.monitor.runs.filter(number=run.baseline_number).first()
-    choice = run.monitor.baseline
-    if choice == "first":
-        return earlier.order_by("number").first()
-    if choice == "previous":
-        return earlier.order_by("-number").first()
-    return run.monitor.runs.filter(number=int(choice)).exclude(pk=run.pk).first()
-
-
-def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
-    """Grade a run whose generation ended: metrics, comparison, alerts. Idempotent: only the
-    caller whose conditional UPDATE moves it out of `generating` does the work."""
-    from .monitor_alerts import alerts_record
-    from .monitor_compare import compare_runs
-
-    run = MonitorRun.objects.select_related("monitor", "campaign").get(pk=run_id)
-    if run.status != R.GENERATING or monitor_run_active(run):
-        return None
-    tables = campaign_tables(run.campaign)
-    metrics = {name: run_metrics(table) for name, table in tables.items()}
-    baseline = baseline_for(run)
-    comparison = compare_runs(baseline, run, run_tables=tables) if baseline else None
-    with transaction.atomic():
-        if not MonitorRun.objects.filter(pk=run.pk, status=R.GENERATING).update(
-            status=R.DONE,
-            metrics=metrics,
-            comparison=comparison,
-            baseline_number=baseline.number if baseline else None,
-            finished_at=timezone.now(),
-        ):
-            return None
-        Campaign.objects.filter(pk=run.campaign_id).update(status=Campaign.Status.CLOSED)
-        run.refresh_from_db()
-        if comparison is not None:
-            comparison["alerts"] = alerts_record(run=run, comparison=comparison)
-            MonitorRun.objects.filter(pk=run.pk).update(comparison=comparison)
-            run.comparison = comparison
-    return run
-
-
-def monitor_runs_finish_due() -> int:
-    """Beat safety net: grade every run whose generation has ended (a lost finish job)."""
-    finished = 0
-    for run in MonitorRun.objects.filter(status=R.GENERATING).select_related("monitor"):
-        try:
-            if monitor_run_finish(run_id=run.pk) is not None:
-                finished += 1
-        except Exception as exc:  # noqa: BLE001 - one run's failure must not stop the others
-            log.exception("monitor run %s: grading failed", run)
-            MonitorRun.objects.filter(pk=run.pk).update(
-                error=f"grading failed: {type(exc).__name__}: {exc}"[:1000]
-            )
-    return finished
-
-
-def monitor_campaign_finished(*, campaign_id: int) -> None:
-    """Called when a campaign's generation ends: grade its run, if it is a monitor's."""
-    run = MonitorRun.objects.filter(campaign_id=campaign_id).only("pk").first()
-    if run is not None:
-        monitor_run_finish(run_id=run.pk)
 
 
 def threshold_crossed(threshold: dict, entry: dict | None, changed: bool) -> bool:

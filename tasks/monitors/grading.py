@@ -1,0 +1,73 @@
+"""Grading a run whose generation ended: its metrics, the comparison with its baseline
+(compare.py) and the alerts of the crossed thresholds (alerts.py, which delivers them).
+
+`monitor_run_finish` is called by the finish job when a run's campaign ends, and by the beat
+tick for runs whose finish job was lost (jobs.py); the checks ran when each output was stored.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import Campaign
+from .alerts import alerts_record
+from .compare import compare_runs
+from .metrics import run_metrics
+from .models import MonitorRun
+from .runs import baseline_for, campaign_tables, monitor_run_active
+
+log = logging.getLogger(__name__)
+R = MonitorRun.Status
+
+
+def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
+    """Grade a run whose generation ended: metrics, comparison, alerts. Idempotent: only the
+    caller whose conditional UPDATE moves it out of `generating` does the work."""
+    run = MonitorRun.objects.select_related("monitor", "campaign").get(pk=run_id)
+    if run.status != R.GENERATING or monitor_run_active(run):
+        return None
+    tables = campaign_tables(run.campaign)
+    metrics = {name: run_metrics(table) for name, table in tables.items()}
+    baseline = baseline_for(run)
+    comparison = compare_runs(baseline, run, run_tables=tables) if baseline else None
+    with transaction.atomic():
+        if not MonitorRun.objects.filter(pk=run.pk, status=R.GENERATING).update(
+            status=R.DONE,
+            metrics=metrics,
+            comparison=comparison,
+            baseline_number=baseline.number if baseline else None,
+            finished_at=timezone.now(),
+        ):
+            return None
+        Campaign.objects.filter(pk=run.campaign_id).update(status=Campaign.Status.CLOSED)
+        run.refresh_from_db()
+        if comparison is not None:
+            comparison["alerts"] = alerts_record(run=run, comparison=comparison)
+            MonitorRun.objects.filter(pk=run.pk).update(comparison=comparison)
+            run.comparison = comparison
+    return run
+
+
+def monitor_runs_finish_due() -> int:
+    """Beat safety net: grade every run whose generation has ended (a lost finish job)."""
+    finished = 0
+    for run in MonitorRun.objects.filter(status=R.GENERATING).select_related("monitor"):
+        try:
+            if monitor_run_finish(run_id=run.pk) is not None:
+                finished += 1
+        except Exception as exc:  # noqa: BLE001 - one run's failure must not stop the others
+            log.exception("monitor run %s: grading failed", run)
+            MonitorRun.objects.filter(pk=run.pk).update(
+                error=f"grading failed: {type(exc).__name__}: {exc}"[:1000]
+            )
+    return finished
+
+
+def monitor_campaign_finished(*, campaign_id: int) -> None:
+    """Called when a campaign's generation ends: grade its run, if it is a monitor's."""
+    run = MonitorRun.objects.filter(campaign_id=campaign_id).only("pk").first()
+    if run is not None:
+        monitor_run_finish(run_id=run.pk)
