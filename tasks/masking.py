@@ -236,20 +236,6 @@ def _reason(kind: str) -> str:
     return "model or vendor name" if kind in ("name", "strict") else "model name"
 
 
-def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
-    """(reason, pattern) for every built-in name that counts wherever it stands (all names
-    at once: for a look at them; detect() runs only those a text's letters call for)."""
-    terms = builtin_terms()
-    return tuple(
-        (
-            "model or vendor name" if kind == "name" else "model name",
-            kind_pattern(kind, frozenset(terms[kind])),
-        )
-        for kind in _KINDS
-        if kind != "ambiguous"
-    )
-
-
 # Marks a campaign term that counts only in a model's context and holds nothing elsewhere: a
 # word cut from a contender's name ("northwind" from "northwind-large" must not hold every
 # answer signed "Northwind Support").
@@ -489,7 +475,7 @@ def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
         return True
     if name.casefold() != "glm" and re.match(r"(?:['’]s)?\s+(?:AI\s+)?models?\b", view[m.end() :]):
         return True
-    sentence = self_description._sentence(view, m.start(), m.end())
+    sentence = self_description.sentence_around(view, m.start(), m.end())
     others = (view[s:e] for s, e, _ in spans if abs(s - m.start()) < 150 and (s, e) != m.span())
     if any(o in sentence for o in others):
         return True

@@ -150,7 +150,7 @@ def _build() -> Catalog:
     )
 
 
-def _cache_file() -> Path:
+def cache_file() -> Path:
     """Where the built catalog is kept between processes: named by the data's and the
     rules' versions, so an upgrade of either builds it anew."""
     from importlib.metadata import version
@@ -167,7 +167,7 @@ def _cache_file() -> Path:
 def catalog() -> Catalog:
     """The derived names, built once (a few seconds: the word frequencies) and kept in a
     file for the next process."""
-    path = _cache_file()
+    path = cache_file()
     try:
         return Catalog(**{k: tuple(v) for k, v in json.loads(path.read_text()).items()})
     except (OSError, ValueError, TypeError):

@@ -152,7 +152,7 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
     vendor_words = {v.casefold() for v in data.VENDORS if v.isascii()}
     for m in _WORD.finditer(view.text):
         if m.group().casefold() in vendor_words:
-            sentence = self_description._sentence(view.text, m.start(), m.end())
+            sentence = self_description.sentence_around(view.text, m.start(), m.end())
             if _FIRST_PERSON.search(sentence) and self_description.ai_words_near(
                 view.text, m.start(), m.end()
             ):
