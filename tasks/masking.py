@@ -7,6 +7,14 @@ and end at a word's edge (camelCase and snake_case edges included), so "geminate
 "Claudette" stay. What matched is replaced in the original text, and only that: the markup
 characters inside a match (emphasis, brackets, table pipes, line breaks) are kept so the
 Markdown around it keeps its structure, and nothing outside a match changes.
+
+detect() gives two lists: what to mask (names that count wherever they stand, names that
+are also words when their context makes them a model's, self-descriptions, chat-template
+tokens and provider ids) and what to hold (a name that is also a word or a person's, written
+as a name where nothing says it is a model's: "Dear Claude, ..."): held, never changed. The
+built-in names are the curated lists (tasks/identity_terms.py) and those derived from the
+maintained dataset (tasks/identity/catalog.py); one Aho-Corasick pass over a text's letters
+picks the few whose patterns run.
 """
 
 from __future__ import annotations
