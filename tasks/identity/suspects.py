@@ -136,6 +136,8 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
         seen.add(key)
         if english_zipf(key) >= ORDINARY_ZIPF or not (word[0].isupper() or not key.isalpha()):
             continue
+        if key in near.get(len(key), ()):
+            continue  # a known name (masked or held as such), not one that resembles it
         limit = 1 if len(key) < 8 else 2
         for length in range(len(key) - limit, len(key) + limit + 1):
             if any(n != key and _distance_at_most(key, n, limit) for n in near.get(length, ())):
