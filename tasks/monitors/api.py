@@ -79,6 +79,7 @@ def run_json(run: MonitorRun) -> dict:
         "metrics": run.metrics,
         "comparison": run.comparison,
         "alerts": (run.comparison or {}).get("alerts", []),
+        "judging": run.judging,
         "error": run.error,
         "created_at": run.created_at,
         "finished_at": run.finished_at,
