@@ -30,6 +30,12 @@ def judge_definition(data: dict, metrics: list[str], errors: list[str]) -> dict:
     thresholds name. Problems are appended to `errors`, each naming its field."""
     none = {"judge": None, "calibration": None, "allow_uncalibrated": False}
     judge_metrics = [m for m in metrics if m.startswith("judge.")]
+    if PREFERENCE in judge_metrics:
+        # Not graded yet: a threshold on it would never fire, so it is refused outright.
+        errors.append(
+            f"thresholds: {PREFERENCE} is not graded yet (a judge grades judge.<dimension>)"
+        )
+        judge_metrics = [m for m in judge_metrics if m != PREFERENCE]
     allow = data.get("allow_uncalibrated", False)
     if not isinstance(allow, bool):
         errors.append("allow_uncalibrated: must be true or false")
@@ -77,11 +83,6 @@ def calibration_problems(
         for d in dims
         if d not in verdicts["rubric"]
     ]
-    if PREFERENCE in judge_metrics and verdicts["preference"] is None:
-        problems.append(
-            f"thresholds: {PREFERENCE} needs a calibration campaign that asks a preference "
-            f"({campaign} asks none)"
-        )
     if problems or allow:
         return problems
     wanted = [d for d in dims if d in verdicts["rubric"]]
@@ -91,8 +92,6 @@ def calibration_problems(
         found = verdicts["dimensions"].get(dim) or {}
         if found.get("verdict") != "calibrated":
             problems.append(_refusal(judge, campaign, dim, found))
-    if PREFERENCE in judge_metrics and verdicts["preference"]["verdict"] != "calibrated":
-        problems.append(_refusal(judge, campaign, "the preference", verdicts["preference"]))
     return problems
 
 

@@ -195,15 +195,18 @@ class JudgeDefinitionTests(TestCase):
             "thresholds: tone-panel's rubric has no dimension 'accuracy' (it has tone)"
         ]
 
-    def test_the_preference_needs_its_own_verdict(self):
-        monitor = monitor_create(
-            definition=judged(
+    def test_the_preference_win_rate_is_refused_until_it_is_graded(self):
+        errors = self.refused(
+            judged(
                 judge="judge-a",
                 calibration="tone-panel",
                 thresholds=[{"metric": "judge.preference_win_rate", "max_drop": 0.1}],
             )
         )
-        assert monitor.thresholds[0]["metric"] == "judge.preference_win_rate"
+        assert errors == [
+            "thresholds: judge.preference_win_rate is not graded yet (a judge grades "
+            "judge.<dimension>)"
+        ]
 
 
 class JudgeCatchesToneTests(TransactionTestCase):
