@@ -95,8 +95,9 @@ def judge_outputs(*, judge: Judge, campaign: Campaign) -> dict:
 
 
 def _output_items_create(campaign: Campaign) -> int:
-    """A ready item per done output (no reviewer is ever offered them: a monitor run's
-    campaign has no roster and never opens for review). Returns how many outputs have one."""
+    """A ready item per done output. It stays `waiting`: reviewers are offered open items
+    only, and a monitor run's campaign has no roster anyway. Returns how many outputs have
+    one."""
     done = Generation.objects.filter(
         campaign=campaign, status=Generation.Status.DONE, single_turn=False
     ).values_list("pk", "task_id", "sample_index", "contender_id")

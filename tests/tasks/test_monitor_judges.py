@@ -17,6 +17,7 @@ from tasks.campaigns import DefinitionError
 from tasks.models import Judge, Monitor, MonitorAlert
 from tasks.monitors.alerts import alert_json
 from tasks.monitors.definition import monitor_create, monitor_definition
+from tasks.monitors.metrics import compare_tables, judge_scores_add, run_metrics, run_table
 from tasks.monitors.selectors import trend_charts
 from tests.factories import (
     CampaignFactory,
@@ -277,3 +278,44 @@ class JudgeCatchesToneTests(TransactionTestCase):
         charts = trend_charts(monitor=monitor)
         assert "judge.tone" in [c["metric"] for c in charts]
         assert {c["note"] for c in charts} == {"judge not calibrated"}
+
+
+def test_judge_scores_average_over_judged_outputs_and_compare_paired():
+    """Hand-computed: 4 tasks x 2 samples; an output the judge could not score (a failed
+    judgement) is left out of the mean, not counted as a zero."""
+    tasks = ["T-1", "T-2", "T-3", "T-4"]
+    rows = [
+        {"task": t, "sample": s, "status": "done", "output": "ok"} for t in tasks for s in (0, 1)
+    ]
+    base = run_table(rows, tasks=tasks, samples=2)
+    run = run_table(rows, tasks=tasks, samples=2)
+    judge_scores_add(
+        base,
+        [
+            {"task": t, "sample": s, "dimension": "tone", "value": 4.0}
+            for t in tasks
+            for s in (0, 1)
+        ],
+    )
+    run_scores = {
+        ("T-1", 0): 4.0,
+        ("T-1", 1): 2.0,
+        ("T-2", 0): 3.0,
+        ("T-3", 0): 5.0,
+        ("T-3", 1): 4.0,
+    }
+    judge_scores_add(
+        run,
+        [
+            {"task": t, "sample": s, "dimension": "tone", "value": v}
+            for (t, s), v in run_scores.items()
+        ],
+    )
+    # (4 + 2 + 3 + 5 + 4) / 5 judged outputs; T-2 sample 1 and T-4 were not judged
+    assert run_metrics(run)["judge.tone"] == 3.6
+    entry = compare_tables(base, run)["metrics"]["judge.tone"]
+    assert (entry["baseline"], entry["run"], entry["delta"]) == (4.0, 3.6, -0.4)
+    low, high = entry["ci95"]
+    # Resampling tasks: between T-1 or T-2 drawn alone (3 - 4 = -1) and T-3 alone (+0.5); a
+    # resample of T-4 alone has no judged output on the run's side and is left out.
+    assert -1.0 <= low < -0.4 < high <= 0.5
