@@ -8,6 +8,7 @@ from unittest import mock
 
 from django.core.management import call_command
 from django.test import TestCase, TransactionTestCase
+from django.urls import reverse
 
 from reviews.disputes import item_settle
 from reviews.judges import services as judging
@@ -218,7 +219,8 @@ class JudgeCatchesToneTests(TransactionTestCase):
             name="oa", provider="openai", model="oa", base_url=self.fake.base_url,
             price_in_per_mtok=1, price_out_per_mtok=2,
         )  # fmt: skip
-        self.campaign = settled_campaign(personas(), slug="tone-panel")
+        self.users = personas()
+        self.campaign = settled_campaign(self.users, slug="tone-panel")
 
     def tearDown(self):
         self.fake.close()
@@ -278,6 +280,12 @@ class JudgeCatchesToneTests(TransactionTestCase):
         charts = trend_charts(monitor=monitor)
         assert "judge.tone" in [c["metric"] for c in charts]
         assert {c["note"] for c in charts} == {"judge not calibrated"}
+        self.client.force_login(self.users["lead"])
+        page = self.client.get(reverse("monitor_detail", args=["golden"])).content.decode()
+        assert "judge.tone" in page and "judge not calibrated" in page
+        page = self.client.get(reverse("monitor_run", args=["golden", 2])).content.decode()
+        assert "Judged by judge-lenient (calibrated on tone-panel)" in page
+        assert "judge not calibrated" in page and "cost of judging" in page
 
 
 def test_judge_scores_average_over_judged_outputs_and_compare_paired():
