@@ -313,6 +313,10 @@ def monitor_update(*, monitor: Monitor, changes: dict) -> Monitor:
     merged.update({k: v for k, v in changes.items() if k in EDITABLE - {"paused"}})
     if merged.get("schedule") is None:
         merged["schedule"] = ""
+    if "judge" in changes and changes["judge"] is None:
+        # "judge": null stops grading with a judge: its calibration goes with it.
+        for key in ("judge", "calibration", "allow_uncalibrated"):
+            merged.pop(key, None)
     try:
         valid = monitor_definition_validate(merged, existing=monitor)
     except DefinitionError as exc:

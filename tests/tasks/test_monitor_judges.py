@@ -17,7 +17,7 @@ from reviews.judges.services import judgement_run, judging_enqueue
 from tasks.campaigns import DefinitionError
 from tasks.models import Judge, Monitor, MonitorAlert
 from tasks.monitors.alerts import alert_json
-from tasks.monitors.definition import monitor_create, monitor_definition
+from tasks.monitors.definition import monitor_create, monitor_definition, monitor_update
 from tasks.monitors.metrics import compare_tables, judge_scores_add, run_metrics, run_table
 from tasks.monitors.selectors import trend_charts
 from tests.factories import (
@@ -171,9 +171,18 @@ class JudgeDefinitionTests(TestCase):
         assert (monitor.judge.name, monitor.calibration.slug) == ("judge-lenient", "tone-panel")
         assert monitor_definition(monitor)["allow_uncalibrated"] is True
 
-    def test_a_calibrated_judge_is_accepted(self):
+    def test_a_calibrated_judge_is_accepted_and_can_be_taken_off(self):
         monitor = monitor_create(definition=judged(judge="judge-a", calibration="tone-panel"))
         assert monitor.judge.name == "judge-a" and not monitor.allow_uncalibrated
+        with self.assertRaises(DefinitionError) as caught:
+            monitor_update(monitor=monitor, changes={"judge": None})  # judge.tone still named
+        assert caught.exception.errors == [
+            'thresholds: judge.tone needs a judge ("judge" and "calibration")'
+        ]
+        thresholds = [{"metric": "check_pass_rate", "max_drop": 0.05}]
+        monitor = monitor_update(monitor=monitor, changes={"judge": None, "thresholds": thresholds})
+        assert monitor.judge is None and monitor.calibration is None
+        assert "judge" not in monitor_definition(monitor)
 
     def test_bad_judge_fields_are_each_refused_in_words(self):
         assert self.refused(judged(judge="nobody", calibration="tone-panel")) == [
