@@ -27,6 +27,8 @@ from tasks.models import Campaign, Generation, Task
 
 from .judges.calibration import campaign_judges
 from .models import ItemOutput, Review, ReviewItem, Score
+from .policy.selectors import outcome_basis, policy_summary
+from .report_basis import basis_apply
 from .report_build import build_report as _build
 from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
     SETTLED,
@@ -336,6 +338,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     judge_vs_panel, reviewer_vs_panel, advantage, epsilon, bias, exact, within_one, confusion,
     verdict, reason, ...}}, preference {n, agreement, position_consistency, verdict, reason,
     ...} | null}} (reviews/judges/calibration.py).
+    ``basis`` {outcomes ("human"|"judge"|"mixed"|null), items {human, judge}, figures
+    [section]} (also ``basis`` in each leaderboard row, ``outcome_basis`` in rating and
+    quality: reviews/report_basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
     ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
     bang_index {value, ci95}, reason}}}.
     """
@@ -346,6 +351,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     report = build_report(
         campaign_frames(campaign), campaign_meta(campaign), n_boot=n_boot, seed=seed
     )
+    # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both.
+    basis_apply(report, outcome_basis(campaign=campaign))
+    report["review_policy"] = policy_summary(campaign=campaign)
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)
     # {judge: progress, cost and calibration against the panel}: the judges' figures, apart
