@@ -27,8 +27,8 @@ from tasks.models import Campaign, Generation, Task
 
 from .judges.calibration import campaign_judges
 from .models import ItemOutput, Review, ReviewItem, Score
-from .policy.selectors import outcome_basis, policy_summary
-from .report_basis import basis_apply
+from .policy.selectors import policy_summary
+from .report_basis import basis_apply, outcome_basis
 from .report_build import build_report as _build
 from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
     SETTLED,
@@ -228,8 +228,10 @@ def _items_frame(campaign: Campaign) -> pd.DataFrame:
         ReviewItem.objects.filter(campaign=campaign)
         .exclude(state=DROPPED)
         .order_by("id")
-        .values_list("id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons"),
-        ["id", "task", "sample", "state", "ready", "final", "dispute_reasons"],
+        .values_list(
+            "id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons", "source"
+        ),
+        ["id", "task", "sample", "state", "ready", "final", "dispute_reasons", "source"],
     )
 
 
@@ -348,11 +350,10 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
 
     from .blinding_probe.selectors import blinding_report
 
-    report = build_report(
-        campaign_frames(campaign), campaign_meta(campaign), n_boot=n_boot, seed=seed
-    )
+    frames = campaign_frames(campaign)
+    report = build_report(frames, campaign_meta(campaign), n_boot=n_boot, seed=seed)
     # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both.
-    basis_apply(report, outcome_basis(campaign=campaign))
+    basis_apply(report, outcome_basis(frames.items))
     report["review_policy"] = policy_summary(campaign=campaign)
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)

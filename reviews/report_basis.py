@@ -4,6 +4,10 @@ two are never pooled without saying so). Pure: the report dict and the counts in
 
 from __future__ import annotations
 
+import pandas as pd
+
+from .report_outcomes import SETTLED
+
 # The report's sections whose figures are built from the items' final outcomes (the
 # per-output quality, the battles, the human pass rates and everything ranked on them).
 OUTCOME_FIGURES = (
@@ -43,3 +47,21 @@ def basis_apply(report: dict, counts: dict) -> None:
             f"built from final outcomes ({', '.join(OUTCOME_FIGURES)}) pools both. Read the "
             "judge's calibration (judges) before trusting them as people's figures."
         )
+
+
+def outcome_basis(items: pd.DataFrame) -> dict:
+    """Who settled the final outcomes the figures rest on, from the report's items frame:
+    {"basis": "human" | "judge" | "mixed" (None before any item is settled), "human": items,
+    "judge": items}."""
+    if len(items):
+        settled = items[items["state"].isin(SETTLED) & items["final"].notna()]
+        counts = settled["source"].value_counts().to_dict()
+    else:
+        counts = {}
+    human, judge = int(counts.get("human", 0)), int(counts.get("judge", 0))
+    basis = None
+    if human and judge:
+        basis = "mixed"
+    elif human or judge:
+        basis = "human" if human else "judge"
+    return {"basis": basis, "human": human, "judge": judge}

@@ -9,7 +9,6 @@ from django.db.models import Count, Q
 from tasks.models import Campaign
 
 from ..models import ReviewItem
-from ..report_outcomes import SETTLED
 from .services import review_policy
 
 S = ReviewItem.State
@@ -44,21 +43,3 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
         "reviews_saved": counts["judge"] * campaign.overlap,
         "reasons": dict(sorted(reasons.items())),
     }
-
-
-def outcome_basis(*, campaign: Campaign) -> dict:
-    """Who settled the final outcomes the report's figures are built from: {"basis": "human" |
-    "judge" | "mixed" (None before any item is settled), "human": items, "judge": items}."""
-    counts = dict(
-        ReviewItem.objects.filter(campaign=campaign, state__in=SETTLED, final__isnull=False)
-        .values_list("source")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    human, judge = counts.get("human", 0), counts.get("judge", 0)
-    basis = None
-    if human and judge:
-        basis = "mixed"
-    elif human or judge:
-        basis = "human" if human else "judge"
-    return {"basis": basis, "human": human, "judge": judge}
