@@ -3,15 +3,19 @@ people review only the items the rules select (plus a reproducible audit share),
 judge settles the rest with source "judge". Against the fake endpoint's scripted judges."""
 
 import json
+import threading
 
-from django.test import TestCase, override_settings
+import pytest
+from django.db import connection
+from django.test import TestCase, TransactionTestCase, override_settings
 
 from reviews.disputes import item_settle
 from reviews.judges.calibration import judge_calibration
+from reviews.judges.models import Judgement
 from reviews.judges.services import judging_enqueue
 from reviews.models import ReviewItem
 from reviews.policy import rules
-from reviews.policy.services import policy_campaign_route
+from reviews.policy.services import policy_campaign_route, policy_item_route
 from reviews.readiness import review_items_sync
 from reviews.records.export import records_iter
 from reviews.report import campaign_report
@@ -280,3 +284,53 @@ class PolicyDefinitionTests(TestCase):
         assert extra == "review_policy.share: unknown field"
         [missing] = self.refused({"humans": []})
         assert missing == "review_policy.judge: required"
+
+
+@pytest.mark.postgres
+class ConcurrentRouteTests(TransactionTestCase):
+    """Workers finishing an item's last judgements at once: the item is routed once."""
+
+    def test_racing_routes_settle_an_item_once(self):
+        judge = Judge.objects.create(
+            name="policy-judge",
+            provider="openai",
+            base_url="http://127.0.0.1:9/v1",
+            model="m",
+            position_swap=False,
+        )
+        campaign = CampaignFactory(rubric=RUBRIC, weights=policy([], share=0.0))
+        item = ReviewItemFactory(campaign=campaign, state="judging")
+        outputs = [str(pk) for pk in item.outputs.order_by("pk").values_list("pk", flat=True)]
+        Judgement.objects.create(
+            judge=judge,
+            campaign=campaign,
+            item=item,
+            sample=0,
+            order=[int(o) for o in outputs],
+            status="done",
+            scores={o: {"accuracy": 3} for o in outputs},
+            preference="tie",
+        )
+        threads = 8
+        barrier = threading.Barrier(threads)
+        results, errors = [], []
+
+        def work():
+            try:
+                barrier.wait()
+                results.append(policy_item_route(item_id=item.pk))
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        pool = [threading.Thread(target=work) for _ in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        assert not errors, errors
+        assert results.count("judge") == 1 and results.count(None) == threads - 1
+        item.refresh_from_db()
+        assert item.state == "agreed" and item.source == "judge"
+        assert item.final["scores"] == {o: {"accuracy": 3.0} for o in outputs}
