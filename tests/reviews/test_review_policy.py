@@ -226,6 +226,10 @@ class ReviewPolicyTests(TestCase):
         page = self.client.get(f"/campaigns/{campaign.slug}/judges/?summary=1").content.decode()
         assert f"{settled_by_judge * 2} reviews saved" in page
         assert f"the judge settled {settled_by_judge} of {ITEMS} items" in page
+        # The item page says who settled an item.
+        judged = ReviewItem.objects.filter(campaign=campaign, source="judge").first()
+        page = self.client.get(f"/campaigns/{campaign.slug}/items/{judged.task.external_id}")
+        assert "settled by the judge" in page.content.decode()
 
     def test_ready_items_of_a_policy_campaign_wait_for_the_judge(self):
         campaign, _ = build(slug="opening", humans=[])
