@@ -279,8 +279,8 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     """The report dict for one campaign. Shape (every figure may be null with a reason):
 
     ``campaign`` slug; ``name``; ``settings`` (mode, samples, overlap, weights, pass threshold);
-    ``progress`` {items, ready, reviews_done, reviews_needed, settled, agreed, disputed,
-    resolved, open, dispute_rate, generations {status: n}};
+    ``progress`` {items, ready, reviews_done, reviews_needed, settled, settled_by_judge,
+    judging, agreed, disputed, resolved, open, dispute_rate, generations {status: n}};
     ``agreement`` {dimension: {alpha, level, ci95, ci_reason, band (judged on ci95), ac1|ac2,
     ac1_ci95|ac2_ci95, note, n_units, n_items, small_sample, n_ratings, exact, within_one,
     reason}}; ``preference_agreement`` (same shape, nominal);

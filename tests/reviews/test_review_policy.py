@@ -190,6 +190,11 @@ class ReviewPolicyTests(TestCase):
         report = campaign_report(campaign=campaign, n_boot=50)
         settled_by_judge = ReviewItem.objects.filter(campaign=campaign, source="judge").count()
         assert report["basis"]["outcomes"] == "judge"
+        progress = report["progress"]
+        assert progress["settled_by_judge"] == settled_by_judge
+        # Only the items people review need reviews; nothing is disputed among them yet.
+        assert progress["reviews_needed"] == (ITEMS - settled_by_judge) * 2
+        assert progress["dispute_rate"] is None
         assert report["basis"]["items"] == {"human": 0, "judge": settled_by_judge}
         assert all(row["basis"] == "judge" for row in report["leaderboard"])
         assert not any("Mixed basis" in w for w in report["warnings"])
