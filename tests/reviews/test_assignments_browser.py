@@ -25,6 +25,8 @@ def test_the_arrow_keys_go_through_the_item_states(browser_page, live_server):
     page.focus("select[name=state]")
     page.keyboard.press("ArrowDown")  # waiting for outputs
     assert wait_until(page, lambda: "state=waiting" in page.url)
+    page.keyboard.press("ArrowDown")  # waiting for the judge (campaigns with a review policy)
+    assert wait_until(page, lambda: "state=judging" in page.url)
     page.keyboard.press("ArrowDown")  # in review
     assert wait_until(page, lambda: "state=open" in page.url)
     assert wait_until(page, lambda: page.locator("#items tbody tr").count() == 2)
