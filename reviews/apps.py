@@ -16,6 +16,7 @@ class ReviewsConfig(AppConfig):
 
         from . import readiness, rosters, views
         from .blinding_probe.selectors import blinding_summary
+        from .judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
 
         signals.outputs_changed.connect(
             readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
@@ -31,4 +32,7 @@ class ReviewsConfig(AppConfig):
             roster_changed=rosters.roster_changed,
             answers_preview_html=views.answers_preview_html,
             blinding_summary=blinding_summary,
+            judge_verdicts=judge_verdicts,
+            judge_output_scores=judge_output_scores,
+            judge_outputs=judge_outputs,
         )

@@ -243,6 +243,14 @@ def _requeue(arbitrations) -> int:
     return done
 
 
+def arbitrations_requeue(*, campaign, item_ids: list[int]) -> int:
+    """A lead's or admin's bulk action on the disputes list: the chosen disputes an arbiter
+    holds go back to the queue (new tokens: the arbiter's open page says it is gone and saves
+    nothing). Open and resolved ones are left as they are. Returns how many went back."""
+    with transaction.atomic():
+        return _requeue(Arbitration.objects.filter(item__campaign=campaign, item_id__in=item_ids))
+
+
 def arbiter_arbitrations_release(*, arbiter) -> int:
     """Every dispute the arbiter holds back to the queue, each with a new token (a deactivated
     account, or one that lost the arbiter role, cannot resolve them). Returns how many."""

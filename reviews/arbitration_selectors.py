@@ -538,6 +538,7 @@ def dispute_rows(*, arbitrations, now) -> list[dict]:
             {
                 "task": a.item.task.external_id,
                 "sample": a.item.sample_index,
+                "item_id": a.item_id,  # leads and admins: the bulk actions' value
                 "status": status,
                 "status_label": STATUS_LABELS[status],
                 "arbiter": a.arbiter.get_username() if a.arbiter and status != "open" else "",

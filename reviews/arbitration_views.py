@@ -13,6 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
+from evalsite.text import counted
 from tasks.models import Campaign
 
 from .arbitration import (
@@ -28,6 +29,7 @@ from .arbitration import (
     arbitration_heartbeat,
     arbitration_release,
     arbitration_resolve,
+    arbitrations_requeue,
 )
 from .arbitration_selectors import (
     DisputeFilter,
@@ -333,6 +335,21 @@ def _gone(
         return render(request, f"{PAGE}#gone", context)
     status = 200 if resolved else 404
     return render(request, "reviews/arbitration_gone.html", context, status=status)
+
+
+@role_required(LEAD, ADMIN)
+@require_POST
+def campaign_disputes_requeue(request: HttpRequest, slug: str) -> HttpResponse:
+    """Bulk: the ticked disputes in progress back to the arbitration queue."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit()]
+    n = arbitrations_requeue(campaign=campaign, item_ids=ids)
+    if n:
+        messages.success(request, f"{counted(n, 'dispute')} handed back to the queue.")
+    else:
+        messages.warning(request, "Nothing handed back: tick disputes that are in progress.")
+    url = reverse("campaign_disputes", args=[slug]) + "?status=in_progress"
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @role_required(LEAD, ADMIN)

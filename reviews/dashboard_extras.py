@@ -88,7 +88,7 @@ def pareto_chart(report: dict) -> ScatterChart | None:
         points=points,
         front=" ".join(f"{p['x']},{p['y']}" for p in front),
         x_ticks=[{"x": x(t), "label": f"{t:.3g}"} for t in _nice_ticks(c_lo, c_hi)],
-        y_ticks=[{"y": y(t), "label": f"{t:.1f}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        y_ticks=[{"y": y(t), "label": f"{t:.2f}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
         title="Quality against cost per task; the line joins the Pareto front",
         x_label=f"cost per task (one answer, {currency})",
         y_label="quality (0-1)",

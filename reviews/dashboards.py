@@ -267,9 +267,15 @@ def _reviewers(report: dict) -> dict:
 def _leaderboard(report: dict) -> dict:
     # Contenders whose intervals overlap share a rank, so a higher rating can carry a lower
     # rank; reading down the table should never go 1, 2, 1: by rank, then rating.
+    # A rank outside the contender's rank interval is not shown (null): such a row sorts by the
+    # low end of its rank interval instead, not to the bottom.
     lb = sorted(
         report["leaderboard"],
-        key=lambda r: (r["rank"] is None, r["rank"] or 0, -(r["rating"] or 0)),
+        key=lambda r: (
+            r["rating"] is None,
+            r["rank"] or (r.get("rank_ci95") or [len(report["leaderboard"])])[0],
+            -(r["rating"] or 0),
+        ),
     )
     tables = [_leaderboard_table(report, lb), _dimension_means_table(lb)]
     rating = report["rating"]

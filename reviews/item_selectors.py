@@ -78,10 +78,7 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
         "id": item.pk,
         "sample": item.sample_index,
         "pair": item.pair_key,
-        "state": item.get_state_display()
-        if item.state != "open" or item.live_count
-        # Nobody took it yet: "in review" would say someone is at it.
-        else "not started",
+        "state": _state_words(item),
         "disagreements": _disagreements(item, rubric, name_of, reviews),
         "comments": item_comments(item=item),
         "thread_id": f"item-{item.pk}-comments",
@@ -95,6 +92,14 @@ def _item_block(item: ReviewItem, rubric: Rubric) -> dict:
         "arbiter_marks": bool(set_by_arbiter),
         "arbitration": _arbitration_block(arbitration) if arbitration else None,
     }
+
+
+def _state_words(item: ReviewItem) -> str:
+    if item.source == "judge":
+        return "settled by the judge"  # a review policy: its final outcome is the judge's
+    if item.state == "open" and not item.live_count:
+        return "not started"  # nobody took it yet: "in review" would say someone is at it
+    return item.get_state_display()
 
 
 def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str]) -> list[dict]:

@@ -28,6 +28,9 @@ class ReviewItem(models.Model):
 
     class State(models.TextChoices):
         WAITING = "waiting", "waiting for outputs"
+        # A campaign with a review policy: ready, waiting for its judge's judgements, which
+        # decide whether people review it (then open) or the judge settles it (reviews.policy).
+        JUDGING = "judging", "waiting for the judge"
         OPEN = "open", "in review"
         AGREED = "agreed"
         DISPUTED = "disputed"
@@ -69,6 +72,14 @@ class ReviewItem(models.Model):
         null=True, blank=True, help_text="final outcome after consensus/arbitration"
     )
     imported = models.BooleanField(default=False)
+    # Who settled the final outcome: people (reviews, arbitration) or, under a review policy,
+    # the judge alone (its combined answer; reviews.policy).
+    source = models.CharField(
+        max_length=8, choices=[("human", "human"), ("judge", "judge")], default="human"
+    )
+    # Under a review policy, why people review the item (its rules that matched, "audit"):
+    # empty for items the judge settles and for campaigns without a policy.
+    policy_reasons = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ReviewItemQuerySet.as_manager()

@@ -30,6 +30,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from tasks.models import Campaign, Generation, Mode
 
 from .models import ItemOutput, ReviewItem
+from .policy.services import opening_state
 
 
 def item_rotations(*, campaign_id: int, sizes: list[int]) -> list[int]:
@@ -139,7 +140,7 @@ def review_items_sync(
     if wanted:
         _items_create(campaign=campaign, items=items, wanted=wanted, gen_ids=gen_ids)
         created = len(wanted)
-    opened = _items_open(items=items)
+    opened = _items_open(items=items, state=opening_state(campaign.weights))
     if opened:
         campaign_open_for_review(Campaign.objects.filter(pk=campaign.pk))
     return {"created": created, "ready": opened}
@@ -217,8 +218,9 @@ def _items_create(*, campaign: Campaign, items, wanted: list, gen_ids: dict) -> 
         ItemOutput.objects.bulk_create(outputs, batch_size=1000, ignore_conflicts=True)
 
 
-def _items_open(*, items) -> int:
-    """Open the waiting items whose outputs are all done and released; how many opened."""
+def _items_open(*, items, state: str) -> int:
+    """Open the waiting items whose outputs are all done and released; how many opened.
+    ``state``: open, or judging under a review policy (the judge decides who settles them)."""
     waiting = items.filter(ready=False, state=ReviewItem.State.WAITING)
     # Not there yet: an output not done, or one held until an admin approves its masked view.
     blocked = ItemOutput.objects.filter(item__in=waiting).filter(
@@ -232,7 +234,7 @@ def _items_open(*, items) -> int:
     )
     return ReviewItem.objects.filter(
         pk__in=ready_ids, ready=False, state=ReviewItem.State.WAITING
-    ).update(ready=True, state=ReviewItem.State.OPEN)
+    ).update(ready=True, state=state)
 
 
 def review_items_open_for(*, generation_id: int) -> int:
@@ -246,10 +248,16 @@ def review_items_open_for(*, generation_id: int) -> int:
         ~Q(generation__status=Generation.Status.DONE) | Q(generation__identity_held=True)
     )
     showing = ItemOutput.objects.filter(generation_id=generation_id).values("item_id")
+    # Under a review policy an item opens to its judge first (one small read: the weights).
+    weights = (
+        Generation.objects.filter(pk=generation_id)
+        .values_list("campaign__weights", flat=True)
+        .first()
+    )
     opened = (
         ReviewItem.objects.filter(pk__in=showing, ready=False, state=ReviewItem.State.WAITING)
         .filter(~Exists(not_there))
-        .update(ready=True, state=ReviewItem.State.OPEN)
+        .update(ready=True, state=opening_state(weights))
     )
     if opened:  # at most once per item: not on every generation's path
         generation = Generation.objects.filter(pk=generation_id).values("campaign_id")
@@ -277,7 +285,8 @@ def review_item_progress(*, campaign: Campaign) -> dict[str, int]:
         .aggregate(
             total=Count("pk"),
             ready=Count("pk", filter=Q(ready=True)),
-            reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap"))),
+            # An item its judge settled (review policy) needs no review.
+            reviewed=Count("pk", filter=Q(submitted_count__gte=F("overlap")) | Q(source="judge")),
             disputed=Count("pk", filter=Q(state=ReviewItem.State.DISPUTED)),
             resolved=Count("pk", filter=Q(state=ReviewItem.State.RESOLVED)),
         )

@@ -27,6 +27,8 @@ from tasks.models import Campaign, Generation, Task
 
 from .judges.calibration import campaign_judges
 from .models import ItemOutput, Review, ReviewItem, Score
+from .policy.selectors import policy_summary
+from .report_basis import basis_apply, outcome_basis
 from .report_build import build_report as _build
 from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
     SETTLED,
@@ -226,8 +228,10 @@ def _items_frame(campaign: Campaign) -> pd.DataFrame:
         ReviewItem.objects.filter(campaign=campaign)
         .exclude(state=DROPPED)
         .order_by("id")
-        .values_list("id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons"),
-        ["id", "task", "sample", "state", "ready", "final", "dispute_reasons"],
+        .values_list(
+            "id", "task_id", "sample_index", "state", "ready", "final", "dispute_reasons", "source"
+        ),
+        ["id", "task", "sample", "state", "ready", "final", "dispute_reasons", "source"],
     )
 
 
@@ -275,8 +279,8 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     """The report dict for one campaign. Shape (every figure may be null with a reason):
 
     ``campaign`` slug; ``name``; ``settings`` (mode, samples, overlap, weights, pass threshold);
-    ``progress`` {items, ready, reviews_done, reviews_needed, settled, agreed, disputed,
-    resolved, open, dispute_rate, generations {status: n}};
+    ``progress`` {items, ready, reviews_done, reviews_needed, settled, settled_by_judge,
+    judging, agreed, disputed, resolved, open, dispute_rate, generations {status: n}};
     ``agreement`` {dimension: {alpha, level, ci95, ci_reason, band (judged on ci95), ac1|ac2,
     ac1_ci95|ac2_ci95, note, n_units, n_items, small_sample, n_ratings, exact, within_one,
     reason}}; ``preference_agreement`` (same shape, nominal);
@@ -336,6 +340,9 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     judge_vs_panel, reviewer_vs_panel, advantage, epsilon, bias, exact, within_one, confusion,
     verdict, reason, ...}}, preference {n, agreement, position_consistency, verdict, reason,
     ...} | null}} (reviews/judges/calibration.py).
+    ``basis`` {outcomes ("human"|"judge"|"mixed"|null), items {human, judge}, figures
+    [section]} (also ``basis`` in each leaderboard row, ``outcome_basis`` in rating and
+    quality: reviews/report_basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
     ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
     bang_index {value, ci95}, reason}}}.
     """
@@ -343,9 +350,11 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
 
     from .blinding_probe.selectors import blinding_report
 
-    report = build_report(
-        campaign_frames(campaign), campaign_meta(campaign), n_boot=n_boot, seed=seed
-    )
+    frames = campaign_frames(campaign)
+    report = build_report(frames, campaign_meta(campaign), n_boot=n_boot, seed=seed)
+    # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both.
+    basis_apply(report, outcome_basis(frames.items))
+    report["review_policy"] = policy_summary(campaign=campaign)
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)
     # {judge: progress, cost and calibration against the panel}: the judges' figures, apart

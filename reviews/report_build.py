@@ -41,7 +41,7 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
     stab, s_boot = sec.stability_section(ctx, outq, gens)
     pass_figs, based = sec.pass_section(ctx, sec.sample_frame(ctx, outq))
     _seeds_pinned(ctx, f, stab, s_boot, pass_figs)
-    flaky = _flaky_tasks(ctx, based, pass_figs)
+    flaky = _flaky_tasks(ctx, based, pass_figs, stab)
     decision, decision_meta = _cost_decision(ctx, f, gens, weighted, q_boot, stab, s_boot)
     board = leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full)
     top = [r["contender"] for r in board if r["rating"] is not None][:2]
@@ -225,12 +225,13 @@ def _seeds_pinned(ctx, f, stab: dict, s_boot, pass_figs: dict) -> None:
     )
 
 
-def _flaky_tasks(ctx, based, pass_figs: dict) -> dict:
-    """{contender: [task ids whose settled samples disagree (some pass, some fail) on the
-    contender's headline basis]}."""
+def _flaky_tasks(ctx, based, pass_figs: dict, stab: dict) -> dict:
+    """{contender: [task ids whose settled samples disagree (some pass, some fail)]}, on the
+    basis stability is measured on (people's scores where two or more samples of a task were
+    reviewed, else the checks), else the contender's headline pass basis."""
     out = {}
     for name in ctx.names:
-        basis = pass_figs[name].get("headline")
+        basis = (stab.get(name) or {}).get("source") or pass_figs[name].get("headline")
         mine = based[(based["contender"] == name)] if len(based) else based
         if basis is None or mine.empty:
             out[name] = []

@@ -81,17 +81,24 @@ def progress(ctx: Context) -> dict:
     settled = int(sum(states.get(s, 0) for s in ("agreed", "disputed", "resolved")))
     ever_disputed = int(states.get("disputed", 0) + states.get("resolved", 0))
     ready = int(f.items["ready"].sum()) if len(f.items) else 0
+    # Under a review policy the judge settles some items alone: nobody reviews them, and
+    # they never dispute, so the dispute rate is of the items people settled.
+    # (Frames built by hand, as bench scripts do, may have no "source": people settled all.)
+    by_judge = int((f.items["source"] == "judge").sum()) if "source" in f.items else 0
+    by_people = settled - by_judge
     return {
         "items": int(len(f.items)),
         "ready": ready,
         "reviews_done": int(len(f.reviews)),
-        "reviews_needed": ready * meta["overlap"],
+        "reviews_needed": (ready - by_judge) * meta["overlap"],
         "settled": settled,
+        "settled_by_judge": by_judge,
+        "judging": int(states.get("judging", 0)),
         "agreed": int(states.get("agreed", 0)),
         "disputed": int(states.get("disputed", 0)),
         "resolved": int(states.get("resolved", 0)),
         "open": int(states.get("open", 0)),
-        "dispute_rate": ever_disputed / settled if settled else None,
+        "dispute_rate": ever_disputed / by_people if by_people else None,
         "generations": {
             k: int(v) for k, v in sorted(f.generations["status"].value_counts().items())
         },

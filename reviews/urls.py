@@ -108,6 +108,11 @@ urlpatterns += [
         arbitration_views.campaign_disputes_view,
         name="campaign_disputes",
     ),
+    path(
+        "campaigns/<slug:slug>/disputes/requeue",
+        arbitration_views.campaign_disputes_requeue,
+        name="campaign_disputes_requeue",
+    ),
 ]
 api_urlpatterns += [
     path(

@@ -24,6 +24,7 @@ from .campaign_blinding import (
     quoted_identity_words,
 )
 from .campaign_gates import read_gates
+from .campaign_policy import read_review_policy
 from .campaign_thresholds import read_pass_threshold
 from .definition_reader import DefinitionReader
 from .models import Campaign, Contender, Mode, Provider, TestSet
@@ -64,6 +65,7 @@ CAMPAIGN_KEYS = {
     "gates",
     "sample_seeds",
     "slice_by",
+    "review_policy",
 }
 # The blinding probe's interval: at most one question per this many items reviewed.
 PROBE_EVERY_MAX = 1000
@@ -332,6 +334,7 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
     _sample_seeds_read(data, weights, errors)
     _slice_by_read(data, weights, errors)
+    read_review_policy(data, weights, testset, errors)  # into weights["review_policy"]
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
     _blinding_check(

@@ -1,15 +1,19 @@
 """The built-in words that tell a reviewer which model wrote an answer.
 
 Kept as data, one list per kind, so adding a model family or a vendor is one line here (and
-a case in tests/reviews/blinding_corpus.jsonl). The masker (tasks/blinding.py) matches them
+a case in tests/reviews/blinding_corpus.jsonl). These are what the maintained dataset
+(genai-prices, read by tasks/identity/catalog.py) lacks or needs said: transliterations,
+consumer products, SDK and host names, and which names are also ordinary words. The masker (tasks/blinding.py) matches them
 on the text's normalized view (tasks/skeleton.py), so each is written once, in its usual
 spelling: case, look-alike letters, invisible characters and the separators between letters
 are taken care of there.
 
 Rules the lists follow:
-- A common word is never a term on its own. Words that are also ordinary English ("sonnet",
-  "phi", "falcon", "command", "google") are masked only in the company that makes them a
-  model's name: after a family name, with a version, or in a self-description.
+- A common word is never a term on its own. Names that are also ordinary words or people's
+  names (AMBIGUOUS: "Claude", "Llama", "GLM", "Command") are masked only in a model's
+  context (a version or a size after them, an AI word or a self-description near them, a
+  vendor beside them) and held elsewhere; vendors ("Google") only as a self-description's
+  maker.
 - Short model names (o1, o3, 4o) are matched as whole tokens, with no look-alike folding of
   their digits, so dates, ids and versions (2025-01-03, T-01, v1.40) come through.
 """

@@ -7,6 +7,14 @@ and end at a word's edge (camelCase and snake_case edges included), so "geminate
 "Claudette" stay. What matched is replaced in the original text, and only that: the markup
 characters inside a match (emphasis, brackets, table pipes, line breaks) are kept so the
 Markdown around it keeps its structure, and nothing outside a match changes.
+
+detect() gives two lists: what to mask (names that count wherever they stand, names that
+are also words when their context makes them a model's, self-descriptions, chat-template
+tokens and provider ids) and what to hold (a name that is also a word or a person's, written
+as a name where nothing says it is a model's: "Dear Claude, ..."): held, never changed. The
+built-in names are the curated lists (tasks/identity_terms.py) and those derived from the
+maintained dataset (tasks/identity/catalog.py); one Aho-Corasick pass over a text's letters
+picks the few whose patterns run.
 """
 
 from __future__ import annotations
@@ -234,20 +242,6 @@ def kind_pattern(kind: str, names: frozenset[str]) -> re.Pattern:
 
 def _reason(kind: str) -> str:
     return "model or vendor name" if kind in ("name", "strict") else "model name"
-
-
-def builtin_patterns() -> tuple[tuple[str, re.Pattern], ...]:
-    """(reason, pattern) for every built-in name that counts wherever it stands (all names
-    at once: for a look at them; detect() runs only those a text's letters call for)."""
-    terms = builtin_terms()
-    return tuple(
-        (
-            "model or vendor name" if kind == "name" else "model name",
-            kind_pattern(kind, frozenset(terms[kind])),
-        )
-        for kind in _KINDS
-        if kind != "ambiguous"
-    )
 
 
 # Marks a campaign term that counts only in a model's context and holds nothing elsewhere: a
@@ -489,7 +483,7 @@ def _in_model_context(view: str, m: re.Match, spans, contender: bool) -> bool:
         return True
     if name.casefold() != "glm" and re.match(r"(?:['’]s)?\s+(?:AI\s+)?models?\b", view[m.end() :]):
         return True
-    sentence = self_description._sentence(view, m.start(), m.end())
+    sentence = self_description.sentence_around(view, m.start(), m.end())
     others = (view[s:e] for s, e, _ in spans if abs(s - m.start()) < 150 and (s, e) != m.span())
     if any(o in sentence for o in others):
         return True

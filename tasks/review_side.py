@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from .models import Campaign
+    from .models import Campaign, Judge
 
 _registered: dict[str, Callable[..., Any]] = {}
 
@@ -33,6 +33,9 @@ def register(
     roster_changed: Callable[..., int],
     answers_preview_html: Callable[..., str],
     blinding_summary: Callable[..., dict],
+    judge_verdicts: Callable[..., dict],
+    judge_output_scores: Callable[..., list[dict]],
+    judge_outputs: Callable[..., dict],
 ) -> None:
     """Fill the port: called once, by reviews' AppConfig.ready()."""
     _registered.update(
@@ -43,6 +46,9 @@ def register(
         roster_changed=roster_changed,
         answers_preview_html=answers_preview_html,
         blinding_summary=blinding_summary,
+        judge_verdicts=judge_verdicts,
+        judge_output_scores=judge_output_scores,
+        judge_outputs=judge_outputs,
     )
 
 
@@ -106,3 +112,25 @@ def blinding_summary(*, campaign: Campaign) -> dict:
     "open" (waiting for an admin), "dropped" (items dropped), "probe": the blinding probe's
     verdict in plain words, or None when the campaign asks no probe}."""
     return _side("blinding_summary")(campaign=campaign)
+
+
+def judge_verdicts(*, judge: Judge, campaign: Campaign) -> dict:
+    """The judge's calibration against `campaign`'s panel, reduced to what a monitor needs:
+    {"rubric": [dimension keys], "dimensions": {key: {"verdict", "reason"}}, "preference":
+    {"verdict", "reason"} or None when the campaign asks no preference}."""
+    return _side("judge_verdicts")(judge=judge, campaign=campaign)
+
+
+def judge_output_scores(*, judge: Judge, campaign: Campaign) -> list[dict]:
+    """The judge's done judgements of `campaign`'s outputs, one row per output and dimension
+    (the median of its samples and orders): [{"contender", "task", "sample", "dimension",
+    "value"}], `task` the task's external id."""
+    return _side("judge_output_scores")(judge=judge, campaign=campaign)
+
+
+def judge_outputs(*, judge: Judge, campaign: Campaign) -> dict:
+    """Judge every done output of a monitor run's campaign (blind, one judgement per output,
+    sample of the judge and order), queued once; later calls only report. Returns
+    {"finished", "judgements", "done", "failed", "cost", ...}. Raises the review side's
+    JudgingError when the judge cannot run (its key variable unset)."""
+    return _side("judge_outputs")(judge=judge, campaign=campaign)

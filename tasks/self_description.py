@@ -273,15 +273,8 @@ def language_patterns() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple[str,
     return tuple(out)
 
 
-@lru_cache(maxsize=1)
-def _about_itself_everywhere() -> re.Pattern:
-    """Every language's words for the speaker and for an AI, as the view reads them."""
-    from .identity.languages import LANGUAGES
-
-    return _words_pattern({w for lang in LANGUAGES for w in (*lang.me, *lang.ai)})
-
-
-def _sentence(view: str, start: int, end: int) -> str:
+def sentence_around(view: str, start: int, end: int) -> str:
+    """The sentence of view[start:end] (up to 120 characters each side)."""
     before = view[max(0, start - 120) : start]
     ends = list(_SENTENCE_END.finditer(before))
     if ends:
@@ -289,12 +282,6 @@ def _sentence(view: str, start: int, end: int) -> str:
     after = view[end : end + 120]
     stop = _SENTENCE_END.search(after)
     return before + " " + view[start:end] + " " + (after[: stop.start()] if stop else after)
-
-
-def about_itself_near(view: str, start: int, end: int) -> bool:
-    """Whether the sentence around view[start:end] has the speaker's or an AI's words, in
-    any of the table's languages."""
-    return bool(_about_itself_everywhere().search(_sentence(view, start, end)))
 
 
 @lru_cache(maxsize=1)
@@ -339,7 +326,7 @@ def language_spans(view: str, folded: str):
                 who = match.span("who")
                 if match.group("who").casefold() in _NOT_A_MAKER or who in found:
                     continue
-                if about is None or about.search(_sentence(view, match.start(), match.end())):
+                if about is None or about.search(sentence_around(view, match.start(), match.end())):
                     found.add(who)
                     yield who
 
@@ -358,4 +345,4 @@ def _ai_words() -> re.Pattern:
 def ai_words_near(view: str, start: int, end: int) -> bool:
     """Whether the sentence around view[start:end] speaks of an AI, in any of the table's
     languages (a plain "model" does not count: "a GLM model" is statistics)."""
-    return bool(_ai_words().search(_sentence(view, start, end)))
+    return bool(_ai_words().search(sentence_around(view, start, end)))

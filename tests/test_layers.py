@@ -199,3 +199,14 @@ def test_the_package_checks_see_every_form(tmp_path):
     ]
     reviews = [m for _, m, _ in imports_of(package / "a.py", tmp_path) if m.startswith("reviews")]
     assert reviews == ["reviews", "reviews.services"]
+
+
+def test_alerts_queue_a_delivery_under_the_delivery_jobs_registered_name():
+    # alerts.py sends the job by name (importing jobs.py would close a circle): a name that
+    # drifted from the job's would queue messages no worker runs.
+    from evalsite.celery import app
+    from tasks.monitors import alerts, jobs
+
+    app.loader.import_default_modules()  # autodiscovery, as a worker does at start
+    assert alerts.ALERT_DELIVER_JOB == jobs.alert_deliver_job.name == "tasks.alert_deliver"
+    assert app.tasks[alerts.ALERT_DELIVER_JOB].run is jobs.alert_deliver_job.run

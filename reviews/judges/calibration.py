@@ -74,8 +74,10 @@ def _judgements(campaign: Campaign, judge: Judge) -> pd.DataFrame:
 def _settled(campaign: Campaign) -> dict[int, dict]:
     return {
         pk: final
+        # People's outcomes only: an item the judge settled (review policy) would compare the
+        # judge with itself.
         for pk, final in ReviewItem.objects.filter(
-            campaign=campaign, state__in=SETTLED, final__isnull=False
+            campaign=campaign, state__in=SETTLED, final__isnull=False, source="human"
         ).values_list("pk", "final")
         if isinstance(final, dict)
     }

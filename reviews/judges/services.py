@@ -40,6 +40,7 @@ from tasks.prices import call_costs, flat_table
 from tasks.providers.structured import structured_call
 
 from ..models import ItemOutput, ReviewItem
+from ..policy.services import policy_item_route
 from .models import Judgement
 from .screen import answer_shape, judge_view
 from .sql import judgement_claim
@@ -151,7 +152,19 @@ def _send(ids: list[int]) -> None:
 
 def judgement_run(*, judgement_id: int, claim_wait: float = 0.0) -> RunOutcome:
     """One attempt at one judgement: claim, call the judge, check the answer, store it (or
-    record the failed attempt and schedule the next)."""
+    record the failed attempt and schedule the next). The item's last judgement to finish
+    routes it under a review policy (people or the judge settle it: reviews/policy/)."""
+    outcome = _attempt(judgement_id, claim_wait)
+    if outcome.action in ("done", "failed"):
+        # After the row's own commit: of two workers finishing an item's last two rows, the
+        # later one sees both finished, and the route's fence lets one of them through.
+        item_id = Judgement.objects.filter(pk=judgement_id).values_list("item_id", flat=True)
+        for pk in item_id:
+            policy_item_route(item_id=pk)
+    return outcome
+
+
+def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     row, token, outcome = _claim(judgement_id, wait=claim_wait)
     if outcome is not None:
         return outcome

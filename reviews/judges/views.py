@@ -15,6 +15,7 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from tasks.models import Campaign, Judge
 
+from ..policy.selectors import policy_summary
 from ..rubric import Rubric
 from ..stats.calibration import EPSILON
 from .calibration import (
@@ -40,6 +41,7 @@ def campaign_judges_view(request: HttpRequest, slug: str) -> HttpResponse:
         "campaign": campaign,
         "rows": rows,
         "is_admin": has_role(request.user, ADMIN),
+        "policy": policy_summary(campaign=campaign),
         # The section polls while a judge works on the campaign.
         "polling": any(r["progress"]["pending"] or r["progress"]["running"] for r in rows),
     }

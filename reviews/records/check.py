@@ -16,7 +16,14 @@ from tasks.blinding import labels
 from tasks.models import Campaign
 
 from ..rubric import Mode, Rubric, TurnScoring, answers_check
-from .format import JSONL_KEYS, MAX_SECONDS, REQUIRED_KEYS, USERNAME_RE, RecordError
+from .format import (
+    JSONL_KEYS,
+    MAX_SECONDS,
+    REQUIRED_KEYS,
+    SOURCES,
+    USERNAME_RE,
+    RecordError,
+)
 
 BLIND_FILE = (
     "no record names its models (a blind export?): import the export with models "
@@ -50,6 +57,9 @@ def records_check(
 ) -> tuple[list[_Record], dict, dict]:
     """The clean records, the test set's tasks and the contenders by name; every problem of a
     line goes to `errors` (the file's own, and those against the campaign)."""
+    # A judge's record (a review policy settled the item) is the judge's answer, not a
+    # review: judging the campaign again makes it, so an import leaves it out.
+    parsed = [(n, raw) for n, raw in parsed if raw.get("source") != "judge"]
     rubric = Rubric.of(campaign)  # a record's "scores": the rubric without per-turn scores
     tasks = {t.external_id: t for t in campaign.testset.tasks.all()}
     turns = _TurnCheck(campaign, tasks)
@@ -112,6 +122,8 @@ def _check_record(
     arbitration = raw.get("arbitration")
     if arbitration is not None and not isinstance(arbitration, bool):
         err("arbitration", "must be true or false")
+    if raw.get("source") not in (None, *SOURCES):
+        err("source", f"must be one of {', '.join(SOURCES)}")
     answers = answers_check(
         rubric=rubric,
         labels=names or None,  # invalid candidates: labels are not checked against them

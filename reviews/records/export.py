@@ -18,7 +18,7 @@ from evalsite.csvsafe import csv_lines
 from tasks.blinding import labels
 from tasks.models import Campaign
 
-from ..models import Arbitration, ItemOutput, Preference, Review, Score
+from ..models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
 from ..rubric import TURN_MARK, Rubric, TurnScoring
 from .format import CSV_FIXED, EXPORT_CHUNK, FORMATS
 
@@ -83,6 +83,59 @@ def records_iter(
     yield from turns.split(
         _arbitration_records(campaign, unblind, dim_rank, contender_names, chunk_size)
     )
+    yield from _judge_records(campaign, unblind, dim_rank, contender_names)
+
+
+def _judge_records(campaign, unblind, dim_rank, contender_names) -> Iterator[dict]:
+    """The items a review policy's judge settled, last: the judge's combined answer under the
+    labels of the outputs' id order, marked `"source": "judge"` and `judge` its name."""
+    items = (
+        ReviewItem.objects.filter(campaign=campaign, source="judge", final__isnull=False)
+        .order_by("task__position", "sample_index", "pair_key", "pk")
+        .values_list("pk", "task__external_id", "task__category", "sample_index", "final")
+    )
+    for batch in _chunks(items.iterator(chunk_size=EXPORT_CHUNK), EXPORT_CHUNK):
+        item_outputs, output_contender = _batch_outputs({row[0] for row in batch})
+        for item_id, task_id, category, sample, final in batch:
+            order = item_outputs[item_id]
+            label_of = dict(zip(order, labels(len(order)), strict=True))
+            scores = final.get("scores") or {}
+            record = {
+                "task_id": task_id,
+                "category": category,
+                "candidates": list(label_of.values()),
+                "scores": {
+                    label: _ordered_scores(scores.get(str(o)) or {}, dim_rank)
+                    for o, label in label_of.items()
+                },
+                "judge": final.get("judge", ""),
+                "blind": True,
+            }
+            if unblind:
+                record["models"] = {
+                    label: contender_names.get(output_contender.get(o), "")
+                    for o, label in label_of.items()
+                }
+            preference = final.get("preference")
+            by_id = {str(o): label for o, label in label_of.items()}
+            record["preference"] = by_id.get(preference, preference) if preference else None
+            record["sample"] = sample
+            record["flags"] = {}
+            record["comment"] = ""
+            record["submitted_at"] = None
+            record["source"] = "judge"
+            yield record
+
+
+def _chunks(rows, size: int) -> Iterator[list]:
+    batch: list = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class _Turns:
@@ -211,6 +264,7 @@ def _arbitration_record(row, dim_rank, contender_names, unblind, output_contende
     record["comment"] = note
     record["submitted_at"] = _iso(resolved_at)
     record["arbitration"] = True
+    record["source"] = "human"
     return record
 
 
@@ -297,6 +351,7 @@ def _review_record(
     record["submitted_at"] = _iso(submitted_at)
     if seconds is not None:
         record["seconds"] = seconds
+    record["source"] = "human"
     return record
 
 
@@ -352,6 +407,7 @@ def _csv_rows(campaign: Campaign, columns: list[str], unblind: bool) -> Iterator
             "comment": record["comment"],
             "seconds": record.get("seconds"),
             "arbitration": "true" if record.get("arbitration") else None,
+            "source": record.get("source"),
         }
         for label, name in record.get("models", {}).items():
             flat[f"models.{label}"] = name

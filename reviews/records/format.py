@@ -27,6 +27,7 @@ JSONL_KEYS = (
     "submitted_at",
     "seconds",
     "arbitration",
+    "source",
 )
 REQUIRED_KEYS = ("task_id", "candidates", "judge", "models")
 MAX_ERRORS = 200
@@ -58,7 +59,11 @@ CSV_FIXED = (
     "comment",
     "seconds",
     "arbitration",
+    "source",
 )
+# Who a record's outcome is from: a person (a review, an arbitration) or, under a review
+# policy, the judge that settled the item alone (exported, never imported as a review).
+SOURCES = ("human", "judge")
 
 
 @dataclass

@@ -113,7 +113,7 @@ def parse_csv(text: str, errors: list[RecordError]) -> list[tuple[int, dict]]:
 
 def _csv_record(row: dict[str, str]) -> dict:
     record: dict = {}
-    for key in ("task_id", "category", "judge", "submitted_at", "comment"):
+    for key in ("task_id", "category", "judge", "submitted_at", "comment", "source"):
         if row.get(key, "") != "" or key == "comment" and key in row:
             record[key] = row[key]
     if row.get("sample", "") != "":

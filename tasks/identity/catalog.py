@@ -49,18 +49,20 @@ _DATE = re.compile(r"^(?:\d{4}|\d{6}|\d{8})$")
 
 
 @lru_cache(maxsize=65536)
-def zipf(word: str) -> float:
-    """How common `word` is in the major Latin-script languages (Zipf scale, 0 if unknown)."""
+def zipf(word: str, wordlist: str = "small") -> float:
+    """How common `word` is in the major Latin-script languages (Zipf scale, 0 if unknown).
+    The "small" lists (words from Zipf 3 on, ~25 MB and 0.2 s to load) answer at run time;
+    the catalog's build, kept in a file, reads the "best" ones (down to rare words, ~250 MB)."""
     from wordfreq import zipf_frequency
 
-    return max(zipf_frequency(word, lang) for lang in _LANGUAGES)
+    return max(zipf_frequency(word, lang, wordlist=wordlist) for lang in _LANGUAGES)
 
 
 @lru_cache(maxsize=4096)
 def english_zipf(word: str) -> float:
     from wordfreq import zipf_frequency
 
-    return zipf_frequency(word, "en")
+    return zipf_frequency(word, "en", wordlist="small")
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ def _classify(name: str, known: dict[str, str], out: dict[str, set]) -> None:
         return
     if letters in known:
         return  # a curated name: tasks/masking.py's own patterns find it
-    common = [zipf(w) for w in key.split("-")]
+    common = [zipf(w, "best") for w in key.split("-")]
     if max(common) < CERTAIN_ZIPF:
         out["certain"].add(key)  # "nemotron", "deepseek", "nousresearch", "zai"
     elif len(common) == 1 and common[0] < HOLD_ZIPF:
@@ -138,7 +140,7 @@ def _build() -> Catalog:
             family, rest = _family_and_rest(name)
             for who in filter(None, (family, org)):
                 _classify(who, known, out)
-            qualifiers.update(w for w in rest[:3] if 2 <= len(w) <= 12 and zipf(w) < 5.5)
+            qualifiers.update(w for w in rest[:3] if 2 <= len(w) <= 12 and zipf(w, "best") < 5.5)
     names = out["certain"] | out["ambiguous"] | set(known)
     qualifiers = {q for q in qualifiers | {q.casefold() for q in curated.QUALIFIERS}} - names
     return Catalog(
@@ -148,7 +150,7 @@ def _build() -> Catalog:
     )
 
 
-def _cache_file() -> Path:
+def cache_file() -> Path:
     """Where the built catalog is kept between processes: named by the data's and the
     rules' versions, so an upgrade of either builds it anew."""
     from importlib.metadata import version
@@ -165,7 +167,7 @@ def _cache_file() -> Path:
 def catalog() -> Catalog:
     """The derived names, built once (a few seconds: the word frequencies) and kept in a
     file for the next process."""
-    path = _cache_file()
+    path = cache_file()
     try:
         return Catalog(**{k: tuple(v) for k, v in json.loads(path.read_text()).items()})
     except (OSError, ValueError, TypeError):

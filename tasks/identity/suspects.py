@@ -136,6 +136,8 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
         seen.add(key)
         if english_zipf(key) >= ORDINARY_ZIPF or not (word[0].isupper() or not key.isalpha()):
             continue
+        if key in near.get(len(key), ()):
+            continue  # a known name (masked or held as such), not one that resembles it
         limit = 1 if len(key) < 8 else 2
         for length in range(len(key) - limit, len(key) + limit + 1):
             if any(n != key and _distance_at_most(key, n, limit) for n in near.get(length, ())):
@@ -152,7 +154,7 @@ def holds(text: str, terms: tuple[str, ...], findings) -> list[Finding]:
     vendor_words = {v.casefold() for v in data.VENDORS if v.isascii()}
     for m in _WORD.finditer(view.text):
         if m.group().casefold() in vendor_words:
-            sentence = self_description._sentence(view.text, m.start(), m.end())
+            sentence = self_description.sentence_around(view.text, m.start(), m.end())
             if _FIRST_PERSON.search(sentence) and self_description.ai_words_near(
                 view.text, m.start(), m.end()
             ):

@@ -53,7 +53,6 @@ def judge_definition_validate(data: dict) -> dict:
     model = contender_validate(
         {**given, "provider": given.get("provider") if provider_ok else "openai"}, "judge", errors
     )
-    # The contenders' reader prefixes its messages with where the contender sits.
     # The contenders' reader prefixes its messages with where the contender sits, and offers
     # the imported provider, which a judge cannot be.
     errors[:] = [e.removeprefix("judge.") for e in errors if not e.startswith("judge.provider")]
@@ -62,6 +61,8 @@ def judge_definition_validate(data: dict) -> dict:
         errors.append(f"provider: one of {', '.join(Judge.Provider.values)}")
     fields.pop("system_prompt", None)
     fields.pop("version_label", None)
+    # A judge is priced by its two rates (price_in/out_per_mtok), not a contender's table.
+    fields.pop("pricing", None)
     fields["samples"] = r.integer(data, "samples", "", default=1, lo=1, hi=MAX_SAMPLES)
     fields["position_swap"] = r.boolean(data, "position_swap", "", default=True)
     fields["instructions"] = r.string(

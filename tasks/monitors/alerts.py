@@ -34,6 +34,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from .definition import RULES, threshold_crossed
+from .judging import judge_note
 from .models import AlertDelivery, MonitorAlert, MonitorRun
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,8 @@ def alert_json(alert: MonitorAlert) -> dict:
         "value": alert.run_value,
         "baseline_run": alert.run.baseline_number,
         "at": alert.created_at.isoformat(),
+        # A monitor grading with a judge let in uncalibrated says so on every alert.
+        **({"note": note} if (note := judge_note(alert.run.monitor)) else {}),
     }
 
 
@@ -134,6 +137,7 @@ def _message(payload: dict) -> str:
     return (
         f"{payload['monitor']} run {payload['run']}, {payload['contender']}: {payload['metric']} "
         f"{payload['baseline']} -> {payload['value']} ({rule} {limit})"
+        + (f" [{payload['note']}]" if payload.get("note") else "")
     )
 
 

@@ -37,6 +37,9 @@ DEFINITION_SCHEMA = {
         "baseline": {"description": "first, previous or a run number"},
         "thresholds": {"type": "array", "items": {"type": "object"}},
         "alerts": {"type": "object"},
+        "judge": {"type": "string", "description": "a judge grading judge.<dimension>"},
+        "calibration": {"type": "string", "description": "the campaign it is calibrated on"},
+        "allow_uncalibrated": {"type": "boolean"},
     },
 }
 
@@ -79,6 +82,7 @@ def run_json(run: MonitorRun) -> dict:
         "metrics": run.metrics,
         "comparison": run.comparison,
         "alerts": (run.comparison or {}).get("alerts", []),
+        "judging": run.judging,
         "error": run.error,
         "created_at": run.created_at,
         "finished_at": run.finished_at,
@@ -113,6 +117,9 @@ UPDATE_SCHEMA = {
         "thresholds": {"type": "array", "items": {"type": "object"}},
         "alerts": {"type": "object"},
         "paused": {"type": "boolean", "description": "true: the schedule starts nothing"},
+        "judge": {"type": "string"},
+        "calibration": {"type": "string"},
+        "allow_uncalibrated": {"type": "boolean"},
     },
 }
 

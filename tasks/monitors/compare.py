@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..models import Campaign
 from .definition import MonitorError
+from .judging import judge_note
 from .metrics import N_BOOT, SEED, compare_tables
 from .models import Monitor, MonitorRun
 from .runs import campaign_tables
@@ -35,7 +36,9 @@ def compare_runs(
     n_boot: int = N_BOOT,
     seed: int = SEED,
 ) -> dict:
-    run_tables = run_tables if run_tables is not None else campaign_tables(run.campaign)
+    judge = run.monitor.judge
+    if run_tables is None:
+        run_tables = campaign_tables(run.campaign, judge=judge)
     # The confidence levels the monitor's thresholds ask for (their intervals are computed).
     levels = tuple(sorted({t["confidence"] for t in run.monitor.thresholds if "confidence" in t}))
     return {
@@ -44,10 +47,30 @@ def compare_runs(
         "run": run.number,
         "testset": str(run.campaign.testset),
         "contenders": compare_tablesets(
-            campaign_tables(base.campaign), run_tables, n_boot=n_boot, seed=seed, levels=levels
+            campaign_tables(base.campaign, judge=judge),
+            run_tables,
+            n_boot=n_boot,
+            seed=seed,
+            levels=levels,
         ),
         "bootstrap": {"rounds": n_boot, "seed": seed, "over": "tasks"},
         "alerts": [],
+        **_judge_fields(run.monitor),
+    }
+
+
+def _judge_fields(monitor: Monitor) -> dict:
+    """The comparison's `judge`: who graded the judge metrics, on which calibration, and the
+    note "judge not calibrated" when the monitor let an uncalibrated judge in."""
+    if not monitor.judge_id:
+        return {}
+    return {
+        "judge": {
+            "name": monitor.judge.name,
+            "calibration": monitor.calibration.slug,
+            "calibrated": not monitor.allow_uncalibrated,
+            "note": judge_note(monitor),
+        }
     }
 
 

@@ -23,6 +23,7 @@ from ..campaigns import (
 from ..definition_reader import DefinitionReader
 from ..models import Contender, Provider, TestSet
 from .cron import schedule_problem
+from .judging import judge_definition
 from .metrics import COUNT_METRICS, is_rate, known_metric
 from .models import Monitor, MonitorRun
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 R = MonitorRun.Status
 MONITOR_KEYS = {
     "slug", "name", "testset", "version", "contenders", "samples_per_task", "schedule",
-    "baseline", "thresholds", "alerts",
+    "baseline", "thresholds", "alerts", "judge", "calibration", "allow_uncalibrated",
 }  # fmt: skip
 RULES = ("max_drop", "max_rise", "max", "on_change")
 
@@ -73,6 +74,7 @@ def monitor_definition_validate(data: dict, *, existing: Monitor | None = None) 
     baseline = _baseline(data.get("baseline", "first"), existing, errors)
     thresholds = _thresholds(data.get("thresholds", []), errors)
     alerts = _alerts(data.get("alerts", {}), errors)
+    judging = judge_definition(data, [t["metric"] for t in thresholds], errors)
     if errors:
         raise DefinitionError(errors)
     return {
@@ -84,6 +86,7 @@ def monitor_definition_validate(data: dict, *, existing: Monitor | None = None) 
             "baseline": str(baseline),
             "thresholds": thresholds,
             "alerts": alerts,
+            **judging,
         },
         "testset": testset,
         "contenders": contenders,
@@ -259,7 +262,7 @@ def monitor_create(*, definition: dict, user=None) -> Monitor:
 
 EDITABLE = {
     "name", "contenders", "samples_per_task", "schedule", "baseline", "thresholds", "alerts",
-    "paused",
+    "paused", "judge", "calibration", "allow_uncalibrated",
 }  # fmt: skip
 
 
@@ -276,6 +279,15 @@ def monitor_definition(monitor: Monitor) -> dict:
         "baseline": int(monitor.baseline) if monitor.baseline.isdigit() else monitor.baseline,
         "thresholds": monitor.thresholds,
         "alerts": monitor.alerts,
+        **(
+            {
+                "judge": monitor.judge.name,
+                "calibration": monitor.calibration.slug,
+                "allow_uncalibrated": monitor.allow_uncalibrated,
+            }
+            if monitor.judge_id
+            else {}
+        ),
     }
 
 
@@ -301,6 +313,10 @@ def monitor_update(*, monitor: Monitor, changes: dict) -> Monitor:
     merged.update({k: v for k, v in changes.items() if k in EDITABLE - {"paused"}})
     if merged.get("schedule") is None:
         merged["schedule"] = ""
+    if "judge" in changes and changes["judge"] is None:
+        # "judge": null stops grading with a judge: its calibration goes with it.
+        for key in ("judge", "calibration", "allow_uncalibrated"):
+            merged.pop(key, None)
     try:
         valid = monitor_definition_validate(merged, existing=monitor)
     except DefinitionError as exc:

@@ -12,9 +12,11 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from .. import review_side
 from ..models import Campaign
 from .alerts import alerts_record
 from .compare import compare_runs
+from .judging import judge_note
 from .metrics import run_metrics
 from .models import MonitorRun
 from .runs import baseline_for, campaign_tables, monitor_run_active
@@ -29,7 +31,10 @@ def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
     run = MonitorRun.objects.select_related("monitor", "campaign").get(pk=run_id)
     if run.status != R.GENERATING or monitor_run_active(run):
         return None
-    tables = campaign_tables(run.campaign)
+    judging = monitor_run_judging(run)
+    if judging is None:
+        return None  # the judge is still at it: the beat tick grades the run once it is done
+    tables = campaign_tables(run.campaign, judge=run.monitor.judge)
     metrics = {name: run_metrics(table) for name, table in tables.items()}
     baseline = baseline_for(run)
     comparison = compare_runs(baseline, run, run_tables=tables) if baseline else None
@@ -39,6 +44,7 @@ def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
             metrics=metrics,
             comparison=comparison,
             baseline_number=baseline.number if baseline else None,
+            judging=judging,
             finished_at=timezone.now(),
         ):
             return None
@@ -49,6 +55,27 @@ def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
             MonitorRun.objects.filter(pk=run.pk).update(comparison=comparison)
             run.comparison = comparison
     return run
+
+
+def monitor_run_judging(run: MonitorRun) -> dict | None:
+    """A judged monitor's run: judge its outputs (queued once), then what judging cost; None
+    while judgements are still to come. {} for a monitor without a judge."""
+    monitor = run.monitor
+    if not monitor.judge_id:
+        return {}
+    progress = review_side.judge_outputs(judge=monitor.judge, campaign=run.campaign)
+    if not progress["finished"]:
+        return None
+    return {
+        "judge": monitor.judge.name,
+        "calibration": monitor.calibration.slug,
+        "judgements": progress["done"],
+        "failed": progress["failed"],
+        "input_tokens": progress["input_tokens"],
+        "output_tokens": progress["output_tokens"],
+        "cost": progress["cost"],
+        "note": judge_note(monitor),
+    }
 
 
 def monitor_runs_finish_due() -> int:

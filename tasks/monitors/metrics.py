@@ -71,8 +71,18 @@ COUNT_METRICS = {"regressed_tasks", "improved_tasks"}
 PASS_METRICS = {"check_pass_rate", "pass_at_1", "pass_at_k", "pass_hat_k", "tool_call_accuracy"}
 
 
+# A judge's mean score on a rubric dimension (`judge.tone`), or its preference for the run's
+# output over the baseline's: points on the rubric's scale and a share, both moving in
+# absolute terms. The dimension's name is the rubric's key.
+JUDGE_METRIC = re.compile(r"^judge\.[A-Za-z0-9_-]{1,100}$")
+
+
 def is_rate(metric: str) -> bool:
-    return metric in RATE_METRICS or metric.startswith("check_pass_rate.")
+    return (
+        metric in RATE_METRICS
+        or metric.startswith("check_pass_rate.")
+        or metric.startswith("judge.")
+    )
 
 
 def known_metric(metric: str) -> bool:
@@ -82,6 +92,7 @@ def known_metric(metric: str) -> bool:
         or metric in COUNT_METRICS
         or metric == "served_model"
         or (metric.startswith("check_pass_rate.") and metric.split(".", 1)[1] in CHECK_KINDS)
+        or bool(JUDGE_METRIC.match(metric))
     )
 
 
@@ -107,6 +118,21 @@ class RunTable:
     failed_checks: dict[str, list[str]] = field(default_factory=dict)
     served: Counter = field(default_factory=Counter)
     fingerprints: Counter = field(default_factory=Counter)
+    judge: dict[str, np.ndarray] = field(default_factory=dict)  # dimension -> judge's scores
+
+
+def judge_scores_add(table: RunTable, rows: list[dict]) -> RunTable:
+    """Put a judge's scores of the run's outputs into the table: rows {task, sample,
+    dimension, value} (one per output and dimension), an array per dimension with NaN where
+    an output was not judged (a failed call, a failed judgement)."""
+    index = {t: i for i, t in enumerate(table.tasks)}
+    for row in rows:
+        i, j = index.get(row["task"]), row["sample"]
+        if i is None or j >= table.samples:
+            continue
+        shape = (len(table.tasks), table.samples)
+        table.judge.setdefault(row["dimension"], np.full(shape, np.nan))[i, j] = row["value"]
+    return table
 
 
 def run_table(rows: list[dict], *, tasks: list[str], samples: int) -> RunTable:
@@ -210,6 +236,8 @@ def _source(table: RunTable, metric: str) -> tuple[np.ndarray | None, str]:
         return table.arrays[name], stat
     if metric.startswith("check_pass_rate."):
         return table.kinds.get(metric.split(".", 1)[1]), "mean"
+    if metric.startswith("judge."):
+        return table.judge.get(metric.split(".", 1)[1]), "mean"
     if metric == "cost_per_task":
         return table.arrays["cost"], "task"
     if metric == "tool_call_accuracy":
@@ -256,6 +284,7 @@ def metric_names(table: RunTable) -> list[str]:
         "tool_call_accuracy",
         *SAMPLE_METRICS.keys() - {"check_pass_rate"},
         "cost_per_task",
+        *(f"judge.{d}" for d in sorted(table.judge)),
     ]
 
 

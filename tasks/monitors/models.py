@@ -23,6 +23,16 @@ class Monitor(models.Model):
     thresholds = models.JSONField(default=list, blank=True)
     # {"webhook": url, "email": [addresses]}
     alerts = models.JSONField(default=dict, blank=True)
+    # Grading with a judge (tasks/monitors/judging.py): the judge, the campaign whose panel it
+    # was calibrated on (its rubric is what the judge scores), and whether an uncalibrated
+    # judge was let in on purpose (then every chart, alert and comparison says so).
+    judge = models.ForeignKey(
+        "tasks.Judge", null=True, blank=True, on_delete=models.PROTECT, related_name="monitors"
+    )
+    calibration = models.ForeignKey(
+        "tasks.Campaign", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    allow_uncalibrated = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -64,6 +74,9 @@ class MonitorRun(models.Model):
     baseline_number = models.PositiveIntegerField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
     comparison = models.JSONField(null=True, blank=True)
+    # With a judge: {"judge", "calibration", "judgements", "failed", "cost", "note"} once its
+    # outputs are judged (what judging this run cost); {} without a judge.
+    judging = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

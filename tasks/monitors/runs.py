@@ -15,10 +15,11 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
+from .. import review_side
 from ..generation import GenerationNotSent, generation_enqueue, generation_rows_create
-from ..models import Campaign, Generation
+from ..models import Campaign, Generation, Judge
 from .definition import MonitorError
-from .metrics import run_table
+from .metrics import judge_scores_add, run_table
 from .models import Monitor, MonitorRun
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ def monitor_run_create(*, monitor: Monitor, scheduled_for, baseline) -> MonitorR
         overlap=1,
         hold_identity_leaks=False,
         created_by=monitor.created_by,
+        **_judged_with(monitor),
     )
     campaign.contenders.set(monitor.contenders.all())
     generation_rows_create(campaign=campaign)
@@ -81,6 +83,15 @@ def monitor_run_create(*, monitor: Monitor, scheduled_for, baseline) -> MonitorR
         scheduled_for=scheduled_for,
         baseline_number=baseline,
     )
+
+
+def _judged_with(monitor: Monitor) -> dict:
+    """A judged monitor's run campaign carries the calibration campaign's rubric and
+    instructions: the judge scores the run's outputs exactly as it was calibrated."""
+    if not monitor.judge_id:
+        return {}
+    source = monitor.calibration
+    return {"rubric": source.rubric, "instructions": source.instructions, "mode": "rubric"}
 
 
 def monitor_run_active(run: MonitorRun) -> bool:
@@ -137,14 +148,22 @@ def run_rows(campaign_id: int) -> dict[str, list[dict]]:
     return out
 
 
-def campaign_tables(campaign: Campaign) -> dict:
+def campaign_tables(campaign: Campaign, *, judge: Judge | None = None) -> dict:
+    """{contender: RunTable}; with `judge`, its scores of the outputs too (judge.<dimension>)."""
     tasks = list(
         campaign.testset.tasks.order_by("external_id").values_list("external_id", flat=True)
     )
-    return {
+    tables = {
         name: run_table(rows, tasks=tasks, samples=campaign.samples_per_task)
         for name, rows in sorted(run_rows(campaign.pk).items())
     }
+    if judge is not None:
+        scores: dict[str, list[dict]] = {}
+        for row in review_side.judge_output_scores(judge=judge, campaign=campaign):
+            scores.setdefault(row["contender"], []).append(row)
+        for name, table in tables.items():
+            judge_scores_add(table, scores.get(name, []))
+    return tables
 
 
 def baseline_for(run: MonitorRun) -> MonitorRun | None:

@@ -16,6 +16,7 @@ from .. import transcripts
 from ..models import Generation
 from .cron import ScheduleError, fire_times
 from .format import metric_value
+from .judging import judge_note
 from .metrics import is_rate
 from .models import Monitor, MonitorAlert, MonitorRun
 
@@ -113,8 +114,12 @@ def trend_charts(*, monitor: Monitor) -> list[dict]:
     if not runs:
         return []
     names = sorted({name for r in runs for name in r.metrics})
+    judged = sorted(
+        {m for r in runs for v in r.metrics.values() for m in v if m.startswith("judge.")}
+    )
+    note = judge_note(monitor)
     charts = []
-    for metric in CHART_METRICS:
+    for metric in (*CHART_METRICS, *judged):
         series = []
         for c, name in enumerate(names):
             points = []
@@ -129,7 +134,8 @@ def trend_charts(*, monitor: Monitor) -> list[dict]:
                     band = _wilson(value, n)
                 points.append((r.number, value, band))
             series.append({"name": name, "colour": COLOURS[c % len(COLOURS)], "points": points})
-        charts.append({"metric": metric, **_layout(series, [r.number for r in runs], metric)})
+        layout = _layout(series, [r.number for r in runs], metric)
+        charts.append({"metric": metric, "note": note, **layout})
     return charts
 
 
@@ -327,6 +333,7 @@ def run_page(*, run: MonitorRun) -> dict:
     return {
         "contenders": contenders,
         "alerts": alerts,
+        "judging": run.judging or {},
         "key_metrics": KEY_METRICS,
         "first_metrics": first if not contenders else [],
     }

@@ -22,9 +22,14 @@ def comparison_summary(
             lines.append(f"  {name}: {shown}")
         return "\n".join(lines)
     lines.append(f"{comparison['baseline']} -> {comparison['run']}")
+    judge = comparison.get("judge")
+    if judge:
+        note = f" ({judge['note']})" if judge.get("note") else ""
+        lines.append(f"judge {judge['name']}, calibrated on {judge['calibration']}{note}")
     for name, entry in sorted(comparison["contenders"].items()):
         lines.append(f"  {name}:")
-        for metric in KEY_METRICS:
+        shown = (*KEY_METRICS, *sorted(m for m in entry["metrics"] if m.startswith("judge.")))
+        for metric in shown:
             m = entry["metrics"].get(metric) or {}
             ci = m.get("ci95")
             ci_text = f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else ""

@@ -44,7 +44,8 @@ def build_payload(contender, messages: list[dict], tools: list[dict] | None = No
     if tools:
         payload["tools"] = [{"type": "function", "function": _function(t)} for t in tools]
     # Every param goes through as given (temperature, top_p, max_tokens, seed, stop, ...) so a
-    # run is reproducible wherever the endpoint honours a seed.
+    # run is reproducible wherever the endpoint honours a seed. The seed is already this
+    # sample's own (the contender's seed + the sample index: tasks/sample_seed.py).
     payload.update(contender.params or {})
     payload["stream"] = True
     payload["stream_options"] = {"include_usage": True}

@@ -74,12 +74,30 @@ IDENTITIES = sorted(
 # restrict that identity to whole words here, with the reason: never drop it.
 
 
+# Identities looked for as whole words only, each with the page wording that made it so.
+WHOLE_WORDS = {
+    "4o": "the review page's progress, 'Item 4 of 139', reads '4o' once its spaces are gone",
+}
+
+
 def readable(text: str) -> list[str]:
     """The identities that can be read in `text`. Read as written and lower-cased: skeleton()
     folds a capital look-alike and its small letter apart in some scripts ("Клод" reads
     "kлoд", "клод" reads "клoд"), and the corpus writes its identities in small letters."""
     views = {blinding.skeleton(text), blinding.skeleton(text.casefold())}
-    return [identity for identity in IDENTITIES if any(identity in view for view in views)]
+    words = {
+        " ".join(blinding.skeleton(w) for w in re.split(r"[\W_]+", t))
+        for t in (text, text.casefold())
+    }
+    found = []
+    for identity in IDENTITIES:
+        if identity in WHOLE_WORDS:
+            whole = rf"(?<![^\W_]){re.escape(identity)}(?![^\W_])"
+            if any(re.search(whole, view) for view in words):
+                found.append(identity)
+        elif any(identity in view for view in views):
+            found.append(identity)
+    return found
 
 
 def decoded(value: str) -> str:

@@ -77,7 +77,7 @@ class NamesFromDataTests(SimpleTestCase):
 
     def test_the_derived_names_are_built_once_and_kept_in_a_file(self):
         built = catalog_module.catalog()
-        path = catalog_module._cache_file()
+        path = catalog_module.cache_file()
         assert path.exists()
         kept = catalog_module.Catalog(
             **{k: tuple(v) for k, v in json.loads(path.read_text()).items()}

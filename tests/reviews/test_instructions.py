@@ -3,11 +3,13 @@ shown to reviewers and arbiters (pages and API), masked where they would name a 
 
 import json
 
+import pytest
 from django.test import TestCase
 
 from evalsite.models import ApiToken
 from reviews.arbitration import arbitration_claim_next
 from tasks.campaigns import DefinitionError, campaign_create
+from tasks.models import Campaign
 from tests.factories import CampaignFactory, ContenderFactory, campaign_ready, personas
 from tests.reviews.test_arbitration import disputed_item
 from tests.tasks.test_campaigns import make_testset
@@ -34,31 +36,31 @@ class DefinitionTests(TestCase):
     def setUpTestData(cls):
         make_testset()
 
-    def test_a_definition_carries_instructions_and_warns_when_they_name_a_contender(self):
-        campaign, warnings = campaign_create(definition=definition(instructions=TEXT))
-        assert campaign.instructions == TEXT
-        # The warning names the word, for the admin who wrote it.
+    def test_a_definition_carries_instructions_and_refuses_them_when_they_name_a_contender(self):
+        # Reviewers read the instructions: naming a contender there is refused, with the word
+        # for the admin who wrote it, and nothing is created.
+        with pytest.raises(DefinitionError) as refused:
+            campaign_create(definition=definition(instructions=TEXT))
         assert any(
-            w.startswith(
-                f"instructions: 1 word names a model, a vendor or a redacted term (“{SECRET}”)"
-            )
-            for w in warnings
-        ), warnings
+            e.startswith(f"instructions: names a model, a vendor or a redacted term (“{SECRET}”)")
+            for e in refused.value.errors
+        ), refused.value.errors
+        assert not Campaign.objects.exists()
         campaign, warnings = campaign_create(
             definition=definition(slug="plain", instructions="Be strict.")
         )
+        assert campaign.instructions == "Be strict."
         assert not any("instructions" in w for w in warnings)
 
-    def test_it_warns_when_the_name_or_rubric_names_a_model(self):
+    def test_it_refuses_a_name_or_rubric_that_names_a_model(self):
         rubric = [{"key": "accuracy", "label": "Better than GPT?", "min": 1, "max": 5}]
-        _, warnings = campaign_create(
-            definition=definition(name=f"{SECRET} bake-off", rubric=rubric, mode="both")
-        )
-        # The name is shown as written; the rubric's label is masked (tests/tasks/
-        # test_campaign_blinding.py has the rest: slugs refused, keys, categories).
-        fields = sorted(w.split(":")[0] for w in warnings if "reviewers see it as written" in w)
-        assert fields == ["name"]
-        assert any(w.startswith("rubric: 1 word names") for w in warnings), warnings
+        with pytest.raises(DefinitionError) as refused:
+            campaign_create(
+                definition=definition(name=f"{SECRET} bake-off", rubric=rubric, mode="both")
+            )
+        # tests/tasks/test_campaign_refusals.py has the rest: keys, anchors, categories.
+        fields = sorted(e.split(":")[0] for e in refused.value.errors)
+        assert fields == ["name", "rubric[0].label"], refused.value.errors
 
     def test_it_refuses_instructions_that_are_not_text_or_too_long(self):
         for value, message in ((["a"], "must be a string"), ("x" * 20_001, "longer than")):

@@ -141,3 +141,45 @@ def test_a_lead_comments_on_an_item_and_its_arbiter_answers(browser_page, width)
     page.screenshot(path=str(ARTIFACTS / f"item-comments-arbiter-{width}.png"), full_page=True)
     assert Campaign.objects.get(pk=campaign.pk).items.get(pk=item.pk).comments.count() == 2
     assert page.js_errors == []
+
+
+class DisputesBulkTests(TestCase):
+    """The disputes list takes a bulk action: the ticked disputes in progress go back to the
+    queue under new tokens."""
+
+    @classmethod
+    def setUpTestData(cls):
+        from reviews.arbitration import arbitration_claim_next
+        from tests.factories import CampaignFactory
+        from tests.reviews.test_arbitration import disputed_item
+
+        cls.users = personas()
+        cls.campaign = CampaignFactory(slug="bulk")
+        cls.held = disputed_item(cls.campaign, cls.users["reviewer_a"], cls.users["reviewer_b"])
+        cls.other = disputed_item(cls.campaign, cls.users["reviewer_a"], cls.users["reviewer_b"])
+        cls.arbitration = arbitration_claim_next(
+            campaign=cls.campaign, arbiter=cls.users["arbiter"]
+        )
+
+    def test_a_lead_hands_a_held_dispute_back_to_the_queue(self):
+        from reviews.models import Arbitration
+
+        held = self.arbitration
+        old_token = held.token
+        self.client.force_login(self.users["lead"])
+        html = self.client.get("/campaigns/bulk/disputes/").content.decode()
+        assert f'name="ids" value="{held.item_id}" form="bulk-requeue"' in html
+        response = self.client.post("/campaigns/bulk/disputes/requeue", {"ids": [held.item_id]})
+        assert response.status_code == 302
+        held.refresh_from_db()
+        assert held.state == Arbitration.State.OPEN and held.arbiter is None
+        assert held.token != old_token
+        # The arbiter's old page has nothing left to save.
+        self.client.force_login(self.users["arbiter"])
+        assert self.client.get(f"/arbitration/t/{old_token}/").status_code == 404
+
+    def test_reviewers_and_arbiters_may_not(self):
+        for persona in ("reviewer_a", "arbiter"):
+            self.client.force_login(self.users[persona])
+            url = "/campaigns/bulk/disputes/requeue"
+            assert self.client.post(url, {"ids": [self.arbitration.item_id]}).status_code == 403

@@ -178,6 +178,17 @@ class ImportTests(TestCase):
     def setUpTestData(cls):
         cls.campaign = make_campaign()
 
+    def test_a_judge_settled_record_is_left_out_and_a_human_one_imported(self):
+        # An export of a campaign under a review policy ends with the judge's settlements:
+        # they are the judge's answers, not reviews, and an import leaves them out.
+        data = jsonl(
+            rec(source="human"),
+            rec(task="T-2", judge="policy-judge", source="judge", submitted_at=None),
+        )
+        summary = reviews_import(campaign=self.campaign, data=data, fmt="jsonl")
+        assert summary.reviews_created == 1 and summary.items_created == 1
+        assert not get_user_model().objects.filter(username="policy-judge").exists()
+
     def test_it_imports_items_reviews_and_judges(self):
         summary = reviews_import(campaign=self.campaign, data=jsonl(*sample_records()), fmt="jsonl")
         assert summary.reviews_created == 8 and summary.items_created == 4
@@ -459,6 +470,13 @@ class BadInputTests(TestCase):
     def test_it_rejects_duplicate_keys(self):
         line = json.dumps(rec())[:-1] + ', "judge": "other"}'
         self.assert_rejected(line.encode(), "duplicate key 'judge'", "jsonl")
+
+    def test_it_rejects_an_unknown_source(self):
+        self.assert_rejected(
+            jsonl(rec(), rec(task="T-2", source="robot")),
+            "line 2, field source: must be one of human, judge",
+            "jsonl",
+        )
 
     def test_it_rejects_an_unknown_task_id(self):
         self.assert_rejected(

@@ -228,8 +228,9 @@ class ReportTests(TestCase):
 
     def test_it_reads_the_database_in_a_few_bulk_queries(self):
         # contenders, tasks, generations, items, outputs, reviews, scores, served models, the
-        # judges that judged it (none here): no per-row queries
-        with self.assertNumQueries(9):
+        # judges that judged it (none here), the held outputs and the identity reports (the
+        # blinding key; no probe here): no per-row queries
+        with self.assertNumQueries(11):
             campaign_report(campaign=self.campaign, n_boot=10)
 
     def test_it_is_byte_identical_twice(self):

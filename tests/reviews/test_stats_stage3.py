@@ -380,3 +380,23 @@ def test_slices_break_pass_rates_down_by_a_metadata_key():
     assert position["start"]["model-0"]["pass_at_1"]["mean"] == 1.0
     assert position["middle"]["model-1"]["pass_at_1"]["mean"] == 1.0
     assert position["middle"]["model-0"]["n_tasks"] == 9
+
+
+def test_flaky_tasks_follow_the_checks_when_people_scored_one_sample():
+    from reviews.report import CampaignFrames, build_report
+
+    # nobody reviewed yet; 12 tasks x 3 samples; model-0's second sample fails the checks on
+    # the first two tasks, model-1 passes everything
+    frames, meta = bench_frames(tasks=12, contenders=2, samples=3, reviewers=2)
+    frames["items"] = frames["items"].assign(state="open", final=None)
+    gens = frames["generations"].assign(status="done")
+    ids = sorted(frames["tasks"]["id"])[:2]
+    failing = (gens["contender"] == 1) & (gens["sample"] == 1) & gens["task"].isin(ids)
+    gens["checks_passed"] = ~failing
+    gens["check_results"] = [{"regex": {"passed": bool(ok)}} for ok in ~failing]
+    frames["generations"] = gens
+    report = build_report(CampaignFrames(**frames), meta, n_boot=50, seed=1)
+    external = dict(zip(frames["tasks"]["id"], frames["tasks"]["external_id"], strict=True))
+    assert report["flaky_tasks"]["model-0"] == sorted(external[t] for t in ids)
+    assert report["flaky_tasks"]["model-1"] == []
+    assert report["stability"]["model-0"]["source"] == "checks"

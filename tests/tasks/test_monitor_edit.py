@@ -369,7 +369,7 @@ class PageActionTests(TestCase):
         self.client.force_login(self.users["admin"])
         url = reverse("monitor_schedule_preview")
         ok = self.client.get(url, {"schedule": "0 0 * * *"}).content.decode()
-        assert ok.count("00:00") == 3 and 'data-testid="fire-times"' in ok
+        assert ok.count("00:00 UTC</time>") == 3 and 'data-testid="fire-times"' in ok
         assert "never fires" in self.client.get(url, {"schedule": NEVER}).content.decode()
         self.client.force_login(self.users["lead"])
         assert self.client.get(url, {"schedule": "0 0 * * *"}).status_code == 403

@@ -41,8 +41,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({"monitor": monitor.slug, "run": run.number}))
             return
         self._wait(run, options)
-        # The worker's finish job may not have run yet: grading is idempotent.
-        monitor_run_finish(run_id=run.pk)
+        self._grade(run, options)
         run = MonitorRun.objects.select_related("monitor").get(pk=run.pk)
         if run.status != MonitorRun.Status.DONE:
             raise CommandError(f"{monitor.slug}#{run.number}: {run.status} {run.error}")
@@ -59,6 +58,19 @@ class Command(BaseCommand):
         if comparison["alerts"]:
             sys.exit(CROSSED)
         return
+
+    def _grade(self, run: MonitorRun, options: dict) -> None:
+        """Grade the run (the worker's finish job may not have run yet: grading is
+        idempotent); a monitor with a judge waits for its judgements first."""
+        started = time.monotonic()
+        while monitor_run_finish(run_id=run.pk) is None and (
+            MonitorRun.objects.filter(pk=run.pk, status=MonitorRun.Status.GENERATING).exists()
+        ):
+            if options["timeout"] and time.monotonic() - started > options["timeout"]:
+                raise CommandError(
+                    f"{run.monitor.slug}#{run.number} still judged after the timeout"
+                )
+            time.sleep(options["interval"])
 
     def _wait(self, run: MonitorRun, options: dict) -> None:
         """Progress on stderr: rewritten in place on a terminal; elsewhere (a CI log, a pipe)

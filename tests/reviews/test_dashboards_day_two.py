@@ -1,5 +1,5 @@
-"""The dashboards' report is computed ahead (the worker's warm-up job) and per state: a
-correction is a new state."""
+"""Dashboards on a first look: the report computed ahead and per state (a correction is a new
+state), long tables folded after the summaries, and charts that draw what their captions say."""
 
 import pytest
 
@@ -89,3 +89,15 @@ def test_the_turn_chart_draws_the_interval_its_caption_promises():
     chart = turn_chart(conversation(None))
     assert chart.lines[0]["whiskers"] == []
     assert chart.title == "Mean score per turn (no 95% interval: too few test cases)"
+
+
+def test_the_cost_chart_labels_its_quarter_ticks_as_they_are():
+    from reviews.dashboard_extras import pareto_chart
+
+    rows = [
+        {"contender": "a", "quality": 0.5, "cost_per_task": 0.01, "pareto": True},
+        {"contender": "b", "quality": 0.7, "cost_per_task": 0.02, "pareto": True},
+    ]
+    labels = [t["label"] for t in pareto_chart({"leaderboard": rows}).y_ticks]
+    # Python's "{:.1f}" rounds 0.25 and 0.75 to even: the ticks read 0.2 and 0.8.
+    assert labels == ["0.00", "0.25", "0.50", "0.75", "1.00"]
