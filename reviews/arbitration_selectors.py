@@ -15,24 +15,17 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite.roles import ARBITER
-from tasks import blinding
 from tasks.blinding import labels
-from tasks.campaign_blinding import (
-    campaign_identity_terms,
-    instructions_shown,
-    reasoning_shown,
-    text_shown,
-    words_shown,
-)
+from tasks.campaign_blinding import instructions_shown, words_shown
 from tasks.identity_hold import masks_applied
-from tasks.images.parts import content_text
 from tasks.models import Campaign
 
 from . import transcript_shown
 from .disputes import disputed_cells
 from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from .rubric import Rubric, label_map
-from .selectors import conversation_shown, task_json
+from .rubric import Dimension, Rubric, label_map
+from .screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from .selectors import task_json
 from .services import campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
@@ -57,9 +50,10 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     campaign = item.campaign
     labels = label_map(arbitration.order)  # {"A": "<output id>"}
     label_of = {pk: label for label, pk in labels.items()}
-    terms = campaign_identity_terms(campaign)
+    viewer = Viewer.of(campaign)
+    terms = viewer.terms
     wants_scores, wants_preference = campaign_wants(campaign)
-    candidates, turns = _candidates_shown(item=item, labels=labels, terms=terms)
+    candidates, turns = candidates_shown(_outputs_read(item, labels), item.task.turns, viewer)
     reviews = item.reviews.prefetch_related("scores").order_by("submitted_at", "pk")
     reviewer_rows = [
         _reviewer_row(n=n, review=review, labels=labels, label_of=label_of, terms=terms)
@@ -69,24 +63,25 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     final = item.final or {}
     agreed = _agreed(final=final, labels=labels, label_of=label_of)
     agreed_scores, agreed_preference = agreed["scores"], agreed["preference"] or ""
-    rubric, grid = [], []
-    for dim in Rubric.for_item(item):  # with a conversation's per-turn scores (score_turns)
-        rubric.append(_rubric_entry(dim=dim, terms=terms))
-        grid.append(
-            _grid_row(
-                dim=dim,
-                label=rubric[-1]["label"],
-                labels=labels,
-                reviewer_rows=reviewer_rows,
-                agreed_scores=agreed_scores,
-                cells=cells,
-            )
+    dims = list(Rubric.for_item(item))  # with a conversation's per-turn scores (score_turns)
+    shown = rubric_shown(dims, viewer)
+    rubric = [_rubric_entry(dim, row) for dim, row in zip(dims, shown, strict=True)]
+    grid = [
+        _grid_row(
+            dim=dim,
+            label=entry["label"],
+            labels=labels,
+            reviewer_rows=reviewer_rows,
+            agreed_scores=agreed_scores,
+            cells=cells,
         )
+        for dim, entry in zip(dims, rubric, strict=True)
+    ]
     return {
         "token": arbitration.token,
         "lease_expires_at": arbitration.lease_expires_at,
         "campaign": {"name": campaign.name, "slug": campaign.slug},
-        "task": _task_shown(task=item.task, campaign=campaign, terms=terms),
+        "task": _task_entry(task_shown(item.task, viewer)),
         "labels": list(labels),
         "candidates": candidates,
         "conversation_turns": turns,  # None: each output whole, its steps above its answer
@@ -120,10 +115,9 @@ def _agreed(*, final: dict, labels: dict, label_of: dict) -> dict:
     }
 
 
-def _candidates_shown(
-    *, item: ReviewItem, labels: dict[str, str], terms
-) -> tuple[list, list | None]:
-    """The outputs in the arbiter's label order, masked, with their transcripts attached."""
+def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
+    """The item's outputs in the arbiter's label order, with an admin's hand masks applied
+    (tasks/identity_hold.py): what the screen then masks (reviews/screen.py)."""
     shown = item.outputs.values_list(
         "pk",
         "generation__output",
@@ -131,42 +125,25 @@ def _candidates_shown(
         "generation__transcript",
         "generation__reasoning",
     )
-    texts, transcripts, reasonings = {}, {}, {}
-    for pk, text, masks, transcript, reasoning in shown:
-        # An admin's hand masks first (tasks/identity_hold.py), then the automatic masking.
-        texts[pk], transcripts[pk] = masks_applied(text, masks), transcript
-        reasonings[pk] = reasoning
-    candidates = []
+    read = {pk: (masks_applied(text, masks), t, r) for pk, text, masks, t, r in shown}
+    outputs = []
     for label, pk in labels.items():
-        text, html, _ = blinding.render_output(texts.get(int(pk)) or "", terms)
-        candidate = {"label": label, "text": text, "html": html}
-        if item.campaign.show_reasoning:
-            candidate["reasoning"] = reasoning_shown(reasonings.get(int(pk)) or "", terms)
-        candidates.append(candidate)
-    # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
-    turns = transcript_shown.attach(
-        candidates=candidates,
-        transcripts=[transcripts.get(int(pk)) for pk in labels.values()],
-        task_turns=item.task.turns,
-        terms=terms,
-        reasoning=item.campaign.show_reasoning,
-    )
-    return candidates, turns
+        text, transcript, reasoning = read.get(int(pk), ("", None, None))
+        outputs.append(OutputRead(label, text or "", reasoning, transcript))
+    return outputs
 
 
-def _task_shown(*, task, campaign: Campaign, terms) -> dict:
-    """The task as the arbiter sees it: masked category, conversation, reference and turns."""
-    reference = reference_html = ""
-    if campaign.show_reference and task.reference:
-        shown = text_shown(task.reference, terms)
-        reference, reference_html = shown["text"], shown["html"]
+def _task_entry(shown: dict) -> dict:
+    """The task as reviews/screen.py shows it, its reference as the arbitration page reads it:
+    `reference` (text) and `reference_html`, both "" where there is none."""
+    reference = shown["reference"] or {"text": "", "html": ""}
     return {
-        "category": words_shown(task.category, terms),
-        "multi_turn": bool(task.messages or task.turns),
-        "conversation": conversation_shown(task, terms),
-        "reference": reference,
-        "reference_html": reference_html,
-        "turns": [words_shown(content_text(t), terms) for t in task.turns or []],
+        "category": shown["category"],
+        "multi_turn": shown["multi_turn"],
+        "conversation": shown["conversation"],
+        "reference": reference["text"],
+        "reference_html": reference["html"],
+        "turns": shown["turns"],
     }
 
 
@@ -199,20 +176,13 @@ def _reviewer_row(*, n: int, review: Review, labels: dict, label_of: dict, terms
     }
 
 
-def _rubric_entry(*, dim, terms) -> dict:
-    """One rubric dimension, masked as on the review page."""
-    # The label, description and anchors are text of the campaign's author, shown in the
-    # page, its attributes (title=) and the API.
-    anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
+def _rubric_entry(dim: Dimension, shown: dict) -> dict:
+    """One rubric dimension as the arbitration page and API read it, masked as on the review
+    page (`shown`, from reviews/screen.py): anchors as a list, and the dimension's max_gap."""
     return {
-        "key": dim.key,
-        "label": words_shown(dim.label, terms),
-        "description": words_shown(dim.description, terms),
-        "min": dim.min,
-        "max": dim.max,
-        "allow_na": dim.allow_na,
+        **{k: shown[k] for k in ("key", "label", "description", "min", "max", "allow_na")},
         "max_gap": dim.max_gap,
-        "anchors": [{"value": v, "text": anchors.get(str(v), "")} for v in dim.points],
+        "anchors": [{"value": p["value"], "text": p["anchor"]} for p in shown["points"]],
     }
 
 

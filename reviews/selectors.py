@@ -18,20 +18,14 @@ from django.db.models.functions import Now
 
 from evalsite.roles import REVIEWER
 from tasks import blinding
-from tasks.campaign_blinding import (
-    campaign_identity_terms,
-    instructions_shown,
-    reasoning_shown,
-    text_shown,
-    words_shown,
-)
+from tasks.campaign_blinding import instructions_shown
 from tasks.identity_hold import output_shown
-from tasks.images.parts import content_text
 from tasks.models import Campaign, Generation, Task
 
 from . import sql, transcript_shown
 from .models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
 from .rubric import Rubric
+from .screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
 from .services import (
     BLOCKING,
     REVIEWABLE,
@@ -133,39 +127,6 @@ def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> Re
     )
 
 
-def _rubric(campaign: Campaign, terms: tuple[str, ...], task: Task) -> list[dict]:
-    """The rubric as reviewers read it: label, description and anchors masked (they end up in
-    the page's text and in attributes: title=, aria-label=). The key is an identifier (form
-    field names, the API): shown as written, so the campaign's definition warns about it.
-    A conversation's per-turn scores (score_turns) come first, turn by turn, as it is read."""
-    rubric = Rubric.for_task(campaign, task)
-    rows = []
-    for dim in (*rubric.turn_dimensions, *rubric.final):
-        anchors = {k: words_shown(v, terms) for k, v in dim.anchors.items()}
-        rows.append(
-            {
-                "key": dim.key,
-                "label": words_shown(dim.label, terms),
-                "description": words_shown(dim.description, terms),
-                "min": dim.min,
-                "max": dim.max,
-                "allow_na": dim.allow_na,
-                "anchors": anchors,
-                "points": [{"value": v, "anchor": anchors.get(str(v), "")} for v in dim.points],
-                "turn": dim.turn,
-            }
-        )
-    return rows
-
-
-def conversation_shown(task: Task, terms: tuple[str, ...], *, html: bool = True) -> list[dict]:
-    """The task's messages (or its prompt as one), masked; tool calls in them with the tool
-    messages that answered them, as generated steps are (reviews/transcript_shown.py). With
-    scripted user turns, only the context before them (the turns go with the replies)."""
-    reader = transcript_shown.Reader(terms, html=html)
-    return transcript_shown.history_shown(transcript_shown.task_messages(task), reader)
-
-
 def review_screen(
     *,
     assignment: Assignment,
@@ -184,75 +145,41 @@ def review_screen(
     if task is None or generations is None:
         # The API claim's answer: the item's task and outputs in one query.
         task, generations = sql.item_outputs(assignment.item_id)
-    terms = campaign_identity_terms(campaign)
+    viewer = Viewer.of(campaign, html=html)
     labels = blinding.labels(len(assignment.order))
-    candidates = _candidates_shown(assignment, generations, labels, terms, html=html)
-    if campaign.show_reasoning:
-        for candidate, output_id in zip(candidates, assignment.order, strict=True):
-            candidate["reasoning"] = reasoning_shown(
-                generations[output_id].reasoning, terms, html=html
-            )
-    # Each output's transcript (tool calls, turns), masked; a conversation turn by turn.
-    turns = transcript_shown.attach(
-        candidates=candidates,
-        transcripts=[generations[o].transcript for o in assignment.order],
-        task_turns=task.turns,
-        terms=terms,
-        html=html,
-        reasoning=campaign.show_reasoning,
-    )
-    task_shown = _task_shown(task, campaign, terms, html=html)
+    outputs = [
+        OutputRead(
+            label=label,
+            # An admin's hand masks first (tasks/identity_hold.py), then the screen's masking.
+            text=output_shown(generations[output_id]),
+            reasoning=generations[output_id].reasoning,
+            transcript=generations[output_id].transcript,
+        )
+        for label, output_id in zip(labels, assignment.order, strict=True)
+    ]
+    # Each output masked under its label, with its transcript (tool calls, turns) and its
+    # reasoning where shown; a conversation turn by turn.
+    candidates, turns = candidates_shown(outputs, task.turns, viewer)
+    rubric = Rubric.for_task(campaign, task)
     wants_scores, wants_preference = campaign_wants(campaign)
     return {
         "token": assignment.token,
         "state": assignment.state,
         "lease_expires_at": assignment.lease_expires_at,
         "campaign": {"slug": campaign.slug, "name": campaign.name, "mode": campaign.mode},
-        "task": task_shown,
+        "task": task_shown(task, viewer),
         "candidates": candidates,
         "conversation_turns": turns,  # None: each output whole, its steps above its answer
-        "instructions": instructions_shown(campaign, terms, html=html),
-        "rubric": _rubric(campaign, terms, task) if wants_scores else [],
+        "instructions": instructions_shown(campaign, viewer.terms, html=html),
+        # A conversation's per-turn scores (score_turns) first, turn by turn, as it is read.
+        "rubric": rubric_shown((*rubric.turn_dimensions, *rubric.final), viewer)
+        if wants_scores
+        else [],
         "wants_scores": wants_scores,
         "wants_preference": wants_preference,
         "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
         "flag_choices": list(FLAGS),
         "skip_reasons": SKIP_REASONS,
-    }
-
-
-def _candidates_shown(
-    assignment: Assignment, generations: dict, labels: list[str], terms, *, html: bool
-) -> list[dict]:
-    """The outputs in the assignment's order, under their labels, masked: {label, text, html}."""
-    candidates = []
-    for label, output_id in zip(labels, assignment.order, strict=True):
-        generation = generations[output_id]
-        # The API sends text only: mask, but skip the Markdown rendering. (Flagging for
-        # admins happens when the output is stored: tasks/identity_hold.py.)
-        # An admin's hand masks first (tasks/identity_hold.py), then the automatic masking.
-        output = output_shown(generation)
-        if html:
-            text, rendered, _ = blinding.render_output(output, terms)
-        else:
-            text, rendered = blinding.mask_identity(output, terms).text, None
-        candidates.append({"label": label, "text": text, "html": rendered})
-    return candidates
-
-
-def _task_shown(task: Task, campaign: Campaign, terms, *, html: bool) -> dict:
-    """The task as the reviewer sees it: category, conversation, reference (where the
-    campaign shows it) and turns, masked."""
-    conversation = conversation_shown(task, terms, html=html)
-    reference = None
-    if campaign.show_reference and task.reference:
-        reference = text_shown(task.reference, terms, html=html)
-    return {
-        "category": words_shown(task.category, terms),
-        "multi_turn": bool(task.messages or task.turns),
-        "conversation": conversation,
-        "reference": reference,
-        "turns": [words_shown(content_text(t), terms) for t in task.turns or []],
     }
 
 

@@ -25,7 +25,7 @@ from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
 from tasks import blinding
 from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
-from tasks.models import Campaign, Task
+from tasks.models import Campaign
 from tasks.rosters import roster_exclude, roster_include
 
 from . import history_selectors, selectors, services
@@ -34,6 +34,7 @@ from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit
 from .identity_reports.services import REPORTED, NothingToReport, reviewer_report
 from .models import FLAGS, Assignment, ReviewItem
 from .rubric import Rubric
+from .screen import Viewer, rubric_shown
 
 REVIEW_TEMPLATE = "reviews/review.html"
 ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"
@@ -55,7 +56,7 @@ def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: 
     screen = {
         # The review page's reading of a campaign's rubric (labels, anchors masked), for a
         # task of one reply (no per-turn questions).
-        "rubric": selectors._rubric(campaign, terms, Task(turns=[])) if wants_scores else [],
+        "rubric": rubric_shown(Rubric.of(campaign), Viewer(terms)) if wants_scores else [],
         "candidates": [{"label": label} for label in labels],
         "preference_choices": [*labels, "tie", "both_bad"] if wants_preference else [],
         "flag_choices": list(FLAGS),
