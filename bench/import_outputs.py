@@ -100,7 +100,7 @@ def records_bytes(n: int, judges: list[str]) -> bytes:
                     {
                         "task_id": f"T-{i:05d}",
                         "candidates": ["A", "B"],
-                        "models": {"A": "byod-x", "B": "byod-y"},
+                        "models": {"A": "upload-one", "B": "upload-two"},
                         "scores": {
                             "A": {"accuracy": rng.randint(1, 5)},
                             "B": {"accuracy": rng.randint(1, 5)},
@@ -145,13 +145,13 @@ def main() -> None:
         "samples_per_task": 1,
         "rubric": [{"key": "accuracy", "label": "Accuracy", "min": 1, "max": 5}],
         "contenders": [
-            {"name": "byod-x", "provider": "imported"},
-            {"name": "byod-y", "provider": "imported"},
+            {"name": "upload-one", "provider": "imported"},
+            {"name": "upload-two", "provider": "imported"},
         ],
     }
     (campaign, _), _ = timed("create the campaign", lambda: campaign_create(definition=definition))
     total = 0.0
-    for contender, seed in (("byod-x", 1), ("byod-y", 2)):
+    for contender, seed in (("upload-one", 1), ("upload-two", 2)):
         data = outputs_bytes(n, seed)
         _, seconds = timed(
             f"import {n} outputs of {contender}",
