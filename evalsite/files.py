@@ -1,9 +1,13 @@
-"""Files an export command writes."""
+"""Files the management commands read (definitions) and write (exports)."""
 
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from evalsite.text import counted
 
 
 def write_whole(path: Path, chunks: Iterable[str]) -> None:
@@ -26,3 +30,23 @@ def write_whole(path: Path, chunks: Iterable[str]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def definition_text(path: Path) -> str:
+    """A definition file's text (UTF-8, a BOM allowed), or the CommandError that says why it
+    cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except OSError as exc:  # missing, a directory, no permission, ...
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"cannot read {path}: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+def definition_problems(path: Path, errors: list[str]) -> CommandError:
+    """Every problem of a definition file, one per line, as the command's error."""
+    return CommandError(
+        f"{path}: {counted(len(errors), 'problem')}:\n" + "\n".join(f"  {e}" for e in errors)
+    )

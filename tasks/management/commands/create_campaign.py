@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from evalsite.text import counted
+from evalsite.files import definition_problems, definition_text
 from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
 
 
@@ -14,22 +14,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path = Path(options["file"])
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except OSError as exc:  # missing, a directory, no permission, ...
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise CommandError(
-                f"cannot read {path}: not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
+        text = definition_text(path)
         try:
             definition = campaign_definition_load(text, filename=path.name)
             campaign, warnings = campaign_create(definition=definition)
         except DefinitionError as exc:
-            raise CommandError(
-                f"{path}: {counted(len(exc.errors), 'problem')}:\n"
-                + "\n".join(f"  {e}" for e in exc.errors)
-            ) from None
+            raise definition_problems(path, exc.errors) from None
         for warning in warnings:
             self.stderr.write(f"warning: {warning}")
         contenders = campaign.contenders.count()

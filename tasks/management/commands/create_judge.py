@@ -1,7 +1,8 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
+from evalsite.files import definition_problems, definition_text
 from evalsite.text import counted
 from tasks.campaigns import DefinitionError
 from tasks.judges.definition import judge_create, judge_definition_load
@@ -15,21 +16,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path = Path(options["file"])
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise CommandError(
-                f"cannot read {path}: not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
+        text = definition_text(path)
         try:
             judge = judge_create(definition=judge_definition_load(text, filename=path.name))
         except DefinitionError as exc:
-            raise CommandError(
-                f"{path}: {counted(len(exc.errors), 'problem')}:\n"
-                + "\n".join(f"  {e}" for e in exc.errors)
-            ) from None
+            raise definition_problems(path, exc.errors) from None
         swap = ", and again in reverse order" if judge.position_swap else ""
         self.stdout.write(
             f"Created judge {judge.name} ({judge.provider} {judge.model}): "

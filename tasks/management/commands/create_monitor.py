@@ -1,7 +1,8 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
+from evalsite.files import definition_problems, definition_text
 from evalsite.text import counted
 from tasks.campaigns import DefinitionError
 from tasks.monitors.definition import monitor_create, monitor_definition_load
@@ -15,21 +16,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path = Path(options["file"])
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise CommandError(
-                f"cannot read {path}: not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
+        text = definition_text(path)
         try:
             monitor = monitor_create(definition=monitor_definition_load(text, filename=path.name))
         except DefinitionError as exc:
-            raise CommandError(
-                f"{path}: {counted(len(exc.errors), 'problem')}:\n"
-                + "\n".join(f"  {e}" for e in exc.errors)
-            ) from None
+            raise definition_problems(path, exc.errors) from None
         schedule = f"schedule {monitor.schedule!r} (UTC)" if monitor.schedule else "on demand"
         self.stdout.write(
             f"Created monitor {monitor.slug} on {monitor.testset}: "

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.text import counted
+from evalsite.files import definition_problems
 from tasks.campaigns import DefinitionError
 from tasks.models import Monitor
 from tasks.monitors.definition import monitor_definition, monitor_definition_load, monitor_update
@@ -34,10 +34,7 @@ class Command(BaseCommand):
             changes = monitor_definition_load(text, filename=path.name)
             monitor = monitor_update(monitor=monitor, changes=changes)
         except DefinitionError as exc:
-            raise CommandError(
-                f"{path}: {counted(len(exc.errors), 'problem')}:\n"
-                + "\n".join(f"  {e}" for e in exc.errors)
-            ) from None
+            raise definition_problems(path, exc.errors) from None
         self.stdout.write(
             json.dumps({**monitor_definition(monitor), "paused": monitor.paused}, indent=2)
         )
