@@ -148,14 +148,19 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def interval_chart(
-    points: list[tuple[str, float | None, list | None]],
+    points: list[tuple[str, float | None, list | str | None]],
     *,
     title: str,
+    interval: str = "95% interval",
     domain: tuple[float, float] | None = None,
     marks: list[tuple[float, str]] | None = None,
     fmt: str = "{:.0f}",
 ) -> IntervalChart | None:
-    """points: (label, value, [low, high]); None values are listed as 'no data'."""
+    """points: (label, value, [low, high] or why there is none); None values are listed as
+    'no data'. The caption is `title` with `interval` where every point has one drawn, and
+    says which points have none, and why, otherwise."""
+    reasons = {label: ci for label, _, ci in points if isinstance(ci, str)}
+    points = [(label, v, None if isinstance(ci, str) else ci) for label, v, ci in points]
     known = [(v, ci) for _, v, ci in points if v is not None]
     if not known:
         return None
@@ -183,8 +188,20 @@ def interval_chart(
         rows=rows,
         ticks=ticks,
         marks=drawn_marks,
-        title=title,
+        title=chart_caption(title, interval, rows, reasons),
     )
+
+
+def chart_caption(title: str, interval: str, rows: list[dict], reasons: dict[str, str]) -> str:
+    """'Rating with 95% interval' only where every point has its interval drawn; else which
+    points have none and why ('too few test cases' unless the report said)."""
+    missing = [r["label"] for r in rows if r["x"] is not None and r["x_lo"] is None]
+    if not missing:
+        return f"{title} with {interval}"
+    why = sorted({reasons.get(label) or "too few test cases" for label in missing})
+    if len(missing) == sum(r["x"] is not None for r in rows):
+        return f"{title} (no {interval}: {'; '.join(why)})"
+    return f"{title} with {interval} (none for {', '.join(missing)}: {'; '.join(why)})"
 
 
 def _chart_domain(known: list[tuple], domain, marks) -> tuple[float, float]:

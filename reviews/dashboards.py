@@ -32,6 +32,7 @@ from .dashboard_extras import (
     slices_table,
 )
 from .dashboard_pages import _agreement, _cost, _stability
+from .dashboard_summary import SUMMARIES, head_to_head_summary
 from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
     Column,
     Table,
@@ -218,7 +219,12 @@ def _overview(report: dict) -> dict:
             empty="No disputed item so far.",
         ),
     ]
-    return {"tables": tables, "progress": p, "disputes": report["disputes"]}
+    return {
+        "tables": tables,
+        "progress": p,
+        "disputes": report["disputes"],
+        "chart": rating_chart(report, ranked(report)),
+    }
 
 
 def _reviewers(report: dict) -> dict:
@@ -249,7 +255,17 @@ def _reviewers(report: dict) -> dict:
         ]
         for name, r in sorted(report["reviewers"].items())
     ]
+    chart = interval_chart(
+        [
+            (name, r.get("mean_offset"), r.get("mean_offset_ci95") or r.get("offset_ci_reason"))
+            for name, r in sorted(report["reviewers"].items())
+        ],
+        title="Mean offset from the final score",
+        marks=[(0.0, "0")],
+        fmt="{:+.2f}",
+    )
     return {
+        "chart": chart,
         "tables": [
             Table(
                 "reviewers",
@@ -260,16 +276,17 @@ def _reviewers(report: dict) -> dict:
                 note="Offset: the reviewer's score minus the item's final score, on the rubric "
                 "scale; 95% interval over test cases (none below 10).",
             )
-        ]
+        ],
     }
 
 
-def _leaderboard(report: dict) -> dict:
+def ranked(report: dict) -> list[dict]:
+    """The leaderboard's rows in reading order."""
     # Contenders whose intervals overlap share a rank, so a higher rating can carry a lower
     # rank; reading down the table should never go 1, 2, 1: by rank, then rating.
     # A rank outside the contender's rank interval is not shown (null): such a row sorts by the
     # low end of its rank interval instead, not to the bottom.
-    lb = sorted(
+    return sorted(
         report["leaderboard"],
         key=lambda r: (
             r["rating"] is None,
@@ -277,16 +294,29 @@ def _leaderboard(report: dict) -> dict:
             -(r["rating"] or 0),
         ),
     )
-    tables = [_leaderboard_table(report, lb), _dimension_means_table(lb)]
-    rating = report["rating"]
-    chart = interval_chart(
-        [(r["contender"], r["rating"], r["ci95"]) for r in lb],
-        title="Rating with 95% interval",
+
+
+def rating_chart(report: dict, lb: list[dict]):
+    """Each contender's rating with its interval (or why it has none), against 1000."""
+    why = (report["rating"].get("ci_reason") or "").rpartition(": ")[2] or None
+    return interval_chart(
+        [(r["contender"], r["rating"], r["ci95"] or r.get("rating_ci_reason") or why) for r in lb],
+        title="Rating",
         marks=[(1000.0, "1000")],
     )
+
+
+def _leaderboard(report: dict) -> dict:
+    lb = ranked(report)
+    tables = [_leaderboard_table(report, lb), _dimension_means_table(lb)]
+    rating = report["rating"]
+    chart = rating_chart(report, lb)
     quality_chart = interval_chart(
-        [(r["contender"], r["quality"], r.get("quality_ci95")) for r in lb],
-        title="Quality (0-1) with 95% interval",
+        [
+            (r["contender"], r["quality"], r.get("quality_ci95") or r.get("quality_reason"))
+            for r in lb
+        ],
+        title="Quality (0-1)",
         domain=(0.0, 1.0),
         fmt="{:.2f}",
     )
@@ -461,8 +491,9 @@ def _bias(report: dict) -> dict:
     if b.get("reason"):
         rows.append(["note", b["reason"]])
     chart = interval_chart(
-        [("position A wins", b.get("first_position_win_rate"), b.get("ci95"))],
-        title="Position A win rate with Wilson 95% interval",
+        [("position A wins", b.get("first_position_win_rate"), b.get("ci95") or b.get("reason"))],
+        title="Position A win rate",
+        interval="Wilson 95% interval",
         domain=(0.0, 1.0),
         marks=[(b["expected"], "chance")] if b.get("expected") is not None else None,
         fmt="{:.2f}",
@@ -574,8 +605,18 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                 empty=f"No task where {b} scored higher than {a}.",
             ),
         ]
+    chart = None
+    if pair and pair.get("mean_diff") is not None:
+        chart = interval_chart(
+            [(f"{b} - {a}", pair["mean_diff"], pair.get("ci95") or pair.get("ci_reason"))],
+            title="Mean quality difference",
+            marks=[(0.0, "0")],
+            fmt="{:+.2f}",
+        )
     return {
         "tables": tables,
+        "chart": chart,
+        "summary": head_to_head_summary(pair),
         "pair": pair,
         "a": a,
         "b": b,
@@ -597,7 +638,10 @@ def dashboard_page(report: dict, page: str, *, a: str | None = None, b: str | No
         "tools": tools_page,
         "conversation": conversation_page,
     }
-    data = _head_to_head(report, a, b) if page == "head-to-head" else builders[page](report)
+    if page == "head-to-head":
+        data = _head_to_head(report, a, b)
+    else:
+        data = {**builders[page](report), "summary": SUMMARIES[page](report)}
     return {**data, "warnings": page_warnings(report["warnings"], page)}
 
 
