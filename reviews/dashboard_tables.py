@@ -120,7 +120,8 @@ def heat_class(cell) -> str:
 
 @dataclass
 class IntervalChart:
-    """Horizontal interval plot: one row per label with a point and its 95% interval."""
+    """Horizontal interval plot: one row per label with a point and its 95% interval. `narrow`:
+    the same chart for a phone, each label above its row, so it fits 390 px legibly."""
 
     width: int
     height: int
@@ -129,6 +130,7 @@ class IntervalChart:
     ticks: list[dict]
     marks: list[dict]
     title: str
+    narrow: IntervalChart | None = None
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -165,30 +167,38 @@ def interval_chart(
     if not known:
         return None
     lo, hi = _chart_domain(known, domain, marks)
-    width, left, right, row_h, top = 720, 190, 30, 30, 16
+    wide = _drawn(points, lo=lo, hi=hi, marks=marks, fmt=fmt, narrow=False)
+    wide.narrow = _drawn(points, lo=lo, hi=hi, marks=marks, fmt=fmt, narrow=True)
+    wide.title = wide.narrow.title = chart_caption(title, interval, wide.rows, reasons)
+    return wide
+
+
+def _drawn(points: list[tuple], *, lo: float, hi: float, marks, fmt: str, narrow: bool):
+    """The geometry at one width: 720 units with labels on the left, or 360 with each label
+    above its row (a phone draws it at its own width, so 12 px text stays about 11 px)."""
+    if narrow:
+        width, left, right, row_h, top, n_ticks = 360, 12, 18, 42, 16, 4
+    else:
+        width, left, right, row_h, top, n_ticks = 720, 190, 30, 30, 16, 5
     plot = width - left - right
     x = _x_scale(lo, hi, left, plot)
-    rows = [
-        _chart_row(label, value, ci, y=top + i * row_h + row_h / 2, x=x, fmt=fmt, span=(left, plot))
-        for i, (label, value, ci) in enumerate(points)
-    ]
+    rows = []
+    for i, (label, value, ci) in enumerate(points):
+        y = top + i * row_h + (row_h - 10 if narrow else row_h / 2)
+        row = _chart_row(label, value, ci, y=y, x=x, fmt=fmt, span=(left, plot))
+        row["lx"], row["ly"] = (left, y - 12) if narrow else (left - 10, y + 4)
+        rows.append(row)
     height = top + len(points) * row_h + 28
     axis_y = top + len(points) * row_h + 4
     ticks = [
         {"x": x(t), "label": fmt.format(t), "y": axis_y + 16, "y0": top, "y1": axis_y}
-        for t in _nice_ticks(lo, hi)
+        for t in _nice_ticks(lo, hi, n_ticks)
     ]
     drawn_marks = [
         {"x": x(v), "label": label, "y0": top - 6, "y1": axis_y} for v, label in marks or []
     ]
     return IntervalChart(
-        width=width,
-        height=height,
-        left=left,
-        rows=rows,
-        ticks=ticks,
-        marks=drawn_marks,
-        title=chart_caption(title, interval, rows, reasons),
+        width=width, height=height, left=left, rows=rows, ticks=ticks, marks=drawn_marks, title=""
     )
 
 
