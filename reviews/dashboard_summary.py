@@ -8,7 +8,7 @@ report does not hold.
 
 from __future__ import annotations
 
-from .dashboard_tables import display
+from reviews.dashboards.tables import display
 
 NO_INTERVAL = "too few test cases"
 
