@@ -4,8 +4,8 @@ from django.contrib.auth.forms import PasswordChangeForm
 
 from tasks.campaign_forms import LabelledForm
 
-from .roles import ROLES
-from .services import PasswordChecksLocked, user_password_check, user_problems
+from evalsite.roles import ROLES
+from evalsite.services import PasswordChecksLocked, user_password_check, user_problems
 
 ROLE_CHOICES = [
     ("admin", "admin: users, test sets, contenders, campaigns"),

@@ -4,8 +4,8 @@ from django.urls import include, path, re_path
 from reviews import urls as reviews_urls
 from tasks import urls as tasks_urls
 
-from . import openapi, user_views, views
-from .forms import NewPasswordForm
+from evalsite import openapi, user_views, views
+from evalsite.forms import NewPasswordForm
 
 api_urlpatterns = [
     path("schema", openapi.schema_view, name="api_schema"),

@@ -9,18 +9,8 @@ from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_con
 from evalsite.roles import ARBITER
 from tasks.models import Campaign
 
-from .arbitration import (
-    LEASE_LAPSED,
-    RESOLVE_FIELDS,
-    AlreadyResolved,
-    ArbitrationGone,
-    LeaseGone,
-    ResolveInvalid,
-    arbitration_claim_next,
-    arbitration_heartbeat,
-    arbitration_resolve,
-)
-from .arbitration_selectors import arbitration_final_json, arbitration_workspace, workspace_json
+from reviews.arbitration import LEASE_LAPSED, RESOLVE_FIELDS, AlreadyResolved, ArbitrationGone, LeaseGone, ResolveInvalid, arbitration_claim_next, arbitration_heartbeat, arbitration_resolve
+from reviews.arbitration_selectors import arbitration_final_json, arbitration_workspace, workspace_json
 
 RESOLVE_BODY = {
     "application/json": {

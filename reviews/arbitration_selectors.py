@@ -20,13 +20,13 @@ from tasks.campaign_blinding import instructions_shown, words_shown
 from tasks.identity_hold import masks_applied
 from tasks.models import Campaign
 
-from . import transcript_shown
-from .disputes import disputed_cells
-from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from .rubric import Dimension, Rubric, label_map
-from .screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
-from .selectors import task_json
-from .services import campaign_wants
+from reviews import transcript_shown
+from reviews.disputes import disputed_cells
+from reviews.models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
+from reviews.rubric import Dimension, Rubric, label_map
+from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.selectors import task_json
+from reviews.services import campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
 

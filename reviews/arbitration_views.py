@@ -16,35 +16,13 @@ from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
 from evalsite.text import counted
 from tasks.models import Campaign
 
-from .arbitration import (
-    BAD_PREFERENCE,
-    CHOOSE_PREFERENCE,
-    LEASE_LAPSED,
-    VALUE_REQUIRED,
-    AlreadyResolved,
-    ArbitrationGone,
-    LeaseGone,
-    ResolveInvalid,
-    arbitration_claim_next,
-    arbitration_heartbeat,
-    arbitration_release,
-    arbitration_resolve,
-    arbitrations_requeue,
-)
-from .arbitration_selectors import (
-    DisputeFilter,
-    arbiter_counts,
-    arbiter_queue,
-    arbitration_workspace,
-    campaign_dispute_counts,
-    campaign_disputes,
-    dispute_rows,
-)
-from .comments import item_comments
-from .identity_reports.services import REPORTED, NothingToReport, arbiter_report
-from .item_selectors import arbiter_resolved
-from .models import FLAGS, Arbitration
-from .rubric import Rubric, label_map
+from reviews.arbitration import BAD_PREFERENCE, CHOOSE_PREFERENCE, LEASE_LAPSED, VALUE_REQUIRED, AlreadyResolved, ArbitrationGone, LeaseGone, ResolveInvalid, arbitration_claim_next, arbitration_heartbeat, arbitration_release, arbitration_resolve, arbitrations_requeue
+from reviews.arbitration_selectors import DisputeFilter, arbiter_counts, arbiter_queue, arbitration_workspace, campaign_dispute_counts, campaign_disputes, dispute_rows
+from reviews.comments import item_comments
+from reviews.identity_reports.services import REPORTED, NothingToReport, arbiter_report
+from reviews.item_selectors import arbiter_resolved
+from reviews.models import FLAGS, Arbitration
+from reviews.rubric import Rubric, label_map
 
 PAGE = "reviews/arbitration.html"
 

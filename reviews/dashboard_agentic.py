@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dashboard_tables import Column, Table
+from reviews.dashboard_tables import Column, Table
 
 CALLS_NOTE = (
     "Tool-call accuracy: share of samples whose tool_calls check passed (n = samples that ran "

@@ -6,8 +6,8 @@ Each builder turns the campaign report into tables and charts for one page (see
 
 from __future__ import annotations
 
-from .dashboard_extras import gate_text, gates_table, pareto_chart, rates_table
-from .dashboard_tables import Column, Table, interval_chart
+from reviews.dashboard_extras import gate_text, gates_table, pareto_chart, rates_table
+from reviews.dashboard_tables import Column, Table, interval_chart
 
 AGREEMENT_NOTE = (
     "Alpha: agreement beyond what the reviewers' overall use of each score would give by chance "

@@ -16,15 +16,9 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from tasks.models import Campaign
 
-from .dashboards import PAGE_TITLES, campaign_report_cached, dashboard_page, pages_for
-from .records import (
-    FORMATS,
-    RecordImportError,
-    max_import_bytes,
-    reviews_import,
-    too_big_problem,
-)
-from .records_api import export_response
+from reviews.dashboards import PAGE_TITLES, campaign_report_cached, dashboard_page, pages_for
+from reviews.records import FORMATS, RecordImportError, max_import_bytes, reviews_import, too_big_problem
+from reviews.records_api import export_response
 
 
 def _report_for(campaign: Campaign, page: str) -> dict:

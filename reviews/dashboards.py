@@ -22,24 +22,11 @@ from django.db.models import Count, Max, Sum
 
 from tasks.models import Campaign, Generation
 
-from .dashboard_agentic import conversation_page, tools_page
-from .dashboard_extras import (
-    battle_rows,
-    flip_battles,
-    gate_text,
-    length_table,
-    separation_table,
-    slices_table,
-)
-from .dashboard_pages import _agreement, _cost, _stability
-from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
-    Column,
-    Table,
-    display,
-    heat_class,
-    interval_chart,
-)
-from .models import Arbitration, Review, ReviewItem, ReviewVersion
+from reviews.dashboard_agentic import conversation_page, tools_page
+from reviews.dashboard_extras import battle_rows, flip_battles, gate_text, length_table, separation_table, slices_table
+from reviews.dashboard_pages import _agreement, _cost, _stability
+from reviews.dashboard_tables import Column, Table, display, heat_class, interval_chart
+from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
 
 PAGES = [
     ("overview", "Overview"),
@@ -147,7 +134,7 @@ def campaign_report_warm(campaign: Campaign) -> tuple[dict, bool]:
     if report is not None:
         return report, False
     # Imported here: pandas/numpy stay out of every process's start-up (URLconf import).
-    from .report import campaign_report
+    from reviews.report import campaign_report
 
     report = campaign_report(campaign=campaign)
     reports.set(key, report, REPORT_CACHE_SECONDS)

@@ -27,16 +27,11 @@ from evalsite.text import counted
 from tasks import blinding
 from tasks.models import Campaign
 
-from .arbitration import arbitration_claim_next, arbitration_resolve
-from .disputes import disputed_cells
-from .models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
-from .rubric import Dimension, Rubric, label_map
-from .services import (
-    NotReviewable,
-    assignment_claim_next,
-    assignment_submit,
-    campaign_wants,
-)
+from reviews.arbitration import arbitration_claim_next, arbitration_resolve
+from reviews.disputes import disputed_cells
+from reviews.models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
+from reviews.rubric import Dimension, Rubric, label_map
+from reviews.services import NotReviewable, assignment_claim_next, assignment_submit, campaign_wants
 
 DEMO_CAMPAIGN = "support-demo"
 SEED = 20261130

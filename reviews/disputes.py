@@ -39,9 +39,9 @@ from django.db import transaction
 from evalsite.bulk import rows_update
 from tasks.models import Task
 
-from . import sql
-from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem
-from .rubric import Rubric, TurnScoring
+from reviews import sql
+from reviews.models import Arbitration, ItemOutput, Preference, Review, ReviewItem
+from reviews.rubric import Rubric, TurnScoring
 
 NO_CHOICE = ""
 

@@ -12,7 +12,7 @@ from tasks import blinding
 from tasks.campaign_blinding import campaign_identity_terms, words_shown
 from tasks.models import Campaign, Task
 
-from .models import Assignment, Preference, Review, ReviewItem
+from reviews.models import Assignment, Preference, Review, ReviewItem
 
 HISTORY_PER_PAGE = 50
 PREVIEW_CHARS = 140

@@ -16,12 +16,12 @@ from tasks.campaign_blinding import campaign_identity_terms, words_shown
 from tasks.campaign_selectors import failed_checks
 from tasks.models import Campaign, Generation, Task
 
-from . import transcript_shown
-from .arbitration_selectors import _fmt, arbitration_workspace
-from .comments import item_comments
-from .disputes import disputed_cells
-from .models import Arbitration, ReviewItem
-from .rubric import Rubric
+from reviews import transcript_shown
+from reviews.arbitration_selectors import _fmt, arbitration_workspace
+from reviews.comments import item_comments
+from reviews.disputes import disputed_cells
+from reviews.models import Arbitration, ReviewItem
+from reviews.rubric import Rubric
 
 
 def _checks(check_results: dict | None) -> list[dict]:

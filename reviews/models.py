@@ -498,4 +498,4 @@ class BlindingGuess(models.Model):
 
 
 # Judgements (reviews/judges/): imported here so Django registers them with the reviews app.
-from .judges.models import Judgement  # noqa: E402, F401
+from reviews.judges.models import Judgement  # noqa: E402, F401

@@ -29,8 +29,8 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 
 from tasks.models import Campaign, Generation, Mode
 
-from .models import ItemOutput, ReviewItem
-from .policy.services import opening_state
+from reviews.models import ItemOutput, ReviewItem
+from reviews.policy.services import opening_state
 
 
 def item_rotations(*, campaign_id: int, sizes: list[int]) -> list[int]:

@@ -25,18 +25,13 @@ from django.db.models.functions import Length
 
 from tasks.models import Campaign, Generation, Task
 
-from .judges.calibration import campaign_judges
-from .models import ItemOutput, Review, ReviewItem, Score
-from .policy.selectors import policy_summary
-from .report_basis import basis_apply, outcome_basis
-from .report_build import build_report as _build
-from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
-    SETTLED,
-    check_scores,
-    final_outcomes,
-    output_quality_frame,
-)
-from .stats import head_to_head
+from reviews.judges.calibration import campaign_judges
+from reviews.models import ItemOutput, Review, ReviewItem, Score
+from reviews.policy.selectors import policy_summary
+from reviews.report_basis import basis_apply, outcome_basis
+from reviews.report_build import build_report as _build
+from reviews.report_outcomes import SETTLED, check_scores, final_outcomes, output_quality_frame
+from reviews.stats import head_to_head
 
 SEED = 20261130
 # Items an admin dropped (reported as revealing their model) are in no figure.
@@ -348,7 +343,7 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     """
     from tasks.served import served_models
 
-    from .blinding_probe.selectors import blinding_report
+    from reviews.blinding_probe.selectors import blinding_report
 
     frames = campaign_frames(campaign)
     report = build_report(frames, campaign_meta(campaign), n_boot=n_boot, seed=seed)

@@ -11,15 +11,15 @@ from tasks.models import Generation
 from tasks.sample_seed import DERIVED
 from tasks.sample_seed import pinned as seeds_pinned
 
-from . import report_agentic as agentic
-from . import report_figures as fig
-from . import report_gates, report_slices
-from . import report_sections as sec
-from .models import FLAGS
-from .report_outcomes import battles as make_battles
-from .report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
-from .report_usage import usage_section
-from .stats import costs, joint, passes, quality, rates
+from reviews import report_agentic as agentic
+from reviews import report_figures as fig
+from reviews import report_gates, report_slices
+from reviews import report_sections as sec
+from reviews.models import FLAGS
+from reviews.report_outcomes import battles as make_battles
+from reviews.report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
+from reviews.report_usage import usage_section
+from reviews.stats import costs, joint, passes, quality, rates
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:

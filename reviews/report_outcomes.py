@@ -14,11 +14,11 @@ import pandas as pd
 
 from tasks.models import Generation
 
-from .models import ReviewItem
-from .stats import bias, quality
+from reviews.models import ReviewItem
+from reviews.stats import bias, quality
 
 if TYPE_CHECKING:
-    from .report import CampaignFrames
+    from reviews.report import CampaignFrames
 
 SETTLED = (ReviewItem.State.AGREED, ReviewItem.State.RESOLVED)
 

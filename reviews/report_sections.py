@@ -15,9 +15,9 @@ import pandas as pd
 
 from tasks.models import Generation
 
-from .report_outcomes import check_scores
-from .rubric import Rubric
-from .stats import agreement, joint, passes, rates, reliability, reviewers, stability
+from reviews.report_outcomes import check_scores
+from reviews.rubric import Rubric
+from reviews.stats import agreement, joint, passes, rates, reliability, reviewers, stability
 
 
 @dataclass

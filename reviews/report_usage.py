@@ -9,7 +9,7 @@ import pandas as pd
 from tasks.models import Generation
 from tasks.prices import DEFINITION_RATES, RATES, flat_table
 
-from .stats import usage
+from reviews.stats import usage
 
 
 def prices_shown(pricing: dict | None, price_in: float, price_out: float) -> dict:

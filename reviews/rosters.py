@@ -14,9 +14,9 @@ from django.db.models import Q
 from evalsite.roles import ADMIN, LEAD, REVIEWER
 from tasks.models import Campaign
 
-from . import services
-from .arbitration import arbiter_campaign_release
-from .models import Arbitration, Assignment
+from reviews import services
+from reviews.arbitration import arbiter_campaign_release
+from reviews.models import Arbitration, Assignment
 
 
 def roster_changed(

@@ -39,7 +39,7 @@ from typing import Any
 from tasks.blinding import labels
 from tasks.models import Task
 
-from .models import COMMENT_MAX_CHARS, FLAGS
+from reviews.models import COMMENT_MAX_CHARS, FLAGS
 
 TIE, BOTH_BAD = "tie", "both_bad"
 NA_WORDS = frozenset({"na", "n/a"})

@@ -32,8 +32,8 @@ from tasks.campaign_blinding import (
 from tasks.images.parts import content_text
 from tasks.models import Campaign, Task
 
-from . import transcript_shown
-from .rubric import Dimension
+from reviews import transcript_shown
+from reviews.rubric import Dimension
 
 
 @dataclass(frozen=True)

@@ -22,17 +22,11 @@ from tasks.campaign_blinding import instructions_shown
 from tasks.identity_hold import output_shown
 from tasks.models import Campaign, Generation, Task
 
-from . import sql, transcript_shown
-from .models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
-from .rubric import Rubric
-from .screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
-from .services import (
-    BLOCKING,
-    REVIEWABLE,
-    SKIP_REASONS,
-    campaign_wants,
-    stale_leases_q,
-)
+from reviews import sql, transcript_shown
+from reviews.models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
+from reviews.rubric import Rubric
+from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.services import BLOCKING, REVIEWABLE, SKIP_REASONS, campaign_wants, stale_leases_q
 
 
 def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from tasks.models import Campaign, Generation, Task
 
-from .models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem, Score
+from reviews.models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem, Score
 
 _WORD = re.compile(r"[a-z_]+")
 

@@ -1,19 +1,12 @@
 from django.urls import path
 
-from . import api as review_api
-from . import (
-    arbitration_api,
-    arbitration_views,
-    dashboard_views,
-    item_views,
-    records_api,
-    report_api,
-)
-from . import views as review_views
-from .identity_reports import api as report_identity_api
-from .identity_reports import views as report_identity_views
-from .judges import api as judge_api
-from .judges import views as judge_views
+from reviews import api as review_api
+from reviews import arbitration_api, arbitration_views, dashboard_views, item_views, records_api, report_api
+from reviews import views as review_views
+from reviews.identity_reports import api as report_identity_api
+from reviews.identity_reports import views as report_identity_views
+from reviews.judges import api as judge_api
+from reviews.judges import views as judge_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []

@@ -28,13 +28,13 @@ from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
 from tasks.models import Campaign
 from tasks.rosters import roster_exclude, roster_include
 
-from . import history_selectors, selectors, services
-from .blinding_probe.selectors import pending_probe, probe_question
-from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
-from .identity_reports.services import REPORTED, NothingToReport, reviewer_report
-from .models import FLAGS, Assignment, ReviewItem
-from .rubric import Rubric
-from .screen import Viewer, rubric_shown
+from reviews import history_selectors, selectors, services
+from reviews.blinding_probe.selectors import pending_probe, probe_question
+from reviews.blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
+from reviews.identity_reports.services import REPORTED, NothingToReport, reviewer_report
+from reviews.models import FLAGS, Assignment, ReviewItem
+from reviews.rubric import Rubric
+from reviews.screen import Viewer, rubric_shown
 
 REVIEW_TEMPLATE = "reviews/review.html"
 ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"

@@ -26,10 +26,10 @@ import pyromark
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
-from . import identity_terms as data
-from . import masking
-from .masking import Finding
-from .skeleton import skeleton
+from tasks import identity_terms as data
+from tasks import masking
+from tasks.masking import Finding
+from tasks.skeleton import skeleton
 
 __all__ = [
     "MASK",
@@ -146,7 +146,7 @@ def _aliases(value: str) -> list[str]:
 
 
 def _only_common_words(alias: str) -> bool:
-    from .identity.catalog import COMMON_ZIPF, zipf
+    from tasks.identity.catalog import COMMON_ZIPF, zipf
 
     words = [w for w in _ALIAS_SPLIT.split(alias.casefold().lstrip(masking.CONTEXT_ONLY)) if w]
     return all(w.isalpha() and zipf(w) >= COMMON_ZIPF for w in words)
@@ -209,7 +209,7 @@ def check_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     leaves, every suspect span an admin should look at before reviewers see the output
     (tasks/identity/suspects.py), and "too long to check" for a text beyond the checks'
     bound. Run when an output is stored, not on a reviewer's request."""
-    from .identity import suspects
+    from tasks.identity import suspects
 
     text = text or ""
     shown = mask_identity(text, terms)

@@ -11,48 +11,16 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
-from .campaign_selectors import (
-    campaign_held_outputs,
-    campaign_list,
-    campaign_progress,
-    held_outputs,
-)
-from .campaigns import (
-    CONTENDER_KEYS,
-    ENV_RE,
-    INSTRUCTIONS_MAX_CHARS,
-    KEY_RE,
-    LEVELS,
-    MAX_PRICE,
-    MAX_WEIGHT,
-    PROBE_EVERY_MAX,
-    SCALE_LIMIT,
-    SLUG_RE,
-    DefinitionError,
-    campaign_create,
-    campaign_instructions_set,
-)
-from .generation import (
-    GenerationError,
-    GenerationNotSent,
-    generation_cancel,
-    generation_enqueue,
-    generation_retry_failed,
-    outputs_import,
-)
-from .identity_hold import (
-    IdentityNotHeld,
-    MaskInvalid,
-    generation_identity_approve,
-    generations_identity_approve,
-    mask_spans_checked,
-)
-from .models import Campaign, Generation, Mode, Provider
-from .outputs_export import export_filename, outputs_jsonl
-from .prices import definition_prices, from_data
-from .providers.imported import ImportErrors
-from .rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read
-from .score_turns import SCORE_TURNS_SCHEMA
+from tasks.campaign_selectors import campaign_held_outputs, campaign_list, campaign_progress, held_outputs
+from tasks.campaigns import CONTENDER_KEYS, ENV_RE, INSTRUCTIONS_MAX_CHARS, KEY_RE, LEVELS, MAX_PRICE, MAX_WEIGHT, PROBE_EVERY_MAX, SCALE_LIMIT, SLUG_RE, DefinitionError, campaign_create, campaign_instructions_set
+from tasks.generation import GenerationError, GenerationNotSent, generation_cancel, generation_enqueue, generation_retry_failed, outputs_import
+from tasks.identity_hold import IdentityNotHeld, MaskInvalid, generation_identity_approve, generations_identity_approve, mask_spans_checked
+from tasks.models import Campaign, Generation, Mode, Provider
+from tasks.outputs_export import export_filename, outputs_jsonl
+from tasks.prices import definition_prices, from_data
+from tasks.providers.imported import ImportErrors
+from tasks.rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read
+from tasks.score_turns import SCORE_TURNS_SCHEMA
 
 
 def _jsonable(value):

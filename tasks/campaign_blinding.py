@@ -14,8 +14,8 @@ import time
 
 from django.template.defaultfilters import pluralize
 
-from . import blinding
-from .models import Campaign, Contender, TestSet
+from tasks import blinding
+from tasks.models import Campaign, Contender, TestSet
 
 _TERMS_CACHE: dict[int, tuple[float, tuple, tuple[str, ...]]] = {}
 

@@ -16,17 +16,10 @@ from django.contrib.auth import get_user_model
 from evalsite.roles import ARBITER, REVIEWER
 from evalsite.uploads import strict_yaml, yaml_problem
 
-from . import rubric_builder
-from .campaigns import (
-    INSTRUCTIONS_MAX_CHARS,
-    MAX_WEIGHT,
-    PROBE_EVERY_MAX,
-    DefinitionError,
-    campaign_definition_validate,
-    contender_validate,
-)
-from .models import Contender, Mode, Provider, TestSet
-from .rosters import ALL, rosters_read
+from tasks import rubric_builder
+from tasks.campaigns import INSTRUCTIONS_MAX_CHARS, MAX_WEIGHT, PROBE_EVERY_MAX, DefinitionError, campaign_definition_validate, contender_validate
+from tasks.models import Contender, Mode, Provider, TestSet
+from tasks.rosters import ALL, rosters_read
 
 PROVIDER_CHOICES = Provider.choices
 

@@ -14,7 +14,7 @@ at once. Without ``gates`` the report applies its default set and says so.
 
 from __future__ import annotations
 
-from .definition_reader import DefinitionReader
+from tasks.definition_reader import DefinitionReader
 
 FLAG_NAMES = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
 LATENCY_KEYS = ("p50", "p95")

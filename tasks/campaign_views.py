@@ -14,47 +14,20 @@ from django_htmx.http import HttpResponseClientRedirect
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 
-from . import review_side, rubric_builder
-from .blinding import render_markdown
-from .campaign_blinding import campaign_identity_terms, instructions_shown
-from .campaign_forms import (
-    CampaignForm,
-    ContenderForm,
-    InstructionsForm,
-    OutputsUploadForm,
-    RosterForm,
-)
-from .campaign_selectors import (
-    OUTPUT_FILTERS,
-    campaign_check_failures,
-    campaign_failure_summary,
-    campaign_failures,
-    campaign_get,
-    campaign_items_summary,
-    campaign_list,
-    campaign_outputs,
-    campaign_progress,
-    contender_list,
-    failed_checks,
-    finding_rows,
-    format_eta,
-    identity_review,
-)
-from .campaigns import DefinitionError, campaign_create, campaign_instructions_set
-from .contenders import contender_connection_test, contender_duplicate
-from .generation import (
-    GenerationError,
-    generation_cancel,
-    generation_enqueue,
-    generation_retry_failed,
-    outputs_import,
-)
-from .identity_hold import IdentityNotHeld, generation_identity_approve
-from .lifecycle import LABELS, STAGES, campaign_close, campaign_lifecycle, campaign_reopen
-from .models import Campaign, Contender, Generation, Provider
-from .providers.imported import ImportErrors
-from .rosters import campaign_rosters_set, roster_summary
-from .served import served_model_drift, served_models
+from tasks import review_side, rubric_builder
+from tasks.blinding import render_markdown
+from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
+from tasks.campaign_forms import CampaignForm, ContenderForm, InstructionsForm, OutputsUploadForm, RosterForm
+from tasks.campaign_selectors import OUTPUT_FILTERS, campaign_check_failures, campaign_failure_summary, campaign_failures, campaign_get, campaign_items_summary, campaign_list, campaign_outputs, campaign_progress, contender_list, failed_checks, finding_rows, format_eta, identity_review
+from tasks.campaigns import DefinitionError, campaign_create, campaign_instructions_set
+from tasks.contenders import contender_connection_test, contender_duplicate
+from tasks.generation import GenerationError, generation_cancel, generation_enqueue, generation_retry_failed, outputs_import
+from tasks.identity_hold import IdentityNotHeld, generation_identity_approve
+from tasks.lifecycle import LABELS, STAGES, campaign_close, campaign_lifecycle, campaign_reopen
+from tasks.models import Campaign, Contender, Generation, Provider
+from tasks.providers.imported import ImportErrors
+from tasks.rosters import campaign_rosters_set, roster_summary
+from tasks.served import served_model_drift, served_models
 
 PROGRESS_TARGET = "generation-progress"
 

@@ -16,24 +16,18 @@ from django.db import IntegrityError, transaction
 
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
 
-from .campaign_blinding import (
-    blinding_refusals,
-    blinding_terms,
-    blinding_warnings,
-    category_refusals,
-    quoted_identity_words,
-)
-from .campaign_gates import read_gates
-from .campaign_policy import read_review_policy
-from .campaign_thresholds import read_pass_threshold
-from .definition_reader import DefinitionReader
-from .models import Campaign, Contender, Mode, Provider, TestSet
-from .prices import pricing_read, same_prices, table_of
-from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
-from .sample_seed import DERIVED, FIXED
-from .sample_seed import MODES as SEED_MODES
-from .score_turns import score_turns_read
-from .signals import outputs_changed
+from tasks.campaign_blinding import blinding_refusals, blinding_terms, blinding_warnings, category_refusals, quoted_identity_words
+from tasks.campaign_gates import read_gates
+from tasks.campaign_policy import read_review_policy
+from tasks.campaign_thresholds import read_pass_threshold
+from tasks.definition_reader import DefinitionReader
+from tasks.models import Campaign, Contender, Mode, Provider, TestSet
+from tasks.prices import pricing_read, same_prices, table_of
+from tasks.rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
+from tasks.sample_seed import DERIVED, FIXED
+from tasks.sample_seed import MODES as SEED_MODES
+from tasks.score_turns import score_turns_read
+from tasks.signals import outputs_changed
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
 RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
@@ -630,7 +624,7 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     Contenders are created or reused by name; the test set is frozen; one generation row per
     (task, contender, sample) is created (pending, not yet queued).
     """
-    from .generation import generation_rows_create
+    from tasks.generation import generation_rows_create
 
     valid = (
         definition

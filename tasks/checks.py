@@ -25,21 +25,10 @@ from dataclasses import dataclass, field
 
 import regex
 
-from . import transcripts
-from .json_schema import (  # noqa: F401 - the names intake and older callers import from here
-    CHECKS_TIMEOUT_SECONDS,
-    MAX_PATTERN_ITEMS,
-    BudgetExceeded,
-    CheckError,
-    PatternError,
-    compile_pattern,
-    schema_errors,
-    schema_patterns,
-    schema_problem,
-    search_pattern,
-)
-from .reference_checks import reference_check
-from .tool_checks import tool_calls_check
+from tasks import transcripts
+from tasks.json_schema import CHECKS_TIMEOUT_SECONDS, MAX_PATTERN_ITEMS, BudgetExceeded, CheckError, PatternError, compile_pattern, schema_errors, schema_patterns, schema_problem, search_pattern
+from tasks.reference_checks import reference_check
+from tasks.tool_checks import tool_calls_check
 
 # The order the checks run in: the linear ones first, so the budget a pattern or a schema
 # used up never costs an output its length, term and reference results.

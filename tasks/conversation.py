@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from . import providers, transcripts
-from .prices import Usage, call_costs, table_of
-from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, ToolCall
-from .tool_checks import args_match, call_record
+from tasks import providers, transcripts
+from tasks.prices import Usage, call_costs, table_of
+from tasks.providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, ToolCall
+from tasks.tool_checks import args_match, call_record
 
 UNMOCKED = "no mocked result for this call"
 NOT_AN_OBJECT = transcripts.NOT_AN_OBJECT

@@ -39,17 +39,17 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.text import counted
 
-from . import providers
-from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
-from .conversation import LoopAbandoned, TranscriptTooLong, conversation_run, single_result
-from .grading import graded_fields
-from .lease_keeper import lease_keeper
-from .models import Campaign, Generation, Provider
-from .prices import Usage
-from .providers.base import cost_of
-from .sample_seed import DERIVED, for_sample
-from .signals import generation_finished, outputs_changed
-from .sql import generation_claim
+from tasks import providers
+from tasks.claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
+from tasks.conversation import LoopAbandoned, TranscriptTooLong, conversation_run, single_result
+from tasks.grading import graded_fields
+from tasks.lease_keeper import lease_keeper
+from tasks.models import Campaign, Generation, Provider
+from tasks.prices import Usage
+from tasks.providers.base import cost_of
+from tasks.sample_seed import DERIVED, for_sample
+from tasks.signals import generation_finished, outputs_changed
+from tasks.sql import generation_claim
 
 log = logging.getLogger(__name__)
 S = Generation.Status
@@ -89,7 +89,7 @@ def _enqueue(ids) -> None:
 
 
 def _send(pk: int, *, unsent: int) -> None:
-    from .jobs import generation_run_job
+    from tasks.jobs import generation_run_job
 
     try:
         generation_run_job.delay(pk)
@@ -240,7 +240,7 @@ def _generation_ended(campaign_id: int) -> None:
     """A monitor run's generation ended: grade it in a job (the monitor tick is the net)."""
     if not Campaign.objects.filter(pk=campaign_id, kind=Campaign.Kind.MONITOR_RUN).exists():
         return
-    from .monitors.jobs import monitor_run_finish_job
+    from tasks.monitors.jobs import monitor_run_finish_job
 
     def send() -> None:
         try:
@@ -630,5 +630,5 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
 
 
 # The reconciler and imported outputs have their own modules; the names stay importable here.
-from .generation_reconcile import generation_lapsed_requeue, generation_reconcile  # noqa: E402, F401
-from .outputs_import import outputs_import  # noqa: E402, F401
+from tasks.generation_reconcile import generation_lapsed_requeue, generation_reconcile  # noqa: E402, F401
+from tasks.outputs_import import outputs_import  # noqa: E402, F401

@@ -23,9 +23,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from . import blinding, review_side
-from .campaign_blinding import campaign_identity_terms
-from .models import Campaign, Generation
+from tasks import blinding, review_side
+from tasks.campaign_blinding import campaign_identity_terms
+from tasks.models import Campaign, Generation
 
 # An output that repeats a name hundreds of times needs no hundred entries to be judged.
 MAX_FINDINGS = 100

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from evalsite.roles import ROLES, role_required
 
-from .images.store import image_bytes
+from tasks.images.store import image_bytes
 
 NAME_RE = re.compile(r"^[0-9a-f]{64}\.(png|jpg)$")
 CONTENT_TYPES = {"png": "image/png", "jpg": "image/jpeg"}

@@ -23,28 +23,11 @@ from django.conf import settings
 from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
 
-from .images.bundle import BundleProblem, bundle_read, is_zip
-from .images.parts import ImageSource, image_source_reset, image_source_set
-from .intake_checks import (
-    MAX_MUST_INCLUDE,
-    MAX_REGEX_CHARS,
-    RowError,
-    checks_value,
-)
-from .intake_checks import kind as _kind
-from .intake_conversation import (
-    CONVERSATION_FIELDS,
-    MAX_MESSAGES,
-    MAX_MOCKS,
-    MAX_STEPS,
-    MAX_TEXT_CHARS,
-    MAX_TOOLS,
-    MAX_TURNS,
-    ROLES,
-    conversation_fields,
-    messages_value,
-    turn_checks_value,
-)
+from tasks.images.bundle import BundleProblem, bundle_read, is_zip
+from tasks.images.parts import ImageSource, image_source_reset, image_source_set
+from tasks.intake_checks import MAX_MUST_INCLUDE, MAX_REGEX_CHARS, RowError, checks_value
+from tasks.intake_checks import kind as _kind
+from tasks.intake_conversation import CONVERSATION_FIELDS, MAX_MESSAGES, MAX_MOCKS, MAX_STEPS, MAX_TEXT_CHARS, MAX_TOOLS, MAX_TURNS, ROLES, conversation_fields, messages_value, turn_checks_value
 
 # Limits (documented in docs/testsets.md; the checks' and conversations' in their modules).
 MAX_ERRORS = 200

@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import PatternError, compile_pattern, schema_patterns, schema_problem
-from .reference_checks import fold, reference_choice, reference_number
+from tasks.checks import PatternError, compile_pattern, schema_patterns, schema_problem
+from tasks.reference_checks import fold, reference_choice, reference_number
 
 MAX_CHECKS_CHARS = 20_000  # checks as compact JSON (each turn's checks too)
 MAX_REGEX_CHARS = 1_000

@@ -21,8 +21,8 @@ from typing import Any
 
 from evalsite.uploads import strict_json
 
-from .images.parts import parts_value
-from .intake_checks import CheckContext, RowError, checks_value, kind, positive_int, schema_value
+from tasks.images.parts import parts_value
+from tasks.intake_checks import CheckContext, RowError, checks_value, kind, positive_int, schema_value
 
 MAX_TEXT_CHARS = 100_000  # prompt, reference, each message's content, each turn
 MAX_MESSAGES = 200

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
-from .models import Generation
+from tasks.models import Generation
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from django.db.models import Count, Q
 
 from evalsite.roles import ARBITER, REVIEWER
 
-from . import review_side
-from .models import Campaign, Generation, Provider
-from .rosters import roster_holders
+from tasks import review_side
+from tasks.models import Campaign, Generation, Provider
+from tasks.rosters import roster_holders
 
 S = Generation.Status
 STAGES = ("draft", "generating", "reviewing", "arbitrating", "complete", "closed", "cancelled")

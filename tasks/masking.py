@@ -26,10 +26,10 @@ from functools import lru_cache
 
 from ahocorasick_rs import AhoCorasick
 
-from . import identity_terms as data
-from . import self_description
-from .identity.catalog import COMMON_ZIPF, ORDINARY_ZIPF, catalog, english_zipf, zipf
-from .skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
+from tasks import identity_terms as data
+from tasks import self_description
+from tasks.identity.catalog import COMMON_ZIPF, ORDINARY_ZIPF, catalog, english_zipf, zipf
+from tasks.skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
 
 # Letters of the scripts written with spaces between words, after look-alikes are folded:
 # a name may not run on into one of them. (Chinese, Japanese, Korean, Thai ... may: "我是Claude".)
@@ -395,7 +395,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？\n]|^\W*[-*+>#\d.)]+)\W*$")
 def _self_naming() -> re.Pattern:
     """The speaker giving a name as its own, in the table's languages: "I'm X", "soy X",
     "ich bin X", "我是X", "私はX"."""
-    from .identity.languages import LANGUAGES
+    from tasks.identity.languages import LANGUAGES
 
     forms = {
         "I am",

@@ -6,10 +6,10 @@ from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, has_role
 
 # Monitors' models live in their package (tasks/monitors/models.py); imported here so Django
 # registers them with the tasks app, under the names `tasks.models` gives every model of it.
-from .monitors.models import AlertDelivery as AlertDelivery
-from .monitors.models import Monitor as Monitor
-from .monitors.models import MonitorAlert as MonitorAlert
-from .monitors.models import MonitorRun as MonitorRun
+from tasks.monitors.models import AlertDelivery as AlertDelivery
+from tasks.monitors.models import Monitor as Monitor
+from tasks.monitors.models import MonitorAlert as MonitorAlert
+from tasks.monitors.models import MonitorRun as MonitorRun
 
 
 class Tier(models.TextChoices):
@@ -391,4 +391,4 @@ class Generation(models.Model):
 
 
 # Judges (tasks/judges/): imported here so Django registers them with the tasks app.
-from .judges.models import Judge  # noqa: E402, F401
+from tasks.judges.models import Judge  # noqa: E402, F401

@@ -15,19 +15,13 @@ from django.utils import timezone
 from evalsite.bulk import rows_update
 from evalsite.text import counted
 
-from . import review_side
-from .grading import graded_fields
-from .images.parts import content_text
-from .models import Campaign, Generation, Provider, Task
-from .prices import Usage, call_costs, table_of
-from .providers.imported import (
-    MAX_INT,
-    ImportedOutput,
-    ImportErrors,
-    capped,
-    parse_outputs_collect,
-)
-from .tool_checks import call_record
+from tasks import review_side
+from tasks.grading import graded_fields
+from tasks.images.parts import content_text
+from tasks.models import Campaign, Generation, Provider, Task
+from tasks.prices import Usage, call_costs, table_of
+from tasks.providers.imported import MAX_INT, ImportedOutput, ImportErrors, capped, parse_outputs_collect
+from tasks.tool_checks import call_record
 
 S = Generation.Status
 
@@ -39,7 +33,7 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     different text for a done row is an error, so reviewed outputs never change under reviewers.
     """
     # tasks.generation re-exports this function, so its names are imported when it runs.
-    from .generation import campaign_status_refresh, generation_rows_create
+    from tasks.generation import campaign_status_refresh, generation_rows_create
 
     contender = _imported_contender(campaign=campaign, contender_name=contender_name)
     generation_rows_create(campaign=campaign)

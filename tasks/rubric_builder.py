@@ -24,12 +24,12 @@ from django.views.decorators.http import require_POST
 
 from evalsite.roles import ADMIN, role_required
 
-from . import review_side
-from .blinding import labels
-from .campaign_blinding import blinding_terms
-from .campaigns import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
-from .models import Campaign, Contender, Mode
-from .rubric_templates import DEFAULT_TEMPLATE, TEMPLATES
+from tasks import review_side
+from tasks.blinding import labels
+from tasks.campaign_blinding import blinding_terms
+from tasks.campaigns import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
+from tasks.models import Campaign, Contender, Mode
+from tasks.rubric_templates import DEFAULT_TEMPLATE, TEMPLATES
 
 TEMPLATE = "tasks/_rubric_builder.html"
 EDITOR = "rubric_editor"  # which editor the form's rubric comes from
@@ -274,7 +274,7 @@ def error_slots(rows: list[dict]) -> list[dict]:
 
 
 def _read_text(text: str):
-    from .campaign_forms import _structured  # the form's own YAML/JSON reading
+    from tasks.campaign_forms import _structured  # the form's own YAML/JSON reading
 
     return _structured(text, "Rubric")
 

@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, role_required
 
-from .campaign_selectors import campaign_get
-from .search import campaign_search
+from tasks.campaign_selectors import campaign_get
+from tasks.search import campaign_search
 
 
 @require_GET

@@ -16,8 +16,8 @@ from functools import lru_cache
 
 from ahocorasick_rs import AhoCorasick
 
-from . import identity_terms as data
-from .skeleton import read_as
+from tasks import identity_terms as data
+from tasks.skeleton import read_as
 
 _VERBS = (
     r"developed|created|made|trained|built|designed|engineered|provided|released|owned"
@@ -83,7 +83,7 @@ def may_occur(folded: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    from .masking import alternation  # the names' patterns: the same rules for vendors
+    from tasks.masking import alternation  # the names' patterns: the same rules for vendors
 
     vendors = alternation(data.VENDORS)
     suffixes = "|".join(data.VENDOR_SUFFIXES)
@@ -248,8 +248,8 @@ def _words_pattern(words) -> re.Pattern:
 def language_patterns() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple[str, ...], bool], ...]:
     """(pattern, the sentence words it needs or None when it names the speaker itself,
     hints, some hint is ASCII) for every template."""
-    from .identity.languages import LANGUAGES, Language
-    from .masking import alternation
+    from tasks.identity.languages import LANGUAGES, Language
+    from tasks.masking import alternation
 
     english = next(lang for lang in LANGUAGES if lang.code == "en")
     vendors = alternation(data.VENDORS)
@@ -334,7 +334,7 @@ def language_spans(view: str, folded: str):
 @lru_cache(maxsize=1)
 def _ai_words() -> re.Pattern:
     """Every language's words for an AI (not for the speaker), as the view reads them."""
-    from .identity.languages import LANGUAGES
+    from tasks.identity.languages import LANGUAGES
 
     words = {w for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo", "modèle"}
     words |= {"A.I.", "LLM", "LLMs", "chatbot", "language model", "AI model", "AI assistant",

@@ -9,11 +9,11 @@ from django.db.models import Max
 
 from evalsite.text import counted
 
-from .images.store import images_store
-from .intake import ParsedTestSet, parse_testset, testset_name_problem
-from .models import TestSet
-from .pii import PII_CHOICES, PiiScan, testset_pii_scan
-from .sql import tasks_insert
+from tasks.images.store import images_store
+from tasks.intake import ParsedTestSet, parse_testset, testset_name_problem
+from tasks.models import TestSet
+from tasks.pii import PII_CHOICES, PiiScan, testset_pii_scan
+from tasks.sql import tasks_insert
 
 
 class TestSetImportError(Exception):

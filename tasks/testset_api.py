@@ -7,11 +7,11 @@ from django.http import Http404, HttpRequest, JsonResponse
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
 
-from . import selectors
-from .intake import oversize_request, oversize_result
-from .pii import PII_CHOICES
-from .services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
-from .views import tasks_file_response
+from tasks import selectors
+from tasks.intake import oversize_request, oversize_result
+from tasks.pii import PII_CHOICES
+from tasks.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
+from tasks.views import tasks_file_response
 
 IMPORT_BODY = {
     "multipart/form-data": {

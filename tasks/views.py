@@ -16,29 +16,14 @@ from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 
-from . import selectors
-from .forms import TaskFilterForm, TestSetUploadForm
-from .images.parts import content_text
-from .intake import (
-    CASE_TYPES,
-    EXAMPLE_TASKS,
-    TIERS,
-    format_help,
-    oversize_request,
-    oversize_result,
-)
-from .models import TestSet
-from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
-from .pii import PII_CHOICES
-from .services import (
-    PiiChoice,
-    TestSetFrozen,
-    TestSetImportError,
-    testset_delete,
-    testset_import,
-    testset_pii,
-    testset_validate,
-)
+from tasks import selectors
+from tasks.forms import TaskFilterForm, TestSetUploadForm
+from tasks.images.parts import content_text
+from tasks.intake import CASE_TYPES, EXAMPLE_TASKS, TIERS, format_help, oversize_request, oversize_result
+from tasks.models import TestSet
+from tasks.pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
+from tasks.pii import PII_CHOICES
+from tasks.services import PiiChoice, TestSetFrozen, TestSetImportError, testset_delete, testset_import, testset_pii, testset_validate
 
 PREVIEW_ROWS = 10
 PII_ROWS = 200  # findings listed on the page; the count says how many more

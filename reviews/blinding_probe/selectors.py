@@ -12,9 +12,9 @@ from tasks.campaign_selectors import held_outputs
 from tasks.identity_hold import output_shown
 from tasks.models import Campaign, Generation
 
-from ..identity_reports.selectors import campaign_report_counts
-from ..models import BlindingGuess
-from ..stats.blinding import MIN_GUESSES, bang_index, verdict
+from reviews.identity_reports.selectors import campaign_report_counts
+from reviews.models import BlindingGuess
+from reviews.stats.blinding import MIN_GUESSES, bang_index, verdict
 
 
 def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> BlindingGuess | None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from tasks.models import Campaign
 
-from ..models import Assignment, BlindingGuess, ItemOutput
+from reviews.models import Assignment, BlindingGuess, ItemOutput
 
 
 class ProbeGone(LookupError):

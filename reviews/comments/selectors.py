@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from tasks.campaign_blinding import campaign_identity_terms, words_shown
 
-from ..models import ItemComment, ReviewItem
+from reviews.models import ItemComment, ReviewItem
 
 ROLE_WORDS = {"admin": "an admin", "lead": "a lead", "arbiter": "the arbiter"}
 

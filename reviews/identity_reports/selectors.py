@@ -10,7 +10,7 @@ from tasks.campaign_blinding import campaign_identity_terms
 from tasks.identity_hold import output_shown
 from tasks.models import Campaign
 
-from ..models import IdentityReport, ItemOutput
+from reviews.models import IdentityReport, ItemOutput
 
 
 def campaign_report_counts(*, campaign: Campaign) -> dict[str, int]:

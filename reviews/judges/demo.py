@@ -24,10 +24,10 @@ from django.utils import timezone
 from tasks.campaign_demo import RUBRIC
 from tasks.models import Campaign, Generation, Judge, TestSet
 
-from ..disputes import item_settle
-from ..models import Review, ReviewItem, Score
-from ..readiness import review_items_sync
-from .models import Judgement
+from reviews.disputes import item_settle
+from reviews.models import Review, ReviewItem, Score
+from reviews.readiness import review_items_sync
+from reviews.judges.models import Judgement
 
 SLUG = "judge-demo"
 JUDGE = "demo-judge"

@@ -7,7 +7,7 @@ from django.db.models import Q
 
 from tasks.models import Campaign, Judge
 
-from ..models import ReviewItem
+from reviews.models import ReviewItem
 
 
 class Judgement(models.Model):

@@ -11,12 +11,12 @@ from django.db import transaction
 
 from tasks.models import Campaign, Generation, Judge
 
-from ..models import ItemOutput, ReviewItem
-from ..rubric import Rubric
-from ..stats import calibration
-from .calibration import judge_calibration, judging_progress
-from .models import Judgement
-from .services import judging_enqueue
+from reviews.models import ItemOutput, ReviewItem
+from reviews.rubric import Rubric
+from reviews.stats import calibration
+from reviews.judges.calibration import judge_calibration, judging_progress
+from reviews.judges.models import Judgement
+from reviews.judges.services import judging_enqueue
 
 
 def judge_verdicts(*, judge: Judge, campaign: Campaign) -> dict:

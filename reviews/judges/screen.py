@@ -14,8 +14,8 @@ from datetime import datetime
 from tasks.judges.answer import AnswerShape, Scale
 from tasks.models import Campaign
 
-from .. import transcript_shown
-from ..selectors import review_screen, task_json
+from reviews import transcript_shown
+from reviews.selectors import review_screen, task_json
 
 
 @dataclass(frozen=True)

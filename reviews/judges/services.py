@@ -39,11 +39,11 @@ from tasks.models import Campaign, Judge
 from tasks.prices import call_costs, flat_table
 from tasks.providers.structured import structured_call
 
-from ..models import ItemOutput, ReviewItem
-from ..policy.services import policy_item_route
-from .models import Judgement
-from .screen import answer_shape, judge_view
-from .sql import judgement_claim
+from reviews.models import ItemOutput, ReviewItem
+from reviews.policy.services import policy_item_route
+from reviews.judges.models import Judgement
+from reviews.judges.screen import answer_shape, judge_view
+from reviews.judges.sql import judgement_claim
 
 log = logging.getLogger(__name__)
 S = Judgement.Status
@@ -132,7 +132,7 @@ def _enqueue(ids: list[int]) -> None:
 
 
 def _send(ids: list[int]) -> None:
-    from .jobs import judgement_run_job
+    from reviews.judges.jobs import judgement_run_job
 
     for position, pk in enumerate(ids):
         try:

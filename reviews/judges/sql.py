@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from tasks.models import Judge
 
-from .models import Judgement
+from reviews.judges.models import Judgement
 
 S = Judgement.Status
 

@@ -8,8 +8,8 @@ from django.db.models import Count, Q
 
 from tasks.models import Campaign
 
-from ..models import ReviewItem
-from .services import review_policy
+from reviews.models import ReviewItem
+from reviews.policy.services import review_policy
 
 S = ReviewItem.State
 

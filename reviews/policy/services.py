@@ -14,9 +14,9 @@ from django.db.models import Count, Q
 
 from tasks.models import Campaign, Judge
 
-from ..models import ItemOutput, ReviewItem
-from ..rubric import Rubric
-from . import rules
+from reviews.models import ItemOutput, ReviewItem
+from reviews.rubric import Rubric
+from reviews.policy import rules
 
 S = ReviewItem.State
 

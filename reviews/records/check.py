@@ -15,15 +15,8 @@ from django.utils.dateparse import parse_datetime
 from tasks.blinding import labels
 from tasks.models import Campaign
 
-from ..rubric import Mode, Rubric, TurnScoring, answers_check
-from .format import (
-    JSONL_KEYS,
-    MAX_SECONDS,
-    REQUIRED_KEYS,
-    SOURCES,
-    USERNAME_RE,
-    RecordError,
-)
+from reviews.rubric import Mode, Rubric, TurnScoring, answers_check
+from reviews.records.format import JSONL_KEYS, MAX_SECONDS, REQUIRED_KEYS, SOURCES, USERNAME_RE, RecordError
 
 BLIND_FILE = (
     "no record names its models (a blind export?): import the export with models "

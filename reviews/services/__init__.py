@@ -17,46 +17,13 @@ modules use is importable from `reviews.services`; the masking words of a campai
 `tasks.campaign_blinding.campaign_identity_terms`.
 """
 
-from .answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
-from .claim import (
-    CLAIM_ATTEMPTS,
-    Claim,
-    ClaimBusy,
-    NotReviewable,
-    assignment_claim_next,
-    candidates,
-)
-from .correct import CorrectResult, review_correct, settled_message
-from .leases import (
-    BLOCKING,
-    HEARTBEAT_CAP_LEASES,
-    LEASE_LAPSED,
-    LIVE,
-    SKIP_REASONS,
-    LeaseGone,
-    assignment_expire_stale,
-    assignment_heartbeat,
-    assignment_release,
-    assignment_release_unfinishable,
-    assignment_skip,
-    assignment_state_message,
-    assignment_sweep_expired,
-    item_leases_release,
-    lease_extended,
-    reviewer_leases_release,
-    stale_leases_q,
-)
-from .order import SHUFFLE_SPACE, presented_order, shuffle_offset
-from .standing import (
-    REVIEWABLE,
-    barred_message,
-    reviewer_barred_message,
-    reviewer_may_review,
-    reviewer_remove_from_campaign,
-    reviewer_removed,
-    reviewer_restore_to_campaign,
-)
-from .submit import SUBMIT_KEY_MAX, SubmitResult, _submit_assignment, assignment_submit
+from reviews.services.answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
+from reviews.services.claim import CLAIM_ATTEMPTS, Claim, ClaimBusy, NotReviewable, assignment_claim_next, candidates
+from reviews.services.correct import CorrectResult, review_correct, settled_message
+from reviews.services.leases import BLOCKING, HEARTBEAT_CAP_LEASES, LEASE_LAPSED, LIVE, SKIP_REASONS, LeaseGone, assignment_expire_stale, assignment_heartbeat, assignment_release, assignment_release_unfinishable, assignment_skip, assignment_state_message, assignment_sweep_expired, item_leases_release, lease_extended, reviewer_leases_release, stale_leases_q
+from reviews.services.order import SHUFFLE_SPACE, presented_order, shuffle_offset
+from reviews.services.standing import REVIEWABLE, barred_message, reviewer_barred_message, reviewer_may_review, reviewer_remove_from_campaign, reviewer_removed, reviewer_restore_to_campaign
+from reviews.services.submit import SUBMIT_KEY_MAX, SubmitResult, _submit_assignment, assignment_submit
 
 __all__ = [
     "BLOCKING",

@@ -25,11 +25,11 @@ from django.db.models.functions import Now
 
 from tasks.models import Campaign, Generation, Task
 
-from .. import sql
-from ..models import Assignment, ReviewItem
-from .leases import assignment_expire_stale
-from .order import presented_order, shuffle_offset
-from .standing import REVIEWABLE
+from reviews import sql
+from reviews.models import Assignment, ReviewItem
+from reviews.services.leases import assignment_expire_stale
+from reviews.services.order import presented_order, shuffle_offset
+from reviews.services.standing import REVIEWABLE
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from django.db.models.functions import Now
 from evalsite.roles import REVIEWER
 from tasks.models import Campaign
 
-from ..models import Assignment, ReviewItem
-from ..sql import db_now
+from reviews.models import Assignment, ReviewItem
+from reviews.sql import db_now
 
 LIVE = Assignment.LIVE
 BLOCKING = Assignment.BLOCKING

@@ -7,8 +7,8 @@ from django.db import transaction
 
 from tasks.models import Campaign
 
-from ..models import ReviewerRemoval
-from .leases import leases_release
+from reviews.models import ReviewerRemoval
+from reviews.services.leases import leases_release
 
 REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
 

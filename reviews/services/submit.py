@@ -17,12 +17,12 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
-from .. import sql
-from ..disputes import item_settle
-from ..models import Assignment, Review, ReviewItem, Score
-from .answers import review_payload_parse, same_answers
-from .claim import RETRY, ClaimBusy, retryable
-from .leases import LIVE
+from reviews import sql
+from reviews.disputes import item_settle
+from reviews.models import Assignment, Review, ReviewItem, Score
+from reviews.services.answers import review_payload_parse, same_answers
+from reviews.services.claim import RETRY, ClaimBusy, retryable
+from reviews.services.leases import LIVE
 
 SUBMIT_KEY_MAX = Assignment._meta.get_field("submit_key").max_length
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from tasks import transcripts
 
-from .rates import rate
+from reviews.stats.rates import rate
 
 TOOL_CHECK = "tool_calls"
 

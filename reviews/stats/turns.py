@@ -29,7 +29,7 @@ import pandas as pd
 
 from tasks import transcripts
 
-from . import joint
+from reviews.stats import joint
 
 SPREAD_MIN_SAMPLES = 2
 

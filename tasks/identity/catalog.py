@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .. import identity_terms as curated
+from tasks import identity_terms as curated
 
 # Word frequency (Zipf scale: 3 is once per million words) from which a word is ordinary.
 ORDINARY_ZIPF = 2.5

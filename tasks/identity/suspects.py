@@ -23,11 +23,11 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .. import identity_terms as data
-from .. import self_description
-from ..masking import Finding
-from ..skeleton import build_view
-from .catalog import ORDINARY_ZIPF, catalog, english_zipf
+from tasks import identity_terms as data
+from tasks import self_description
+from tasks.masking import Finding
+from tasks.skeleton import build_view
+from tasks.identity.catalog import ORDINARY_ZIPF, catalog, english_zipf
 
 # Beyond this, a text is masked but held as "too long to check" (the wider checks' cost
 # grows with the text; 1 MB of an answer is no answer a reviewer can read anyway).

@@ -13,14 +13,14 @@ import secrets
 
 from django.db import transaction
 
-from .. import blinding
-from ..campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
-from ..intake import testset_checksum
-from ..intake_conversation import conversation_values
-from ..models import Campaign, Contender, Generation, Task, TestSet
-from ..outputs_import import outputs_import
-from .definition import MonitorError
-from .models import MonitorRun
+from tasks import blinding
+from tasks.campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
+from tasks.intake import testset_checksum
+from tasks.intake_conversation import conversation_values
+from tasks.models import Campaign, Contender, Generation, Task, TestSet
+from tasks.outputs_import import outputs_import
+from tasks.monitors.definition import MonitorError
+from tasks.monitors.models import MonitorRun
 
 RUBRIC = [
     {"key": "quality", "label": "Overall quality", "min": 1, "max": 5,

@@ -6,8 +6,8 @@ field, and the masked copy). Imports nothing from the rest of the app but `tasks
 parsed shape; `tasks.services` decides what an import does with a finding.
 """
 
-from .detect import KIND_LABELS, Found, pii_find
-from .scan import PII_CHOICES, PiiFinding, PiiScan, testset_pii_scan
+from tasks.pii.detect import KIND_LABELS, Found, pii_find
+from tasks.pii.scan import PII_CHOICES, PiiFinding, PiiScan, testset_pii_scan
 
 __all__ = [
     "KIND_LABELS",

@@ -1,15 +1,8 @@
 """The only code that talks to an LLM endpoint. `generate(contender, messages, tools)`
 dispatches (tools in the OpenAI function format, translated by each provider)."""
 
-from . import anthropic, imported, openai
-from .base import (
-    PermanentError,
-    ProviderError,
-    ProviderResult,
-    RetryableError,
-    ToolCall,
-    cost_of,
-)
+from tasks.providers import anthropic, imported, openai
+from tasks.providers.base import PermanentError, ProviderError, ProviderResult, RetryableError, ToolCall, cost_of
 
 MODULES = {"openai": openai, "anthropic": anthropic, "imported": imported}
 

@@ -14,21 +14,7 @@ import json
 
 import httpx
 
-from .base import (
-    OutputText,
-    ProviderResult,
-    RetryableError,
-    StreamingCall,
-    ToolCall,
-    api_key_for,
-    history_tool_calls,
-    image_data,
-    iter_sse,
-    load_json,
-    post_stream,
-    tokens,
-    tool_result_text,
-)
+from tasks.providers.base import OutputText, ProviderResult, RetryableError, StreamingCall, ToolCall, api_key_for, history_tool_calls, image_data, iter_sse, load_json, post_stream, tokens, tool_result_text
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"

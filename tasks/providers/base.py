@@ -19,8 +19,8 @@ from decimal import Decimal
 import httpx
 from django.conf import settings
 
-from ..images.store import image_base64
-from ..prices import Usage, call_costs, table_of
+from tasks.images.store import image_base64
+from tasks.prices import Usage, call_costs, table_of
 
 # Statuses that will not change on a retry. A 429 is retryable unless the quota is exhausted.
 PERMANENT_STATUSES = {400, 401, 403, 404, 405, 413, 422}

@@ -13,25 +13,7 @@ import json
 
 import httpx
 
-from .base import (
-    MAX_BODY_BYTES,
-    MAX_OUTPUT_CHARS,
-    OutputText,
-    ProviderResult,
-    RetryableError,
-    StreamingCall,
-    ToolCall,
-    api_key_for,
-    history_tool_calls,
-    image_data,
-    iter_sse,
-    load_json,
-    post_stream,
-    read_body,
-    tokens,
-    too_long,
-    tool_result_text,
-)
+from tasks.providers.base import MAX_BODY_BYTES, MAX_OUTPUT_CHARS, OutputText, ProviderResult, RetryableError, StreamingCall, ToolCall, api_key_for, history_tool_calls, image_data, iter_sse, load_json, post_stream, read_body, tokens, too_long, tool_result_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -11,8 +11,8 @@ PermanentError, as any request that will not change.
 
 from __future__ import annotations
 
-from . import anthropic, openai
-from .base import PermanentError, ProviderResult
+from tasks.providers import anthropic, openai
+from tasks.providers.base import PermanentError, ProviderResult
 
 TOOL_NAME = "record_judgement"
 

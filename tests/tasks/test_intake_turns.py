@@ -16,7 +16,7 @@ from tasks.models import Task, TestSet
 from tasks.services import TestSetImportError
 from tests.factories import personas
 
-from .test_intake_tools import TOOLS, as_csv, jsonl
+from tests.tasks.test_intake_tools import TOOLS, as_csv, jsonl
 
 TURNS = [
     "I need a gift for my father.",
