@@ -39,7 +39,9 @@ CONTENDERS = [
 def texts() -> dict[str, list[str]]:
     demo = [
         json.loads(line)["output"]
-        for line in (HERE / "tasks/demo_data/support-demo-outputs.jsonl").read_text().splitlines()
+        for line in (HERE / "tasks/demo/demo_data/support-demo-outputs.jsonl")
+        .read_text()
+        .splitlines()
         if line.strip()
     ]
     corpus = [
@@ -72,7 +74,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from tasks import blinding
+    from tasks.blinding import render as blinding
 
     terms = blinding.identity_terms(contenders=CONTENDERS)
     blinding.render_output("warm up the patterns: Claude", terms)

@@ -23,7 +23,17 @@ from evalsite import selectors
 from evalsite.forms import UserForm, user_exists_message
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, ROLES, login_required, role_required, roles_of
-from evalsite.services import UserChangeRefused, UserExists, may_issue_token, password_generate, user_create, user_password_set, user_token_issue, user_tokens_revoke, user_update
+from evalsite.services import (
+    UserChangeRefused,
+    UserExists,
+    may_issue_token,
+    password_generate,
+    user_create,
+    user_password_set,
+    user_token_issue,
+    user_tokens_revoke,
+    user_update,
+)
 
 USER_FILTERS = {"role": (*ROLES, "none"), "status": ("active", "inactive")}
 

@@ -14,7 +14,14 @@ from evalsite import health
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.models import ApiToken
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, login_required, roles_of
-from evalsite.services import UserChangeRefused, UserExists, email_problem, user_create, user_problems, user_update
+from evalsite.services import (
+    UserChangeRefused,
+    UserExists,
+    email_problem,
+    user_create,
+    user_problems,
+    user_update,
+)
 
 HOME_BY_ROLE = [
     (ADMIN, "campaign_list"),

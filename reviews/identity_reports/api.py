@@ -6,11 +6,20 @@ from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER
-from tasks.models import Campaign
-
-from reviews.models import IdentityReport
 from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
-from reviews.identity_reports.services import NOTE_MAX_CHARS, REPORTED, NothingToReport, ReportNotOpen, ResolveInvalid, arbiter_report, identity_report_resolve, masks_checked, reviewer_report
+from reviews.identity_reports.services import (
+    NOTE_MAX_CHARS,
+    REPORTED,
+    NothingToReport,
+    ReportNotOpen,
+    ResolveInvalid,
+    arbiter_report,
+    identity_report_resolve,
+    masks_checked,
+    reviewer_report,
+)
+from reviews.models import IdentityReport
+from tasks.models import Campaign
 
 REPORT_BODY = {
     "application/json": {

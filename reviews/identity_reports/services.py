@@ -9,11 +9,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from tasks.identity_hold import MaskInvalid, generation_identity_mask, mask_spans_checked
-from tasks.models import Generation
-
 from reviews.models import Arbitration, Assignment, IdentityReport, ItemOutput, Review, ReviewItem
-from reviews.services import item_leases_release
+from reviews.review import item_leases_release
+from tasks.blinding.hold import MaskInvalid, generation_identity_mask, mask_spans_checked
+from tasks.models import Generation
 
 NOTE_MAX_CHARS = 2000
 REASON_MAX_CHARS = 2000

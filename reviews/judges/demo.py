@@ -21,13 +21,12 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from tasks.campaign_demo import RUBRIC
-from tasks.models import Campaign, Generation, Judge, TestSet
-
-from reviews.disputes import item_settle
-from reviews.models import Review, ReviewItem, Score
-from reviews.readiness import review_items_sync
+from reviews.arbitration.disputes import item_settle
 from reviews.judges.models import Judgement
+from reviews.models import Review, ReviewItem, Score
+from reviews.review.readiness import review_items_sync
+from tasks.demo.campaign import RUBRIC
+from tasks.models import Campaign, Generation, Judge, TestSet
 
 SLUG = "judge-demo"
 JUDGE = "demo-judge"

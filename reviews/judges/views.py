@@ -13,13 +13,17 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-from tasks.models import Campaign, Judge
-
+from reviews.judges.calibration import (
+    calibration_chart,
+    judge_calibration,
+    judging_failures,
+    judging_progress,
+)
+from reviews.judges.services import JudgingError, judging_enqueue
 from reviews.policy.selectors import policy_summary
 from reviews.rubric import Rubric
 from reviews.stats.calibration import EPSILON
-from reviews.judges.calibration import calibration_chart, judge_calibration, judging_failures, judging_progress
-from reviews.judges.services import JudgingError, judging_enqueue
+from tasks.models import Campaign, Judge
 
 
 @require_GET

@@ -15,8 +15,25 @@ Import is all-or-nothing: every problem comes back in one run as "line L, field 
 and nothing is kept if any line has one.
 """
 
-from reviews.records.export import csv_columns, csv_max_candidates, export_filename, records_csv, records_export, records_iter, records_jsonl
-from reviews.records.format import CSV_FIXED, FORMATS, JSONL_KEYS, MAX_ERRORS, RecordError, RecordImportError, max_import_bytes, too_big_problem
+from reviews.records.export import (
+    csv_columns,
+    csv_max_candidates,
+    export_filename,
+    records_csv,
+    records_export,
+    records_iter,
+    records_jsonl,
+)
+from reviews.records.format import (
+    CSV_FIXED,
+    FORMATS,
+    JSONL_KEYS,
+    MAX_ERRORS,
+    RecordError,
+    RecordImportError,
+    max_import_bytes,
+    too_big_problem,
+)
 from reviews.records.parse import detect_format
 from reviews.records.write import ImportSummary, reviews_import
 

@@ -12,11 +12,17 @@ from datetime import UTC, datetime
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks.blinding import labels
-from tasks.models import Campaign
-
+from reviews.records.format import (
+    JSONL_KEYS,
+    MAX_SECONDS,
+    REQUIRED_KEYS,
+    SOURCES,
+    USERNAME_RE,
+    RecordError,
+)
 from reviews.rubric import Mode, Rubric, TurnScoring, answers_check
-from reviews.records.format import JSONL_KEYS, MAX_SECONDS, REQUIRED_KEYS, SOURCES, USERNAME_RE, RecordError
+from tasks.blinding.render import labels
+from tasks.models import Campaign
 
 BLIND_FILE = (
     "no record names its models (a blind export?): import the export with models "

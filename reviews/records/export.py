@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from django.db.models import Count, Max
 
 from evalsite.csvsafe import csv_lines
-from tasks.blinding import labels
-from tasks.models import Campaign
-
 from reviews.models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
-from reviews.rubric import TURN_MARK, Rubric, TurnScoring
 from reviews.records.format import CSV_FIXED, EXPORT_CHUNK, FORMATS
+from reviews.rubric import TURN_MARK, Rubric, TurnScoring
+from tasks.blinding.render import labels
+from tasks.models import Campaign
 
 
 def _number(value: float | None):

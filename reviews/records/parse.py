@@ -11,7 +11,6 @@ import re
 
 from evalsite.csvsafe import FORMULA_START
 from evalsite.uploads import decode_utf8, strict_json
-
 from reviews.records.format import CSV_FIELD_LIMIT, CSV_FIXED, RecordError, RecordImportError
 
 

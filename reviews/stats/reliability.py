@@ -35,7 +35,14 @@ import numpy as np
 import pandas as pd
 
 from reviews.stats import joint
-from reviews.stats.agreement import LEVELS, RELIABLE, TENTATIVE, _alpha_from_coincidences, _unit_coincidences, krippendorff_alpha
+from reviews.stats.agreement import (
+    LEVELS,
+    RELIABLE,
+    TENTATIVE,
+    _alpha_from_coincidences,
+    _unit_coincidences,
+    krippendorff_alpha,
+)
 
 DISAGREE = 0.2  # |alpha - AC| beyond which the report notes the two disagree
 PREVALENT = 0.8  # share of ratings on the most used value from which prevalence is the cause

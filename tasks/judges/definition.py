@@ -13,8 +13,13 @@ import re
 
 from django.db import IntegrityError, transaction
 
-from tasks.campaigns import CONTENDER_KEYS, DefinitionError, campaign_definition_load, contender_validate
-from tasks.definition_reader import DefinitionReader
+from tasks.campaigns.definition import (
+    CONTENDER_KEYS,
+    DefinitionError,
+    campaign_definition_load,
+    contender_validate,
+)
+from tasks.campaigns.definition_reader import DefinitionReader
 from tasks.judges.models import Judge
 
 # A contender's keys a judge does not take: it has no system prompt (its instructions go

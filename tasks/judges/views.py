@@ -7,7 +7,6 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from evalsite.roles import ADMIN, LEAD, role_required
-
 from tasks.judges.models import Judge
 
 

@@ -6,12 +6,17 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
 from evalsite.roles import ADMIN, LEAD, has_role
-
-from tasks.campaigns import DefinitionError
-from tasks.generation import GenerationError
+from tasks.campaigns.definition import DefinitionError
+from tasks.generation.services import GenerationError
 from tasks.monitors.alerts import ResendRefused, alert_resend
 from tasks.monitors.cron import ScheduleError, fire_times
-from tasks.monitors.definition import MonitorError, monitor_archive, monitor_create, monitor_definition, monitor_update
+from tasks.monitors.definition import (
+    MonitorError,
+    monitor_archive,
+    monitor_create,
+    monitor_definition,
+    monitor_update,
+)
 from tasks.monitors.models import Monitor, MonitorAlert, MonitorRun
 from tasks.monitors.runs import monitor_run_progress, monitor_run_start
 

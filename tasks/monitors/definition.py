@@ -13,8 +13,14 @@ import re
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tasks.campaigns import SLUG_RE, DefinitionError, campaign_definition_load, contender_conflicts, contender_validate
-from tasks.definition_reader import DefinitionReader
+from tasks.campaigns.definition import (
+    SLUG_RE,
+    DefinitionError,
+    campaign_definition_load,
+    contender_conflicts,
+    contender_validate,
+)
+from tasks.campaigns.definition_reader import DefinitionReader
 from tasks.models import Contender, Provider, TestSet
 from tasks.monitors.cron import schedule_problem
 from tasks.monitors.judging import judge_definition

@@ -13,12 +13,12 @@ import secrets
 
 from django.db import transaction
 
-from tasks import blinding
-from tasks.campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
-from tasks.intake import testset_checksum
-from tasks.intake_conversation import conversation_values
+from tasks.blinding import render as blinding
+from tasks.campaigns.definition import MAX_REDACT_WORDS, DefinitionError, campaign_create
+from tasks.generation.outputs_import import outputs_import
+from tasks.intake.conversation import conversation_values
+from tasks.intake.parse import testset_checksum
 from tasks.models import Campaign, Contender, Generation, Task, TestSet
-from tasks.outputs_import import outputs_import
 from tasks.monitors.definition import MonitorError
 from tasks.monitors.models import MonitorRun
 

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
 from tasks import review_side
-from tasks.generation import GenerationNotSent, generation_enqueue, generation_rows_create
+from tasks.generation.services import GenerationNotSent, generation_enqueue, generation_rows_create
 from tasks.models import Campaign, Generation, Judge
 from tasks.monitors.definition import MonitorError
 from tasks.monitors.metrics import judge_scores_add, run_table

@@ -10,17 +10,33 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
-
-from tasks.campaigns import DefinitionError
-from tasks.generation import GenerationError
+from tasks.campaigns.definition import DefinitionError
+from tasks.generation.services import GenerationError
 from tasks.monitors.alerts import ResendRefused, alert_resend
 from tasks.monitors.cron import ScheduleError, fire_times, schedule_problem
-from tasks.monitors.definition import MonitorError, monitor_archive, monitor_create, monitor_definition, monitor_pause, monitor_update
+from tasks.monitors.definition import (
+    MonitorError,
+    monitor_archive,
+    monitor_create,
+    monitor_definition,
+    monitor_pause,
+    monitor_update,
+)
 from tasks.monitors.forms import form_context, form_definition
 from tasks.monitors.models import MonitorAlert
 from tasks.monitors.review import review_blind_create
 from tasks.monitors.runs import monitor_run_progress, monitor_run_start
-from tasks.monitors.selectors import alert_log, monitor_get, monitor_list, run_get, run_page, schedule_facts, task_side_by_side, threshold_lines, trend_charts
+from tasks.monitors.selectors import (
+    alert_log,
+    monitor_get,
+    monitor_list,
+    run_get,
+    run_page,
+    schedule_facts,
+    task_side_by_side,
+    threshold_lines,
+    trend_charts,
+)
 
 
 @require_http_methods(["GET"])
