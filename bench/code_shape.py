@@ -22,10 +22,7 @@ APPS = ("tasks", "reviews", "evalsite")
 
 def app_modules(root: Path) -> list[Path]:
     return [
-        p
-        for app in APPS
-        for p in sorted((root / app).rglob("*.py"))
-        if "migrations" not in p.parts
+        p for app in APPS for p in sorted((root / app).rglob("*.py")) if "migrations" not in p.parts
     ]
 
 
@@ -142,7 +139,9 @@ def shape(root: Path) -> dict:
         "top-level modules in tasks/ and reviews/": sum(
             1 for p in modules if p.parent.name in ("tasks", "reviews")
         ),
-        "modules over 600 lines": sorted(str(p.relative_to(root)) for p, n in lines.items() if n > 600),
+        "modules over 600 lines": sorted(
+            str(p.relative_to(root)) for p, n in lines.items() if n > 600
+        ),
         "functions": len(funcs),
         "functions over 50 lines": sum(1 for _, _, n in funcs if n > 50),
         "functions with 6+ parameters": sum(1 for _, k, _ in funcs if k >= 6),
@@ -153,7 +152,9 @@ def shape(root: Path) -> dict:
 
 
 def main() -> None:
-    root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
+    root = (
+        Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
+    )
     for key, value in shape(root).items():
         if isinstance(value, list):
             print(f"{key}: {len(value)}")
