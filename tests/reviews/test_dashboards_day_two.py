@@ -137,7 +137,7 @@ def _row(name, rating, ci, rank, **more):
 
 
 def test_the_summary_names_the_leader_only_as_surely_as_the_ranks_allow():
-    from reviews.dashboard_summary import leader_sentence
+    from reviews.dashboards.summary import leader_sentence
 
     rating = {"ci_reason": None, "reason": None}
     alone = [_row("a", 1200.0, [1100.0, 1300.0], 1), _row("b", 800.0, [700.0, 900.0], 2)]
@@ -156,7 +156,7 @@ def test_the_summary_names_the_leader_only_as_surely_as_the_ranks_allow():
 
 
 def test_the_cost_summary_never_names_a_contender_below_the_quality_floor_best():
-    from reviews.dashboard_summary import cost_summary
+    from reviews.dashboards.summary import cost_summary
 
     lb = [
         {

@@ -20,7 +20,6 @@ import json
 from django.core.cache import caches
 from django.db.models import Count, Max, Sum
 
-from reviews.dashboard_summary import SUMMARIES, head_to_head_summary
 from reviews.dashboards.agentic import conversation_page, tools_page
 from reviews.dashboards.extras import (
     battle_rows,
@@ -31,7 +30,8 @@ from reviews.dashboards.extras import (
     slices_table,
 )
 from reviews.dashboards.pages import _agreement, _cost, _stability
-from reviews.dashboards.tables import Column, Table, display, heat_class, interval_chart
+from reviews.dashboards.summary import SUMMARIES, head_to_head_summary
+from reviews.dashboards.tables import Column, Table, interval_chart
 from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
 from tasks.models import Campaign, Generation
 
