@@ -312,7 +312,11 @@ def role_session(
 
 def comment_on_item(page, out: Path, name: str, problems: list[str]) -> Path:
     """Post a comment on the item page (htmx swaps the thread in), then shoot the page."""
-    page.fill("textarea[name=text]", "Reviewer B missed the refund window; arbiter, agree?")
+    said = {
+        "admin": "Reviewer B scored the tone 5 on a reply that refuses the customer; arbiter?",
+        "lead": "Agreed with the arbiter's 3: polite, but it promises nothing the policy allows.",
+    }
+    page.fill("textarea[name=text]", said.get(name.split("-", 1)[0], "Noted."))
     page.get_by_role("button", name="Comment").click()
     page.locator(".comment-thread .comment").first.wait_for()
     return shoot(page, out, name, problems)
@@ -340,11 +344,11 @@ def pii_upload(page, out: Path, prefix: str, problems: list[str]) -> Path:
 
 # The day-two pages `--keep` saves, by role (the name after "<role>-<size>-").
 KEEP = {
-    "admin": {"monitor-new", "monitor-edit", "testset-upload-pii", "contender-test"},
+    # An admin's monitor page: with Pause, Resume and Delete.
+    "admin": {"monitor", "monitor-new", "monitor-edit", "testset-upload-pii", "contender-test"},
     "lead": {
         "item-comment",
         "monitors",
-        "monitor",
         "monitor-run",
         "monitor-task",
         "search",
@@ -370,14 +374,17 @@ KEEP = {
 
 
 def keep_small(path: Path, keep: Path) -> Path | None:
-    """A copy of a day-two page's screenshot in `keep`: at most two screens tall, 64 colours."""
+    """A copy of a day-two page's screenshot in `keep`: at most two screens tall (the item
+    page four), 64 colours."""
     from PIL import Image
 
     role, size, name = path.stem.split("-", 2)
     if name not in KEEP.get(role, ()):
         return None
     with Image.open(path) as shot:
-        height = min(shot.height, 2 * VIEWPORTS[size]["height"])
+        # The item page's comment thread is at its foot: that page is kept whole.
+        screens = 4 if name == "item-comment" else 2
+        height = min(shot.height, screens * VIEWPORTS[size]["height"])
         small = shot.crop((0, 0, shot.width, height)).convert("RGB").quantize(colors=64)
         target = keep / path.name
         small.save(target, optimize=True)
