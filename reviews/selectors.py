@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 from evalsite.roles import REVIEWER
 from tasks import blinding
 from tasks.campaign_blinding import instructions_shown
-from tasks.identity_hold import output_shown
+from tasks.identity_hold import generation_hand_masked
 from tasks.models import Campaign, Generation, Task
 
 from . import sql, transcript_shown
@@ -147,13 +147,15 @@ def review_screen(
         task, generations = sql.item_outputs(assignment.item_id)
     viewer = Viewer.of(campaign, html=html)
     labels = blinding.labels(len(assignment.order))
+    # An admin's hand masks first, in the answer and the transcript's steps alike
+    # (tasks/identity_hold.py), then the screen's masking.
+    shown = {pk: generation_hand_masked(generations[pk]) for pk in assignment.order}
     outputs = [
         OutputRead(
             label=label,
-            # An admin's hand masks first (tasks/identity_hold.py), then the screen's masking.
-            text=output_shown(generations[output_id]),
-            reasoning=generations[output_id].reasoning,
-            transcript=generations[output_id].transcript,
+            text=shown[output_id].text,
+            reasoning=shown[output_id].reasoning,
+            transcript=shown[output_id].transcript,
         )
         for label, output_id in zip(labels, assignment.order, strict=True)
     ]
