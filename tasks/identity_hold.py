@@ -6,13 +6,13 @@ in a reviewer's request. Only an output reviewers will be shown is held: a sampl
 campaign's reviewed samples, a single-turn regime row or a monitor run's answer is in no review
 item, so holding it would only ask an admin for an approval nobody needs. A held output keeps
 every item that shows it waiting (not ready), so the claim, the queue and the API's `next` need
-no rule of their own: readiness (reviews/readiness.py) counts a held output as not there yet,
+no rule of their own: readiness (reviews/review/readiness.py) counts a held output as not there yet,
 and approving one runs the same opening step a finished generation runs (through
 tasks/review_side.py, for the count).
 
 An admin may mask spans of an output by hand before approving it (what the automatic masking
 left readable), in its final answer or in any text of its transcript (a tool call's arguments,
-a tool's result, an intermediate assistant turn: tasks/identity/parts.py names them). The
+a tool's result, an intermediate assistant turn: tasks/blinding/parts.py names them). The
 spans are kept on the row with their part, who and when, and `generation_hand_masked` applies
 them wherever a reviewer, an arbiter, a judge or a blinding probe reads the output.
 """
@@ -26,10 +26,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from . import blinding, review_side
-from .campaign_blinding import campaign_identity_terms
-from .identity.parts import ANSWER, HandMasked, hand_masked, maskable
-from .models import Campaign, Generation
+from tasks import review_side
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms
+from tasks.identity.parts import ANSWER, HandMasked, hand_masked, maskable
+from tasks.models import Campaign, Generation
 
 # An output that repeats a name hundreds of times needs no hundred entries to be judged.
 MAX_FINDINGS = 100
@@ -86,7 +87,7 @@ def identity_fields(
 
 
 def generation_texts(generation: Generation) -> dict[str, str]:
-    """{part: text} of every text of the output a hand mask may name (tasks/identity/parts.py)."""
+    """{part: text} of every text of the output a hand mask may name (tasks/blinding/parts.py)."""
     return maskable(
         output=generation.output or "",
         transcript=generation.transcript,
@@ -125,7 +126,7 @@ class MaskInvalid(ValueError):
         self.errors = errors
 
 
-# A hand-mask span: (part, start, end), the part as tasks/identity/parts.py names it.
+# A hand-mask span: (part, start, end), the part as tasks/blinding/parts.py names it.
 Span = tuple[str, int, int]
 
 

@@ -9,7 +9,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from tasks.identity_hold import (
+from reviews.models import Arbitration, Assignment, IdentityReport, Review, ReviewItem
+from reviews.review import item_leases_release
+from tasks.blinding.hold import (
     MaskInvalid,
     Span,
     generation_identity_mask,
@@ -17,9 +19,6 @@ from tasks.identity_hold import (
     mask_spans_checked,
 )
 from tasks.models import Generation
-
-from ..models import Arbitration, Assignment, IdentityReport, Review, ReviewItem
-from ..services import item_leases_release
 
 NOTE_MAX_CHARS = 2000
 REASON_MAX_CHARS = 2000

@@ -1,5 +1,5 @@
 """The texts of one output that reviewers read, each named by its part: what the hold scans
-(tasks/identity_hold.py) and what an admin's hand mask names (docs/blinding.md, "Masking by
+(tasks/blinding/hold.py) and what an admin's hand mask names (docs/blinding.md, "Masking by
 hand").
 
 A part is "answer" (the final answer), "reasoning" (where the campaign shows it) or a text of
@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..blinding import MASK
-from ..transcripts import unescaped
+from tasks.blinding.render import MASK
+from tasks.generation.transcripts import unescaped
 
 ANSWER = "answer"
 REASONING = "reasoning"
