@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.blinding import render as blinding
-from tasks.generation.transcripts import unescaped
+from tasks.blinding.parts import unescaped
 from tasks.images.parts import content_text, image_links
 
 # How a turn that did not end with a final answer is described (the stored finish reasons

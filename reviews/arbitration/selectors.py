@@ -23,8 +23,8 @@ from reviews.review.selectors import task_json
 from reviews.rubric import Dimension, Rubric, label_map
 from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
 from tasks.blinding.campaign_texts import instructions_shown, words_shown
+from tasks.blinding.parts import hand_masked
 from tasks.blinding.render import labels
-from tasks.identity.parts import hand_masked
 from tasks.models import Campaign
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
@@ -295,7 +295,7 @@ def workspace_json(ws: dict) -> dict:
     return {
         "token": ws["token"],
         "lease_expires_at": ws["lease_expires_at"].isoformat() if ws["lease_expires_at"] else None,
-        # The reviewer's shape (SPEC: "Arbiters use the same shape").
+        # An arbiter sees the task and candidates in the same shape as a reviewer.
         "task": task_json(
             category=ws["task"]["category"],
             multi_turn=ws["task"]["multi_turn"],

@@ -5,8 +5,8 @@ checks, the task's checks, and the identity findings (docs/tools.md, "Checks and
 from __future__ import annotations
 
 from tasks.blinding.hold import identity_fields, shown_to_reviewers
+from tasks.blinding.parts import scanned
 from tasks.checks.automatic import normalize, run_checks, turn_checks_run
-from tasks.identity.parts import scanned
 from tasks.models import Campaign, Generation
 
 

@@ -9,30 +9,10 @@ step" or "an unmocked call" means the same thing everywhere.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 # What the tool loop answers a call whose arguments are not a JSON object (no mock sees it).
 NOT_AN_OBJECT = "the arguments are not a JSON object"
-
-
-_JSON_ESCAPE = re.compile(
-    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})"
-)
-
-
-def unescaped(raw: str) -> str:
-    """JSON's \\uXXXX escapes written out, so that text which is not valid JSON is masked (and
-    read) as the characters it stands for: `\\u0043laude` is "Claude"."""
-
-    def one(m: re.Match) -> str:
-        if m.group(3):
-            code = int(m.group(3), 16)
-            return m.group(0) if 0xD800 <= code < 0xE000 else chr(code)
-        high, low = int(m.group(1), 16), int(m.group(2), 16)
-        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-
-    return _JSON_ESCAPE.sub(one, raw)
 
 
 def _dicts(value) -> list[dict]:

@@ -13,7 +13,7 @@ from tasks import review_side
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.blinding.hold import generation_hand_masked, generation_texts, output_shown
-from tasks.identity.parts import ANSWER, mask_part, part_label, shown_texts
+from tasks.blinding.parts import ANSWER, mask_part, part_label, shown_texts
 from tasks.models import Campaign, Contender, Generation
 
 S = Generation.Status

@@ -26,16 +26,33 @@ Everything here is pure: strings and lists in, strings and lists out.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tasks.blinding.render import MASK
-from tasks.generation.transcripts import unescaped
 
 ANSWER = "answer"
 REASONING = "reasoning"
+_JSON_ESCAPE = re.compile(
+    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})"
+)
+
+
+def unescaped(raw: str) -> str:
+    """JSON's \\uXXXX escapes written out, so that text which is not valid JSON is masked (and
+    read) as the characters it stands for: `\\u0043laude` is "Claude"."""
+
+    def one(m: re.Match) -> str:
+        if m.group(3):
+            code = int(m.group(3), 16)
+            return m.group(0) if 0xD800 <= code < 0xE000 else chr(code)
+        high, low = int(m.group(1), 16), int(m.group(2), 16)
+        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+
+    return _JSON_ESCAPE.sub(one, raw)
 
 
 def _indexed(value) -> Iterator[tuple[int, dict]]:
@@ -209,7 +226,7 @@ def hand_masked(*, output: str, transcript, reasoning: str | None, masks) -> Han
     )
 
 
-# How a part's words read (tasks.identity.parts paths): its lists, then its field.
+# How a part's words read (tasks.blinding.parts paths): its lists, then its field.
 _LISTS = {
     "transcript": "turn",
     "steps": "step",

@@ -29,7 +29,7 @@ from django.utils import timezone
 from tasks import review_side
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
-from tasks.identity.parts import ANSWER, HandMasked, hand_masked, maskable
+from tasks.blinding.parts import ANSWER, HandMasked, hand_masked, maskable
 from tasks.models import Campaign, Generation
 
 # An output that repeats a name hundreds of times needs no hundred entries to be judged.
@@ -68,7 +68,7 @@ def identity_fields(
     *, parts: list[tuple[str, str]], campaign: Campaign, reviewed: bool = True
 ) -> dict:
     """The identity columns of an output being stored, from its texts as reviewers read them
-    (`parts`: tasks.identity.parts.scanned, the final answer first, then its reasoning and
+    (`parts`: tasks.blinding.parts.scanned, the final answer first, then its reasoning and
     transcript): whether reviewers will see anything masked in them or a suspect span left as
     written (a possible model name, a chat-template token, look-alike letters ...:
     blinding.check_identity), what, why and in which part (admins and leads only), and
