@@ -26,7 +26,6 @@ from reviews.rubric import TURN_MARK, Rubric, TurnScoring
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
-
 # An item dropped by an admin is in no export (the module's docstring).
 DROPPED = ReviewItem.State.DROPPED
 
