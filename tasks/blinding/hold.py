@@ -41,17 +41,19 @@ MAX_HAND_MASKS = 100
 def findings_json(findings: Iterable[blinding.Finding], parts: list[tuple[str, str]]) -> list[dict]:
     """The stored form of a check's findings over an output's texts joined (`parts`, as
     `identity_fields` joins them): what was matched, why, in which part and where in it."""
+    parts = parts or [(ANSWER, "")]
     starts, at = [], 0
     for _, text in parts:
         starts.append(at)
-        at += len(text) + 1
+        at += len(text) + 1  # the "\n" between two texts
     out = []
     for f in list(findings)[:MAX_FINDINGS]:
         i = max(bisect_right(starts, f.start) - 1, 0)
-        part, text = parts[i] if parts else (ANSWER, "")
-        start = f.start - starts[i] if parts else f.start
-        end = min(f.end - starts[i], len(text)) if parts else f.end
-        out.append({"text": f.text, "reason": f.reason, "part": part, "start": start, "end": end})
+        (part, text), start = parts[i], starts[i]
+        end = min(f.end - start, len(text))
+        out.append(
+            {"text": f.text, "reason": f.reason, "part": part, "start": f.start - start, "end": end}
+        )
     return out
 
 

@@ -359,8 +359,8 @@ def campaign_held_outputs(*, campaign: Campaign, ids=None) -> list[dict]:
     contender is named), each with its hold reasons ({"text", "reason", "part", "start",
     "end"}, as stored when it was found), the admin's hand masks (each with its part's
     `label`), every text a hand mask may name (`texts`), the transcript's texts with a reason
-    or a mask as reviewers will read them (`steps`: held_steps), the text reviewers will get and that
-    masked view as highlighted parts (`highlighted_parts`)."""
+    or a mask as reviewers will read them (`steps`: held_steps), the text reviewers will get
+    and that masked view as highlighted parts (`highlighted_parts`)."""
     terms = campaign_identity_terms(campaign)
     rows = held_outputs(campaign).select_related("task", "contender")
     if ids is not None:  # one page of them

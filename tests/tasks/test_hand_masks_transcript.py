@@ -142,7 +142,7 @@ class TranscriptHoldTests(TestCase):
         self.client.force_login(self.users["admin"])
         held = self.client.get(reverse("campaign_held", args=[self.campaign.slug])).content
         held = held.decode()
-        assert "In the transcript, turn 1, step 1, tool result 1:" in held
+        assert "Turn 1, step 1, tool result 1:" in held
         assert f'data-part="{RESULT_PART}"' in held
         assert "Orchid Pilot here" in held  # unknown: readable until masked by hand
         response = self.client.post(
