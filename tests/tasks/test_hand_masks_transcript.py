@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews import review as services
+from reviews.identity_reports.services import ResolveInvalid, masks_checked
 from reviews.models import ReviewItem
 from tasks.blinding.hold import MaskInvalid, mask_spans_checked, mask_spans_of_words
 from tasks.blinding.parts import hand_masked, maskable, part_label, scanned
@@ -158,6 +159,21 @@ class TranscriptHoldTests(TestCase):
         ]
         page = self.review_page("reviewer_a")
         assert "Orchid" not in page and "Pilot" not in page and "OpenAI" not in page
+
+    def test_a_reports_resolve_takes_a_span_in_a_transcript_text(self):
+        item = ReviewItem.objects.get(campaign=self.campaign)
+        start = RESULT.index("Orchid Pilot")
+        span = {"part": RESULT_PART, "start": start, "end": start + len("Orchid Pilot")}
+        checked = masks_checked({str(self.leaky.pk): [span, [0, 4]]}, item_id=item.pk)
+        assert checked == {
+            self.leaky.pk: [(RESULT_PART, span["start"], span["end"]), ("answer", 0, 4)]
+        }
+        try:
+            masks_checked({str(self.leaky.pk): [{**span, "part": "nowhere"}]}, item_id=item.pk)
+        except ResolveInvalid as exc:
+            assert "'nowhere' is not a text of this output" in exc.errors[0]
+        else:
+            raise AssertionError("a part the output does not have was accepted")
 
     def test_a_mask_added_after_the_claim_applies_from_the_next_page_on(self):
         self.api("admin", self.held_url + "/approve", {"ids": [self.leaky.pk]})
