@@ -23,7 +23,7 @@ from reviews.review.selectors import task_json
 from reviews.rubric import Dimension, Rubric, label_map
 from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
 from tasks.blinding.campaign_texts import instructions_shown, words_shown
-from tasks.blinding.hold import masks_applied
+from tasks.blinding.parts import hand_masked
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
@@ -115,8 +115,9 @@ def _agreed(*, final: dict, labels: dict, label_of: dict) -> dict:
 
 
 def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
-    """The item's outputs in the arbiter's label order, with an admin's hand masks applied
-    (tasks/blinding/hold.py): what the screen then masks (reviews/screen.py)."""
+    """The item's outputs in the arbiter's label order, with an admin's hand masks applied to
+    the answer and the transcript (tasks/blinding/parts.py): what the screen then masks
+    (reviews/screen.py)."""
     shown = item.outputs.values_list(
         "pk",
         "generation__output",
@@ -124,11 +125,17 @@ def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
         "generation__transcript",
         "generation__reasoning",
     )
-    read = {pk: (masks_applied(text, masks), t, r) for pk, text, masks, t, r in shown}
+    read = {
+        pk: hand_masked(output=text, transcript=t, reasoning=r, masks=masks)
+        for pk, text, masks, t, r in shown
+    }
     outputs = []
     for label, pk in labels.items():
-        text, transcript, reasoning = read.get(int(pk), ("", None, None))
-        outputs.append(OutputRead(label, text or "", reasoning, transcript))
+        one = read.get(int(pk))
+        if one is None:
+            outputs.append(OutputRead(label, "", None, None))
+        else:
+            outputs.append(OutputRead(label, one.text, one.reasoning, one.transcript))
     return outputs
 
 

@@ -30,7 +30,7 @@ def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Blinding
 def probe_question(*, probe: BlindingGuess, campaign: Campaign) -> dict:
     """What the question shows: the answer as the review showed it (masked), and the names to
     choose from in alphabetical order, with no label anywhere."""
-    generation = Generation.objects.only("output", "identity_masks").get(
+    generation = Generation.objects.only("output", "identity_masks", "transcript", "reasoning").get(
         item_outputs__pk=probe.output_id
     )
     text, html, _ = blinding.render_output(

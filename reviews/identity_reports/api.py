@@ -128,7 +128,8 @@ RESOLVE_SCHEMA = {
         "mask": {
             "type": "object",
             "description": 'approve only: {"<output id>": [[start, end], ...]} spans masked '
-            "by hand first",
+            'by hand first, each [start, end] in the final answer or {"part", "start", "end"} '
+            "in a text of its transcript (parts as the held outputs list names them)",
         },
     },
 }

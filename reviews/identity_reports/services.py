@@ -9,9 +9,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from reviews.models import Arbitration, Assignment, IdentityReport, ItemOutput, Review, ReviewItem
+from reviews.models import Arbitration, Assignment, IdentityReport, Review, ReviewItem
 from reviews.review import item_leases_release
-from tasks.blinding.hold import MaskInvalid, generation_identity_mask, mask_spans_checked
+from tasks.blinding.hold import (
+    MaskInvalid,
+    Span,
+    generation_identity_mask,
+    generation_texts,
+    mask_spans_checked,
+)
 from tasks.models import Generation
 
 NOTE_MAX_CHARS = 2000
@@ -97,16 +103,15 @@ def arbiter_report(*, token: str, arbiter: AbstractBaseUser, note: str = "") -> 
     )
 
 
-def masks_checked(masks, *, item_id: int) -> dict[int, list[tuple[int, int]]]:
-    """{"<output id>": [[start, end], ...]} as an admin gives it: each output one of the
-    item's, each span inside its text. Raises ResolveInvalid with every problem."""
+def masks_checked(masks, *, item_id: int) -> dict[int, list[Span]]:
+    """{"<output id>": [[start, end] or {"part", "start", "end"}, ...]} as an admin gives it:
+    each output one of the item's, each span inside its text. Raises ResolveInvalid with
+    every problem."""
     if not isinstance(masks, dict):
         raise ResolveInvalid(['mask: must be {"<output id>": [[start, end], ...]}'])
-    outputs = dict(
-        ItemOutput.objects.filter(item_id=item_id).values_list(
-            "generation_id", "generation__output"
-        )
-    )
+    outputs = {
+        g.pk: generation_texts(g) for g in Generation.objects.filter(item_outputs__item_id=item_id)
+    }
     errors, checked = [], {}
     for key, spans in masks.items():
         gid = int(key) if str(key).isdigit() else None
@@ -114,7 +119,7 @@ def masks_checked(masks, *, item_id: int) -> dict[int, list[tuple[int, int]]]:
             errors.append(f"mask: {key} is not an output of this item")
             continue
         try:
-            checked[gid] = mask_spans_checked(spans, outputs[gid] or "")
+            checked[gid] = mask_spans_checked(spans, outputs[gid])
         except MaskInvalid as exc:
             errors += [f"output {gid}: {e}" for e in exc.errors]
     if errors:
@@ -128,7 +133,7 @@ def identity_report_resolve(
     action: str,
     user: AbstractBaseUser,
     reason: str = "",
-    masks: dict[int, list[tuple[int, int]]] | None = None,
+    masks: dict[int, list[Span]] | None = None,
 ) -> int:
     """Resolve a report, and with it every open report of its item: `approve` returns the
     item to the queues (after masking `masks`, {generation id: spans}, by hand), `drop` takes

@@ -24,7 +24,7 @@ from reviews.rubric import Rubric
 from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import instructions_shown
-from tasks.blinding.hold import output_shown
+from tasks.blinding.hold import generation_hand_masked
 from tasks.models import Campaign, Generation, Task
 
 
@@ -140,13 +140,15 @@ def review_screen(
         task, generations = sql.item_outputs(assignment.item_id)
     viewer = Viewer.of(campaign, html=html)
     labels = blinding.labels(len(assignment.order))
+    # An admin's hand masks first, in the answer and the transcript's steps alike
+    # (tasks/blinding/hold.py), then the screen's masking.
+    shown = {pk: generation_hand_masked(generations[pk]) for pk in assignment.order}
     outputs = [
         OutputRead(
             label=label,
-            # An admin's hand masks first (tasks/blinding/hold.py), then the screen's masking.
-            text=output_shown(generations[output_id]),
-            reasoning=generations[output_id].reasoning,
-            transcript=generations[output_id].transcript,
+            text=shown[output_id].text,
+            reasoning=shown[output_id].reasoning,
+            transcript=shown[output_id].transcript,
         )
         for label, output_id in zip(labels, assignment.order, strict=True)
     ]

@@ -16,6 +16,7 @@ from tasks.blinding.hold import (
     IdentityNotHeld,
     MaskInvalid,
     generation_identity_approve,
+    generation_texts,
     generations_identity_approve,
     mask_spans_of_words,
 )
@@ -73,7 +74,7 @@ def campaign_held_mask(request: HttpRequest, slug: str, output_id: int) -> HttpR
         messages.info(request, "That output is not held any more.")
         return redirect("campaign_held", slug=campaign.slug)
     try:
-        spans = mask_spans_of_words(request.POST.get("words", ""), generation.output or "")
+        spans = mask_spans_of_words(request.POST.get("words", ""), generation_texts(generation))
         opened = generation_identity_approve(generation=generation, user=request.user, mask=spans)
     except MaskInvalid as exc:
         messages.error(request, f"Nothing masked: {exc}.")

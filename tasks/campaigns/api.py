@@ -14,6 +14,7 @@ from tasks.blinding.hold import (
     IdentityNotHeld,
     MaskInvalid,
     generation_identity_approve,
+    generation_texts,
     generations_identity_approve,
     mask_spans_checked,
 )
@@ -593,21 +594,27 @@ def campaign_output_approve_identity(
     )
 
 
+# What the held outputs page draws (highlighted parts of the answer and of the transcript).
+PAGE_ONLY = ("parts", "steps")
+
+
 @api_endpoint(
     ADMIN,
     LEAD,
     summary="The outputs reviewers will be shown that are held, waiting for an admin to "
     "approve their masked view: id, task, contender, sample, reasons "
-    '[{"text", "reason", "start", "end"}] (offsets in the output as stored; past its end: in '
-    "its transcript), masks (spans an admin masked by hand, with who and when) and the text "
-    "reviewers will get.",
+    '[{"text", "reason", "part", "start", "end"}] (offsets in the part\'s text: "answer", the '
+    "final answer, or a text of the transcript such as "
+    '"transcript/0/steps/1/tool_results/0/result"), masks (spans an admin masked by hand, '
+    "with their part, who and when), the text reviewers will get and texts {part: text}: every "
+    "text a hand mask may name.",
     responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
 )
 def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     rows = campaign_held_outputs(campaign=campaign)
     return JsonResponse(
-        {"outputs": [{k: v for k, v in row.items() if k != "parts"} for row in rows]}
+        {"outputs": [{k: v for k, v in row.items() if k not in PAGE_ONLY} for row in rows]}
     )
 
 
@@ -619,9 +626,24 @@ HELD_APPROVE_SCHEMA = {
         "all": {"type": "boolean", "description": "approve every held output of the campaign"},
         "mask": {
             "type": "array",
-            "items": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-            "description": "with exactly one id: [start, end] spans of its output (offsets "
-            "in characters) masked for reviewers before it is approved",
+            "items": {
+                "oneOf": [
+                    {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["part", "start", "end"],
+                        "properties": {
+                            "part": {"type": "string"},
+                            "start": {"type": "integer"},
+                            "end": {"type": "integer"},
+                        },
+                    },
+                ]
+            },
+            "description": "with exactly one id: spans masked for reviewers before it is "
+            "approved, each [start, end] in its final answer or {part, start, end} in a text "
+            "of its transcript (a part as the list's `texts` names it; offsets in characters)",
         },
     },
 }
@@ -631,8 +653,10 @@ HELD_APPROVE_SCHEMA = {
     ADMIN,
     methods=("POST",),
     summary='Approve held outputs in bulk: {"ids": [...]} or {"all": true}. With one id, '
-    '{"mask": [[start, end], ...]} masks those spans of its output for reviewers first '
-    "(recorded with who and when). Their review items open once their other outputs are ready.",
+    '{"mask": [[start, end], ...]} masks those spans of its final answer for reviewers first, '
+    '{"part": "transcript/0/steps/1/tool_results/0/result", "start": s, "end": e} a span of '
+    "a transcript's text (recorded with the part, who and when). Their review items open once "
+    "their other outputs are ready.",
     body={"application/json": {"schema": HELD_APPROVE_SCHEMA}},
     responses={
         "200": '{"approved": [ids], "items_opened": n}',
@@ -675,7 +699,7 @@ def _approve_masked(request: HttpRequest, campaign: Campaign, ids: list, mask) -
         raise ApiError('mask: give exactly one output in "ids"')
     generation = found_or_404(held_outputs(campaign), "held output", pk=ids[0])
     try:
-        spans = mask_spans_checked(mask, generation.output or "")
+        spans = mask_spans_checked(mask, generation_texts(generation))
         opened = generation_identity_approve(generation=generation, user=request.user, mask=spans)
     except MaskInvalid as exc:
         raise ApiError("nothing approved", errors=exc.errors) from None

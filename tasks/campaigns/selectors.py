@@ -12,7 +12,8 @@ from django.utils import timezone
 from tasks import review_side
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
-from tasks.blinding.hold import output_shown
+from tasks.blinding.hold import generation_hand_masked, generation_texts, output_shown
+from tasks.blinding.parts import ANSWER, mask_part, part_label, shown_texts
 from tasks.models import Campaign, Contender, Generation
 
 S = Generation.Status
@@ -259,14 +260,19 @@ def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict
     """The masked view of `text` as parts {"text", "reason", "masked"}: what the masking
     (`found`, current findings) and the admin's hand `masks` hide shows as the mask, and a
     stored hold reason left readable (the text is suspect, not certain) shows as written, each
-    with its reason; the rest as written, with no reason. Reasons past the end of `text` (in
-    a transcript) are not parts."""
+    with its reason; the rest as written, with no reason. Only the reasons and masks of the
+    final answer are parts (a reason stored before parts were named: within its length)."""
     spans = [(f.start, f.end, f.reason, True) for f in found]
-    spans += [(m["start"], m["end"], "masked by hand", True) for m in masks or []]
+    spans += [
+        (m["start"], m["end"], "masked by hand", True)
+        for m in masks or []
+        if mask_part(m) == ANSWER
+    ]
     spans += [
         (r["start"], r["end"], r.get("reason", ""), False)
         for r in reasons or []
-        if isinstance(r.get("start"), int)
+        if r.get("part", ANSWER) == ANSWER
+        and isinstance(r.get("start"), int)
         and isinstance(r.get("end"), int)
         and r["end"] <= len(text)
     ]
@@ -286,10 +292,49 @@ def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict
     return parts
 
 
-def _held_row(gen: Generation, terms) -> dict:
+def held_steps(gen: Generation, *, terms, reasons: list[dict], show_reasoning: bool) -> list[dict]:
+    """The texts other than the final answer (a tool's result, a call's arguments, an
+    intermediate turn, the reasoning) that a hold reason was found in or an admin masked by
+    hand, each {"part", "label", "parts"} as reviewers will read it: the hand masks applied,
+    what the masking hides as the mask and each suspect span left as written marked with its
+    reason (found again in that text)."""
+    wanted = {r.get("part") for r in reasons} | {mask_part(m) for m in gen.identity_masks or []}
+    wanted.discard(ANSWER)
+    shown = generation_hand_masked(gen)
+    rows = []
+    for part, text in shown_texts(
+        output=shown.text,
+        transcript=shown.transcript,
+        reasoning=shown.reasoning or "",
+        show_reasoning=show_reasoning,
+    ):
+        # A mask names a string inside a JSON value: its value's text is the one shown.
+        if part == ANSWER or not any(w == part or w.startswith(part + "/") for w in wanted if w):
+            continue
+        checked = blinding.check_identity(text, terms)
+        suspects = [
+            {"text": f.text, "reason": f.reason, "start": f.start, "end": f.end}
+            for f in checked.holds
+        ]
+        # The transcript is masked strictly for reviewers (reviews/transcript_shown.py).
+        found = blinding.mask_identity(text, terms, strict=True).findings
+        rows.append(
+            {
+                "part": part,
+                "label": part_label(part),
+                "parts": highlighted_parts(text, reasons=suspects, found=found, masks=[]),
+            }
+        )
+    return rows
+
+
+def _held_row(gen: Generation, terms, show_reasoning: bool) -> dict:
     found = blinding.mask_identity(gen.output, terms).findings
     reasons = [
-        {k: r.get(k) for k in ("text", "reason", "start", "end")}
+        {
+            k: r.get(k, ANSWER if k == "part" else None)
+            for k in ("text", "reason", "part", "start", "end")
+        }
         for r in gen.identity_findings or []
     ]
     return {
@@ -299,24 +344,28 @@ def _held_row(gen: Generation, terms) -> dict:
         "sample": gen.sample_index,
         "reasons": reasons,
         "findings": finding_rows(reasons),
-        "masks": gen.identity_masks or [],
+        "masks": [{**m, "label": part_label(mask_part(m))} for m in gen.identity_masks or []],
         "masked": blinding.mask_identity(output_shown(gen), terms).text,
+        "texts": generation_texts(gen),
         "parts": highlighted_parts(
             gen.output, reasons=reasons, found=found, masks=gen.identity_masks
         ),
+        "steps": held_steps(gen, terms=terms, reasons=reasons, show_reasoning=show_reasoning),
     }
 
 
 def campaign_held_outputs(*, campaign: Campaign, ids=None) -> list[dict]:
     """The outputs waiting for an admin to approve their masked view (admins and leads: the
-    contender is named), each with its hold reasons ({"text", "reason", "start", "end"}, as
-    stored when it was found), the admin's hand masks, the text reviewers will get and that
-    masked view as highlighted parts (`highlighted_parts`)."""
+    contender is named), each with its hold reasons ({"text", "reason", "part", "start",
+    "end"}, as stored when it was found), the admin's hand masks (each with its part's
+    `label`), every text a hand mask may name (`texts`), the transcript's texts with a reason
+    or a mask as reviewers will read them (`steps`: held_steps), the text reviewers will get
+    and that masked view as highlighted parts (`highlighted_parts`)."""
     terms = campaign_identity_terms(campaign)
     rows = held_outputs(campaign).select_related("task", "contender")
     if ids is not None:  # one page of them
         rows = rows.filter(pk__in=ids)
-    return [_held_row(gen, terms) for gen in rows]
+    return [_held_row(gen, terms, campaign.show_reasoning) for gen in rows]
 
 
 def identity_review(*, campaign: Campaign, pk: int) -> dict:
