@@ -1078,6 +1078,8 @@ def test_generate_wait_shows_progress_and_a_summary(workers, fake):
     text = out.getvalue()
     assert "Queued 4 generations for cli." in text
     assert "] 4/4  done 4  failed 0" in text  # the last progress line
+    # Not a terminal (a CI log): a line each time the progress changes, no carriage returns.
+    assert "\r" not in text
     assert "Status: reviewing." in text
     summary = {
         line.split()[0]: line.split() for line in text.splitlines() if line.startswith("cli-")
