@@ -30,7 +30,7 @@ from reviews.dashboards.extras import (
     slices_table,
 )
 from reviews.dashboards.pages import _agreement, _cost, _stability
-from reviews.dashboards.summary import SUMMARIES, head_to_head_summary
+from reviews.dashboards.summary import SUMMARIES, head_to_head_summary, interval_text
 from reviews.dashboards.tables import Column, Table, interval_chart
 from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
 from tasks.models import Campaign, Generation
@@ -216,6 +216,10 @@ def _overview(report: dict) -> dict:
         "tables": tables,
         "progress": p,
         "disputes": report["disputes"],
+        # " (95% interval ...)" without its parentheses: the card has a line of its own.
+        "dispute_interval": interval_text(
+            report["disputes"].get("ci95"), "pct", report["disputes"].get("ci_reason")
+        )[2:-1],
         "chart": rating_chart(report, ranked(report)),
     }
 

@@ -13,8 +13,9 @@ from reviews.dashboards.tables import display
 NO_INTERVAL = "too few test cases"
 
 
-def _ci(ci, kind: str = "num", reason: str | None = None) -> str:
-    """' (95% interval 0.41 – 0.60)', or ' (no interval: too few items (n=7))'."""
+def interval_text(ci, kind: str = "num", reason: str | None = None) -> str:
+    """' (95% interval 0.41 – 0.60)', or ' (no interval: too few items (n=7))': said right
+    after the figure it belongs to."""
     if isinstance(ci, list | tuple) and len(ci) == 2 and None not in ci:
         return f" (95% interval {display(ci[0], kind)} – {display(ci[1], kind)})"
     return f" (no interval: {reason or NO_INTERVAL})"
@@ -35,7 +36,7 @@ def leader_sentence(report: dict) -> str:
         top = next(r for r in rated if r["contender"] == first[0])
         return (
             f"Ahead: {top['contender']}, rating {top['rating']:.0f}"
-            f"{_ci(top['ci95'])}, the only contender ranked 1."
+            f"{interval_text(top['ci95'])}, the only contender ranked 1."
         )
     if first:
         return f"No clear leader: {_names(first)} share rank 1 (their 95% intervals overlap)."
@@ -67,7 +68,7 @@ def agreement_summary(report: dict) -> list[str]:
     return [
         f"Alpha per dimension, by reliability band: {said}.",
         f"Lowest: {low_dim}, alpha {display(low['alpha'], 'num')}"
-        f"{_ci(low.get('ci95'), reason=low.get('ci_reason'))}.",
+        f"{interval_text(low.get('ci95'), reason=low.get('ci_reason'))}.",
     ]
 
 
@@ -82,7 +83,7 @@ def reviewers_summary(report: dict) -> list[str]:
         name, r = max(offsets.items(), key=lambda kv: abs(kv[1]["mean_offset"]))
         said.append(
             f"Furthest from the final scores: {name}, mean offset "
-            f"{r['mean_offset']:+.3f}{_ci(r.get('mean_offset_ci95'), reason=r.get('offset_ci_reason'))}."
+            f"{r['mean_offset']:+.3f}{interval_text(r.get('mean_offset_ci95'), reason=r.get('offset_ci_reason'))}."
         )
     return said
 
@@ -94,7 +95,7 @@ def leaderboard_summary(report: dict) -> list[str]:
         best = max(quality, key=lambda r: r["quality"])
         said.append(
             f"Best quality: {best['contender']}, {display(best['quality'], 'num')}"
-            f"{_ci(best.get('quality_ci95'), reason=best.get('quality_reason'))}."
+            f"{interval_text(best.get('quality_ci95'), reason=best.get('quality_reason'))}."
         )
     return said
 
@@ -120,7 +121,7 @@ def stability_summary(report: dict) -> list[str]:
     name, s = max(measured.items(), key=lambda kv: kv[1]["stability"])
     said = [
         f"Steadiest over samples: {name}, stability {display(s['stability'], 'num')}"
-        f"{_ci(s.get('stability_ci95'), reason=s.get('ci_reason'))}."
+        f"{interval_text(s.get('stability_ci95'), reason=s.get('ci_reason'))}."
     ]
     passes = {c: s["pass_at_1"] for c, s in report["stability"].items() if s.get("pass_at_1")}
     if passes:
@@ -165,7 +166,7 @@ def _decision_sentence(lb: list[dict], decision: dict) -> str:
 
 
 def _decision(row: dict) -> str:
-    return f", {display(row['decision_score'], 'num')}" + _ci(
+    return f", {display(row['decision_score'], 'num')}" + interval_text(
         row.get("decision_ci95"), reason=row.get("decision_reason")
     )
 
@@ -181,7 +182,7 @@ def bias_summary(report: dict) -> list[str]:
     )
     return [
         f"The output shown first won {display(b['first_position_win_rate'], 'pct')} of "
-        f"{b['n']:,} decisive judgements{_ci(b.get('ci95'), 'pct')}, against "
+        f"{b['n']:,} decisive judgements{interval_text(b.get('ci95'), 'pct')}, against "
         f"{display(b.get('expected'), 'pct')} by chance (p = {display(b.get('p_value'), 'num')}): "
         f"{verdict}."
     ]
@@ -195,7 +196,7 @@ def head_to_head_summary(pair: dict | None) -> list[str]:
     return [
         f"{pair['b']} against {pair['a']}: mean quality difference "
         f"{pair['mean_diff']:+.3f} over {pair['n_tasks']:,} test cases"
-        f"{_ci(pair.get('ci95'), reason=pair.get('ci_reason'))}; better on "
+        f"{interval_text(pair.get('ci95'), reason=pair.get('ci_reason'))}; better on "
         f"{pair['wins']:,}, worse on {pair['losses']:,}, tied on {pair['ties']:,}."
     ]
 
@@ -208,7 +209,7 @@ def tools_summary(report: dict) -> list[str]:
     name, acc = max(rated.items(), key=lambda kv: kv[1]["rate"])
     said = [
         f"Most accurate tool calls: {name}, {display(acc['rate'], 'pct')} of {acc['n']:,} "
-        f"samples{_ci(acc.get('ci95'), 'pct', acc.get('reason'))}."
+        f"samples{interval_text(acc.get('ci95'), 'pct', acc.get('reason'))}."
     ]
     recovering = {
         n: t["error_recovery_rate"] for n, t in tools.items() if _rate(t, "error_recovery_rate")
@@ -217,7 +218,7 @@ def tools_summary(report: dict) -> list[str]:
         name, rec = min(recovering.items(), key=lambda kv: kv[1]["rate"])
         said.append(
             f"Weakest recovery from a tool error: {name}, {display(rec['rate'], 'pct')} of "
-            f"{rec['n']:,}{_ci(rec.get('ci95'), 'pct', rec.get('reason'))}."
+            f"{rec['n']:,}{interval_text(rec.get('ci95'), 'pct', rec.get('reason'))}."
         )
     return said
 
@@ -240,11 +241,11 @@ def conversation_summary(report: dict) -> list[str]:
         return [
             "No contender loses quality over the conversation: the smallest decay from the "
             f"first scored turn to the last is {name}'s, {d['value']:+.3f}"
-            f"{_ci(d.get('ci95'), reason=d.get('reason'))}."
+            f"{interval_text(d.get('ci95'), reason=d.get('reason'))}."
         ]
     return [
         f"Largest loss over the conversation: {name}, {d['value']:+.3f} from turn "
-        f"{d['first_turn']} to turn {d['last_turn']}{_ci(d.get('ci95'), reason=d.get('reason'))}."
+        f"{d['first_turn']} to turn {d['last_turn']}{interval_text(d.get('ci95'), reason=d.get('reason'))}."
     ]
 
 

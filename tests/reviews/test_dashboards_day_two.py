@@ -180,3 +180,39 @@ def test_the_cost_summary_never_names_a_contender_below_the_quality_floor_best()
     assert said[0] == "Best decision score: good, 0.400 (95% interval 0.300 – 0.500)."
     assert said[1] == "On the cost-quality Pareto front: cheap-bad and good."
     assert said[2].startswith("Cheapest: cheap-bad, ")
+
+
+def test_the_overview_gives_the_dispute_rate_its_interval_or_says_why_not():
+    from reviews.dashboards.selectors import dashboard_page
+
+    report = {
+        "progress": {
+            "items": 12,
+            "ready": 12,
+            "reviews_done": 16,
+            "reviews_needed": 24,
+            "settled": 8,
+            "agreed": 5,
+            "disputed": 1,
+            "resolved": 2,
+            "open": 4,
+            "dispute_rate": 0.375,
+        },
+        "disputes": {
+            "disputed_items": 3,
+            "rate": 0.375,
+            "ci95": None,
+            "ci_reason": "too few items (n=8)",
+            "n_cases": 8,
+            "reasons": {},
+        },
+        "leaderboard": [],
+        "rating": {"reason": "no pairwise outcomes yet"},
+        "warnings": [],
+    }
+    page = dashboard_page(report, "overview")
+    assert page["dispute_interval"] == "no interval: too few items (n=8)"
+    report["disputes"]["ci95"] = [0.2, 0.55]
+    page = dashboard_page(report, "overview")
+    assert page["dispute_interval"] == "95% interval 20.0% – 55.0%"
+    assert page["summary"][1] == "No contender is rated yet: no pairwise outcomes yet."
