@@ -16,8 +16,14 @@ NO_INTERVAL = "too few test cases"
 def interval_text(ci, kind: str = "num", reason: str | None = None) -> str:
     """' (95% interval 0.41 – 0.60)', or ' (no interval: too few items (n=7))': said right
     after the figure it belongs to."""
-    if isinstance(ci, list | tuple) and len(ci) == 2 and None not in ci:
-        return f" (95% interval {display(ci[0], kind)} – {display(ci[1], kind)})"
+    low, high = ci if isinstance(ci, list | tuple) and len(ci) == 2 else (None, None)
+    if low is not None and high is not None:
+        return f" (95% interval {display(low, kind)} – {display(high, kind)})"
+    # A contender that never lost (never won) has one side only: a bound.
+    if low is not None:
+        return f" (95% interval ≥ {display(low, kind)})"
+    if high is not None:
+        return f" (95% interval ≤ {display(high, kind)})"
     return f" (no interval: {reason or NO_INTERVAL})"
 
 

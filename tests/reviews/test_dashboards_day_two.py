@@ -144,6 +144,10 @@ def test_the_summary_names_the_leader_only_as_surely_as_the_ranks_allow():
     assert leader_sentence({"leaderboard": alone, "rating": rating}) == (
         "Ahead: a, rating 1200 (95% interval 1,100.0 – 1,300.0), the only contender ranked 1."
     )
+    undefeated = [_row("a", 1400.0, [1262.0, None], 1), _row("b", 800.0, [700.0, 900.0], 2)]
+    assert leader_sentence({"leaderboard": undefeated, "rating": rating}) == (
+        "Ahead: a, rating 1400 (95% interval ≥ 1,262.0), the only contender ranked 1."
+    )
     shared = [_row("a", 1050.0, [900.0, 1200.0], 1), _row("b", 950.0, [800.0, 1100.0], 1)]
     assert leader_sentence({"leaderboard": shared, "rating": rating}) == (
         "No clear leader: a and b share rank 1 (their 95% intervals overlap)."
