@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite import selectors
 from evalsite.forms import UserForm, user_exists_message
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, ROLES, login_required, role_required, roles_of
 from evalsite.services import (
     UserChangeRefused,
@@ -42,7 +42,7 @@ USER_FILTERS = {"role": (*ROLES, "none"), "status": ("active", "inactive")}
 @sensitive_post_parameters("password")
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def user_list(request: HttpRequest) -> HttpResponse:
+def user_list(request: AuthedHttpRequest) -> HttpResponse:
     """Everybody's accounts and roles, and the "new user" form. A new user's password is shown
     once, in this answer, and never again (only its hash is kept)."""
     form = UserForm(request.POST or None)
@@ -119,7 +119,7 @@ def _user_page(request: HttpRequest, user, form=None, secret=None) -> HttpRespon
 @never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def user_edit(request: HttpRequest, user_id: int) -> HttpResponse:
+def user_edit(request: AuthedHttpRequest, user_id: int) -> HttpResponse:
     user = get_object_or_404(get_user_model(), pk=user_id)
     if request.method == "GET":
         return _user_page(request, user)
@@ -165,7 +165,7 @@ def user_edit(request: HttpRequest, user_id: int) -> HttpResponse:
 @never_cache
 @role_required(ADMIN)
 @require_POST
-def user_password_reset(request: HttpRequest, user_id: int) -> HttpResponse:
+def user_password_reset(request: AuthedHttpRequest, user_id: int) -> HttpResponse:
     """A generated password, shown once; the user's open sessions end with the old one."""
     user = get_object_or_404(get_user_model(), pk=user_id)
     if not user.is_active:
@@ -193,7 +193,7 @@ def _tokens_post(request: HttpRequest, user) -> str | None:
 @never_cache
 @role_required(ADMIN)
 @require_POST
-def user_tokens(request: HttpRequest, user_id: int) -> HttpResponse:
+def user_tokens(request: AuthedHttpRequest, user_id: int) -> HttpResponse:
     """Revoke all of the user's tokens, or issue one for an account nobody logs in to."""
     user = get_object_or_404(get_user_model(), pk=user_id)
     token = _tokens_post(request, user)
@@ -205,7 +205,7 @@ def user_tokens(request: HttpRequest, user_id: int) -> HttpResponse:
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def account(request: HttpRequest) -> HttpResponse:
+def account(request: AuthedHttpRequest) -> HttpResponse:
     """Everyone's own account: roles, password, and their own API tokens (POST issues one,
     shown once, or revokes them all)."""
     secret = None

@@ -12,6 +12,7 @@ from django.urls import NoReverseMatch
 
 from evalsite import health
 from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.models import ApiToken
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, login_required, roles_of
 from evalsite.services import (
@@ -32,7 +33,7 @@ HOME_BY_ROLE = [
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthedHttpRequest) -> HttpResponse:
     """Send each role to the page it uses most."""
     user_roles = roles_of(request.user)
     for role, target in HOME_BY_ROLE:
@@ -138,7 +139,7 @@ def refuse_nul_characters(get_response):
 
 
 @api_endpoint(ADMIN, LEAD, REVIEWER, ARBITER, summary="The authenticated user and their roles.")
-def whoami(request: HttpRequest) -> JsonResponse:
+def whoami(request: AuthedHttpRequest) -> JsonResponse:
     return JsonResponse(
         {"username": request.user.get_username(), "roles": sorted(roles_of(request.user))}
     )
@@ -198,7 +199,7 @@ PATCH /api/v1/users/<username> (an admin's token cannot take over another accoun
         "409": {"description": "exists", "methods": ("POST",)},
     },
 )
-def users_api(request: HttpRequest) -> JsonResponse:
+def users_api(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         users = (
             get_user_model()
@@ -262,7 +263,7 @@ your own admin role or account, or the last admin's, is 409.""",
         "409": {"description": "refused", "methods": ("PATCH",)},
     },
 )
-def user_api(request: HttpRequest, username: str) -> JsonResponse:
+def user_api(request: AuthedHttpRequest, username: str) -> JsonResponse:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise ApiError(f"no such user {username!r}", status=404)

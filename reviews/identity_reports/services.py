@@ -5,7 +5,7 @@ one short transaction, and hands the leases back in a second one, assignment row
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -36,7 +36,7 @@ class ResolveInvalid(ValueError):
 
 
 def identity_report_file(
-    *, item_id: int, reporter: AbstractBaseUser, role: str, note: str = ""
+    *, item_id: int, reporter: User, role: str, note: str = ""
 ) -> IdentityReport:
     """Report that item `item_id`'s answer reveals its model. The item leaves every queue at
     once: no claim can take it after this returns, and whoever held it gets their lease or
@@ -69,7 +69,7 @@ class NothingToReport(LookupError):
     """No item of yours under this token (someone else's, unknown, or no longer yours)."""
 
 
-def reviewer_report(*, token: str, reviewer: AbstractBaseUser, note: str = "") -> IdentityReport:
+def reviewer_report(*, token: str, reviewer: User, note: str = "") -> IdentityReport:
     """A reviewer's report on the item of their assignment (in review, or reviewed by them)."""
     item_id = (
         Assignment.objects.filter(token=token, reviewer=reviewer, state__in=(Assignment.LIVE))
@@ -83,7 +83,7 @@ def reviewer_report(*, token: str, reviewer: AbstractBaseUser, note: str = "") -
     )
 
 
-def arbiter_report(*, token: str, arbiter: AbstractBaseUser, note: str = "") -> IdentityReport:
+def arbiter_report(*, token: str, arbiter: User, note: str = "") -> IdentityReport:
     """An arbiter's report on the item of the arbitration they hold."""
     item_id = (
         Arbitration.objects.filter(token=token, arbiter=arbiter, state=Arbitration.State.ACTIVE)
@@ -126,7 +126,7 @@ def identity_report_resolve(
     *,
     report: IdentityReport,
     action: str,
-    user: AbstractBaseUser,
+    user: User,
     reason: str = "",
     masks: dict[int, list[tuple[int, int]]] | None = None,
 ) -> int:

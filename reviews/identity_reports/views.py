@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
 from reviews.identity_reports.services import ReportNotOpen, ResolveInvalid, identity_report_resolve
@@ -18,7 +19,7 @@ from tasks.models import Campaign
 
 @role_required(ADMIN, LEAD)
 @require_GET
-def campaign_identity_reports_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_identity_reports_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     reports = identity_reports(campaign=campaign)
     context = {
@@ -45,7 +46,9 @@ def _masks_from_words(request: HttpRequest, item_id: int) -> dict[int, list]:
 
 @role_required(ADMIN)
 @require_POST
-def identity_report_resolve_view(request: HttpRequest, slug: str, report_id: int) -> HttpResponse:
+def identity_report_resolve_view(
+    request: AuthedHttpRequest, slug: str, report_id: int
+) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     report = get_object_or_404(IdentityReport, campaign=campaign, pk=report_id)
     action = request.POST.get("action", "")

@@ -3,6 +3,7 @@
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from reviews.records import (
     FORMATS,
@@ -88,7 +89,7 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
         "404": "no such campaign",
     },
 )
-def campaign_reviews(request: HttpRequest, slug: str):
+def campaign_reviews(request: AuthedHttpRequest, slug: str):
     campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
     if request.method == "GET":
         fmt = request.GET.get("format", "jsonl")

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Case, Exists, F, OuterRef, Value, When
 from django.db.models.functions import Now
@@ -63,7 +63,7 @@ def retryable(exc: OperationalError) -> bool:
 
 
 def assignment_claim_next(
-    *, reviewer: AbstractBaseUser, campaign: Campaign | None = None, slug: str | None = None
+    *, reviewer: User, campaign: Campaign | None = None, slug: str | None = None
 ) -> Claim | None:
     """The reviewer's current item, or a newly claimed one, or None when nothing is left.
 
@@ -97,7 +97,7 @@ def assignment_claim_next(
     raise ClaimBusy(campaign.slug)
 
 
-def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+def _claim_once(*, campaign: Campaign, reviewer: User, lease: timedelta):
     try:
         return _claim_in_transaction(campaign=campaign, reviewer=reviewer, lease=lease)
     except IntegrityError as exc:
@@ -107,7 +107,7 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
         return RETRY
 
 
-def candidates(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
+def candidates(*, campaign: Campaign, reviewer: User, offset: int):
     """The claim's offer order in the ORM, pass by pass: the twin of `sql.claim_candidate`
     (tests/reviews/test_sql.py holds them equal). Breadth first, items already in review (so
     pairs complete), then fresh items in this reviewer's order, from their `offset` to the
@@ -123,7 +123,7 @@ def candidates(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
     )
 
 
-def _first(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
+def _first(*, campaign: Campaign, reviewer: User, offset: int):
     """The first item of the offer order this reviewer may take, locked (sql.claim_candidate)."""
     for pass_index in range(3):
         found = sql.claim_candidate(
@@ -135,7 +135,7 @@ def _first(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
 
 
 @transaction.atomic
-def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+def _claim_in_transaction(*, campaign: Campaign, reviewer: User, lease: timedelta):
     offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
     found = _first(campaign=campaign, reviewer=reviewer, offset=offset)
     if found is None:

@@ -20,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
 from reviews import review as services
@@ -269,7 +269,7 @@ def _next_response(
 @never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
-def reviewer_home(request: HttpRequest) -> HttpResponse:
+def reviewer_home(request: AuthedHttpRequest) -> HttpResponse:
     campaigns = selectors.reviewer_campaigns(reviewer=request.user)
     return render(request, "reviews/reviewer_home.html", {"campaigns": campaigns})
 
@@ -277,7 +277,7 @@ def reviewer_home(request: HttpRequest) -> HttpResponse:
 @never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
-def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
+def review_campaign(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """A campaign's entry: resume the open item, or offer to start, or say the queue is done.
     A campaign whose roster does not hold the reviewer is a 404, as one that does not exist."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
@@ -309,7 +309,7 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_next(request: HttpRequest, slug: str) -> HttpResponse:
+def review_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     # The claim itself refuses a campaign that is not open to this reviewer (-> 404); one
     # whose roster does not hold them is refused before it.
     campaigns = Campaign.objects.visible_to(request.user, REVIEWER)
@@ -318,7 +318,7 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_GET
-def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_page(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     page = selectors.review_page_data(slug=slug, token=token, reviewer=request.user)
     if page is None or not page.campaign.on_roster(request.user, REVIEWER):
         raise Http404
@@ -363,7 +363,7 @@ def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) ->
 
 @role_required(REVIEWER)
 @require_POST
-def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_submit(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     assignment = _assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
@@ -404,7 +404,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 @never_cache  # corrections change it
 @role_required(REVIEWER)
 @require_GET
-def review_history(request: HttpRequest, slug: str) -> HttpResponse:
+def review_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """The reviewer's own submitted reviews in a campaign, each correctable until settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     may_review = services.reviewer_may_review(campaign=campaign, reviewer=request.user)
@@ -432,7 +432,7 @@ def _to_history(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
-def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_correct(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """A submitted review, its answers filled in, to correct until its item is settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     assignment = _assignment(request, slug, token)  # someone else's token stays a 404
@@ -475,7 +475,7 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
-def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_probe(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """The blinding probe's question (reviews.blinding_probe): answered, the next item."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     probe = pending_probe(campaign=campaign, reviewer=request.user)
@@ -501,7 +501,7 @@ def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_skip(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
@@ -528,7 +528,7 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_report_identity(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)  # someone else's token stays a 404
@@ -543,7 +543,7 @@ def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpR
 
 @role_required(REVIEWER)
 @require_POST
-def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
+def review_heartbeat(request: AuthedHttpRequest, slug: str, token: str) -> JsonResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)
     barred = services.reviewer_barred_message(campaign=campaign, reviewer=request.user)
@@ -564,7 +564,7 @@ def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonRespons
 
 @role_required(ADMIN, LEAD)
 @require_GET
-def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_assignments(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     try:
         page = int(request.GET.get("page", "1"))
@@ -591,7 +591,7 @@ def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(ADMIN, LEAD)
 @require_POST
-def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def assignment_release(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     try:
         released = services.assignment_release(campaign=campaign, token=token)
@@ -606,7 +606,7 @@ def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpRespo
 
 @role_required(ADMIN, LEAD)
 @require_POST
-def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+def reviewer_remove(request: AuthedHttpRequest, slug: str, user_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     reviewer = get_object_or_404(get_user_model(), pk=user_id)
     if request.POST.get("restore"):

@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.blinding.hold import (
     IdentityNotHeld,
@@ -328,7 +329,7 @@ def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
         "403": "role",
     },
 )
-def campaigns(request: HttpRequest) -> JsonResponse:
+def campaigns(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(
             {
@@ -392,7 +393,7 @@ roster changed, `returned`: the leases and disputes of people taken off it, back
         "404": "no such campaign",
     },
 )
-def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_detail(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     if request.method == "GET":
         return JsonResponse(campaign_json(campaign, progress=True))
@@ -435,7 +436,7 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
         "reconciler sends them once it is back",
     },
 )
-def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_generate(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     try:
         queued = generation_enqueue(campaign=campaign)
@@ -453,7 +454,7 @@ def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
     "again); with nothing queued or running, nothing changes.",
     responses={"200": '{"cancelled": n}', "404": "no such campaign"},
 )
-def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_cancel(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     return JsonResponse({"cancelled": generation_cancel(campaign=_admin_campaign(request, slug))})
 
 
@@ -468,7 +469,7 @@ def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
         "503": '{"error": "...", "queued": n}: queued, but the broker is unreachable',
     },
 )
-def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_retry_failed(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     try:
         count = generation_retry_failed(campaign=_admin_campaign(request, slug))
     except GenerationNotSent as exc:
@@ -514,7 +515,7 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     too_big="import a bigger file on the server with "
     "`manage.py import_outputs FILE --campaign SLUG --contender NAME`",
 )
-def campaign_outputs(request: HttpRequest, slug: str) -> HttpResponseBase:
+def campaign_outputs(request: AuthedHttpRequest, slug: str) -> HttpResponseBase:
     campaign = _admin_campaign(request, slug)
     name = request.GET.get("contender", "")
     if request.method == "GET":
@@ -570,7 +571,7 @@ def _outputs_file(request: HttpRequest) -> bytes:
     },
 )
 def campaign_output_approve_identity(
-    request: HttpRequest, slug: str, output_id: int
+    request: AuthedHttpRequest, slug: str, output_id: int
 ) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     generation = found_or_404(
@@ -603,7 +604,7 @@ def campaign_output_approve_identity(
     "reviewers will get.",
     responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
 )
-def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_held_outputs_view(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     rows = campaign_held_outputs(campaign=campaign)
     return JsonResponse(
@@ -642,7 +643,7 @@ HELD_APPROVE_SCHEMA = {
         "409": "the output to mask is not held (approved meanwhile)",
     },
 )
-def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_held_outputs_approve(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     body = json_body(request)
     ids, everything, mask = body.get("ids"), body.get("all"), body.get("mask")

@@ -5,6 +5,7 @@ import re
 from django.http import Http404, HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.intake import selectors
 from tasks.intake.parse import oversize_request, oversize_result
@@ -81,7 +82,7 @@ place as {"line", "field", "kind", "hint"}.""",
         },
     },
 )
-def testsets(request: HttpRequest) -> JsonResponse:
+def testsets(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(
             {"testsets": [selectors.testset_as_dict(ts) for ts in selectors.testset_list()]}
@@ -202,7 +203,7 @@ def _testset(request: HttpRequest, name: str):
     query={"version": VERSION},
     responses={"200": "the test set", "400": "version is not a number", "404": NOT_FOUND},
 )
-def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
+def testset_detail(request: AuthedHttpRequest, name: str) -> JsonResponse:
     testset = _testset(request, name)
     data = selectors.testset_as_dict(testset, counts=True)
     data["versions"] = list(selectors.testset_versions(name=name).values_list("version", flat=True))
@@ -224,7 +225,7 @@ def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
         "404": NOT_FOUND,
     },
 )
-def testset_tasks(request: HttpRequest, name: str):
+def testset_tasks(request: AuthedHttpRequest, name: str):
     fmt = request.GET.get("format", "jsonl")
     if fmt not in ("jsonl", "csv"):
         raise ApiError("format must be jsonl or csv")
