@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, update_session_auth_hash
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
@@ -93,7 +94,9 @@ def _list_query(request: HttpRequest) -> str:
     return f"?{urlencode(kept)}" if kept else ""
 
 
-def _tokens_context(request: HttpRequest, user, secret=None) -> dict:
+def _tokens_context(
+    request: AuthedHttpRequest, user: User, secret: dict[str, str] | None = None
+) -> dict:
     return {
         "list_query": _list_query(request),
         "subject": user,
@@ -104,7 +107,12 @@ def _tokens_context(request: HttpRequest, user, secret=None) -> dict:
     }
 
 
-def _user_page(request: HttpRequest, user, form=None, secret=None) -> HttpResponse:
+def _user_page(
+    request: AuthedHttpRequest,
+    user: User,
+    form: UserForm | None = None,
+    secret: dict[str, str] | None = None,
+) -> HttpResponse:
     context = {
         **_tokens_context(request, user, secret),
         "form": form or UserForm(user=user),
@@ -177,7 +185,7 @@ def user_password_reset(request: AuthedHttpRequest, user_id: int) -> HttpRespons
     return _user_page(request, user, secret={"kind": "password", "value": password})
 
 
-def _tokens_post(request: HttpRequest, user) -> str | None:
+def _tokens_post(request: AuthedHttpRequest, user: User) -> str | None:
     """Issue a token (shown once: returns it) or revoke them all (returns None)."""
     if request.POST.get("action") == "revoke":
         n = user_tokens_revoke(user=user, by=request.user)

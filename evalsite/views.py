@@ -1,8 +1,10 @@
 import ipaddress
 import sys
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import InterfaceError, OperationalError
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -80,15 +82,15 @@ def login_client_ip(request: HttpRequest) -> str | None:
         return remote
 
 
-def error_404(request, exception=None):
+def error_404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return render(request, "404.html", status=404)
 
 
-def error_403(request, exception=None):
+def error_403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return render(request, "403.html", status=403)
 
 
-def error_500(request):
+def error_500(request: HttpRequest) -> HttpResponse:
     """The error page, or 503 with Retry-After while the database is unreachable (a script
     can tell "try later" from a bug). Rendered without the request's context: its context
     processors read the user from the database, and an error page that fails shows the bare
@@ -108,7 +110,9 @@ def error_500(request):
     return HttpResponse(render_to_string("500.html"), status=500)
 
 
-def refuse_nul_characters(get_response):
+def refuse_nul_characters(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
     """Middleware: PostgreSQL can neither store nor compare text with a NUL character, so a
     lookup or a save with one was a 500. A URL with one (`%00`) is a 400 before any view sees
     it. A browser form may carry one pasted into a comment, invisible to the person who would
@@ -169,7 +173,7 @@ USER_BODY = {
 }
 
 
-def user_json(user) -> dict:
+def user_json(user: User) -> dict:
     roles = {g.name for g in user.groups.all()} & set(ROLES)
     tokens = user.n_tokens if hasattr(user, "n_tokens") else user.api_tokens.count()
     return {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -58,10 +59,10 @@ from tasks.generation.services import (
     generation_retry_failed,
     outputs_import,
 )
-from tasks.models import Campaign, Generation, Mode, Provider
+from tasks.models import Campaign, Contender, Generation, Mode, Provider
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, dict):
@@ -71,7 +72,7 @@ def _jsonable(value):
     return value
 
 
-def definition_value(contender, key: str):
+def definition_value(contender: Contender, key: str) -> Any:
     """One key of a contender as its definition gives it: prices read from the price data
     are given as the data to match (the flat prices null), so posting them back matches."""
     if key == "prices":
@@ -670,7 +671,9 @@ def campaign_held_outputs_approve(request: AuthedHttpRequest, slug: str) -> Json
     return JsonResponse(generations_identity_approve(campaign=campaign, ids=ids, user=request.user))
 
 
-def _approve_masked(request: HttpRequest, campaign: Campaign, ids: list, mask) -> JsonResponse:
+def _approve_masked(
+    request: AuthedHttpRequest, campaign: Campaign, ids: list, mask: object
+) -> JsonResponse:
     """One output's approve with hand-masked spans."""
     if len(ids) != 1:
         raise ApiError('mask: give exactly one output in "ids"')

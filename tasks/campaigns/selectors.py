@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
 
-from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, Sum
+from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -13,6 +15,7 @@ from tasks import review_side
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.blinding.hold import output_shown
+from tasks.blinding.masking import Finding
 from tasks.models import Campaign, Contender, Generation
 
 S = Generation.Status
@@ -36,7 +39,7 @@ def campaign_get(*, slug: str) -> Campaign:
     return get_object_or_404(Campaign.objects.select_related("testset"), slug=slug)
 
 
-def campaign_list() -> list[dict]:
+def campaign_list() -> list[Campaign]:
     campaigns = (
         Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN)
         .select_related("testset")
@@ -100,7 +103,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     }
 
 
-def _done_rate(done: int, first, *, now, since) -> float:
+def _done_rate(done: int, first: datetime | None, *, now: datetime, since: datetime) -> float:
     """Outputs done per second since `first` (the earliest start among them)."""
     if not done or first is None:
         return 0.0
@@ -108,7 +111,9 @@ def _done_rate(done: int, first, *, now, since) -> float:
     return done / max(elapsed, RATE_MIN_SECONDS)
 
 
-def _contender_counts(*, campaign: Campaign, since, now):
+def _contender_counts(
+    *, campaign: Campaign, since: datetime, now: datetime
+) -> QuerySet[Generation, Mapping[str, Any]]:
     """Per contender (by name): its rows by state (running under a live lease at `now`, or
     stalled), those done since `since` and the earliest start among them, retries, timings,
     cost, checks and identity leaks."""
@@ -144,7 +149,7 @@ def _contender_counts(*, campaign: Campaign, since, now):
     )
 
 
-def _contender_progress(row: dict, rate: float) -> dict:
+def _contender_progress(row: Mapping[str, Any], rate: float) -> dict:
     """One contender's line: its counts, what remains, its rate and ETA, timings and checks."""
     remaining = row["queued"] + row["running"] + row["stalled"]
     eta = remaining / rate if rate and remaining else None
@@ -169,7 +174,7 @@ def _contender_progress(row: dict, rate: float) -> dict:
     }
 
 
-def campaign_failures(*, campaign: Campaign, limit: int = 50) -> list[dict]:
+def campaign_failures(*, campaign: Campaign, limit: int = 50) -> list[Mapping[str, Any]]:
     """Failed rows with the provider's message: admins only (never reviewers)."""
     return list(
         Generation.objects.filter(campaign=campaign, status=S.FAILED)
@@ -224,7 +229,9 @@ OUTPUT_FILTERS = {
 }
 
 
-def campaign_outputs(*, campaign: Campaign, only: str = "", contender: str = ""):
+def campaign_outputs(
+    *, campaign: Campaign, only: str = "", contender: str = ""
+) -> QuerySet[Generation]:
     """The campaign's generations for reading (admins and leads): done ones with their text,
     or the failed ones, optionally one contender's; in task order."""
     rows = Generation.objects.filter(campaign=campaign).filter(OUTPUT_FILTERS[only][1])
@@ -243,7 +250,7 @@ def finding_rows(findings: list[dict] | None) -> list[dict]:
     return [{"text": text, "reason": reason} for text, reason in rows]
 
 
-def held_outputs(campaign: Campaign):
+def held_outputs(campaign: Campaign) -> QuerySet[Generation]:
     """The campaign's outputs waiting for an admin, reviewers' ones only (a hold never waits
     on a sample no review item shows), in task order."""
     return Generation.objects.filter(
@@ -255,7 +262,9 @@ def held_outputs(campaign: Campaign):
     ).order_by("task__position", "contender__name", "sample_index")
 
 
-def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict]) -> list[dict]:
+def highlighted_parts(
+    text: str, *, reasons: list[dict], found: Iterable[Finding], masks: list[dict]
+) -> list[dict]:
     """The masked view of `text` as parts {"text", "reason", "masked"}: what the masking
     (`found`, current findings) and the admin's hand `masks` hide shows as the mask, and a
     stored hold reason left readable (the text is suspect, not certain) shows as written, each
@@ -286,7 +295,7 @@ def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict
     return parts
 
 
-def _held_row(gen: Generation, terms) -> dict:
+def _held_row(gen: Generation, terms: tuple[str, ...]) -> dict:
     found = blinding.mask_identity(gen.output, terms).findings
     reasons = [
         {k: r.get(k) for k in ("text", "reason", "start", "end")}
@@ -307,7 +316,7 @@ def _held_row(gen: Generation, terms) -> dict:
     }
 
 
-def campaign_held_outputs(*, campaign: Campaign, ids=None) -> list[dict]:
+def campaign_held_outputs(*, campaign: Campaign, ids: list[int] | None = None) -> list[dict]:
     """The outputs waiting for an admin to approve their masked view (admins and leads: the
     contender is named), each with its hold reasons ({"text", "reason", "start", "end"}, as
     stored when it was found), the admin's hand masks, the text reviewers will get and that

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -131,7 +133,7 @@ def contender_duplicate_view(request: AuthedHttpRequest, pk: int) -> HttpRespons
     return _redirect(request, reverse("contender_edit", args=[copy.pk]))
 
 
-def _instructions_preview(campaign: Campaign):
+def _instructions_preview(campaign: Campaign) -> str | None:
     """The instructions as reviewers see them: masked (None without any)."""
     shown = instructions_shown(campaign, campaign_identity_terms(campaign))
     return shown["html"] if shown else None
@@ -178,7 +180,7 @@ def _stages(campaign: Campaign) -> list[tuple[str, str]]:
     return [(s, LABELS[s]) for s in STAGES[:5]] + closed
 
 
-def _detail_context(request: HttpRequest, campaign) -> dict:
+def _detail_context(request: AuthedHttpRequest, campaign: Campaign) -> dict:
     progress = campaign_progress(campaign=campaign)
     for row in [*progress["contenders"], progress["totals"]]:
         row["eta"] = format_eta(row["eta_seconds"])
@@ -238,7 +240,9 @@ def campaign_detail(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return render(request, "tasks/campaign_detail.html", context)
 
 
-def _campaign_action(request: HttpRequest, slug: str, action) -> HttpResponse:
+def _campaign_action(
+    request: AuthedHttpRequest, slug: str, action: Callable[[Campaign], str]
+) -> HttpResponse:
     campaign = campaign_get(slug=slug)
     try:
         message = action(campaign)
