@@ -387,9 +387,7 @@ def _apply_preference(
         final["preference"] = mapped
 
 
-def _apply_scores(
-    given: dict, cells: set, final: dict, arbitrated: set, corrections: list
-) -> None:
+def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list) -> None:
     """The arbiter's scores into `final`; a change to an agreed value is a correction."""
     for output, dims in given.items():
         for key, value in dims.items():
@@ -402,9 +400,7 @@ def _apply_scores(
             final["scores"][output][key] = value
 
 
-def _apply_flags(
-    given: dict, cells: set, final: dict, arbitrated: set, corrections: list
-) -> None:
+def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, corrections: list) -> None:
     """The arbiter's flags into `final`; a change to a flag the reviewers agreed on is a
     correction, recorded as such."""
     for output, names in given.items():
