@@ -97,7 +97,7 @@ def arbiter_report(*, token: str, arbiter: User, note: str = "") -> IdentityRepo
     )
 
 
-def masks_checked(masks, *, item_id: int) -> dict[int, list[tuple[int, int]]]:
+def masks_checked(masks: object, *, item_id: int) -> dict[int, list[tuple[int, int]]]:
     """{"<output id>": [[start, end], ...]} as an admin gives it: each output one of the
     item's, each span inside its text. Raises ResolveInvalid with every problem."""
     if not isinstance(masks, dict):

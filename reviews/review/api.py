@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
 
@@ -194,7 +195,7 @@ def assignment_submit(request: AuthedHttpRequest, token: str) -> JsonResponse:
     return JsonResponse(body, status=status)
 
 
-def _probe_after(result, *, token: str, reviewer) -> dict | None:
+def _probe_after(result: services.SubmitResult, *, token: str, reviewer: User) -> dict | None:
     """A saved review that was the reviewer's Nth in a campaign with a blinding probe: the
     question (reviews.blinding_probe), with where to answer it."""
     if result.code not in ("saved", "saved_late"):

@@ -155,7 +155,7 @@ def assignment_release(*, campaign: Campaign, token: str) -> bool:
     return _end_active(assignment, state=Assignment.State.RELEASED)
 
 
-def _end_active(assignment: Assignment, **changes) -> bool:
+def _end_active(assignment: Assignment, **changes: object) -> bool:
     """End the assignment if it is still active and return its slot (the conditional UPDATE
     locks the assignment row first, then the item's: the lock order above)."""
     with transaction.atomic():

@@ -9,6 +9,7 @@ towards a reviewer template or API response.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -302,11 +303,11 @@ def task_json(
     conversation: list,
     reference: str | None,
     turns: list[str] | None = None,
-):
+) -> dict[str, Any]:
     """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
     task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
     user's messages of a conversation; `reference` where the campaign shows it."""
-    task = {"category": category}
+    task: dict[str, Any] = {"category": category}
     if multi_turn:
         task["messages"] = [m["json"] for m in conversation]
     else:

@@ -21,7 +21,7 @@ from reviews.arbitration.disputes import item_settle
 from reviews.models import Assignment, Review, ReviewItem, Score
 from reviews.review import sql
 from reviews.review.answers import review_payload_parse, same_answers
-from reviews.review.claim import RETRY, ClaimBusy, retryable
+from reviews.review.claim import RETRY, ClaimBusy, Retry, retryable
 from reviews.review.leases import LIVE
 
 SUBMIT_KEY_MAX = Assignment._meta.get_field("submit_key").max_length
@@ -137,7 +137,9 @@ def _submit_refused(*, assignment: Assignment, key: str, data: dict) -> SubmitRe
     return None
 
 
-def _submit_store(*, assignment: Assignment, reviewer: User, key: str, parsed) -> SubmitResult:
+def _submit_store(
+    *, assignment: Assignment, reviewer: User, key: str, parsed: dict
+) -> SubmitResult:
     """Store the checked answers: fenced in one transaction, else by the late path; a lost
     race is retried (three times, then ClaimBusy)."""
     for attempt in range(3):
@@ -163,7 +165,9 @@ def _submit_store(*, assignment: Assignment, reviewer: User, key: str, parsed) -
     raise ClaimBusy("the item kept changing while saving; retry with the same key")
 
 
-def _submit_late(*, assignment: Assignment, reviewer: User, key: str, parsed: dict) -> SubmitResult:
+def _submit_late(
+    *, assignment: Assignment, reviewer: User, key: str, parsed: dict
+) -> SubmitResult | Retry:
     """A submit whose fence failed: a double click's twin, or a lease that ran out."""
     with transaction.atomic():
         item = (

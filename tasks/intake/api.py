@@ -1,8 +1,10 @@
 """JSON API for test sets: import (multipart or JSON), list, detail."""
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.htmx import AuthedHttpRequest
@@ -12,6 +14,7 @@ from tasks.intake.parse import oversize_request, oversize_result
 from tasks.intake.pii import PII_CHOICES
 from tasks.intake.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
 from tasks.intake.views import tasks_file_response
+from tasks.models import TestSet
 
 IMPORT_BODY = {
     "multipart/form-data": {
@@ -147,7 +150,7 @@ def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str, st
     return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}", _pii(body.get("pii"))
 
 
-def _pii(value) -> str:
+def _pii(value: Any) -> str:
     if value in (None, ""):
         return "refuse"
     if value not in PII_CHOICES:
@@ -155,7 +158,7 @@ def _pii(value) -> str:
     return value
 
 
-def _refuse_unknown_fields(fields, known: tuple[str, ...]) -> None:
+def _refuse_unknown_fields(fields: Iterable[str], known: tuple[str, ...]) -> None:
     # A field the import does not read ("version": 3, "fromat") was dropped without a word,
     # and the test set imported as something the client did not ask for.
     unknown = sorted(set(fields) - set(known))
@@ -175,7 +178,7 @@ VERSION = {
 NOT_FOUND = "no such test set, or no such version of it (the message lists the versions)"
 
 
-def _testset(request: HttpRequest, name: str):
+def _testset(request: HttpRequest, name: str) -> TestSet:
     """The version ?version=N asks for (the latest without it), or a 404 saying what exists."""
     version = request.GET.get("version")
     # ASCII digits only: str.isdigit() also takes '²' or '①', which int() refuses (a 500).
@@ -225,7 +228,7 @@ def testset_detail(request: AuthedHttpRequest, name: str) -> JsonResponse:
         "404": NOT_FOUND,
     },
 )
-def testset_tasks(request: AuthedHttpRequest, name: str):
+def testset_tasks(request: AuthedHttpRequest, name: str) -> StreamingHttpResponse:
     fmt = request.GET.get("format", "jsonl")
     if fmt not in ("jsonl", "csv"):
         raise ApiError("format must be jsonl or csv")

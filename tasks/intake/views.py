@@ -3,13 +3,12 @@ from collections.abc import Iterable
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from evalsite.csvsafe import csv_response
 from evalsite.htmx import AuthedHttpRequest, wants_fragment
@@ -42,10 +41,6 @@ from tasks.models import TestSet
 PREVIEW_ROWS = 10
 PII_ROWS = 200  # findings listed on the page; the count says how many more
 TESTSETS_PER_PAGE = 50
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 @require_GET
@@ -174,7 +169,7 @@ def testset_upload(request: AuthedHttpRequest) -> HttpResponse:
 
 
 @csrf_protect
-def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
+def _testset_upload(request: AuthedHttpRequest) -> HttpResponse:
     context: dict = {"form": TestSetUploadForm(), "format": format_help()}
     if request.method == "POST":
         if request.POST.get("action") == "confirm":
@@ -188,7 +183,7 @@ def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "tasks/testset_upload.html", context)
 
 
-def _upload_validate(request: HtmxHttpRequest) -> dict:
+def _upload_validate(request: AuthedHttpRequest) -> dict:
     form = TestSetUploadForm(request.POST, request.FILES)
     valid = form.is_valid()
     upload = form.cleaned_data.get("file")
@@ -228,7 +223,7 @@ def _upload_validate(request: HtmxHttpRequest) -> dict:
     return context
 
 
-def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | None:
+def _upload_confirm(request: AuthedHttpRequest, context: dict) -> HttpResponse | None:
     token = request.POST.get("token", "")
     pending = pending_upload_load(session=request.session, token=token)
     if pending is None:
