@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
@@ -87,7 +87,7 @@ def user_list(request: AuthedHttpRequest) -> HttpResponse:
     return render(request, "evalsite/users.html", context)
 
 
-def _list_query(request: HttpRequest) -> str:
+def _list_query(request: AuthedHttpRequest) -> str:
     """The users list's filters and page ("?role=reviewer&page=2", or ""), carried through an
     edit so that saving returns to the same part of the list."""
     kept = {k: request.GET[k] for k in ("q", "role", "status", "page") if request.GET.get(k)}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -48,7 +49,7 @@ from tasks.models import Campaign
 PAGE = "reviews/arbitration.html"
 
 
-def _mine(token: str, user) -> Arbitration:
+def _mine(token: str, user: User) -> Arbitration:
     """The arbiter's own active arbitration, else 404 (someone else's, stale or unknown)."""
     arbitration = (
         Arbitration.objects.filter(token=token, arbiter=user, state=Arbitration.State.ACTIVE)
@@ -60,7 +61,7 @@ def _mine(token: str, user) -> Arbitration:
     return arbitration
 
 
-def _form_values(request: HttpRequest, labels: list[str], keys: list[str]) -> dict:
+def _form_values(request: AuthedHttpRequest, labels: list[str], keys: list[str]) -> dict:
     """The POSTed form as the service's label-keyed shape; "" (keep) is left out."""
     scores: dict[str, dict] = {}
     for label in labels:
@@ -130,7 +131,11 @@ def _error_list(ws: dict, errors: dict[str, str]) -> list[str]:
 
 
 def _workspace_context(
-    arbitration: Arbitration, campaign: Campaign, *, errors=None, values=None
+    arbitration: Arbitration,
+    campaign: Campaign,
+    *,
+    errors: dict[str, str] | None = None,
+    values: dict | None = None,
 ) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
     # Worded as on the review page: "All bad" when more than two outputs are shown.
@@ -326,7 +331,7 @@ RESOLVED = "You resolved this dispute: your decision is saved. Nothing more to d
 
 
 def _gone(
-    request: HttpRequest, message: str = ArbitrationGone.message, resolved: bool = False
+    request: AuthedHttpRequest, message: str = ArbitrationGone.message, resolved: bool = False
 ) -> HttpResponse:
     # 200 for htmx (htmx 2 does not swap 4xx), 404 for a plain request (200 once resolved).
     context = {"message": message, "resolved": resolved}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -40,7 +40,7 @@ def _report_for(campaign: Campaign, page: str) -> dict:
     return report
 
 
-def _context(request: HttpRequest, campaign: Campaign, page: str) -> dict:
+def _context(request: AuthedHttpRequest, campaign: Campaign, page: str) -> dict:
     report = _report_for(campaign, page)
     data = dashboard_page(report, page, a=request.GET.get("a"), b=request.GET.get("b"))
     return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.htmx import AuthedHttpRequest
@@ -33,7 +33,7 @@ REPORT_BODY = {
 }
 
 
-def _note(request: HttpRequest) -> str:
+def _note(request: AuthedHttpRequest) -> str:
     data = json_body(request)
     unknown = sorted(set(data) - {"note"})
     if unknown:

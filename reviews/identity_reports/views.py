@@ -4,7 +4,7 @@ by hand) or drop with a reason (admins; leads read)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -32,7 +32,7 @@ def campaign_identity_reports_view(request: AuthedHttpRequest, slug: str) -> Htt
     return render(request, "reviews/identity_reports.html", context)
 
 
-def _masks_from_words(request: HttpRequest, item_id: int) -> dict[int, list]:
+def _masks_from_words(request: AuthedHttpRequest, item_id: int) -> dict[int, list]:
     """{generation id: spans} from the page's "mask these words" field of each output."""
     masks = {}
     for gid, text in ItemOutput.objects.filter(item_id=item_id).values_list(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -38,7 +38,9 @@ def arbitration_item(request: AuthedHttpRequest, token: str) -> HttpResponse:
     )
 
 
-def _comment_posted(request: HttpRequest, *, item: ReviewItem, role: str, thread: dict, back: str):
+def _comment_posted(
+    request: AuthedHttpRequest, *, item: ReviewItem, role: str, thread: dict, back: str
+) -> HttpResponse:
     """Add the posted comment; htmx gets the thread again (with the refusal, the text kept),
     a plain form post goes back to the page it came from."""
     text = request.POST.get("text", "")

@@ -16,9 +16,9 @@ import logging
 import random
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Final
-from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction

@@ -104,7 +104,9 @@ def _skip_options() -> str:
     return render_to_string(SKIP_OPTIONS_TEMPLATE, {"skip_reasons": services.SKIP_REASONS})
 
 
-def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool) -> HttpResponse:
+def _closed_for_good(
+    request: AuthedHttpRequest, campaign: Campaign, *, removed: bool
+) -> HttpResponse:
     """A campaign this reviewer may no longer review, on one of its pages: say why."""
     return render(
         request,
@@ -118,7 +120,7 @@ def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool)
     )
 
 
-def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
+def _assignment(request: AuthedHttpRequest, slug: str, token: str) -> Assignment:
     return get_object_or_404(
         Assignment.objects.select_related("item"),
         token=token,
@@ -127,7 +129,7 @@ def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
     )
 
 
-def _may_review(request: HttpRequest, campaign: Campaign) -> bool:
+def _may_review(request: AuthedHttpRequest, campaign: Campaign) -> bool:
     """On the campaign's roster (tasks/campaigns/rosters.py), not removed, and the campaign open."""
     return campaign.on_roster(request.user, REVIEWER) and services.reviewer_may_review(
         campaign=campaign, reviewer=request.user
@@ -138,7 +140,7 @@ def _review_url(slug: str, token: str) -> str:
     return reverse("review_page", args=[slug, token])
 
 
-def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def _barred(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """The reviewer's own item, in a campaign they may no longer review (removed, or it
     closed while they worked): not saved, and the item's page says why. A bare 404 here
     read as a server fault, and "try again" could never succeed."""
@@ -338,7 +340,7 @@ def review_page(request: AuthedHttpRequest, slug: str, token: str) -> HttpRespon
     return _render_review(request, campaign=campaign, assignment=assignment, page=page)
 
 
-def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) -> dict:
+def _submitted_data(request: AuthedHttpRequest, labels: list[str], dims: list[str]) -> dict:
     post = request.POST
     scores = {
         label: {
@@ -425,7 +427,7 @@ def review_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _to_history(request: HttpRequest, slug: str) -> HttpResponse:
+def _to_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     url = reverse("review_history", args=[slug])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
@@ -579,7 +581,7 @@ def campaign_assignments(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return render(request, template, context)
 
 
-def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+def _back_to_assignments(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Back to the page as the user left it: the item filter and page it pushed into its URL."""
     url = reverse("campaign_assignments", args=[slug])
     came_from = urlsplit(request.headers.get("Referer", ""))

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.htmx import AuthedHttpRequest
@@ -313,7 +313,7 @@ DEFINITION_SCHEMA = {
 }
 
 
-def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
+def _admin_campaign(request: AuthedHttpRequest, slug: str) -> Campaign:
     return found_or_404(Campaign.objects.select_related("testset"), "campaign", slug=slug)
 
 
@@ -546,7 +546,7 @@ def _outputs_download(campaign: Campaign, contender: str | None) -> StreamingHtt
     return response
 
 
-def _outputs_file(request: HttpRequest) -> bytes:
+def _outputs_file(request: AuthedHttpRequest) -> bytes:
     if request.content_type != "multipart/form-data":
         return request.body
     # A form upload (curl -F file=@vendor.jsonl), as the test-set and review-record imports

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -68,7 +68,7 @@ from tasks.models import Campaign, Contender, Generation, Provider
 PROGRESS_TARGET = "generation-progress"
 
 
-def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+def _redirect(request: AuthedHttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 

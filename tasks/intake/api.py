@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.htmx import AuthedHttpRequest
@@ -122,7 +122,7 @@ def testsets(request: AuthedHttpRequest) -> JsonResponse:
     return JsonResponse(body, status=201 if result.created else 200)
 
 
-def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str, str]:
+def _import_input(request: AuthedHttpRequest) -> tuple[str, str | None, bytes, str, str]:
     too_big = oversize_request(request)  # before the body is read
     if too_big is not None:
         raise ApiError(too_big.errors[0], status=413, errors=too_big.errors, error_count=1)
@@ -178,7 +178,7 @@ VERSION = {
 NOT_FOUND = "no such test set, or no such version of it (the message lists the versions)"
 
 
-def _testset(request: HttpRequest, name: str) -> TestSet:
+def _testset(request: AuthedHttpRequest, name: str) -> TestSet:
     """The version ?version=N asks for (the latest without it), or a 404 saying what exists."""
     version = request.GET.get("version")
     # ASCII digits only: str.isdigit() also takes '²' or '①', which int() refuses (a 500).

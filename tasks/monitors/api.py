@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
 from evalsite.htmx import AuthedHttpRequest
@@ -204,7 +204,7 @@ def monitor_runs(request: AuthedHttpRequest, slug: str) -> JsonResponse:
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
-def _run_body(request: HttpRequest) -> dict:
+def _run_body(request: AuthedHttpRequest) -> dict:
     """A run request's fields: its JSON object, or a form's fields (an empty form, or no
     body at all, is "nothing")."""
     if request.content_type in FORM_TYPES:
