@@ -22,6 +22,7 @@ from django.core.exceptions import (
     TooManyFilesSent,
 )
 from django.db.models import F, Model, QuerySet
+from django.db.models.manager import BaseManager
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -95,7 +96,7 @@ def json_body(request: HttpRequest) -> dict:
     return data
 
 
-def found_or_404(queryset: QuerySet[M], what: str, **lookup: object) -> M:
+def found_or_404(queryset: QuerySet[M] | BaseManager[M], what: str, **lookup: object) -> M:
     """The row `lookup` names, or the API's 404 saying what is missing ("no such campaign")."""
     found = queryset.filter(**lookup).first()
     if found is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -84,7 +84,7 @@ def campaign_dashboard(
 @require_GET
 def dashboard_table_csv(
     request: AuthedHttpRequest, slug: str, page: str, table: str
-) -> HttpResponse:
+) -> StreamingHttpResponse:
     """Any dashboard table as CSV, from the same rows the page shows (formula-escaped)."""
     if page not in PAGE_TITLES:
         raise Http404
@@ -100,7 +100,7 @@ def dashboard_table_csv(
 
 @role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-def campaign_reviews_download(request: AuthedHttpRequest, slug: str) -> HttpResponse:
+def campaign_reviews_download(request: AuthedHttpRequest, slug: str) -> StreamingHttpResponse:
     """Review records as a streamed file; identities only for leads (`unblind=1`)."""
     campaign = get_object_or_404(Campaign, slug=slug)
     fmt = request.GET.get("format", "jsonl")

@@ -30,7 +30,7 @@ def export_response(*, campaign: Campaign, fmt: str, unblind: bool) -> Streaming
     return response
 
 
-def _format_of_upload(request: AuthedHttpRequest) -> tuple[bytes, str | None, str]:
+def _format_of_upload(request: AuthedHttpRequest) -> tuple[bytes, str | None, str | None]:
     fmt = request.GET.get("format") or None
     content_type = request.content_type or ""
     if content_type == "multipart/form-data":

@@ -150,7 +150,7 @@ def _barred(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
 
 
 def _render_review(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     *,
     campaign: Campaign,
     assignment: Assignment | None,
@@ -215,7 +215,7 @@ def _render_review(
 
 
 def _next_response(
-    request: HttpRequest, campaign: Campaign, notice: dict | None = None
+    request: AuthedHttpRequest, campaign: Campaign, notice: dict | None = None
 ) -> HttpResponse:
     """Claim the next item and show it (htmx: swap in place, no full reload); a blinding
     probe question waiting for this reviewer comes first."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
@@ -17,6 +17,9 @@ from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.blinding.hold import output_shown
 from tasks.blinding.masking import Finding
 from tasks.models import Campaign, Contender, Generation
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 S = Generation.Status
 RATE_WINDOW = 60  # seconds of finished rows the rate is measured over
@@ -39,7 +42,16 @@ def campaign_get(*, slug: str) -> Campaign:
     return get_object_or_404(Campaign.objects.select_related("testset"), slug=slug)
 
 
-def campaign_list() -> list[Campaign]:
+class CampaignCounts(TypedDict):
+    """What campaign_list annotates on each campaign."""
+
+    total: int
+    done: int
+    failed: int
+    n_contenders: int
+
+
+def campaign_list() -> list[WithAnnotations[Campaign, CampaignCounts]]:
     campaigns = (
         Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN)
         .select_related("testset")
