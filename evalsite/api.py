@@ -21,8 +21,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.db.models import F, Model, QuerySet
-from django.db.models.manager import BaseManager
+from django.db.models import F, Manager, Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -96,7 +95,7 @@ def json_body(request: HttpRequest) -> dict:
     return data
 
 
-def found_or_404(queryset: QuerySet[M] | BaseManager[M], what: str, **lookup: object) -> M:
+def found_or_404(queryset: QuerySet[M] | Manager[M], what: str, **lookup: object) -> M:
     """The row `lookup` names, or the API's 404 saying what is missing ("no such campaign")."""
     found = queryset.filter(**lookup).first()
     if found is None:

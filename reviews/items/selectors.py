@@ -298,7 +298,7 @@ def arbiter_item(*, token: str, arbiter: User) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
     terms = campaign_identity_terms(arbitration.item.campaign)
     labels = {pk: label for label, pk in zip(ws["labels"], arbitration.order, strict=False)}
-    checks = {label: [] for label in ws["labels"]}
+    checks: dict[str, list] = {label: [] for label in ws["labels"]}
     for pk, results in arbitration.item.outputs.values_list("pk", "generation__check_results"):
         label = labels.get(pk) or labels.get(str(pk))
         if label:

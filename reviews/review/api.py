@@ -184,7 +184,7 @@ def assignment_submit(request: AuthedHttpRequest, token: str) -> JsonResponse:
         ) from None
     status = SUBMIT_STATUS[result.code]
     if result.ok:
-        body = {"status": result.code, "message": result.message}
+        body: dict[str, object] = {"status": result.code, "message": result.message}
         probe = _probe_after(result, token=token, reviewer=request.user)
         if probe is not None:
             body["blinding_probe"] = probe

@@ -256,7 +256,7 @@ def campaign_outputs(
 
 def finding_rows(findings: list[dict] | None) -> list[dict]:
     """A stored output's findings, each matched text and reason once (in order of appearance)."""
-    rows = {}
+    rows: dict[tuple[str, str], None] = {}
     for f in findings or []:
         rows.setdefault((f.get("text", ""), f.get("reason", "")), None)
     return [{"text": text, "reason": reason} for text, reason in rows]

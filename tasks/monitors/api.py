@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
@@ -208,7 +210,7 @@ def _run_body(request: AuthedHttpRequest) -> dict:
     """A run request's fields: its JSON object, or a form's fields (an empty form, or no
     body at all, is "nothing")."""
     if request.content_type in FORM_TYPES:
-        body = {key: request.POST[key] for key in request.POST}
+        body: dict[str, Any] = {key: request.POST[key] for key in request.POST}
         if isinstance(body.get("baseline"), str) and body["baseline"].isdigit():
             body["baseline"] = int(body["baseline"])
         return body
