@@ -3,7 +3,7 @@ figures for admins and leads: the report's `blinding` key and the campaign page'
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, F, Q
 
 from reviews.identity_reports.selectors import campaign_report_counts
@@ -16,7 +16,7 @@ from tasks.campaigns.selectors import held_outputs
 from tasks.models import Campaign, Generation
 
 
-def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> BlindingGuess | None:
+def pending_probe(*, campaign: Campaign, reviewer: User) -> BlindingGuess | None:
     """The reviewer's unanswered question in this campaign (no query when it asks none)."""
     if not (campaign.blinding_probe or {}).get("every"):
         return None

@@ -5,7 +5,7 @@ one short transaction, and hands the leases back in a second one, assignment row
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -42,7 +42,7 @@ class ResolveInvalid(ValueError):
 
 
 def identity_report_file(
-    *, item_id: int, reporter: AbstractBaseUser, role: str, note: str = ""
+    *, item_id: int, reporter: User, role: str, note: str = ""
 ) -> IdentityReport:
     """Report that item `item_id`'s answer reveals its model. The item leaves every queue at
     once: no claim can take it after this returns, and whoever held it gets their lease or
@@ -75,7 +75,7 @@ class NothingToReport(LookupError):
     """No item of yours under this token (someone else's, unknown, or no longer yours)."""
 
 
-def reviewer_report(*, token: str, reviewer: AbstractBaseUser, note: str = "") -> IdentityReport:
+def reviewer_report(*, token: str, reviewer: User, note: str = "") -> IdentityReport:
     """A reviewer's report on the item of their assignment (in review, or reviewed by them)."""
     item_id = (
         Assignment.objects.filter(token=token, reviewer=reviewer, state__in=(Assignment.LIVE))
@@ -89,7 +89,7 @@ def reviewer_report(*, token: str, reviewer: AbstractBaseUser, note: str = "") -
     )
 
 
-def arbiter_report(*, token: str, arbiter: AbstractBaseUser, note: str = "") -> IdentityReport:
+def arbiter_report(*, token: str, arbiter: User, note: str = "") -> IdentityReport:
     """An arbiter's report on the item of the arbitration they hold."""
     item_id = (
         Arbitration.objects.filter(token=token, arbiter=arbiter, state=Arbitration.State.ACTIVE)
@@ -103,7 +103,7 @@ def arbiter_report(*, token: str, arbiter: AbstractBaseUser, note: str = "") -> 
     )
 
 
-def masks_checked(masks, *, item_id: int) -> dict[int, list[Span]]:
+def masks_checked(masks: object, *, item_id: int) -> dict[int, list[Span]]:
     """{"<output id>": [[start, end] or {"part", "start", "end"}, ...]} as an admin gives it:
     each output one of the item's, each span inside its text. Raises ResolveInvalid with
     every problem."""
@@ -131,7 +131,7 @@ def identity_report_resolve(
     *,
     report: IdentityReport,
     action: str,
-    user: AbstractBaseUser,
+    user: User,
     reason: str = "",
     masks: dict[int, list[Span]] | None = None,
 ) -> int:

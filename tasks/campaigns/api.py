@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.blinding.hold import (
     IdentityNotHeld,
@@ -58,10 +60,10 @@ from tasks.generation.services import (
     generation_retry_failed,
     outputs_import,
 )
-from tasks.models import Campaign, Generation, Mode, Provider
+from tasks.models import Campaign, Contender, Generation, Mode, Provider
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, dict):
@@ -71,7 +73,7 @@ def _jsonable(value):
     return value
 
 
-def definition_value(contender, key: str):
+def definition_value(contender: Contender, key: str) -> Any:
     """One key of a contender as its definition gives it: prices read from the price data
     are given as the data to match (the flat prices null), so posting them back matches."""
     if key == "prices":
@@ -312,7 +314,7 @@ DEFINITION_SCHEMA = {
 }
 
 
-def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
+def _admin_campaign(request: AuthedHttpRequest, slug: str) -> Campaign:
     return found_or_404(Campaign.objects.select_related("testset"), "campaign", slug=slug)
 
 
@@ -329,7 +331,7 @@ def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
         "403": "role",
     },
 )
-def campaigns(request: HttpRequest) -> JsonResponse:
+def campaigns(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(
             {
@@ -393,7 +395,7 @@ roster changed, `returned`: the leases and disputes of people taken off it, back
         "404": "no such campaign",
     },
 )
-def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_detail(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     if request.method == "GET":
         return JsonResponse(campaign_json(campaign, progress=True))
@@ -436,7 +438,7 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
         "reconciler sends them once it is back",
     },
 )
-def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_generate(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     try:
         queued = generation_enqueue(campaign=campaign)
@@ -454,7 +456,7 @@ def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
     "again); with nothing queued or running, nothing changes.",
     responses={"200": '{"cancelled": n}', "404": "no such campaign"},
 )
-def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_cancel(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     return JsonResponse({"cancelled": generation_cancel(campaign=_admin_campaign(request, slug))})
 
 
@@ -469,7 +471,7 @@ def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
         "503": '{"error": "...", "queued": n}: queued, but the broker is unreachable',
     },
 )
-def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_retry_failed(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     try:
         count = generation_retry_failed(campaign=_admin_campaign(request, slug))
     except GenerationNotSent as exc:
@@ -515,7 +517,7 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     too_big="import a bigger file on the server with "
     "`manage.py import_outputs FILE --campaign SLUG --contender NAME`",
 )
-def campaign_outputs(request: HttpRequest, slug: str) -> HttpResponseBase:
+def campaign_outputs(request: AuthedHttpRequest, slug: str) -> HttpResponseBase:
     campaign = _admin_campaign(request, slug)
     name = request.GET.get("contender", "")
     if request.method == "GET":
@@ -545,7 +547,7 @@ def _outputs_download(campaign: Campaign, contender: str | None) -> StreamingHtt
     return response
 
 
-def _outputs_file(request: HttpRequest) -> bytes:
+def _outputs_file(request: AuthedHttpRequest) -> bytes:
     if request.content_type != "multipart/form-data":
         return request.body
     # A form upload (curl -F file=@vendor.jsonl), as the test-set and review-record imports
@@ -571,7 +573,7 @@ def _outputs_file(request: HttpRequest) -> bytes:
     },
 )
 def campaign_output_approve_identity(
-    request: HttpRequest, slug: str, output_id: int
+    request: AuthedHttpRequest, slug: str, output_id: int
 ) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     generation = found_or_404(
@@ -610,7 +612,7 @@ PAGE_ONLY = ("parts", "steps")
     "text a hand mask may name.",
     responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
 )
-def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_held_outputs_view(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     rows = campaign_held_outputs(campaign=campaign)
     return JsonResponse(
@@ -666,7 +668,7 @@ HELD_APPROVE_SCHEMA = {
         "409": "the output to mask is not held (approved meanwhile)",
     },
 )
-def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_held_outputs_approve(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     body = json_body(request)
     ids, everything, mask = body.get("ids"), body.get("all"), body.get("mask")
@@ -693,7 +695,9 @@ def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonRespon
     return JsonResponse(generations_identity_approve(campaign=campaign, ids=ids, user=request.user))
 
 
-def _approve_masked(request: HttpRequest, campaign: Campaign, ids: list, mask) -> JsonResponse:
+def _approve_masked(
+    request: AuthedHttpRequest, campaign: Campaign, ids: list, mask: object
+) -> JsonResponse:
     """One output's approve with hand-masked spans."""
     if len(ids) != 1:
         raise ApiError('mask: give exactly one output in "ids"')
