@@ -31,7 +31,7 @@ from reviews.dashboards.extras import (
 )
 from reviews.dashboards.pages import _agreement, _cost, _stability
 from reviews.dashboards.summary import SUMMARIES, head_to_head_summary, interval_text
-from reviews.dashboards.tables import Column, Table, interval_chart
+from reviews.dashboards.tables import Column, IntervalChart, Table, interval_chart
 from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
 from tasks.models import Campaign, Generation
 
@@ -293,7 +293,7 @@ def ranked(report: dict) -> list[dict]:
     )
 
 
-def rating_chart(report: dict, lb: list[dict]):
+def rating_chart(report: dict, lb: list[dict]) -> IntervalChart | None:
     """Each contender's rating with its interval (or why it has none), against 1000."""
     why = (report["rating"].get("ci_reason") or "").rpartition(": ")[2] or None
     return interval_chart(
