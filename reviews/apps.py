@@ -16,7 +16,12 @@ class ReviewsConfig(AppConfig):
 
         from . import readiness, rosters, views
         from .blinding_probe.selectors import blinding_summary
-        from .judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
+        from .judges.monitoring import (
+            judge_output_scores,
+            judge_outputs,
+            judge_preferences,
+            judge_verdicts,
+        )
 
         signals.outputs_changed.connect(
             readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
@@ -35,4 +40,5 @@ class ReviewsConfig(AppConfig):
             judge_verdicts=judge_verdicts,
             judge_output_scores=judge_output_scores,
             judge_outputs=judge_outputs,
+            judge_preferences=judge_preferences,
         )

@@ -42,7 +42,7 @@ from tasks.providers.structured import structured_call
 from ..models import ItemOutput, ReviewItem
 from ..policy.services import policy_item_route
 from .models import Judgement
-from .screen import answer_shape, judge_view
+from .screen import answer_shape, judge_view, versus_baseline
 from .sql import judgement_claim
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,12 @@ def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     if outcome is not None:
         return outcome
     try:
-        view = judge_view(campaign=row.campaign, item_id=row.item_id, order=row.order)
+        view = judge_view(
+            campaign=row.campaign,
+            item_id=row.item_id,
+            order=row.order,
+            preference_only=versus_baseline(row.item.pair_key),
+        )
         shape = answer_shape(view)
         messages = judge_messages(view, judge_instructions=row.judge.instructions)
         raw, result = structured_call(row.judge, messages, answer_schema(shape))
@@ -236,7 +241,7 @@ def _claim_read(judgement_id: int) -> tuple[Judgement | None, RunOutcome | None]
     """The row to claim, or why not (at the attempt cap the row fails here)."""
     now = timezone.now()
     row = (
-        Judgement.objects.select_related("judge", "campaign")
+        Judgement.objects.select_related("judge", "campaign", "item")
         .defer("raw_answer", "reasoning", "scores")
         .filter(pk=judgement_id)
         .first()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from .. import review_side
 from ..models import Campaign, Judge
+from .metrics import PREFERENCE
 
-PREFERENCE = "judge.preference_win_rate"
 UNCALIBRATED = "judge not calibrated"
 
 
@@ -30,12 +30,6 @@ def judge_definition(data: dict, metrics: list[str], errors: list[str]) -> dict:
     thresholds name. Problems are appended to `errors`, each naming its field."""
     none = {"judge": None, "calibration": None, "allow_uncalibrated": False}
     judge_metrics = [m for m in metrics if m.startswith("judge.")]
-    if PREFERENCE in judge_metrics:
-        # Not graded yet: a threshold on it would never fire, so it is refused outright.
-        errors.append(
-            f"thresholds: {PREFERENCE} is not graded yet (a judge grades judge.<dimension>)"
-        )
-        judge_metrics = [m for m in judge_metrics if m != PREFERENCE]
     allow = data.get("allow_uncalibrated", False)
     if not isinstance(allow, bool):
         errors.append("allow_uncalibrated: must be true or false")
@@ -83,15 +77,23 @@ def calibration_problems(
         for d in dims
         if d not in verdicts["rubric"]
     ]
+    if PREFERENCE in judge_metrics and verdicts["preference"] is None:
+        problems.append(
+            f"thresholds: {PREFERENCE} needs a calibration campaign that asks reviewers for a "
+            f"preference; {campaign} asks none (its mode is rubric)"
+        )
     if problems or allow:
         return problems
     wanted = [d for d in dims if d in verdicts["rubric"]]
-    if not judge_metrics:
+    if not dims:
         wanted = list(verdicts["rubric"])
     for dim in dict.fromkeys(wanted):
         found = verdicts["dimensions"].get(dim) or {}
         if found.get("verdict") != "calibrated":
             problems.append(_refusal(judge, campaign, dim, found))
+    preference = verdicts["preference"] or {}
+    if PREFERENCE in judge_metrics and preference.get("verdict") != "calibrated":
+        problems.append(_refusal(judge, campaign, "the preference", preference))
     return problems
 
 
@@ -102,6 +104,15 @@ def _refusal(judge: str, campaign: str, what: str, found: dict) -> str:
         f"judge: {judge} is not calibrated on {campaign} for {what} ({verdict}: {reason}); "
         'judge the campaign and settle more items, or set "allow_uncalibrated": true to '
         "grade with it anyway (every chart, alert and comparison will say so)"
+    )
+
+
+def wants_preference(monitor) -> bool:
+    """Whether the monitor grades judge.preference_win_rate (a threshold names it): only
+    then is each run's output judged against the baseline's, which doubles what judging
+    costs."""
+    return bool(monitor.judge_id) and any(
+        t.get("metric") == PREFERENCE for t in monitor.thresholds or []
     )
 
 
