@@ -31,6 +31,7 @@ from tasks.models import Campaign, Generation, Mode
 
 from .models import ItemOutput, ReviewItem
 from .policy.services import opening_state
+from .policy.start import policy_judging_start
 
 
 def item_rotations(*, campaign_id: int, sizes: list[int]) -> list[int]:
@@ -140,9 +141,13 @@ def review_items_sync(
     if wanted:
         _items_create(campaign=campaign, items=items, wanted=wanted, gen_ids=gen_ids)
         created = len(wanted)
-    opened = _items_open(items=items, state=opening_state(campaign.weights))
+    state = opening_state(campaign.weights)
+    opened = _items_open(items=items, state=state)
     if opened:
         campaign_open_for_review(Campaign.objects.filter(pk=campaign.pk))
+        if state == ReviewItem.State.JUDGING:
+            # A review policy starts its judge on the items that now wait for it.
+            policy_judging_start(campaign=campaign)
     return {"created": created, "ready": opened}
 
 
@@ -262,6 +267,12 @@ def review_items_open_for(*, generation_id: int) -> int:
     if opened:  # at most once per item: not on every generation's path
         generation = Generation.objects.filter(pk=generation_id).values("campaign_id")
         campaign_open_for_review(Campaign.objects.filter(pk__in=generation))
+        if opening_state(weights) == ReviewItem.State.JUDGING:
+            # A review policy starts its judge on the items that now wait for it.
+            campaign = Campaign.objects.get(pk__in=generation)
+            policy_judging_start(
+                campaign=campaign, item_ids=list(showing.values_list("item_id", flat=True))
+            )
     return opened
 
 

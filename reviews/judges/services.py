@@ -60,14 +60,16 @@ class JudgingError(Exception):
 # -- rows and enqueueing -----------------------------------------------------------------------
 
 
-def judgement_rows_create(*, campaign: Campaign, judge: Judge) -> int:
-    """One row per ready item x sample x order; existing rows are kept. Returns rows made."""
+def judgement_rows_create(
+    *, campaign: Campaign, judge: Judge, item_ids: list[int] | None = None
+) -> int:
+    """One row per ready item (of `item_ids` only, when given) x sample x order; existing
+    rows are kept. Returns rows made."""
     outputs: dict[int, list[int]] = {}
-    for item_id, output_id in (
-        ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
-        .order_by("item_id", "pk")
-        .values_list("item_id", "pk")
-    ):
+    shown = ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
+    if item_ids is not None:
+        shown = shown.filter(item_id__in=item_ids)
+    for item_id, output_id in shown.order_by("item_id", "pk").values_list("item_id", "pk"):
         outputs.setdefault(item_id, []).append(output_id)
     shuffler = random.SystemRandom()
     rows = []
@@ -121,6 +123,23 @@ def judging_enqueue(*, campaign: Campaign, judge: Judge) -> int:
         ids = list(rows.values_list("pk", flat=True))
         Judgement.objects.filter(pk__in=ids).update(
             status=S.PENDING, attempts=0, queued_at=timezone.now(), finished_at=None, error=""
+        )
+        _enqueue(ids)
+    return len(ids)
+
+
+def judging_enqueue_items(*, campaign: Campaign, judge: Judge, item_ids: list[int]) -> int:
+    """Make the rows of these ready items and queue those never queued (a review policy's
+    judge starting on the items that just became ready; failed rows stay failed, the *Judge*
+    button retries them). The caller checks judging_problems first. Returns rows queued."""
+    with transaction.atomic():
+        judgement_rows_create(campaign=campaign, judge=judge, item_ids=item_ids)
+        rows = Judgement.objects.filter(
+            campaign=campaign, judge=judge, item_id__in=item_ids, status=S.PENDING
+        ).filter(queued_at__isnull=True)
+        ids = list(rows.values_list("pk", flat=True))
+        Judgement.objects.filter(pk__in=ids, queued_at__isnull=True).update(
+            queued_at=timezone.now()
         )
         _enqueue(ids)
     return len(ids)

@@ -10,6 +10,7 @@ from tasks.models import Campaign
 
 from ..models import ReviewItem
 from .services import review_policy
+from .start import UNCALIBRATED, policy_judging_problem
 
 S = ReviewItem.State
 
@@ -17,8 +18,10 @@ S = ReviewItem.State
 def policy_summary(*, campaign: Campaign) -> dict | None:
     """The policy and where its items went: {"judge", "humans", "audit_share", "items",
     "judging" (waiting for the judge), "people" (routed to people), "judge_settled",
-    "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items}}; None
-    without a policy."""
+    "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items},
+    "calibration" (the campaign the judge was calibrated on), "allow_uncalibrated", "note"
+    ("judge not calibrated" when let in uncalibrated, else ""), "judge_problem" (why its
+    judging cannot start now, else "")}; None without a policy."""
     policy = review_policy(campaign)
     if policy is None:
         return None
@@ -35,7 +38,11 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
         for reason in listed
     )
     return {
+        "calibration": None,
+        "allow_uncalibrated": False,
         **policy,
+        "note": UNCALIBRATED if policy.get("allow_uncalibrated") else "",
+        "judge_problem": policy_judging_problem(campaign=campaign, policy=policy),
         "items": counts["total"],
         "judging": counts["judging"],
         "people": counts["people"],
