@@ -19,9 +19,9 @@ Read into ``weights["review_policy"]`` (beside the gates), every problem reporte
 
 from __future__ import annotations
 
-from . import review_side
-from .definition_reader import DefinitionReader
-from .models import Campaign, CaseType, Judge, Mode, TestSet, Tier
+from tasks import review_side
+from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.models import Campaign, CaseType, Judge, Mode, TestSet, Tier
 
 POLICY_KEYS = {"judge", "humans", "audit_share", "calibration", "allow_uncalibrated"}
 # Rules without an argument; "tier:<tier>" and "case_type:<case type>" name one of the test

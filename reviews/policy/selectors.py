@@ -6,11 +6,10 @@ from collections import Counter
 
 from django.db.models import Count, Q
 
+from reviews.models import ReviewItem
+from reviews.policy.services import review_policy
+from reviews.policy.start import UNCALIBRATED, policy_judging_problem
 from tasks.models import Campaign
-
-from ..models import ReviewItem
-from .services import review_policy
-from .start import UNCALIBRATED, policy_judging_problem
 
 S = ReviewItem.State
 

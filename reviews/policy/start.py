@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import logging
 
+from reviews.judges.services import judging_enqueue_items, judging_problems
+from reviews.models import ReviewItem
+from reviews.policy.services import review_policy
 from tasks.models import Campaign, Judge
-
-from ..judges.services import judging_enqueue_items, judging_problems
-from ..models import ReviewItem
-from .services import review_policy
 
 log = logging.getLogger(__name__)
 # What the campaign page and report say of a policy whose judge was let in uncalibrated.

@@ -10,9 +10,9 @@ chart, alert and comparison then repeats. The verdicts are the review side's
 
 from __future__ import annotations
 
-from .. import review_side
-from ..models import Campaign, Judge
-from .metrics import PREFERENCE
+from tasks import review_side
+from tasks.models import Campaign, Judge
+from tasks.monitors.metrics import PREFERENCE
 
 UNCALIBRATED = "judge not calibrated"
 
