@@ -223,8 +223,18 @@ class ReviewPolicyTests(TestCase):
         report = campaign_report(campaign=campaign, n_boot=50)
         assert report["basis"]["outcomes"] == "mixed"
         assert report["basis"]["items"] == {"human": people, "judge": settled_by_judge}
-        assert report["quality"]["outcome_basis"] == "mixed"
-        assert any("Mixed basis" in w for w in report["warnings"])
+        # Never pooled: the report's own figures are people's, the judge's stand apart.
+        assert report["basis"]["figures_basis"] == "human"
+        assert report["quality"]["outcome_basis"] == "human"
+        assert all(row["basis"] == "human" for row in report["leaderboard"])
+        assert any("computed apart, never pooled" in w for w in report["warnings"])
+        apart = report["basis"]["by_basis"]
+        assert apart["human"]["rating"] == report["rating"]
+        assert apart["human"]["rating"]["n_items"] == people
+        assert apart["judge"]["rating"]["n_items"] == settled_by_judge
+        assert apart["judge"]["quality"]["outcome_basis"] == "judge"
+        assert all(row["basis"] == "judge" for row in apart["judge"]["leaderboard"])
+        assert set(apart["judge"]) == set(report["basis"]["figures"])
         assert report["review_policy"]["reviews_saved"] == settled_by_judge * 2
         # The judge is calibrated on people's outcomes only, never on its own settlements.
         calibration = judge_calibration(campaign=campaign, judge=judge, n_boot=50)
