@@ -120,3 +120,46 @@ def judge_note(monitor) -> str:
     """What every chart, alert and comparison of the monitor says of its judge ('' when
     calibrated or without a judge)."""
     return UNCALIBRATED if monitor.judge_id and monitor.allow_uncalibrated else ""
+
+
+def judge_form_state(*, judge: str, calibration: str, allow: bool) -> dict | None:
+    """What the monitor form says of a chosen judge: {"rows": [{"what", "verdict",
+    "reason"}] (each rubric dimension of the calibration campaign, then the preference),
+    "refusal" (in words, when a verdict is not calibrated and `allow` is not ticked),
+    "note", "problem" (no such judge or campaign)}; None when no judge is chosen."""
+    if not judge:
+        return None
+    found = Judge.objects.filter(name=judge).first()
+    if found is None:
+        return {"problem": f"no judge named {judge!r}"}
+    if not calibration:
+        return {"problem": "choose the campaign whose reviewers the judge was calibrated against"}
+    campaign = Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN).filter(slug=calibration)
+    campaign = campaign.first()
+    if campaign is None:
+        return {"problem": f"no campaign {calibration!r}"}
+    verdicts = review_side.judge_verdicts(judge=found, campaign=campaign)
+    rows = [
+        {"what": key, **_verdict_shown(verdicts["dimensions"].get(key))}
+        for key in verdicts["rubric"]
+    ]
+    if verdicts["preference"] is not None:
+        rows.append({"what": "the preference", **_verdict_shown(verdicts["preference"])})
+    short = [row["what"] for row in rows if row["verdict"] != "calibrated"]
+    refusal = ""
+    if short and not allow:
+        refusal = (
+            f"{judge} is not calibrated on {calibration} for {', '.join(short)}: a monitor "
+            "grading those with it is refused. Settle more items of that campaign and judge it "
+            "again, or tick allow_uncalibrated to grade with it anyway (every chart, alert and "
+            "comparison will say so)."
+        )
+    return {"rows": rows, "refusal": refusal, "note": UNCALIBRATED if short and allow else ""}
+
+
+def _verdict_shown(found: dict | None) -> dict:
+    found = found or {}
+    return {
+        "verdict": found.get("verdict") or "not judged",
+        "reason": found.get("reason") or "the judge has not judged this campaign",
+    }

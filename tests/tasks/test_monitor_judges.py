@@ -253,6 +253,86 @@ class JudgeDefinitionTests(TestCase):
         assert monitor.thresholds == preference
 
 
+class JudgeFormTests(TestCase):
+    """The monitor form's judge field: choose a judge, see its calibration, read the refusal."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fake = FakeLLM()
+        super().setUpClass()
+
+    @classmethod
+    def setUpTestData(cls):
+        make_testset()
+        ContenderFactory(name="oa", provider="openai", model="oa", base_url=cls.fake.base_url)
+        cls.users = personas()
+        campaign = settled_campaign(cls.users, slug="tone-panel")
+        calibrated_on(cls.fake, campaign, "judge-a", fair)
+        calibrated_on(cls.fake, campaign, "judge-lenient", lenient)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def form(self, **over) -> dict:
+        data = {
+            "slug": "golden", "name": "Golden", "testset": "golden@2", "contenders": ["oa"],
+            "samples_per_task": "1", "schedule": "", "baseline": "first",
+            "threshold_rows": "2", "t-0-metric": "judge.tone", "t-0-rule": "max_drop",
+            "t-0-value": "0.5", "t-1-metric": "", "webhook": "", "email": "",
+            "judge": "judge-lenient", "calibration": "tone-panel",
+        }  # fmt: skip
+        data.update(over)
+        return data
+
+    def test_it_shows_the_judges_calibration_and_refuses_an_uncalibrated_one_in_words(self):
+        self.client.force_login(self.users["admin"])
+        page = self.client.get(reverse("monitor_new")).content.decode()
+        assert '<option value="judge-lenient">' in page and '<option value="tone-panel">' in page
+        preview = reverse("monitor_judge_preview")
+        state = self.client.get(
+            preview, {"judge": "judge-lenient", "calibration": "tone-panel"}
+        ).content.decode()
+        assert "<strong>tone</strong>: not_calibrated" in state
+        assert "systematically higher" in state
+        assert "judge-lenient is not calibrated on tone-panel for tone" in state
+        assert "tick allow_uncalibrated" in state
+        state = self.client.get(
+            preview, {"judge": "judge-a", "calibration": "tone-panel"}
+        ).content.decode()
+        assert "<strong>tone</strong>: calibrated" in state and "judge-refusal" not in state
+        # Submitted uncalibrated: refused in the same words, nothing made.
+        response = self.client.post(reverse("monitor_new"), self.form())
+        page = response.content.decode()
+        assert response.status_code == 200 and 'data-testid="form-errors"' in page
+        assert "judge-lenient is not calibrated on tone-panel for tone" in page
+        assert 'data-testid="judge-refusal"' in page
+        assert not Monitor.objects.exists()
+        # Ticked: made, and said.
+        response = self.client.post(reverse("monitor_new"), self.form(allow_uncalibrated="on"))
+        assert response.status_code == 302, response.content.decode()[-2000:]
+        monitor = Monitor.objects.get()
+        assert monitor.judge.name == "judge-lenient" and monitor.allow_uncalibrated
+        page = self.client.get(reverse("monitor_edit", args=["golden"])).content.decode()
+        assert '<option value="judge-lenient" selected>' in page
+        assert "judge not calibrated: every chart, alert and comparison will say so" in page
+        # The edit form without a judge takes it off (the judge's threshold with it).
+        response = self.client.post(
+            reverse("monitor_edit", args=["golden"]),
+            self.form(judge="", calibration="", **{"t-0-metric": "check_pass_rate"}),
+        )
+        assert response.status_code == 302, response.content.decode()[-2000:]
+        assert Monitor.objects.get().judge is None
+
+    def test_only_admins_read_the_judge_preview(self):
+        self.client.force_login(self.users["lead"])
+        response = self.client.get(
+            reverse("monitor_judge_preview"), {"judge": "judge-a", "calibration": "tone-panel"}
+        )
+        assert response.status_code == 403
+
+
 class JudgeCatchesToneTests(TransactionTestCase):
     def setUp(self):
         self.fake = FakeLLM()
