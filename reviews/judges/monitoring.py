@@ -92,7 +92,7 @@ def judge_outputs(*, judge: Judge, campaign: Campaign, baseline: Campaign | None
     "failed", "cost", ...}."""
     if not Judgement.objects.filter(campaign=campaign, judge=judge).exists():
         with transaction.atomic():
-            made = _output_items_create(campaign)
+            made = output_items_create(campaign)
             if baseline is not None:
                 made += _versus_items_create(campaign, baseline)
         if not made:
@@ -101,7 +101,7 @@ def judge_outputs(*, judge: Judge, campaign: Campaign, baseline: Campaign | None
     return judging_progress(campaign=campaign, judge=judge)
 
 
-def _output_items_create(campaign: Campaign) -> int:
+def output_items_create(campaign: Campaign) -> int:
     """A ready item per done output. It stays `waiting`: reviewers are offered open items
     only, and a monitor run's campaign has no roster anyway. Returns how many were made."""
     done = Generation.objects.filter(
