@@ -130,3 +130,67 @@ def test_the_citation_check_sees_comments_and_docstrings_only(tmp_path):
 def test_it_keeps_the_benchmarks_page_to_current_figures():
     lines = (ROOT / "docs" / "benchmarks.md").read_text().splitlines()
     assert len(lines) <= 400, f"docs/benchmarks.md has {len(lines)} lines; history goes to git"
+
+
+# A module a document names by its path: a file (`tasks/monitors/alerts.py`) or a package
+# (`reviews/review/`), not "reviews/s" nor a template's path (`templates/reviews/...`).
+MODULE_PATH = re.compile(
+    r"(?<![\w/.-])((?:tasks|reviews|evalsite)/(?:[\w-]+/)*(?:[\w-]+\.py\b|[\w-]+/))"
+)
+GUIDES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The lab notebook records every pass with the module names of its day.
+HISTORY = {"benchmarks-history.md"}
+
+
+def module_paths_in(text: str) -> set[str]:
+    return {m.group(1) for m in MODULE_PATH.finditer(text)}
+
+
+def test_it_names_only_modules_that_exist():
+    missing = [
+        f"{doc.relative_to(ROOT)}: {path}"
+        for doc in GUIDES
+        if doc.name not in HISTORY
+        for path in sorted(module_paths_in(doc.read_text()))
+        if not (ROOT / path).exists()
+    ]
+    assert not missing, "no such module:\n" + "\n".join(missing)
+
+
+def test_it_names_modules_by_names_that_exist():
+    """A module named without its folder (`build.py`) is still some module of the repository."""
+    tops = [d for d in ROOT.iterdir() if d.is_dir() and not d.name.startswith((".", "node_"))]
+    names = {p.name for p in ROOT.glob("*.py")} | {p.name for d in tops for p in d.rglob("*.py")}
+    bare = re.compile(r"(?<![\w/.-])([\w-]+\.py)\b")
+    missing = [
+        f"{doc.relative_to(ROOT)}: {name}"
+        for doc in GUIDES
+        if doc.name not in HISTORY
+        for name in sorted(set(bare.findall(doc.read_text())))
+        if name not in names
+    ]
+    assert not missing, "no module of that name:\n" + "\n".join(missing)
+
+
+def test_the_module_check_sees_files_and_packages():
+    text = (
+        "`tasks/monitors/alerts.py` -> reviews/review/ (reviews/review/claim.py); 96 reviews/s,"
+        " templates/reviews/review.html, tasks/demo/demo_data/x.jsonl, evalsite/x.pyc"
+    )
+    assert module_paths_in(text) == {
+        "tasks/monitors/alerts.py",
+        "reviews/review/",
+        "reviews/review/claim.py",
+        "tasks/demo/demo_data/",
+    }
+
+
+def test_every_guide_names_the_code_it_describes():
+    """Each page of docs/ says under its title which packages it describes ("Code: ...");
+    architecture.md is the map of all of them."""
+    unnamed = []
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        head = doc.read_text().split("\n## ", 1)[0]
+        if doc.name != "architecture.md" and not re.search(r"^Code: .*`", head, re.M):
+            unnamed.append(doc.name)
+    assert not unnamed, "no 'Code:' line under the title: " + ", ".join(unnamed)
