@@ -388,6 +388,15 @@ class PolicyDefinitionTests(TestCase):
         )
         [no_preference] = self.refused({"judge": "judge-fair", "calibration": "tone-only"})
         assert "tone-only asks reviewers no preference" in no_preference
+        # A calibration campaign nobody has settled an item of vouches for nothing.
+        [unsettled] = self.refused(
+            {"judge": "judge-fair", "calibration": "tone-only", "allow_uncalibrated": False},
+            mode="rubric",
+            rubric=TONE,
+        )
+        assert "judge-fair is not calibrated on tone-only for tone (insufficient: only 0" in (
+            unsettled
+        )
         # Let in on purpose: kept, and said on the page and in the report.
         data = {**imported_pairwise("policed", ("vendor-a", "vendor-b"))}
         data["review_policy"] = {

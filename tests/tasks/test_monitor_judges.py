@@ -226,6 +226,23 @@ class JudgeDefinitionTests(TestCase):
             "thresholds: tone-panel's rubric has no dimension 'accuracy' (it has tone)"
         ]
 
+    def test_a_calibration_campaign_with_no_settled_items_is_refused_in_words(self):
+        # Judged, but nobody has settled an item: nothing to calibrate against.
+        unsettled = CampaignFactory(slug="unsettled", rubric=TONE, mode="both")
+        for _ in range(3):
+            ReviewItemFactory(campaign=unsettled, state="open")
+        judge = Judge.objects.get(name="judge-a")
+        with mock.patch.object(judging, "_send", run_inline):
+            judging_enqueue(campaign=unsettled, judge=judge)
+        run_inline(list(Judgement.objects.filter(campaign=unsettled).values_list("pk", flat=True)))
+        assert Judgement.objects.filter(campaign=unsettled, status="done").count() == 6
+        errors = self.refused(judged(judge="judge-a", calibration="unsettled"))
+        assert len(errors) == 1, errors
+        assert errors[0].startswith(
+            "judge: judge-a is not calibrated on unsettled for tone (insufficient: only 0 "
+            "settled items with a judgement: at least 30 are needed"
+        )
+
     def test_the_preference_win_rate_needs_a_calibrated_preference(self):
         preference = [{"metric": "judge.preference_win_rate", "max_drop": 0.1}]
         # Its scores are fair, its preference follows the position: refused for the preference.
