@@ -60,9 +60,10 @@ class OutputRead:
     """One output as read for a screen, before any masking."""
 
     label: str
-    text: str  # with an admin's hand masks applied (tasks.blinding.hold.output_shown)
+    # An admin's hand masks applied to all three (tasks.blinding.hold.generation_hand_masked).
+    text: str
     reasoning: str | None = None
-    transcript: Any = None  # as stored: a list of turns, or None
+    transcript: Any = None  # as stored (hand masks applied): a list of turns, or None
 
 
 def conversation_shown(task: Task, viewer: Viewer) -> list[dict]:

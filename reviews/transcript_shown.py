@@ -19,11 +19,11 @@ dict, not a list) are skipped, as tasks/generation/transcripts.py skips them.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from tasks.blinding import render as blinding
+from tasks.blinding.parts import unescaped
 from tasks.images.parts import content_text, image_links
 
 # How a turn that did not end with a final answer is described (the stored finish reasons
@@ -33,9 +33,6 @@ CUT_OFF = {
     "length": "length",
     "max_tokens": "length",
 }
-_JSON_ESCAPE = re.compile(
-    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})"
-)
 
 
 @dataclass(frozen=True)
@@ -101,20 +98,6 @@ def json_shown(value: Any, reader: Reader) -> dict:
     return {"value": masked if again == pretty else None, "pretty": again}
 
 
-def _unescaped(raw: str) -> str:
-    """JSON's \\uXXXX escapes written out, so that text which is not valid JSON is masked (and
-    read) as the characters it stands for: `\\u0043laude` is "Claude"."""
-
-    def one(m: re.Match) -> str:
-        if m.group(3):
-            code = int(m.group(3), 16)
-            return m.group(0) if 0xD800 <= code < 0xE000 else chr(code)
-        high, low = int(m.group(1), 16), int(m.group(2), 16)
-        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-
-    return _JSON_ESCAPE.sub(one, raw)
-
-
 def _arguments(call: dict, reader: Reader) -> dict:
     """A call's arguments: formatted JSON when they are a JSON object, else the raw text."""
     arguments = call.get("arguments")
@@ -133,7 +116,7 @@ def _arguments(call: dict, reader: Reader) -> dict:
     if parsed is not None:  # valid JSON, but not an object (an array, a number)
         text = json_shown(parsed, reader)["pretty"]
         return {"json": True, "object": None, "text": text, "raw": text, "not_object": True}
-    text = reader.mask(_unescaped(raw))
+    text = reader.mask(unescaped(raw))
     return {"json": False, "object": None, "text": text, "raw": text}
 
 

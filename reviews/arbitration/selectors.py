@@ -8,8 +8,12 @@ arbitration's random token. Reviewers are "Reviewer 1", "Reviewer 2", ... (no na
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -23,14 +27,14 @@ from reviews.review.selectors import task_json
 from reviews.rubric import Dimension, Rubric, label_map
 from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
 from tasks.blinding.campaign_texts import instructions_shown, words_shown
-from tasks.blinding.hold import masks_applied
+from tasks.blinding.parts import hand_masked
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
 
 
-def _fmt(value) -> str:
+def _fmt(value: float | None) -> str:
     if value is None:
         return "N/A"
     value = float(value)
@@ -115,8 +119,9 @@ def _agreed(*, final: dict, labels: dict, label_of: dict) -> dict:
 
 
 def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
-    """The item's outputs in the arbiter's label order, with an admin's hand masks applied
-    (tasks/blinding/hold.py): what the screen then masks (reviews/screen.py)."""
+    """The item's outputs in the arbiter's label order, with an admin's hand masks applied to
+    the answer and the transcript (tasks/blinding/parts.py): what the screen then masks
+    (reviews/screen.py)."""
     shown = item.outputs.values_list(
         "pk",
         "generation__output",
@@ -124,11 +129,17 @@ def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
         "generation__transcript",
         "generation__reasoning",
     )
-    read = {pk: (masks_applied(text, masks), t, r) for pk, text, masks, t, r in shown}
+    read = {
+        pk: hand_masked(output=text, transcript=t, reasoning=r, masks=masks)
+        for pk, text, masks, t, r in shown
+    }
     outputs = []
     for label, pk in labels.items():
-        text, transcript, reasoning = read.get(int(pk), ("", None, None))
-        outputs.append(OutputRead(label, text or "", reasoning, transcript))
+        one = read.get(int(pk))
+        if one is None:
+            outputs.append(OutputRead(label, "", None, None))
+        else:
+            outputs.append(OutputRead(label, one.text, one.reasoning, one.transcript))
     return outputs
 
 
@@ -146,7 +157,9 @@ def _task_entry(shown: dict) -> dict:
     }
 
 
-def _reviewer_row(*, n: int, review: Review, labels: dict, label_of: dict, terms) -> dict:
+def _reviewer_row(
+    *, n: int, review: Review, labels: dict, label_of: dict, terms: tuple[str, ...]
+) -> dict:
     """One review as "Reviewer <n>": scores, preference and flags keyed by the arbiter's labels."""
     scores: dict[str, dict[str, float | None]] = {label: {} for label in labels}
     for s in review.scores.all():
@@ -187,7 +200,7 @@ def _rubric_entry(dim: Dimension, shown: dict) -> dict:
 
 def _grid_row(
     *,
-    dim,
+    dim: Dimension,
     label: str,
     labels: dict,
     reviewer_rows: list[dict],
@@ -196,7 +209,7 @@ def _grid_row(
 ) -> dict:
     """One dimension's row of the score grid: per label, each reviewer's value and the agreed one."""
     key = dim.key
-    row = {"key": key, "label": label, "cells": [], "disputed": False}
+    row: dict[str, Any] = {"key": key, "label": label, "cells": [], "disputed": False}
     for out_label, pk in labels.items():
         disputed = (key, pk) in cells
         row["disputed"] = row["disputed"] or disputed
@@ -383,7 +396,7 @@ def _by_label(values: dict | None, label_of: dict) -> dict:
     return dict(sorted(pairs, key=lambda kv: kv[0]))
 
 
-def arbiter_queue(*, arbiter) -> list[dict]:
+def arbiter_queue(*, arbiter: User) -> list[dict]:
     """Per campaign with disputes: what this arbiter can take, holds and has resolved."""
     campaigns = (
         Campaign.objects.visible_to(arbiter, ARBITER)  # the roster (tasks/campaigns/rosters.py)
@@ -401,7 +414,7 @@ def arbiter_queue(*, arbiter) -> list[dict]:
     ]
 
 
-def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
+def arbiter_counts(*, campaign: Campaign, arbiter: User) -> dict:
     base = Arbitration.objects.filter(item__campaign=campaign)
     claimable = base.filter(item__state="disputed").filter(
         Q(state="open") | Q(state="active", lease_expires_at__lte=Now())
@@ -422,7 +435,7 @@ def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
     }
 
 
-def held_token(*, campaign: Campaign, arbiter) -> str | None:
+def held_token(*, campaign: Campaign, arbiter: User) -> str | None:
     return (
         Arbitration.objects.filter(item__campaign=campaign, arbiter=arbiter, state="active")
         .order_by("pk")
@@ -441,7 +454,7 @@ class DisputeFilter:
     status: str = ""  # open | in_progress | resolved
 
 
-def dispute_status(arbitration: Arbitration, now) -> str:
+def dispute_status(arbitration: Arbitration, now: datetime) -> str:
     if arbitration.state == Arbitration.State.RESOLVED:
         return "resolved"
     if (
@@ -513,7 +526,7 @@ def campaign_disputes(*, campaign: Campaign, filters: DisputeFilter) -> dict:
     }
 
 
-def dispute_rows(*, arbitrations, now) -> list[dict]:
+def dispute_rows(*, arbitrations: Sequence[Arbitration], now: datetime) -> list[dict]:
     """One page of the lead's list as plain rows (leads see contender names)."""
     items = [a.item_id for a in arbitrations]
     contender_of = {

@@ -21,14 +21,16 @@ import copy
 import secrets
 from datetime import datetime, timedelta
 
+from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, QuerySet, When
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
 
 from reviews.arbitration.disputes import disputed_cells, unknown_field_errors
 from reviews.models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
 from reviews.review import LeaseGone, lease_extended
-from reviews.rubric import WORDING, Rubric, answers_check, label_map
+from reviews.rubric import WORDING, Answers, Dimension, Rubric, answers_check, label_map
 from reviews.rubric import Mode as AnswerMode
 from tasks.models import Campaign, Mode
 
@@ -71,15 +73,15 @@ def lease_length(campaign: Campaign) -> timedelta:
     return timedelta(minutes=max(1, campaign.lease_minutes))
 
 
-def _lease_end(campaign: Campaign):
+def _lease_end(campaign: Campaign) -> ExpressionWrapper[CombinedExpression]:
     return ExpressionWrapper(Now() + lease_length(campaign), output_field=DateTimeField())
 
 
-def _reviewed_by(item_id: int, user) -> bool:
+def _reviewed_by(item_id: int, user: User) -> bool:
     return Review.objects.filter(item_id=item_id, reviewer=user).exists()
 
 
-def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None:
+def arbitration_claim_next(*, campaign: Campaign, arbiter: User) -> Arbitration | None:
     """The arbiter's current arbitration in this campaign, else the next claimable one, else None."""
     with transaction.atomic():
         held = _held_resume(campaign=campaign, arbiter=arbiter)
@@ -88,7 +90,7 @@ def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None
         return _claimable_take(campaign=campaign, arbiter=arbiter)
 
 
-def _held_resume(*, campaign: Campaign, arbiter) -> Arbitration | None:
+def _held_resume(*, campaign: Campaign, arbiter: User) -> Arbitration | None:
     """The arbitration this arbiter holds, locked, its lease renewed; None if none. Inside the
     claim's transaction."""
     # Resume what this arbiter holds, even past its lease if nobody took it meanwhile: the
@@ -111,7 +113,7 @@ def _held_resume(*, campaign: Campaign, arbiter) -> Arbitration | None:
     return held
 
 
-def _claimable_take(*, campaign: Campaign, arbiter) -> Arbitration | None:
+def _claimable_take(*, campaign: Campaign, arbiter: User) -> Arbitration | None:
     """Lock and take the oldest claimable dispute the arbiter did not review (five tries),
     with a fresh output order; None if there is none. Inside the claim's transaction."""
     skipped: list[int] = []
@@ -161,7 +163,7 @@ def _claimable_take(*, campaign: Campaign, arbiter) -> Arbitration | None:
     return None
 
 
-def _locked_for(token: str, arbiter) -> Arbitration:
+def _locked_for(token: str, arbiter: User) -> Arbitration:
     arbitration = (
         Arbitration.objects.select_for_update(of=("self",), no_key=True)
         .select_related("item__campaign")
@@ -178,7 +180,7 @@ LEASE_LAPSED = (
 )
 
 
-def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
+def arbitration_heartbeat(*, token: str, arbiter: User) -> datetime | None:
     """Extend a live lease (the page is open); None if the lease is already gone.
 
     The same rule as a review's heartbeat: one more lease length from now, never past
@@ -215,7 +217,7 @@ def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
     return new_expiry if updated else None
 
 
-def arbitration_release(*, token: str, arbiter) -> None:
+def arbitration_release(*, token: str, arbiter: User) -> None:
     """Hand an arbitration back to the queue (the token dies with it)."""
     with transaction.atomic():
         arbitration = _locked_for(token, arbiter)
@@ -224,7 +226,7 @@ def arbitration_release(*, token: str, arbiter) -> None:
         _requeue(Arbitration.objects.filter(pk=arbitration.pk, token=token))
 
 
-def _requeue(arbitrations) -> int:
+def _requeue(arbitrations: QuerySet[Arbitration]) -> int:
     """Active arbitrations back to the open queue, each under a new token (the old link dies)."""
     done = 0
     active = arbitrations.filter(state=Arbitration.State.ACTIVE)
@@ -242,7 +244,7 @@ def _requeue(arbitrations) -> int:
     return done
 
 
-def arbitrations_requeue(*, campaign, item_ids: list[int]) -> int:
+def arbitrations_requeue(*, campaign: Campaign, item_ids: list[int]) -> int:
     """A lead's or admin's bulk action on the disputes list: the chosen disputes an arbiter
     holds go back to the queue (new tokens: the arbiter's open page says it is gone and saves
     nothing). Open and resolved ones are left as they are. Returns how many went back."""
@@ -250,14 +252,14 @@ def arbitrations_requeue(*, campaign, item_ids: list[int]) -> int:
         return _requeue(Arbitration.objects.filter(item__campaign=campaign, item_id__in=item_ids))
 
 
-def arbiter_arbitrations_release(*, arbiter) -> int:
+def arbiter_arbitrations_release(*, arbiter: User) -> int:
     """Every dispute the arbiter holds back to the queue, each with a new token (a deactivated
     account, or one that lost the arbiter role, cannot resolve them). Returns how many."""
     with transaction.atomic():
         return _requeue(Arbitration.objects.filter(arbiter=arbiter).order_by("pk"))
 
 
-def arbiter_campaign_release(*, campaign: Campaign, arbiter) -> int:
+def arbiter_campaign_release(*, campaign: Campaign, arbiter: User) -> int:
     """The disputes the arbiter holds in one campaign back to the queue, each with a new
     token (taken off the campaign's arbiter roster). Returns how many."""
     with transaction.atomic():
@@ -266,7 +268,7 @@ def arbiter_campaign_release(*, campaign: Campaign, arbiter) -> int:
         )
 
 
-def note_checked(note) -> tuple[str, str | None]:
+def note_checked(note: object) -> tuple[str, str | None]:
     """The arbiter's note, stripped, and what is wrong with it (every resolution needs one)."""
     answers = answers_check(
         rubric=Rubric(), labels=[], data={"note": note}, mode=AnswerMode.RESOLUTION
@@ -337,7 +339,7 @@ def resolution_build(
 
 def _answers_checked(
     *, item: ReviewItem, rubric: Rubric, labels: dict, cells: set, final: dict, data: dict
-):
+) -> Answers:
     """The arbiter's values parsed as a resolution (reviews/rubric.py): N/A where a reviewer
     gave N/A, a fraction only where it keeps the agreed value."""
     # A reviewer's N/A makes N/A a legitimate final value for that cell.
@@ -348,7 +350,7 @@ def _answers_checked(
         )
     }
 
-    def kept(label: str, dim, value: float) -> bool:
+    def kept(label: str, dim: Dimension, value: float) -> bool:
         # A new value must be a point of the scale; keeping an agreed one (the mean of the
         # reviews, so maybe 3.5) is not a new value.
         output = labels[label]
@@ -385,7 +387,7 @@ def _apply_preference(
         final["preference"] = mapped
 
 
-def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list) -> None:
     """The arbiter's scores into `final`; a change to an agreed value is a correction."""
     for output, dims in given.items():
         for key, value in dims.items():
@@ -398,7 +400,7 @@ def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, correct
             final["scores"][output][key] = value
 
 
-def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, corrections: list) -> None:
     """The arbiter's flags into `final`; a change to a flag the reviewers agreed on is a
     correction, recorded as such."""
     for output, names in given.items():
@@ -423,7 +425,7 @@ def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, correcti
 def arbitration_resolve(
     *,
     token: str,
-    arbiter,
+    arbiter: User,
     scores: dict | None,
     preference: str | None = None,
     flags: dict | None = None,

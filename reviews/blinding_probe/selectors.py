@@ -3,7 +3,7 @@ figures for admins and leads: the report's `blinding` key and the campaign page'
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, F, Q
 
 from reviews.identity_reports.selectors import campaign_report_counts
@@ -16,7 +16,7 @@ from tasks.campaigns.selectors import held_outputs
 from tasks.models import Campaign, Generation
 
 
-def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> BlindingGuess | None:
+def pending_probe(*, campaign: Campaign, reviewer: User) -> BlindingGuess | None:
     """The reviewer's unanswered question in this campaign (no query when it asks none)."""
     if not (campaign.blinding_probe or {}).get("every"):
         return None
@@ -30,7 +30,7 @@ def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Blinding
 def probe_question(*, probe: BlindingGuess, campaign: Campaign) -> dict:
     """What the question shows: the answer as the review showed it (masked), and the names to
     choose from in alphabetical order, with no label anywhere."""
-    generation = Generation.objects.only("output", "identity_masks").get(
+    generation = Generation.objects.only("output", "identity_masks", "transcript", "reasoning").get(
         item_outputs__pk=probe.output_id
     )
     text, html, _ = blinding.render_output(

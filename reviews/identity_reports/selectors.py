@@ -26,7 +26,7 @@ def campaign_report_counts(*, campaign: Campaign) -> dict[str, int]:
     }
 
 
-def _outputs(item_id: int, terms) -> list[dict]:
+def _outputs(item_id: int, terms: tuple[str, ...]) -> list[dict]:
     rows = (
         ItemOutput.objects.filter(item_id=item_id)
         .select_related("generation__contender")

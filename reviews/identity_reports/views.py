@@ -4,21 +4,22 @@ by hand) or drop with a reason (admins; leads read)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
 from reviews.identity_reports.services import ReportNotOpen, ResolveInvalid, identity_report_resolve
-from reviews.models import IdentityReport, ItemOutput
-from tasks.blinding.hold import MaskInvalid, mask_spans_of_words
-from tasks.models import Campaign
+from reviews.models import IdentityReport
+from tasks.blinding.hold import MaskInvalid, generation_texts, mask_spans_of_words
+from tasks.models import Campaign, Generation
 
 
 @role_required(ADMIN, LEAD)
 @require_GET
-def campaign_identity_reports_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_identity_reports_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     reports = identity_reports(campaign=campaign)
     context = {
@@ -31,21 +32,21 @@ def campaign_identity_reports_view(request: HttpRequest, slug: str) -> HttpRespo
     return render(request, "reviews/identity_reports.html", context)
 
 
-def _masks_from_words(request: HttpRequest, item_id: int) -> dict[int, list]:
+def _masks_from_words(request: AuthedHttpRequest, item_id: int) -> dict[int, list]:
     """{generation id: spans} from the page's "mask these words" field of each output."""
     masks = {}
-    for gid, text in ItemOutput.objects.filter(item_id=item_id).values_list(
-        "generation_id", "generation__output"
-    ):
-        words = request.POST.get(f"mask-{gid}", "").strip()
+    for generation in Generation.objects.filter(item_outputs__item_id=item_id):
+        words = request.POST.get(f"mask-{generation.pk}", "").strip()
         if words:
-            masks[gid] = mask_spans_of_words(words, text or "")
+            masks[generation.pk] = mask_spans_of_words(words, generation_texts(generation))
     return masks
 
 
 @role_required(ADMIN)
 @require_POST
-def identity_report_resolve_view(request: HttpRequest, slug: str, report_id: int) -> HttpResponse:
+def identity_report_resolve_view(
+    request: AuthedHttpRequest, slug: str, report_id: int
+) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     report = get_object_or_404(IdentityReport, campaign=campaign, pk=report_id)
     action = request.POST.get("action", "")

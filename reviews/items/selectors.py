@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.http import Http404
 
 from evalsite.roles import ARBITER
@@ -53,7 +54,7 @@ def _transcripts(item: ReviewItem, outputs: list, name_of: dict) -> tuple[list, 
     return [c["turns"] for c in candidates], rows
 
 
-def _choice(review_or_final_pref: str | None, output_id, name_of: dict) -> str:
+def _choice(review_or_final_pref: str | None, output_id: int | None, name_of: dict) -> str:
     if review_or_final_pref == "output" and output_id is not None:
         return name_of.get(str(output_id), "?")
     if review_or_final_pref in (None, ""):
@@ -285,7 +286,7 @@ def task_detail(*, campaign: Campaign, task_id: str) -> dict:
     }
 
 
-def arbiter_item(*, token: str, arbiter) -> dict:
+def arbiter_item(*, token: str, arbiter: User) -> dict:
     """An arbiter's own item (open, at work or resolved by them), blinded as they saw it."""
     arbitration = (
         Arbitration.objects.filter(token=token, arbiter=arbiter)
@@ -297,7 +298,7 @@ def arbiter_item(*, token: str, arbiter) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
     terms = campaign_identity_terms(arbitration.item.campaign)
     labels = {pk: label for label, pk in zip(ws["labels"], arbitration.order, strict=False)}
-    checks = {label: [] for label in ws["labels"]}
+    checks: dict[str, list] = {label: [] for label in ws["labels"]}
     for pk, results in arbitration.item.outputs.values_list("pk", "generation__check_results"):
         label = labels.get(pk) or labels.get(str(pk))
         if label:
@@ -313,7 +314,7 @@ def arbiter_item(*, token: str, arbiter) -> dict:
     return ws
 
 
-def arbiter_resolved(*, arbiter, limit: int = 20) -> list[dict]:
+def arbiter_resolved(*, arbiter: User, limit: int = 20) -> list[dict]:
     """The arbiter's latest resolved items, by token (their item pages)."""
     rows = (
         Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)

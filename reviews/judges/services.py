@@ -27,7 +27,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -39,9 +39,10 @@ from reviews.policy.services import policy_item_route
 from tasks.blinding import render as blinding
 from tasks.generation import providers
 from tasks.generation.prices import call_costs, flat_table
+from tasks.generation.providers.base import ProviderResult
 from tasks.generation.providers.structured import structured_call
 from tasks.generation.services import RunOutcome, backoff_seconds
-from tasks.judges.answer import AnswerError, answer_read, answer_schema
+from tasks.judges.answer import AnswerError, JudgeAnswer, answer_read, answer_schema
 from tasks.judges.prompt import judge_messages
 from tasks.models import Campaign, Judge
 
@@ -215,7 +216,7 @@ def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     return _store(row, token, answer, raw=raw, spent={**spent, "latency_ms": result.latency_ms})
 
 
-def _spent(judge: Judge, result) -> dict:
+def _spent(judge: Judge, result: ProviderResult) -> dict:
     cost = call_costs(
         flat_table(judge.price_in_per_mtok, judge.price_out_per_mtok), result.usage()
     )[0]
@@ -295,12 +296,12 @@ def _claim_update(row: Judgement) -> str:
     return token if claimed else ""
 
 
-def _fenced(row: Judgement, token: str):
+def _fenced(row: Judgement, token: str) -> QuerySet[Judgement]:
     """The row, only while our claim holds (the store's fence)."""
     return Judgement.objects.filter(pk=row.pk, claim_token=token, status=S.RUNNING)
 
 
-def _store(row: Judgement, token: str, answer, *, raw: str, spent: dict) -> RunOutcome:
+def _store(row: Judgement, token: str, answer: JudgeAnswer, *, raw: str, spent: dict) -> RunOutcome:
     """Store the answer un-permuted: labels become the ItemOutput ids they stood for."""
     by_label = dict(zip(blinding.labels(len(row.order)), row.order, strict=True))
     scores = (

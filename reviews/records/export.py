@@ -3,6 +3,11 @@
 Streams: a server-side cursor over the reviews plus one batched lookup of scores and outputs
 per chunk, so memory does not depend on the campaign's size. Exports are blind (no `models`
 key / columns) unless `unblind=True`, which only leads may ask for.
+
+An item an admin dropped (reported as revealing its model: reviews/identity_reports) is out
+of the campaign and its figures, so its reviews, its arbitration and a judge's outcome are
+out of the export too: the record format has no place to mark them, and a re-import of the
+export then reproduces the report's figures.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from reviews.records.format import CSV_FIXED, EXPORT_CHUNK, FORMATS
 from reviews.rubric import TURN_MARK, Rubric, TurnScoring
 from tasks.blinding.render import labels
 from tasks.models import Campaign
+
+# An item dropped by an admin is in no export (the module's docstring).
+DROPPED = ReviewItem.State.DROPPED
 
 
 def _number(value: float | None):
@@ -46,6 +54,7 @@ def records_iter(
     turns = _Turns.of(campaign)
     rows = (
         Review.objects.filter(item__campaign=campaign)
+        .exclude(item__state=DROPPED)
         .order_by(
             "item__task__position",
             "item__sample_index",
@@ -90,6 +99,7 @@ def _judge_records(campaign, unblind, dim_rank, contender_names) -> Iterator[dic
     labels of the outputs' id order, marked `"source": "judge"` and `judge` its name."""
     items = (
         ReviewItem.objects.filter(campaign=campaign, source="judge", final__isnull=False)
+        .exclude(state=DROPPED)
         .order_by("task__position", "sample_index", "pair_key", "pk")
         .values_list("pk", "task__external_id", "task__category", "sample_index", "final")
     )
@@ -186,6 +196,7 @@ def _arbitration_records(
     reproduces the final outcomes too. Marked `"arbitration": true`; `comment` is the note."""
     rows = (
         Arbitration.objects.filter(item__campaign=campaign, state=Arbitration.State.RESOLVED)
+        .exclude(item__state=DROPPED)
         .order_by("item__task__position", "item__sample_index", "item__pair_key", "item_id")
         .values_list(
             "item_id",

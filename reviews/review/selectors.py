@@ -9,9 +9,10 @@ towards a reviewer template or API response.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
@@ -24,11 +25,11 @@ from reviews.rubric import Rubric
 from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import instructions_shown
-from tasks.blinding.hold import output_shown
+from tasks.blinding.hold import generation_hand_masked
 from tasks.models import Campaign, Generation, Task
 
 
-def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
+def reviewer_campaigns(*, reviewer: User) -> list[dict]:
     """The reviewer's home: campaigns open to them, with their own progress only."""
     removed = ReviewerRemoval.objects.filter(reviewer=reviewer).values("campaign_id")
     campaigns = (
@@ -59,7 +60,7 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
     return rows
 
 
-def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
+def available_for(*, campaign: Campaign, reviewer: User) -> int:
     """Items this reviewer could still be given (an upper bound: others may take slots first)."""
     blocked = Assignment.objects.filter(
         reviewer=reviewer, campaign=campaign, state__in=BLOCKING
@@ -73,9 +74,7 @@ def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
     )
 
 
-def reviewer_progress(
-    *, campaign: Campaign, reviewer: AbstractBaseUser, with_available: bool = True
-) -> dict:
+def reviewer_progress(*, campaign: Campaign, reviewer: User, with_available: bool = True) -> dict:
     """The reviewer's own progress. `available` counts over every item of the campaign, so
     the review page (loaded once per item) leaves it out; home and start pages show it."""
     done = Assignment.objects.filter(
@@ -100,7 +99,7 @@ class ReviewPage:
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
 
-def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
+def review_page_data(*, slug: str, token: str, reviewer: User) -> ReviewPage | None:
     """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows, or
     None (no such token, or someone else's: as if it did not exist). Two queries written as
     SQL: the page runs for every reviewed item (reviews/review/sql.py)."""
@@ -140,13 +139,15 @@ def review_screen(
         task, generations = sql.item_outputs(assignment.item_id)
     viewer = Viewer.of(campaign, html=html)
     labels = blinding.labels(len(assignment.order))
+    # An admin's hand masks first, in the answer and the transcript's steps alike
+    # (tasks/blinding/hold.py), then the screen's masking.
+    shown = {pk: generation_hand_masked(generations[pk]) for pk in assignment.order}
     outputs = [
         OutputRead(
             label=label,
-            # An admin's hand masks first (tasks/blinding/hold.py), then the screen's masking.
-            text=output_shown(generations[output_id]),
-            reasoning=generations[output_id].reasoning,
-            transcript=generations[output_id].transcript,
+            text=shown[output_id].text,
+            reasoning=shown[output_id].reasoning,
+            transcript=shown[output_id].transcript,
         )
         for label, output_id in zip(labels, assignment.order, strict=True)
     ]
@@ -304,11 +305,11 @@ def task_json(
     conversation: list,
     reference: str | None,
     turns: list[str] | None = None,
-):
+) -> dict[str, Any]:
     """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
     task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
     user's messages of a conversation; `reference` where the campaign shows it."""
-    task = {"category": category}
+    task: dict[str, Any] = {"category": category}
     if multi_turn:
         task["messages"] = [m["json"] for m in conversation]
     else:

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -20,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
 from reviews import review as services
@@ -104,7 +104,9 @@ def _skip_options() -> str:
     return render_to_string(SKIP_OPTIONS_TEMPLATE, {"skip_reasons": services.SKIP_REASONS})
 
 
-def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool) -> HttpResponse:
+def _closed_for_good(
+    request: AuthedHttpRequest, campaign: Campaign, *, removed: bool
+) -> HttpResponse:
     """A campaign this reviewer may no longer review, on one of its pages: say why."""
     return render(
         request,
@@ -118,7 +120,7 @@ def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool)
     )
 
 
-def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
+def _assignment(request: AuthedHttpRequest, slug: str, token: str) -> Assignment:
     return get_object_or_404(
         Assignment.objects.select_related("item"),
         token=token,
@@ -127,7 +129,7 @@ def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
     )
 
 
-def _may_review(request: HttpRequest, campaign: Campaign) -> bool:
+def _may_review(request: AuthedHttpRequest, campaign: Campaign) -> bool:
     """On the campaign's roster (tasks/campaigns/rosters.py), not removed, and the campaign open."""
     return campaign.on_roster(request.user, REVIEWER) and services.reviewer_may_review(
         campaign=campaign, reviewer=request.user
@@ -138,7 +140,7 @@ def _review_url(slug: str, token: str) -> str:
     return reverse("review_page", args=[slug, token])
 
 
-def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def _barred(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """The reviewer's own item, in a campaign they may no longer review (removed, or it
     closed while they worked): not saved, and the item's page says why. A bare 404 here
     read as a server fault, and "try again" could never succeed."""
@@ -148,7 +150,7 @@ def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 
 def _render_review(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     *,
     campaign: Campaign,
     assignment: Assignment | None,
@@ -213,7 +215,7 @@ def _render_review(
 
 
 def _next_response(
-    request: HttpRequest, campaign: Campaign, notice: dict | None = None
+    request: AuthedHttpRequest, campaign: Campaign, notice: dict | None = None
 ) -> HttpResponse:
     """Claim the next item and show it (htmx: swap in place, no full reload); a blinding
     probe question waiting for this reviewer comes first."""
@@ -269,7 +271,7 @@ def _next_response(
 @never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
-def reviewer_home(request: HttpRequest) -> HttpResponse:
+def reviewer_home(request: AuthedHttpRequest) -> HttpResponse:
     campaigns = selectors.reviewer_campaigns(reviewer=request.user)
     return render(request, "reviews/reviewer_home.html", {"campaigns": campaigns})
 
@@ -277,7 +279,7 @@ def reviewer_home(request: HttpRequest) -> HttpResponse:
 @never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
-def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
+def review_campaign(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """A campaign's entry: resume the open item, or offer to start, or say the queue is done.
     A campaign whose roster does not hold the reviewer is a 404, as one that does not exist."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
@@ -309,7 +311,7 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_next(request: HttpRequest, slug: str) -> HttpResponse:
+def review_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     # The claim itself refuses a campaign that is not open to this reviewer (-> 404); one
     # whose roster does not hold them is refused before it.
     campaigns = Campaign.objects.visible_to(request.user, REVIEWER)
@@ -318,7 +320,7 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_GET
-def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_page(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     page = selectors.review_page_data(slug=slug, token=token, reviewer=request.user)
     if page is None or not page.campaign.on_roster(request.user, REVIEWER):
         raise Http404
@@ -338,7 +340,7 @@ def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     return _render_review(request, campaign=campaign, assignment=assignment, page=page)
 
 
-def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) -> dict:
+def _submitted_data(request: AuthedHttpRequest, labels: list[str], dims: list[str]) -> dict:
     post = request.POST
     scores = {
         label: {
@@ -363,7 +365,7 @@ def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) ->
 
 @role_required(REVIEWER)
 @require_POST
-def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_submit(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     assignment = _assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
@@ -404,7 +406,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 @never_cache  # corrections change it
 @role_required(REVIEWER)
 @require_GET
-def review_history(request: HttpRequest, slug: str) -> HttpResponse:
+def review_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """The reviewer's own submitted reviews in a campaign, each correctable until settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     may_review = services.reviewer_may_review(campaign=campaign, reviewer=request.user)
@@ -425,14 +427,14 @@ def review_history(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _to_history(request: HttpRequest, slug: str) -> HttpResponse:
+def _to_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     url = reverse("review_history", args=[slug])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
-def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_correct(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """A submitted review, its answers filled in, to correct until its item is settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     assignment = _assignment(request, slug, token)  # someone else's token stays a 404
@@ -475,7 +477,7 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
-def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_probe(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """The blinding probe's question (reviews.blinding_probe): answered, the next item."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     probe = pending_probe(campaign=campaign, reviewer=request.user)
@@ -501,7 +503,7 @@ def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_skip(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
@@ -528,7 +530,7 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_report_identity(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)  # someone else's token stays a 404
@@ -543,7 +545,7 @@ def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpR
 
 @role_required(REVIEWER)
 @require_POST
-def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
+def review_heartbeat(request: AuthedHttpRequest, slug: str, token: str) -> JsonResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     _assignment(request, slug, token)
     barred = services.reviewer_barred_message(campaign=campaign, reviewer=request.user)
@@ -564,7 +566,7 @@ def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonRespons
 
 @role_required(ADMIN, LEAD)
 @require_GET
-def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_assignments(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     try:
         page = int(request.GET.get("page", "1"))
@@ -579,7 +581,7 @@ def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, template, context)
 
 
-def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+def _back_to_assignments(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Back to the page as the user left it: the item filter and page it pushed into its URL."""
     url = reverse("campaign_assignments", args=[slug])
     came_from = urlsplit(request.headers.get("Referer", ""))
@@ -591,7 +593,7 @@ def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(ADMIN, LEAD)
 @require_POST
-def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def assignment_release(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     try:
         released = services.assignment_release(campaign=campaign, token=token)
@@ -606,7 +608,7 @@ def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpRespo
 
 @role_required(ADMIN, LEAD)
 @require_POST
-def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+def reviewer_remove(request: AuthedHttpRequest, slug: str, user_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     reviewer = get_object_or_404(get_user_model(), pk=user_id)
     if request.POST.get("restore"):

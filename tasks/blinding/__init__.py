@@ -7,7 +7,9 @@
   catalog.py the names from the maintained model dataset, languages.py and
   self_description.py self-descriptions in many languages, suspects.py the wider net that
   holds an output for an admin.
-- hold.py and views.py: outputs held for an admin's look, and the held-outputs page.
+- hold.py and views.py: outputs held for an admin's look, and the held-outputs page;
+  parts.py the texts of an output reviewers read, each named by its part (the answer, a
+  transcript step's text, a tool's result ...): what the hold scans and a hand mask names.
 - campaign_texts.py: what a campaign's own texts say about its contenders.
 
 May import: tasks.models and evalsite. Never the campaigns, generation or review code that

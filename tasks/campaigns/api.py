@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.blinding.hold import (
     IdentityNotHeld,
     MaskInvalid,
     generation_identity_approve,
+    generation_texts,
     generations_identity_approve,
     mask_spans_checked,
 )
@@ -57,10 +60,10 @@ from tasks.generation.services import (
     generation_retry_failed,
     outputs_import,
 )
-from tasks.models import Campaign, Generation, Mode, Provider
+from tasks.models import Campaign, Contender, Generation, Mode, Provider
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, dict):
@@ -70,7 +73,7 @@ def _jsonable(value):
     return value
 
 
-def definition_value(contender, key: str):
+def definition_value(contender: Contender, key: str) -> Any:
     """One key of a contender as its definition gives it: prices read from the price data
     are given as the data to match (the flat prices null), so posting them back matches."""
     if key == "prices":
@@ -311,7 +314,7 @@ DEFINITION_SCHEMA = {
 }
 
 
-def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
+def _admin_campaign(request: AuthedHttpRequest, slug: str) -> Campaign:
     return found_or_404(Campaign.objects.select_related("testset"), "campaign", slug=slug)
 
 
@@ -328,7 +331,7 @@ def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
         "403": "role",
     },
 )
-def campaigns(request: HttpRequest) -> JsonResponse:
+def campaigns(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(
             {
@@ -392,7 +395,7 @@ roster changed, `returned`: the leases and disputes of people taken off it, back
         "404": "no such campaign",
     },
 )
-def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_detail(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     if request.method == "GET":
         return JsonResponse(campaign_json(campaign, progress=True))
@@ -435,7 +438,7 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
         "reconciler sends them once it is back",
     },
 )
-def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_generate(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     try:
         queued = generation_enqueue(campaign=campaign)
@@ -453,7 +456,7 @@ def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
     "again); with nothing queued or running, nothing changes.",
     responses={"200": '{"cancelled": n}', "404": "no such campaign"},
 )
-def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_cancel(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     return JsonResponse({"cancelled": generation_cancel(campaign=_admin_campaign(request, slug))})
 
 
@@ -468,7 +471,7 @@ def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
         "503": '{"error": "...", "queued": n}: queued, but the broker is unreachable',
     },
 )
-def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_retry_failed(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     try:
         count = generation_retry_failed(campaign=_admin_campaign(request, slug))
     except GenerationNotSent as exc:
@@ -514,7 +517,7 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     too_big="import a bigger file on the server with "
     "`manage.py import_outputs FILE --campaign SLUG --contender NAME`",
 )
-def campaign_outputs(request: HttpRequest, slug: str) -> HttpResponseBase:
+def campaign_outputs(request: AuthedHttpRequest, slug: str) -> HttpResponseBase:
     campaign = _admin_campaign(request, slug)
     name = request.GET.get("contender", "")
     if request.method == "GET":
@@ -544,7 +547,7 @@ def _outputs_download(campaign: Campaign, contender: str | None) -> StreamingHtt
     return response
 
 
-def _outputs_file(request: HttpRequest) -> bytes:
+def _outputs_file(request: AuthedHttpRequest) -> bytes:
     if request.content_type != "multipart/form-data":
         return request.body
     # A form upload (curl -F file=@vendor.jsonl), as the test-set and review-record imports
@@ -570,7 +573,7 @@ def _outputs_file(request: HttpRequest) -> bytes:
     },
 )
 def campaign_output_approve_identity(
-    request: HttpRequest, slug: str, output_id: int
+    request: AuthedHttpRequest, slug: str, output_id: int
 ) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     generation = found_or_404(
@@ -593,21 +596,27 @@ def campaign_output_approve_identity(
     )
 
 
+# What the held outputs page draws (highlighted parts of the answer and of the transcript).
+PAGE_ONLY = ("parts", "steps")
+
+
 @api_endpoint(
     ADMIN,
     LEAD,
     summary="The outputs reviewers will be shown that are held, waiting for an admin to "
     "approve their masked view: id, task, contender, sample, reasons "
-    '[{"text", "reason", "start", "end"}] (offsets in the output as stored; past its end: in '
-    "its transcript), masks (spans an admin masked by hand, with who and when) and the text "
-    "reviewers will get.",
+    '[{"text", "reason", "part", "start", "end"}] (offsets in the part\'s text: "answer", the '
+    "final answer, or a text of the transcript such as "
+    '"transcript/0/steps/1/tool_results/0/result"), masks (spans an admin masked by hand, '
+    "with their part, who and when), the text reviewers will get and texts {part: text}: every "
+    "text a hand mask may name.",
     responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
 )
-def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_held_outputs_view(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     rows = campaign_held_outputs(campaign=campaign)
     return JsonResponse(
-        {"outputs": [{k: v for k, v in row.items() if k != "parts"} for row in rows]}
+        {"outputs": [{k: v for k, v in row.items() if k not in PAGE_ONLY} for row in rows]}
     )
 
 
@@ -619,9 +628,24 @@ HELD_APPROVE_SCHEMA = {
         "all": {"type": "boolean", "description": "approve every held output of the campaign"},
         "mask": {
             "type": "array",
-            "items": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-            "description": "with exactly one id: [start, end] spans of its output (offsets "
-            "in characters) masked for reviewers before it is approved",
+            "items": {
+                "oneOf": [
+                    {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["part", "start", "end"],
+                        "properties": {
+                            "part": {"type": "string"},
+                            "start": {"type": "integer"},
+                            "end": {"type": "integer"},
+                        },
+                    },
+                ]
+            },
+            "description": "with exactly one id: spans masked for reviewers before it is "
+            "approved, each [start, end] in its final answer or {part, start, end} in a text "
+            "of its transcript (a part as the list's `texts` names it; offsets in characters)",
         },
     },
 }
@@ -631,8 +655,10 @@ HELD_APPROVE_SCHEMA = {
     ADMIN,
     methods=("POST",),
     summary='Approve held outputs in bulk: {"ids": [...]} or {"all": true}. With one id, '
-    '{"mask": [[start, end], ...]} masks those spans of its output for reviewers first '
-    "(recorded with who and when). Their review items open once their other outputs are ready.",
+    '{"mask": [[start, end], ...]} masks those spans of its final answer for reviewers first, '
+    '{"part": "transcript/0/steps/1/tool_results/0/result", "start": s, "end": e} a span of '
+    "a transcript's text (recorded with the part, who and when). Their review items open once "
+    "their other outputs are ready.",
     body={"application/json": {"schema": HELD_APPROVE_SCHEMA}},
     responses={
         "200": '{"approved": [ids], "items_opened": n}',
@@ -642,7 +668,7 @@ HELD_APPROVE_SCHEMA = {
         "409": "the output to mask is not held (approved meanwhile)",
     },
 )
-def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_held_outputs_approve(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     body = json_body(request)
     ids, everything, mask = body.get("ids"), body.get("all"), body.get("mask")
@@ -669,13 +695,15 @@ def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonRespon
     return JsonResponse(generations_identity_approve(campaign=campaign, ids=ids, user=request.user))
 
 
-def _approve_masked(request: HttpRequest, campaign: Campaign, ids: list, mask) -> JsonResponse:
+def _approve_masked(
+    request: AuthedHttpRequest, campaign: Campaign, ids: list, mask: object
+) -> JsonResponse:
     """One output's approve with hand-masked spans."""
     if len(ids) != 1:
         raise ApiError('mask: give exactly one output in "ids"')
     generation = found_or_404(held_outputs(campaign), "held output", pk=ids[0])
     try:
-        spans = mask_spans_checked(mask, generation.output or "")
+        spans = mask_spans_checked(mask, generation_texts(generation))
         opened = generation_identity_approve(generation=generation, user=request.user, mask=spans)
     except MaskInvalid as exc:
         raise ApiError("nothing approved", errors=exc.errors) from None

@@ -42,6 +42,7 @@ from tasks.generation import providers
 from tasks.generation.claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
 from tasks.generation.conversation import (
     LoopAbandoned,
+    RunResult,
     TranscriptTooLong,
     conversation_run,
     single_result,
@@ -82,7 +83,7 @@ class GenerationNotSent(GenerationError):
         )
 
 
-def _enqueue(ids) -> None:
+def _enqueue(ids: list[int]) -> None:
     """One message per row once the transaction has committed (a worker must find the row).
 
     If the broker does not take one, GenerationNotSent is raised out of the commit, after
@@ -435,7 +436,9 @@ def _call_and_store(gen: Generation, token: str) -> RunOutcome:
         return _store_failed(gen, token, exc, result)
 
 
-def _store_failed(gen: Generation, token: str, exc: Exception, result=None) -> RunOutcome:
+def _store_failed(
+    gen: Generation, token: str, exc: Exception, result: RunResult | None = None
+) -> RunOutcome:
     """The database failed while the result was being stored: release the row for a retry at
     once rather than leave it running under a lease nobody will use. If the database cannot
     even take that, the job comes back once the lease has lapsed (nothing renews it now), when
@@ -470,7 +473,7 @@ def _progress_save(pk: int, token: str, state: dict | None) -> bool:
     )
 
 
-def _result_spent(result) -> tuple[int, int]:
+def _result_spent(result: RunResult) -> tuple[int, int]:
     """The tokens of a result that was not stored and will be asked for again. Not those of a
     loop: every step of it was saved on the row, and the attempt that stores the row resumes
     from them (at its end: without a call)."""
@@ -500,7 +503,7 @@ def _spent_record(gen: Generation, spent: tuple[int, int]) -> None:
         )
 
 
-def _store(gen: Generation, token: str, result) -> RunOutcome:
+def _store(gen: Generation, token: str, result: RunResult) -> RunOutcome:
     if isinstance(result, providers.ProviderResult):  # one call, not yet priced
         result = single_result(gen.contender, result)
     graded = graded_fields(
@@ -530,7 +533,7 @@ def _store(gen: Generation, token: str, result) -> RunOutcome:
     return RunOutcome("done")
 
 
-def _stored_fields(gen: Generation, result, graded: dict) -> dict:
+def _stored_fields(gen: Generation, result: RunResult, graded: dict) -> dict:
     """The columns a stored answer sets: its text, measures (each call priced on its own by
     the conversation runner), grading, and the row released."""
     return {
@@ -559,7 +562,7 @@ def _stored_fields(gen: Generation, result, graded: dict) -> dict:
     }
 
 
-def _discard(gen: Generation, token: str, result=None) -> RunOutcome:
+def _discard(gen: Generation, token: str, result: RunResult | None = None) -> RunOutcome:
     # Someone else owns the row now (cancelled, or our lease lapsed and it was reclaimed).
     Generation.objects.filter(pk=gen.pk).update(discarded_calls=F("discarded_calls") + 1)
     if result is not None:

@@ -4,11 +4,12 @@ a run (its comparison), a regressed task side by side; admins start runs and "re
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from tasks.campaigns.definition import DefinitionError
 from tasks.generation.services import GenerationError
@@ -42,7 +43,7 @@ from tasks.monitors.selectors import (
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_list_view(request: HttpRequest) -> HttpResponse:
+def monitor_list_view(request: AuthedHttpRequest) -> HttpResponse:
     return render(
         request,
         "tasks/monitor_list.html",
@@ -52,7 +53,7 @@ def monitor_list_view(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_detail_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     runs = list(monitor.runs.order_by("-number")[:50])
     latest_done = next((r for r in runs if r.status == "done"), None)
@@ -76,7 +77,7 @@ def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_pause_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_pause_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Pause (paused=1) or resume (paused=0) the schedule."""
     monitor = monitor_get(slug=slug)
     paused = request.POST.get("paused") == "1"
@@ -89,7 +90,7 @@ def monitor_pause_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_delete_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     monitor_archive(monitor=monitor)
     messages.success(
@@ -102,7 +103,7 @@ def monitor_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def monitor_run_view(request: AuthedHttpRequest, slug: str, number: int) -> HttpResponse:
     """A run's page; while it generates, its body polls (htmx) and gets only that partial."""
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
@@ -120,7 +121,9 @@ def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpRespon
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_task_view(request: HttpRequest, slug: str, number: int, task_id: str) -> HttpResponse:
+def monitor_task_view(
+    request: AuthedHttpRequest, slug: str, number: int, task_id: str
+) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
     return render(
@@ -132,7 +135,7 @@ def monitor_task_view(request: HttpRequest, slug: str, number: int, task_id: str
 
 @require_POST
 @role_required(ADMIN)
-def monitor_run_start_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_run_start_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     try:
         run = monitor_run_start(monitor=monitor)
@@ -145,7 +148,7 @@ def monitor_run_start_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_review_blind_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def monitor_review_blind_view(request: AuthedHttpRequest, slug: str, number: int) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
     try:
@@ -161,7 +164,7 @@ def monitor_review_blind_view(request: HttpRequest, slug: str, number: int) -> H
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def monitor_create_view(request: HttpRequest) -> HttpResponse:
+def monitor_create_view(request: AuthedHttpRequest) -> HttpResponse:
     definition = {"baseline": "first", "samples_per_task": 1, "thresholds": [], "alerts": {}}
     errors: list[str] = []
     if request.method == "POST":
@@ -188,7 +191,7 @@ def monitor_create_view(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def monitor_edit_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_edit_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     definition = monitor_definition(monitor)
     errors: list[str] = []
@@ -216,7 +219,7 @@ def monitor_edit_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN)
-def monitor_schedule_preview_view(request: HttpRequest) -> HttpResponse:
+def monitor_schedule_preview_view(request: AuthedHttpRequest) -> HttpResponse:
     """The schedule field's note (htmx, as the admin types): the next three due times, or why
     the expression cannot be used."""
     preview = _preview({"schedule": request.GET.get("schedule", "")})
@@ -261,7 +264,7 @@ def _preview(definition: dict) -> dict:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_alert_resend_view(request: HttpRequest, slug: str, alert_id: int) -> HttpResponse:
+def monitor_alert_resend_view(request: AuthedHttpRequest, slug: str, alert_id: int) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     alert = get_object_or_404(MonitorAlert, pk=alert_id, run__monitor=monitor)
     try:
