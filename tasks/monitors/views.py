@@ -228,7 +228,7 @@ def monitor_schedule_preview_view(request: AuthedHttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN)
-def monitor_judge_preview_view(request: HttpRequest) -> HttpResponse:
+def monitor_judge_preview_view(request: AuthedHttpRequest) -> HttpResponse:
     """The judge field's note (htmx, as the admin chooses): the judge's calibration on the
     chosen campaign, dimension by dimension, and the refusal in words when it falls short."""
     definition = {
