@@ -13,7 +13,12 @@ class ReviewsConfig(AppConfig):
 
     def ready(self) -> None:
         from reviews.blinding_probe.selectors import blinding_summary
-        from reviews.judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
+        from reviews.judges.monitoring import (
+            judge_output_scores,
+            judge_outputs,
+            judge_preferences,
+            judge_verdicts,
+        )
         from reviews.review import readiness, rosters, views
         from tasks import review_side, signals
 
@@ -34,4 +39,5 @@ class ReviewsConfig(AppConfig):
             judge_verdicts=judge_verdicts,
             judge_output_scores=judge_output_scores,
             judge_outputs=judge_outputs,
+            judge_preferences=judge_preferences,
         )

@@ -185,6 +185,11 @@ urlpatterns += [
         monitor_views.monitor_schedule_preview_view,
         name="monitor_schedule_preview",
     ),
+    path(
+        "monitors/judge-preview",
+        monitor_views.monitor_judge_preview_view,
+        name="monitor_judge_preview",
+    ),
     path("monitors/<slug:slug>/edit", monitor_views.monitor_edit_view, name="monitor_edit"),
     path("monitors/<slug:slug>/", monitor_views.monitor_detail_view, name="monitor_detail"),
     path("monitors/<slug:slug>/pause", monitor_views.monitor_pause_view, name="monitor_pause"),

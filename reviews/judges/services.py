@@ -32,7 +32,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from reviews.judges.models import Judgement
-from reviews.judges.screen import answer_shape, judge_view
+from reviews.judges.screen import answer_shape, judge_view, versus_baseline
 from reviews.judges.sql import judgement_claim
 from reviews.models import ItemOutput, ReviewItem
 from reviews.policy.services import policy_item_route
@@ -61,14 +61,16 @@ class JudgingError(Exception):
 # -- rows and enqueueing -----------------------------------------------------------------------
 
 
-def judgement_rows_create(*, campaign: Campaign, judge: Judge) -> int:
-    """One row per ready item x sample x order; existing rows are kept. Returns rows made."""
+def judgement_rows_create(
+    *, campaign: Campaign, judge: Judge, item_ids: list[int] | None = None
+) -> int:
+    """One row per ready item (of `item_ids` only, when given) x sample x order; existing
+    rows are kept. Returns rows made."""
     outputs: dict[int, list[int]] = {}
-    for item_id, output_id in (
-        ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
-        .order_by("item_id", "pk")
-        .values_list("item_id", "pk")
-    ):
+    shown = ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
+    if item_ids is not None:
+        shown = shown.filter(item_id__in=item_ids)
+    for item_id, output_id in shown.order_by("item_id", "pk").values_list("item_id", "pk"):
         outputs.setdefault(item_id, []).append(output_id)
     shuffler = random.SystemRandom()
     rows = []
@@ -127,6 +129,23 @@ def judging_enqueue(*, campaign: Campaign, judge: Judge) -> int:
     return len(ids)
 
 
+def judging_enqueue_items(*, campaign: Campaign, judge: Judge, item_ids: list[int]) -> int:
+    """Make the rows of these ready items and queue those never queued (a review policy's
+    judge starting on the items that just became ready; failed rows stay failed, the *Judge*
+    button retries them). The caller checks judging_problems first. Returns rows queued."""
+    with transaction.atomic():
+        judgement_rows_create(campaign=campaign, judge=judge, item_ids=item_ids)
+        rows = Judgement.objects.filter(
+            campaign=campaign, judge=judge, item_id__in=item_ids, status=S.PENDING
+        ).filter(queued_at__isnull=True)
+        ids = list(rows.values_list("pk", flat=True))
+        Judgement.objects.filter(pk__in=ids, queued_at__isnull=True).update(
+            queued_at=timezone.now()
+        )
+        _enqueue(ids)
+    return len(ids)
+
+
 def _enqueue(ids: list[int]) -> None:
     """One message per row once the rows are committed (a worker must find them)."""
     transaction.on_commit(functools.partial(_send, list(ids)))
@@ -170,7 +189,12 @@ def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     if outcome is not None:
         return outcome
     try:
-        view = judge_view(campaign=row.campaign, item_id=row.item_id, order=row.order)
+        view = judge_view(
+            campaign=row.campaign,
+            item_id=row.item_id,
+            order=row.order,
+            preference_only=versus_baseline(row.item.pair_key),
+        )
         shape = answer_shape(view)
         messages = judge_messages(view, judge_instructions=row.judge.instructions)
         raw, result = structured_call(row.judge, messages, answer_schema(shape))
@@ -237,7 +261,7 @@ def _claim_read(judgement_id: int) -> tuple[Judgement | None, RunOutcome | None]
     """The row to claim, or why not (at the attempt cap the row fails here)."""
     now = timezone.now()
     row = (
-        Judgement.objects.select_related("judge", "campaign")
+        Judgement.objects.select_related("judge", "campaign", "item")
         .defer("raw_answer", "reasoning", "scores")
         .filter(pk=judgement_id)
         .first()

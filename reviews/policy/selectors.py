@@ -8,6 +8,7 @@ from django.db.models import Count, Q
 
 from reviews.models import ReviewItem
 from reviews.policy.services import review_policy
+from reviews.policy.start import UNCALIBRATED, policy_judging_problem
 from tasks.models import Campaign
 
 S = ReviewItem.State
@@ -16,8 +17,10 @@ S = ReviewItem.State
 def policy_summary(*, campaign: Campaign) -> dict | None:
     """The policy and where its items went: {"judge", "humans", "audit_share", "items",
     "judging" (waiting for the judge), "people" (routed to people), "judge_settled",
-    "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items}}; None
-    without a policy."""
+    "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items},
+    "calibration" (the campaign the judge was calibrated on), "allow_uncalibrated", "note"
+    ("judge not calibrated" when let in uncalibrated, else ""), "judge_problem" (why its
+    judging cannot start now, else "")}; None without a policy."""
     policy = review_policy(campaign)
     if policy is None:
         return None
@@ -34,7 +37,11 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
         for reason in listed
     )
     return {
+        "calibration": None,
+        "allow_uncalibrated": False,
         **policy,
+        "note": UNCALIBRATED if policy.get("allow_uncalibrated") else "",
+        "judge_problem": policy_judging_problem(campaign=campaign, policy=policy),
         "items": counts["total"],
         "judging": counts["judging"],
         "people": counts["people"],

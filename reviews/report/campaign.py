@@ -26,7 +26,7 @@ from django.db.models.functions import Length
 from reviews.judges.calibration import campaign_judges
 from reviews.models import ItemOutput, Review, ReviewItem, Score
 from reviews.policy.selectors import policy_summary
-from reviews.report.basis import basis_apply, outcome_basis
+from reviews.report.basis import BASES, basis_apply, frames_of_basis, outcome_basis
 from reviews.report.build import build_report as _build
 from reviews.report.outcomes import output_quality_frame
 from reviews.stats import head_to_head
@@ -335,8 +335,10 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     verdict, reason, ...}}, preference {n, agreement, position_consistency, verdict, reason,
     ...} | null}} (reviews/judges/calibration.py).
     ``basis`` {outcomes ("human"|"judge"|"mixed"|null), items {human, judge}, figures
-    [section]} (also ``basis`` in each leaderboard row, ``outcome_basis`` in rating and
-    quality: reviews/report/basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
+    [section], figures_basis (the basis of the report's own figures: people's on a mixed
+    basis), by_basis {human|judge: {section: ...}} (mixed only: each figure apart)} (also
+    ``basis`` in each leaderboard row, ``outcome_basis`` in rating and quality:
+    reviews/report/basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
     ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
     bang_index {value, ci95}, reason}}}.
     """
@@ -344,9 +346,18 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     from tasks.generation.served import served_models
 
     frames = campaign_frames(campaign)
-    report = build_report(frames, campaign_meta(campaign), n_boot=n_boot, seed=seed)
-    # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both.
-    basis_apply(report, outcome_basis(frames.items))
+    meta = campaign_meta(campaign)
+    report = build_report(frames, meta, n_boot=n_boot, seed=seed)
+    # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both;
+    # on both, each figure is computed apart on each basis, never pooled.
+    counts = outcome_basis(frames.items)
+    apart = None
+    if counts["basis"] == "mixed":
+        apart = {
+            basis: build_report(frames_of_basis(frames, basis), meta, n_boot=n_boot, seed=seed)
+            for basis in BASES
+        }
+    basis_apply(report, counts, apart)
     report["review_policy"] = policy_summary(campaign=campaign)
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)

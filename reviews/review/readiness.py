@@ -29,6 +29,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 
 from reviews.models import ItemOutput, ReviewItem
 from reviews.policy.services import opening_state
+from reviews.policy.start import policy_judging_start
 from tasks.models import Campaign, Generation, Mode
 
 
@@ -139,9 +140,13 @@ def review_items_sync(
     if wanted:
         _items_create(campaign=campaign, items=items, wanted=wanted, gen_ids=gen_ids)
         created = len(wanted)
-    opened = _items_open(items=items, state=opening_state(campaign.weights))
+    state = opening_state(campaign.weights)
+    opened = _items_open(items=items, state=state)
     if opened:
         campaign_open_for_review(Campaign.objects.filter(pk=campaign.pk))
+        if state == ReviewItem.State.JUDGING:
+            # A review policy starts its judge on the items that now wait for it.
+            policy_judging_start(campaign=campaign)
     return {"created": created, "ready": opened}
 
 
@@ -261,6 +266,12 @@ def review_items_open_for(*, generation_id: int) -> int:
     if opened:  # at most once per item: not on every generation's path
         generation = Generation.objects.filter(pk=generation_id).values("campaign_id")
         campaign_open_for_review(Campaign.objects.filter(pk__in=generation))
+        if opening_state(weights) == ReviewItem.State.JUDGING:
+            # A review policy starts its judge on the items that now wait for it.
+            campaign = Campaign.objects.get(pk__in=generation)
+            policy_judging_start(
+                campaign=campaign, item_ids=list(showing.values_list("item_id", flat=True))
+            )
     return opened
 
 

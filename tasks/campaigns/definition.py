@@ -333,7 +333,8 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
     _sample_seeds_read(data, weights, errors)
     _slice_by_read(data, weights, errors)
-    read_review_policy(data, weights, testset, errors)  # into weights["review_policy"]
+    # into weights["review_policy"]; its judge calibrated for this mode and rubric
+    read_review_policy(data, weights, testset, errors, asked=(mode, rubric))
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
     _blinding_check(

@@ -24,6 +24,7 @@ from tasks.monitors.definition import (
     monitor_update,
 )
 from tasks.monitors.forms import form_context, form_definition
+from tasks.monitors.judging import judge_form_state
 from tasks.monitors.models import MonitorAlert
 from tasks.monitors.review import review_blind_create
 from tasks.monitors.runs import monitor_run_progress, monitor_run_start
@@ -178,7 +179,13 @@ def monitor_create_view(request: AuthedHttpRequest) -> HttpResponse:
     return render(
         request,
         "tasks/monitor_form.html",
-        {"monitor": None, "errors": errors, **form_context(definition), **_preview(definition)},
+        {
+            "monitor": None,
+            "errors": errors,
+            **form_context(definition),
+            **_preview(definition),
+            **_judge_state(definition),
+        },
     )
 
 
@@ -200,7 +207,13 @@ def monitor_edit_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "tasks/monitor_form.html",
-        {"monitor": monitor, "errors": errors, **form_context(definition), **_preview(definition)},
+        {
+            "monitor": monitor,
+            "errors": errors,
+            **form_context(definition),
+            **_preview(definition),
+            **_judge_state(definition),
+        },
     )
 
 
@@ -211,6 +224,29 @@ def monitor_schedule_preview_view(request: AuthedHttpRequest) -> HttpResponse:
     the expression cannot be used."""
     preview = _preview({"schedule": request.GET.get("schedule", "")})
     return render(request, "tasks/monitor_form.html#schedule-preview", preview)
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN)
+def monitor_judge_preview_view(request: AuthedHttpRequest) -> HttpResponse:
+    """The judge field's note (htmx, as the admin chooses): the judge's calibration on the
+    chosen campaign, dimension by dimension, and the refusal in words when it falls short."""
+    definition = {
+        "judge": request.GET.get("judge", ""),
+        "calibration": request.GET.get("calibration", ""),
+        "allow_uncalibrated": request.GET.get("allow_uncalibrated") == "on",
+    }
+    return render(request, "tasks/monitor_form.html#judge-state", _judge_state(definition))
+
+
+def _judge_state(definition: dict) -> dict:
+    return {
+        "judge_state": judge_form_state(
+            judge=definition.get("judge") or "",
+            calibration=definition.get("calibration") or "",
+            allow=bool(definition.get("allow_uncalibrated")),
+        )
+    }
 
 
 def _preview(definition: dict) -> dict:

@@ -458,4 +458,6 @@ class DemoOutsideATransactionTests(TransactionTestCase):
     def test_the_demo_loads_its_monitor_runs(self):
         call_command("demo", stdout=io.StringIO())
         monitor = Monitor.objects.get()
-        assert sorted(monitor.runs.values_list("number", flat=True)) == [1, 2, 3, 4]
+        # Four past runs, and run 5 graded by the demo judge (reviews/judges/demo_monitor.py).
+        assert sorted(monitor.runs.values_list("number", flat=True)) == [1, 2, 3, 4, 5]
+        assert monitor.judge.name == "demo-judge"
