@@ -12,7 +12,8 @@ A judge settles items only where people have shown it agrees with them: it must 
 `calibrated` on the campaign named by ``calibration`` for every rubric dimension of this
 campaign (and for the preference when this campaign asks one), unless
 ``"allow_uncalibrated": true`` lets it in on purpose, which the campaign page and report then
-repeat. The verdicts are the review side's (tasks/review_side.py): tasks never imports reviews.
+repeat. A policy that names neither key lets the judge in the same way, said the same way; one
+that sets ``"allow_uncalibrated": false`` must name its calibration. The verdicts are the review side's (tasks/review_side.py): tasks never imports reviews.
 
 Read into ``weights["review_policy"]`` (beside the gates), every problem reported at once.
 """
@@ -79,7 +80,9 @@ def _calibration_read(
         errors.append("review_policy.allow_uncalibrated: must be true or false")
         return None
     slug = policy.get("calibration")
-    if slug is None and allow:
+    if slug is None and (allow or "allow_uncalibrated" not in policy):
+        # A policy naming neither (the definition's first form) lets the judge in unchecked:
+        # the campaign page and report then say so, as for allow_uncalibrated.
         return {"calibration": None, "allow_uncalibrated": True}
     if not isinstance(slug, str) or not slug:
         errors.append(

@@ -408,6 +408,16 @@ class PolicyDefinitionTests(TestCase):
         kept = campaign_definition_validate(data).campaign["weights"]["review_policy"]
         assert kept["allow_uncalibrated"] is True and kept["calibration"] == "tone-panel"
 
+    def test_a_policy_naming_no_calibration_is_let_in_and_said_uncalibrated(self):
+        data = {**imported_pairwise("policed", ("vendor-a", "vendor-b"))}
+        data["review_policy"] = {
+            "judge": "judge-first",
+            "humans": ["judge_uncertain", "checks_failed"],
+            "audit_share": 0.1,
+        }
+        kept = campaign_definition_validate(data).campaign["weights"]["review_policy"]
+        assert kept["calibration"] is None and kept["allow_uncalibrated"] is True
+
     def test_bad_policies_are_refused_with_the_reason(self):
         [unknown_judge] = self.refused({"judge": "judge-z", "humans": []})
         assert "no judge named 'judge-z'" in unknown_judge and "judge-a" in unknown_judge
