@@ -24,10 +24,10 @@ from collections import defaultdict
 from django.db.models import Count
 
 from evalsite.text import counted
-from reviews.arbitration.disputes import disputed_cells
 from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
+from reviews.disputes.rules import disputed_cells
 from reviews.models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
-from reviews.review import NotReviewable, assignment_claim_next, assignment_submit, campaign_wants
+from reviews.review import NotReviewable, assignment_claim_next, assignment_submit
 from reviews.rubric import Dimension, Rubric, label_map
 from tasks.blinding import render as blinding
 from tasks.models import Campaign
@@ -88,7 +88,7 @@ def _outputs_by_id(item: ReviewItem) -> dict[int, dict]:
 def _first_review(
     item: ReviewItem, order: list[int], campaign: Campaign, truth: _Truth, rng: random.Random
 ) -> dict:
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     labels = blinding.labels(len(order))
     rubric = Rubric.for_item(item)  # a conversation's per-turn scores too
     info = _outputs_by_id(item)
@@ -133,7 +133,7 @@ def _second_review(
     rng: random.Random,
 ) -> dict:
     """Anchored on the first review: within every allowed gap, or deliberately beyond one."""
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     labels = blinding.labels(len(order))
     label_of = dict(zip(order, labels, strict=True))
     given: dict[int, dict[str, float | None]] = defaultdict(dict)

@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
 from django.db.models.functions import Now
 
-from reviews.arbitration.disputes import disputed_cells, unknown_field_errors
+from reviews.disputes.rules import disputed_cells, unknown_field_errors
 from reviews.models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
 from reviews.review import LeaseGone, lease_extended
 from reviews.rubric import WORDING, Rubric, answers_check, label_map

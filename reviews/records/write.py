@@ -21,7 +21,8 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from evalsite.bulk import rows_update
-from reviews.arbitration.disputes import items_settle
+from reviews.arbitration.services import ResolveInvalid, note_checked, resolution_build
+from reviews.disputes.rules import items_settle
 from reviews.models import (
     Arbitration,
     Assignment,
@@ -31,7 +32,7 @@ from reviews.models import (
     ReviewItem,
     Score,
 )
-from reviews.records.check import _Record, records_check, review_signature
+from reviews.records.check import Record, records_check, review_signature
 from reviews.records.format import (
     FORMATS,
     RecordError,
@@ -142,7 +143,7 @@ def _stored(campaign: Campaign, contenders: dict, judge_names: list[str]) -> _St
 def _write(
     *,
     campaign: Campaign,
-    records: list[_Record],
+    records: list[Record],
     tasks: dict,
     contenders: dict,
     errors: list[RecordError],
@@ -192,8 +193,8 @@ def _write(
 
 
 def _reviews_to_create(
-    records: list[_Record], stored: _Stored, summary: ImportSummary, errors: list[RecordError]
-) -> list[_Record]:
+    records: list[Record], stored: _Stored, summary: ImportSummary, errors: list[RecordError]
+) -> list[Record]:
     """The review records to write: not stored yet, on an item that may take them."""
     out = []
     for rec in records:
@@ -209,7 +210,7 @@ def _reviews_to_create(
     return out
 
 
-def _review_conflict(rec: _Record, item: ReviewItem, stored: _Stored, summary) -> tuple | None:
+def _review_conflict(rec: Record, item: ReviewItem, stored: _Stored, summary) -> tuple | None:
     """(field, message) if `rec` cannot be added to the stored `item`; () if it can; None if
     the same review is stored already (counted as unchanged)."""
     by_label = rec.models
@@ -236,7 +237,7 @@ def _review_conflict(rec: _Record, item: ReviewItem, stored: _Stored, summary) -
     return ()
 
 
-def _case_twins(records: list[_Record], users: dict, errors: list[RecordError]) -> set[str]:
+def _case_twins(records: list[Record], users: dict, errors: list[RecordError]) -> set[str]:
     """Judge names that differ only in case from a user (or from a judge earlier in the
     file): user names ignore case, so such a judge cannot be created. Each of its records gets
     that reason (it used to fail on the unique index as "the campaign changed")."""
@@ -423,7 +424,7 @@ def _unsettled_tasks(bad_lines: set[int], raw_lines: dict[int, dict]) -> set[str
 
 
 def _write_arbitrations(
-    records: list[_Record],
+    records: list[Record],
     items_by_key: dict,
     outputs_by_item: dict,
     users: dict,
@@ -436,8 +437,6 @@ def _write_arbitrations(
     validation as the arbitration page, and the same final outcome as the original. Problems
     go to `errors`; a record of an `unsettled` task (None: every task) is checked only where
     its item's reviews do not matter, so their problems are not echoed as its own."""
-    from reviews.arbitration.services import note_checked
-
     for rec in records:
         if unsettled is None or rec.task_id in unsettled:
             _text, problem = note_checked(rec.comment)
@@ -464,7 +463,7 @@ def _write_arbitrations(
 
 
 def _arbitration_again(
-    rec: _Record,
+    rec: Record,
     arbitration: Arbitration,
     arbiter,
     out_of: dict,
@@ -487,7 +486,7 @@ def _arbitration_again(
 
 
 def _arbitration_refused(
-    rec: _Record, item: ReviewItem, arbitration: Arbitration | None, arbiter
+    rec: Record, item: ReviewItem, arbitration: Arbitration | None, arbiter
 ) -> RecordError | None:
     """Why the record cannot arbitrate this item: it is not disputed, or the arbiter reviewed
     it. None when it can."""
@@ -503,7 +502,7 @@ def _arbitration_refused(
 
 
 def _arbitration_resolve(
-    rec: _Record,
+    rec: Record,
     item: ReviewItem,
     arbitration: Arbitration,
     arbiter,
@@ -513,8 +512,6 @@ def _arbitration_resolve(
 ) -> bool:
     """Resolve the item's arbitration with the record's decision, as the arbitration page
     would. False (problems in `errors`) when the rules refuse it."""
-    from reviews.arbitration.services import ResolveInvalid, resolution_build
-
     arbitration.order = [out_of[label] for label in rec.labels]
     try:
         final, values = resolution_build(

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test import TestCase, TransactionTestCase, override_settings
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.judges.calibration import judge_calibration
 from reviews.judges.models import Judgement
 from reviews.judges.services import judging_enqueue
