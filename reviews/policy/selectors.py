@@ -7,7 +7,6 @@ from collections import Counter
 from django.db.models import Count, Q
 
 from reviews.models import ReviewItem
-from reviews.policy.services import review_policy
 from tasks.models import Campaign
 
 S = ReviewItem.State
@@ -18,7 +17,7 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
     "judging" (waiting for the judge), "people" (routed to people), "judge_settled",
     "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items}}; None
     without a policy."""
-    policy = review_policy(campaign)
+    policy = campaign.review_policy()
     if policy is None:
         return None
     items = ReviewItem.objects.filter(campaign=campaign).exclude(state=S.DROPPED)

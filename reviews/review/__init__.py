@@ -17,7 +17,7 @@ modules use is importable from `reviews.review`; the masking words of a campaign
 `tasks.blinding.campaign_texts.campaign_identity_terms`.
 """
 
-from reviews.review.answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
+from reviews.review.answers import SUBMIT_FIELDS, review_payload_parse
 from reviews.review.claim import (
     CLAIM_ATTEMPTS,
     Claim,
@@ -59,7 +59,6 @@ from reviews.review.standing import (
 from reviews.review.submit import (
     SUBMIT_KEY_MAX,
     SubmitResult,
-    _submit_assignment,
     assignment_submit,
 )
 
@@ -74,7 +73,6 @@ __all__ = [
     "SKIP_REASONS",
     "SUBMIT_FIELDS",
     "SUBMIT_KEY_MAX",
-    "_submit_assignment",
     "Claim",
     "CorrectResult",
     "ClaimBusy",
@@ -93,7 +91,6 @@ __all__ = [
     "assignment_sweep_expired",
     "item_leases_release",
     "barred_message",
-    "campaign_wants",
     "lease_extended",
     "presented_order",
     "review_correct",
