@@ -16,25 +16,24 @@ from django.utils import timezone
 
 from evalsite.roles import ARBITER
 from reviews import transcript_shown
-from reviews.arbitration.disputes import disputed_cells
+from reviews.disputes.rules import disputed_cells
 from reviews.models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from reviews.review import campaign_wants
-from reviews.review.selectors import task_json
 from reviews.rubric import Dimension, Rubric, label_map
-from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.screen import (
+    OutputRead,
+    Viewer,
+    candidates_shown,
+    rubric_shown,
+    score_text,
+    task_json,
+    task_shown,
+)
 from tasks.blinding.campaign_texts import instructions_shown, words_shown
 from tasks.blinding.hold import masks_applied
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "N/A"
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _choice_label(choice: str | None, label_of: dict[str, str]) -> str:
@@ -51,7 +50,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     label_of = {pk: label for label, pk in labels.items()}
     viewer = Viewer.of(campaign)
     terms = viewer.terms
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     candidates, turns = candidates_shown(_outputs_read(item, labels), item.task.turns, viewer)
     reviews = item.reviews.prefetch_related("scores").order_by("submitted_at", "pk")
     reviewer_rows = [
@@ -207,11 +206,11 @@ def _grid_row(
                 "name": f"score-{out_label}-{key}",
                 "disputed": disputed,
                 "reviewers": [
-                    {"name": r["name"], "value": _fmt(v)}
+                    {"name": r["name"], "value": score_text(v)}
                     for r, v in zip(reviewer_rows, values, strict=True)
                 ],
                 "agreed": None if disputed else agreed_scores[out_label].get(key),
-                "agreed_text": "" if disputed else _fmt(agreed_scores[out_label].get(key)),
+                "agreed_text": "" if disputed else score_text(agreed_scores[out_label].get(key)),
                 "choices": list(dim.points),
                 "na": dim.allow_na or any(v is None for v in values),
             }
@@ -562,3 +561,14 @@ def dispute_rows(*, arbitrations, now) -> list[dict]:
             }
         )
     return rows
+
+
+def arbiter_resolved(*, arbiter, limit: int = 20) -> list[dict]:
+    """The arbiter's latest resolved items, by token (their item pages)."""
+    rows = (
+        Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)
+        .filter(item__campaign__in=Campaign.objects.visible_to(arbiter, ARBITER))
+        .order_by("-resolved_at", "-pk")
+        .values_list("token", "item__campaign__name", "resolved_at")[:limit]
+    )
+    return [{"token": t, "campaign": name, "resolved_at": at} for t, name, at in rows]

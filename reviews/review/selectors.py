@@ -19,9 +19,16 @@ from django.db.models.functions import Now
 from evalsite.roles import REVIEWER
 from reviews import transcript_shown
 from reviews.models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
-from reviews.review import BLOCKING, REVIEWABLE, SKIP_REASONS, campaign_wants, sql, stale_leases_q
+from reviews.review import BLOCKING, REVIEWABLE, SKIP_REASONS, sql, stale_leases_q
 from reviews.rubric import Rubric
-from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.screen import (
+    OutputRead,
+    Viewer,
+    candidates_shown,
+    rubric_shown,
+    task_json,
+    task_shown,
+)
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import instructions_shown
 from tasks.blinding.hold import output_shown
@@ -154,7 +161,7 @@ def review_screen(
     # reasoning where shown; a conversation turn by turn.
     candidates, turns = candidates_shown(outputs, task.turns, viewer)
     rubric = Rubric.for_task(campaign, task)
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     return {
         "token": assignment.token,
         "state": assignment.state,
@@ -295,29 +302,6 @@ def _inline_keys(screen: dict) -> set[str]:
         keys.add(f"flags.{cand['label']}")
         keys.update(f"scores.{cand['label']}.{d['key']}" for d in screen["rubric"])
     return keys
-
-
-def task_json(
-    *,
-    category: str,
-    multi_turn: bool,
-    conversation: list,
-    reference: str | None,
-    turns: list[str] | None = None,
-):
-    """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
-    task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
-    user's messages of a conversation; `reference` where the campaign shows it."""
-    task = {"category": category}
-    if multi_turn:
-        task["messages"] = [m["json"] for m in conversation]
-    else:
-        task["prompt"] = conversation[0]["content"] if conversation else ""
-    if turns:
-        task["turns"] = turns
-    if reference:
-        task["reference"] = reference
-    return task
 
 
 def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
