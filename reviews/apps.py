@@ -12,9 +12,10 @@ class ReviewsConfig(AppConfig):
     name = "reviews"
 
     def ready(self) -> None:
-        from reviews.blinding_probe.selectors import blinding_summary
+        from reviews.arbitration import rosters
+        from reviews.identity_reports.selectors import blinding_summary
         from reviews.judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
-        from reviews.review import readiness, rosters, views
+        from reviews.review import readiness, views
         from tasks import review_side, signals
 
         signals.outputs_changed.connect(

@@ -1,4 +1,5 @@
-"""Reviewer pages (blind) and the admin/lead view of assignment state.
+"""Reviewer pages (blind): the campaign's start page, the review page, submit, skip, correct,
+the probe question and the heartbeat (the lead's assignments page: assignment_views.py).
 
 Reviewer views only ever pass the plain, blinded dicts from `selectors` to templates.
 Assignments are looked up by (token, request.user): someone else's token is a 404.
@@ -8,10 +9,8 @@ from __future__ import annotations
 
 import secrets
 from functools import cache
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -20,9 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
-from evalsite.htmx import wants_fragment
-from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
-from evalsite.text import counted
+from evalsite.roles import REVIEWER, role_required
 from reviews import review as services
 from reviews.blinding_probe.selectors import pending_probe, probe_question
 from reviews.blinding_probe.services import (
@@ -31,7 +28,6 @@ from reviews.blinding_probe.services import (
     probe_after_submit,
     probe_answer,
 )
-from reviews.identity_reports.services import REPORTED, NothingToReport, reviewer_report
 from reviews.models import FLAGS, Assignment, ReviewItem
 from reviews.review import history as history_selectors
 from reviews.review import selectors
@@ -39,7 +35,6 @@ from reviews.rubric import Rubric
 from reviews.screen import Viewer, rubric_shown
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms, instructions_shown
-from tasks.campaigns.rosters import roster_exclude, roster_include
 from tasks.models import Campaign
 
 REVIEW_TEMPLATE = "reviews/review.html"
@@ -58,7 +53,7 @@ def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: 
     """The answer grid as a reviewer gets it, blank, for an unsaved campaign's rubric and mode
     and one output per label: the new-campaign form's live preview (tasks/campaigns/rubric_builder.py,
     through tasks.review_side)."""
-    wants_scores, wants_preference = services.campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     screen = {
         # The review page's reading of a campaign's rubric (labels, anchors masked), for a
         # task of one reply (no per-turn questions).
@@ -118,7 +113,7 @@ def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool)
     )
 
 
-def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
+def own_assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
     return get_object_or_404(
         Assignment.objects.select_related("item"),
         token=token,
@@ -212,7 +207,7 @@ def _render_review(
     return response
 
 
-def _next_response(
+def next_response(
     request: HttpRequest, campaign: Campaign, notice: dict | None = None
 ) -> HttpResponse:
     """Claim the next item and show it (htmx: swap in place, no full reload); a blinding
@@ -313,7 +308,7 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
     # The claim itself refuses a campaign that is not open to this reviewer (-> 404); one
     # whose roster does not hold them is refused before it.
     campaigns = Campaign.objects.visible_to(request.user, REVIEWER)
-    return _next_response(request, get_object_or_404(campaigns, slug=slug))
+    return next_response(request, get_object_or_404(campaigns, slug=slug))
 
 
 @role_required(REVIEWER)
@@ -365,7 +360,7 @@ def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) ->
 @require_POST
 def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
-    assignment = _assignment(request, slug, token)  # someone else's token stays a 404
+    assignment = own_assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
         return _barred(request, slug, token)
     labels = blinding.labels(len(assignment.order))
@@ -398,7 +393,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     if result.code in ("saved", "saved_late"):
         probe_after_submit(campaign=campaign, reviewer=request.user, item_id=assignment.item_id)
     level = "ok" if result.ok else "warn"
-    return _next_response(request, campaign, notice={"level": level, "text": result.message})
+    return next_response(request, campaign, notice={"level": level, "text": result.message})
 
 
 @never_cache  # corrections change it
@@ -435,7 +430,7 @@ def _to_history(request: HttpRequest, slug: str) -> HttpResponse:
 def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     """A submitted review, its answers filled in, to correct until its item is settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
-    assignment = _assignment(request, slug, token)  # someone else's token stays a 404
+    assignment = own_assignment(request, slug, token)  # someone else's token stays a 404
     if assignment.state == Assignment.State.ACTIVE:
         return redirect(_review_url(slug, token))  # not submitted yet: the item itself
     if assignment.state != Assignment.State.SUBMITTED:
@@ -490,7 +485,7 @@ def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
         except GuessInvalid:
             error = "Choose one of the names."
         else:
-            return _next_response(request, campaign, notice={"level": "ok", "text": "Thank you."})
+            return next_response(request, campaign, notice={"level": "ok", "text": "Thank you."})
     context = {
         "campaign": campaign,
         "question": probe_question(probe=probe, campaign=campaign),
@@ -503,7 +498,7 @@ def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 @require_POST
 def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
-    _assignment(request, slug, token)  # someone else's token stays a 404
+    own_assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
         return _barred(request, slug, token)
     code = request.POST.get("reason", "")
@@ -512,7 +507,7 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     if detail:
         reason = f"{reason}: {detail}" if reason else detail
     if not reason:
-        assignment = _assignment(request, slug, token)
+        assignment = own_assignment(request, slug, token)
         notice = {"level": "error", "text": "Choose a reason to skip this item."}
         return _render_review(request, campaign=campaign, assignment=assignment, notice=notice)
     skipped = services.assignment_skip(token=token, reviewer=request.user, reason=reason)
@@ -521,31 +516,16 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
         if skipped
         else "This item was no longer yours to skip."
     )
-    return _next_response(
+    return next_response(
         request, campaign, notice={"level": "ok" if skipped else "warn", "text": text}
     )
 
 
 @role_required(REVIEWER)
 @require_POST
-def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
-    campaign = get_object_or_404(Campaign, slug=slug)
-    _assignment(request, slug, token)  # someone else's token stays a 404
-    try:
-        reviewer_report(token=token, reviewer=request.user, note=request.POST.get("note", ""))
-    except NothingToReport:
-        notice = {"level": "warn", "text": "This item was no longer yours to report."}
-    else:
-        notice = {"level": "ok", "text": REPORTED}
-    return _next_response(request, campaign, notice=notice)
-
-
-@role_required(REVIEWER)
-@require_POST
 def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
-    _assignment(request, slug, token)
+    own_assignment(request, slug, token)
     barred = services.reviewer_barred_message(campaign=campaign, reviewer=request.user)
     if not campaign.on_roster(request.user, REVIEWER):
         barred = services.barred_message(removed=True)  # taken off the roster
@@ -557,70 +537,3 @@ def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonRespons
     except services.LeaseGone as gone:
         return JsonResponse({"ok": False, "message": str(gone)}, status=409)
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
-
-
-# --- admin / lead -----------------------------------------------------------------------------
-
-
-@role_required(ADMIN, LEAD)
-@require_GET
-def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    try:
-        page = int(request.GET.get("page", "1"))
-    except ValueError:
-        page = 1
-    state = request.GET.get("state", "")
-    overview = selectors.assignment_overview(campaign=campaign, page=page, item_state=state)
-    context = {"campaign": campaign, **overview}
-    template = (
-        "reviews/assignments.html#items" if wants_fragment(request) else "reviews/assignments.html"
-    )
-    return render(request, template, context)
-
-
-def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
-    """Back to the page as the user left it: the item filter and page it pushed into its URL."""
-    url = reverse("campaign_assignments", args=[slug])
-    came_from = urlsplit(request.headers.get("Referer", ""))
-    if came_from.path == url:
-        kept = [(k, v) for k, v in parse_qsl(came_from.query) if k in ("state", "page")]
-        url += f"?{urlencode(kept)}" if kept else ""
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
-@role_required(ADMIN, LEAD)
-@require_POST
-def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    try:
-        released = services.assignment_release(campaign=campaign, token=token)
-    except Assignment.DoesNotExist:
-        raise Http404 from None
-    if released:
-        messages.success(request, "Lease released; the slot is back in the pool.")
-    else:
-        messages.warning(request, "That lease had already ended.")
-    return _back_to_assignments(request, slug)
-
-
-@role_required(ADMIN, LEAD)
-@require_POST
-def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    reviewer = get_object_or_404(get_user_model(), pk=user_id)
-    if request.POST.get("restore"):
-        services.reviewer_restore_to_campaign(campaign=campaign, reviewer=reviewer)
-        # and back on the campaign's reviewer list, where it names its reviewers
-        roster_include(campaign=campaign, user=reviewer, role=REVIEWER)
-        messages.success(request, f"{reviewer.get_username()} may review this campaign again.")
-    else:
-        n = services.reviewer_remove_from_campaign(
-            campaign=campaign, reviewer=reviewer, by=request.user
-        )
-        roster_exclude(campaign=campaign, user=reviewer, role=REVIEWER)
-        messages.success(
-            request,
-            f"{reviewer.get_username()} was removed from this campaign; {counted(n, 'open lease')} returned to the pool.",
-        )
-    return _back_to_assignments(request, slug)
