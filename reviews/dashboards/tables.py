@@ -131,7 +131,7 @@ class IntervalChart:
     title: str
 
 
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     span = hi - lo
     if span <= 0:
         return [lo]
@@ -171,7 +171,7 @@ def interval_chart(
     axis_y = top + len(points) * row_h + 4
     ticks = [
         {"x": x(t), "label": fmt.format(t), "y": axis_y + 16, "y0": top, "y1": axis_y}
-        for t in _nice_ticks(lo, hi)
+        for t in nice_ticks(lo, hi)
     ]
     drawn_marks = [
         {"x": x(v), "label": label, "y0": top - 6, "y1": axis_y} for v, label in marks or []
