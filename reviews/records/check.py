@@ -31,7 +31,7 @@ BLIND_FILE = (
 
 
 @dataclass
-class _Record:
+class Record:
     line: int
     task_id: str
     sample: int
@@ -53,7 +53,7 @@ class _Record:
 
 def records_check(
     *, campaign: Campaign, parsed: list[tuple[int, dict]], text: str, errors: list[RecordError]
-) -> tuple[list[_Record], dict, dict]:
+) -> tuple[list[Record], dict, dict]:
     """The clean records, the test set's tasks and the contenders by name; every problem of a
     line goes to `errors` (the file's own, and those against the campaign)."""
     # A judge's record (a review policy settled the item) is the judge's answer, not a
@@ -111,7 +111,7 @@ def _check_against_campaign(campaign, records, tasks, contenders, errors) -> Non
 
 def _check_record(
     line: int, raw: dict, campaign: Campaign, rubric: Rubric, turns: _TurnCheck, errors: list
-) -> _Record | None:
+) -> Record | None:
     before = len(errors)
 
     def err(fld: str, message: str) -> None:
@@ -139,7 +139,7 @@ def _check_record(
     when, seconds = _check_timing(raw, err)
     if len(errors) > before:
         return None
-    return _Record(
+    return Record(
         line=line,
         task_id=task_id,
         sample=sample,

@@ -86,9 +86,7 @@ def mle_exists(w: np.ndarray) -> np.ndarray:
     return ok.reshape(w.shape[:-2]) if w.ndim > 2 else bool(ok[0])
 
 
-def _newton(
-    theta: np.ndarray, w: np.ndarray, ridge: np.ndarray, iterations: int = 60
-) -> np.ndarray:
+def newton(theta: np.ndarray, w: np.ndarray, ridge: np.ndarray, iterations: int = 60) -> np.ndarray:
     """Batched Newton on (B, K) starting points, (B, K, K) wins and (B,) ridge; theta centred."""
     b, k = theta.shape
     n = w + np.swapaxes(w, 1, 2)
@@ -122,7 +120,7 @@ def fit(w: np.ndarray, *, ridge: float = 0.0) -> np.ndarray:
     concave, and strictly so with the gauge term, so the damped steps converge; an L-BFGS
     start cost 100 ms a fit and added nothing)."""
     k = len(w)
-    return _newton(np.zeros((1, k)), w[None].astype(float), np.array([ridge]), iterations=200)[0]
+    return newton(np.zeros((1, k)), w[None].astype(float), np.array([ridge]), iterations=200)[0]
 
 
 def to_elo(theta: np.ndarray) -> np.ndarray:
@@ -292,6 +290,6 @@ def _bootstrap(
     exists = mle_exists(w)
     ridge = np.where(exists, 0.0, RIDGE)
     start = np.repeat(theta[None, :], n_boot, axis=0)
-    boot = to_elo(_newton(start, w, ridge))
+    boot = to_elo(newton(start, w, ridge))
     lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
     return lo, hi, int((~exists).sum())
