@@ -61,12 +61,8 @@ def records_check(
     parsed = [(n, raw) for n, raw in parsed if raw.get("source") != "judge"]
     rubric = Rubric.of(campaign)  # a record's "scores": the rubric without per-turn scores
     tasks = {t.external_id: t for t in campaign.testset.tasks.all()}
-    turns = _TurnCheck(campaign, tasks)
-    records = [
-        r
-        for r in (_check_record(n, raw, campaign, rubric, turns, errors) for n, raw in parsed)
-        if r
-    ]
+    against = _Against(campaign, rubric, _TurnCheck(campaign, tasks))
+    records = [r for r in (_check_record(n, raw, against, errors) for n, raw in parsed) if r]
     if parsed and not any(raw.get("models") for _, raw in parsed):
         # A blind export: one line says so, not "models: required" on every line.
         errors[:] = [e for e in errors if e.field != "models"]
@@ -109,9 +105,18 @@ def _check_against_campaign(campaign, records, tasks, contenders, errors) -> Non
         seen.setdefault(key, rec.line)
 
 
-def _check_record(
-    line: int, raw: dict, campaign: Campaign, rubric: Rubric, turns: _TurnCheck, errors: list
-) -> Record | None:
+@dataclass(frozen=True)
+class _Against:
+    """What each record is checked against: the campaign, its rubric (without per-turn
+    scores) and the per-turn check of its conversations."""
+
+    campaign: Campaign
+    rubric: Rubric
+    turns: _TurnCheck
+
+
+def _check_record(line: int, raw: dict, against: _Against, errors: list) -> Record | None:
+    campaign, rubric, turns = against.campaign, against.rubric, against.turns
     before = len(errors)
 
     def err(fld: str, message: str) -> None:

@@ -13,6 +13,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -83,12 +84,7 @@ def reviews_import(
             # _write checks the records against what is stored too and raises every problem,
             # these above and its own, before it writes anything.
             summary = _write(
-                campaign=campaign,
-                records=records,
-                tasks=tasks,
-                contenders=contenders,
-                errors=errors,
-                raw_lines=dict(parsed),
+                _Import(campaign, records, tasks, contenders, errors), raw_lines=dict(parsed)
             )
     except IntegrityError:
         # Another import (or the review engine) wrote the same rows meanwhile; nothing of
@@ -103,6 +99,18 @@ def reviews_import(
             ]
         ) from None
     return summary
+
+
+@dataclass
+class _Import:
+    """One import: the campaign, the file's checked records with the tasks and contenders they
+    name, and every problem found so far."""
+
+    campaign: Campaign
+    records: list[Record]
+    tasks: dict  # task external id -> Task
+    contenders: dict  # contender name -> Contender
+    errors: list[RecordError]
 
 
 @dataclass
@@ -140,23 +148,16 @@ def _stored(campaign: Campaign, contenders: dict, judge_names: list[str]) -> _St
     return _Stored(existing, outputs_by_item, users, signatures, in_review)
 
 
-def _write(
-    *,
-    campaign: Campaign,
-    records: list[Record],
-    tasks: dict,
-    contenders: dict,
-    errors: list[RecordError],
-    raw_lines: dict[int, dict],
-) -> ImportSummary:
+def _write(job: _Import, *, raw_lines: dict[int, dict]) -> ImportSummary:
     """Check the records against the stored reviews, store them, check the arbitration
     records against the disputes they make, and raise every problem (`errors` included), so
     that nothing is kept unless no line has one. Records whose task or models are unknown are
     in `errors` already; they match no stored item and are checked like new ones."""
+    campaign, records, errors = job.campaign, job.records, job.errors
     summary = ImportSummary(records=len(records))
     arbitration_records = [r for r in records if r.arbitration]
     judge_names = sorted({r.judge for r in records})
-    stored = _stored(campaign, contenders, judge_names)
+    stored = _stored(campaign, job.contenders, judge_names)
     twins = _case_twins(records, stored.users, errors)
     judge_names = [name for name in judge_names if name not in twins]
     to_create = _reviews_to_create(
@@ -173,20 +174,12 @@ def _write(
     to_create = [rec for rec in to_create if rec.line not in bad_lines]
     _judges_create(judge_names, stored.users, summary)
     now = timezone.now()
-    new_items = _items_create(campaign, to_create, stored, tasks, contenders, now, summary)
+    new_items = _items_create(job, to_create, stored, now, summary)
     items_by_key = {**stored.existing, **new_items}
     _reviews_create(to_create, items_by_key, stored, now, summary)
     if arbitration_records:
-        _write_arbitrations(
-            arbitration_records,
-            items_by_key,
-            stored.outputs_by_item,
-            stored.users,
-            now,
-            summary,
-            errors,
-            unsettled,
-        )
+        replay = _Replay(items_by_key, stored, now, summary, errors)
+        _write_arbitrations(arbitration_records, replay, unsettled)
     if errors:
         raise RecordImportError(errors)
     return summary
@@ -274,9 +267,10 @@ def _judges_create(judge_names: list[str], users: dict, summary: ImportSummary) 
             summary.judges_created.append(name)
 
 
-def _items_create(campaign, to_create, stored: _Stored, tasks, contenders, now, summary) -> dict:
+def _items_create(job: _Import, to_create, stored: _Stored, now, summary) -> dict:
     """Items and their outputs for records of items not stored yet (with imported-style
     generations where none exist yet). Returns {item key: new item}."""
+    campaign, tasks, contenders = job.campaign, job.tasks, job.contenders
     generations = {
         (g.task_id, g.contender_id, g.sample_index): g
         for g in Generation.objects.filter(campaign=campaign)
@@ -423,64 +417,76 @@ def _unsettled_tasks(bad_lines: set[int], raw_lines: dict[int, dict]) -> set[str
     return tasks
 
 
-def _write_arbitrations(
-    records: list[Record],
-    items_by_key: dict,
-    outputs_by_item: dict,
-    users: dict,
-    now,
-    summary: ImportSummary,
-    errors: list[RecordError],
-    unsettled: set[str] | None,
-) -> None:
+@dataclass
+class _Replay:
+    """What replaying the arbitration records works on: the items the file's reviews are on
+    (stored or just created), their outputs and the judges, the import's time, its summary
+    and its problems."""
+
+    items_by_key: dict[tuple, ReviewItem]
+    stored: _Stored
+    now: datetime
+    summary: ImportSummary
+    errors: list[RecordError]
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """One arbitration record, its arbiter and its labels mapped to the item's outputs."""
+
+    rec: Record
+    arbiter: object
+    out_of: dict
+
+
+def _write_arbitrations(records: list[Record], replay: _Replay, unsettled: set[str] | None) -> None:
     """Replay arbiters' decisions through the arbitration rules (`resolution_build`): the same
     validation as the arbitration page, and the same final outcome as the original. Problems
     go to `errors`; a record of an `unsettled` task (None: every task) is checked only where
     its item's reviews do not matter, so their problems are not echoed as its own."""
+    errors = replay.errors
     for rec in records:
         if unsettled is None or rec.task_id in unsettled:
             _text, problem = note_checked(rec.comment)
             if problem:
                 errors.append(RecordError(rec.line, "comment", problem))
             continue
-        item = items_by_key.get(rec.item_key)
+        item = replay.items_by_key.get(rec.item_key)
         if item is None:
             errors.append(RecordError(rec.line, "task_id", "no reviews of this item to arbitrate"))
             continue
         item.refresh_from_db()
-        arbiter = users[rec.judge]
-        out_of = {label: outputs_by_item[item.pk][rec.models[label]] for label in rec.labels}
+        outputs = replay.stored.outputs_by_item[item.pk]
+        decision = _Decision(
+            rec=rec,
+            arbiter=replay.stored.users[rec.judge],
+            out_of={label: outputs[rec.models[label]] for label in rec.labels},
+        )
         arbitration = Arbitration.objects.filter(item=item).first()
         if item.state == ReviewItem.State.RESOLVED and arbitration is not None:
-            _arbitration_again(rec, arbitration, arbiter, out_of, summary, errors)
+            _arbitration_again(decision, arbitration, replay)
             continue
-        problem = _arbitration_refused(rec, item, arbitration, arbiter)
+        problem = _arbitration_refused(rec, item, arbitration, decision.arbiter)
         if problem is not None:
             errors.append(problem)
             continue
-        if _arbitration_resolve(rec, item, arbitration, arbiter, out_of, now, errors):
-            summary.arbitrations_created += 1
+        if _arbitration_resolve(decision, item, arbitration, replay):
+            replay.summary.arbitrations_created += 1
 
 
-def _arbitration_again(
-    rec: Record,
-    arbitration: Arbitration,
-    arbiter,
-    out_of: dict,
-    summary: ImportSummary,
-    errors: list[RecordError],
-) -> None:
+def _arbitration_again(decision: _Decision, arbitration: Arbitration, replay: _Replay) -> None:
     """A record of an item already resolved: unchanged when the same arbiter decided the same
     values, else an error."""
+    rec, arbiter, out_of = decision.rec, decision.arbiter, decision.out_of
     if arbitration.arbiter_id == arbiter.pk and arbitration.has_values(
         scores={out_of[label]: dims for label, dims in rec.scores.items()},
         preference=str(out_of.get(rec.preference, rec.preference)) if rec.preference else None,
         flags={out_of[label]: f for label, f in rec.flags.items()},
         note=rec.comment,
     ):
-        summary.arbitrations_unchanged += 1
+        replay.summary.arbitrations_unchanged += 1
     else:
-        errors.append(
+        replay.errors.append(
             RecordError(rec.line, "arbitration", "this item was already arbitrated differently")
         )
 
@@ -502,16 +508,11 @@ def _arbitration_refused(
 
 
 def _arbitration_resolve(
-    rec: Record,
-    item: ReviewItem,
-    arbitration: Arbitration,
-    arbiter,
-    out_of: dict,
-    now,
-    errors: list[RecordError],
+    decision: _Decision, item: ReviewItem, arbitration: Arbitration, replay: _Replay
 ) -> bool:
     """Resolve the item's arbitration with the record's decision, as the arbitration page
-    would. False (problems in `errors`) when the rules refuse it."""
+    would. False (problems in the replay's `errors`) when the rules refuse it."""
+    rec, out_of = decision.rec, decision.out_of
     arbitration.order = [out_of[label] for label in rec.labels]
     try:
         final, values = resolution_build(
@@ -523,16 +524,18 @@ def _arbitration_resolve(
         )
     except ResolveInvalid as exc:
         for where, message in exc.errors.items():
-            errors.append(RecordError(rec.line, "comment" if where == "note" else where, message))
+            replay.errors.append(
+                RecordError(rec.line, "comment" if where == "note" else where, message)
+            )
         return False
     note = values.pop("note")
     Arbitration.objects.filter(pk=arbitration.pk).update(
         state=Arbitration.State.RESOLVED,
-        arbiter=arbiter,
+        arbiter=decision.arbiter,
         order=arbitration.order,
         final_values=values,
         note=note,
-        resolved_at=rec.submitted_at or now,
+        resolved_at=rec.submitted_at or replay.now,
         lease_expires_at=None,
     )
     ReviewItem.objects.filter(pk=item.pk).update(final=final, state=ReviewItem.State.RESOLVED)
