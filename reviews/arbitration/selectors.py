@@ -64,15 +64,9 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     dims = list(Rubric.for_item(item))  # with a conversation's per-turn scores (score_turns)
     shown = rubric_shown(dims, viewer)
     rubric = [_rubric_entry(dim, row) for dim, row in zip(dims, shown, strict=True)]
+    reviews_shown = _ReviewsShown(labels=labels, rows=reviewer_rows, cells=cells)
     grid = [
-        _grid_row(
-            dim=dim,
-            label=entry["label"],
-            labels=labels,
-            reviewer_rows=reviewer_rows,
-            agreed_scores=agreed_scores,
-            cells=cells,
-        )
+        _grid_row(dim=dim, label=entry["label"], reviews=reviews_shown, agreed_scores=agreed_scores)
         for dim, entry in zip(dims, rubric, strict=True)
     ]
     return {
@@ -184,16 +178,19 @@ def _rubric_entry(dim: Dimension, shown: dict) -> dict:
     }
 
 
-def _grid_row(
-    *,
-    dim,
-    label: str,
-    labels: dict,
-    reviewer_rows: list[dict],
-    agreed_scores: dict,
-    cells: set,
-) -> dict:
+@dataclass(frozen=True)
+class _ReviewsShown:
+    """The item's reviews as the arbiter reads them: the labels ({"A": "<output id>"}), one row
+    per reviewer, and the disputed cells."""
+
+    labels: dict
+    rows: list[dict]
+    cells: set
+
+
+def _grid_row(*, dim, label: str, reviews: _ReviewsShown, agreed_scores: dict) -> dict:
     """One dimension's row of the score grid: per label, each reviewer's value and the agreed one."""
+    labels, reviewer_rows, cells = reviews.labels, reviews.rows, reviews.cells
     key = dim.key
     row = {"key": key, "label": label, "cells": [], "disputed": False}
     for out_label, pk in labels.items():

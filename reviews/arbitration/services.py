@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -297,15 +298,12 @@ def resolution_build(
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})
     final.setdefault("flags", {})
+    outcome = _Outcome(cells=cells, final=final)
     data = {"scores": scores, "preference": preference, "flags": flags, "note": note}
-    answers = _answers_checked(
-        item=item, rubric=rubric, labels=labels, cells=cells, final=final, data=data
-    )
+    answers = _answers_checked(item=item, rubric=rubric, labels=labels, outcome=outcome, data=data)
     errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS) | answers.errors
-    arbitrated: set[str] = set()
-    corrections: list[dict] = []
     given_scores = {labels[label]: dims for label, dims in answers.scores.items() if dims}
-    _apply_scores(given_scores, cells, final, arbitrated, corrections)
+    _apply_scores(given_scores, outcome)
     # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
     in_label_order = sorted(cells, key=lambda c: (c[0], by_output.get(c[1], "")))
     for part, output in in_label_order:
@@ -313,9 +311,9 @@ def resolution_build(
             errors.setdefault(f"scores.{by_output.get(output, '?')}.{part}", VALUE_REQUIRED)
     choice = answers.preference
     mapped_preference = labels.get(choice, choice) if choice else None
-    _apply_preference(mapped_preference, cells, final, arbitrated, corrections, errors)
+    _apply_preference(mapped_preference, outcome, errors)
     given_flags = {labels[label]: sorted(set(f)) for label, f in answers.flags.items()}
-    _apply_flags(given_flags, cells, final, arbitrated, corrections)
+    _apply_flags(given_flags, outcome)
     for part, output in in_label_order:
         if part.startswith("flag:") and output not in given_flags:
             errors[f"flags.{by_output.get(output, '?')}"] = (
@@ -323,20 +321,31 @@ def resolution_build(
             )
     if errors:
         raise ResolveInvalid(errors)
-    final["arbitrated"] = sorted(arbitrated)
-    final["corrections"] = corrections
+    final["arbitrated"] = sorted(outcome.arbitrated)
+    final["corrections"] = outcome.corrections
     values = {
         "scores": given_scores,
         "preference": mapped_preference,
         "flags": given_flags,
-        "corrected": corrections,
+        "corrected": outcome.corrections,
         "note": answers.comment,
     }
     return final, values
 
 
+@dataclass
+class _Outcome:
+    """The item's final outcome as the arbiter's values go into it: the disputed `cells`, the
+    `final` being built, the parts the arbiter decided and the agreed values they corrected."""
+
+    cells: set
+    final: dict
+    arbitrated: set[str] = field(default_factory=set)
+    corrections: list[dict] = field(default_factory=list)
+
+
 def _answers_checked(
-    *, item: ReviewItem, rubric: Rubric, labels: dict, cells: set, final: dict, data: dict
+    *, item: ReviewItem, rubric: Rubric, labels: dict, outcome: _Outcome, data: dict
 ):
     """The arbiter's values parsed as a resolution (reviews/rubric.py): N/A where a reviewer
     gave N/A, a fraction only where it keeps the agreed value."""
@@ -352,8 +361,8 @@ def _answers_checked(
         # A new value must be a point of the scale; keeping an agreed one (the mean of the
         # reviews, so maybe 3.5) is not a new value.
         output = labels[label]
-        current = final["scores"].get(output, {}).get(dim.key)
-        return (dim.key, output) not in cells and value == current
+        current = outcome.final["scores"].get(output, {}).get(dim.key)
+        return (dim.key, output) not in outcome.cells and value == current
 
     return answers_check(
         rubric=rubric,
@@ -366,48 +375,51 @@ def _answers_checked(
     )
 
 
-def _apply_preference(
-    mapped: str | None, cells: set, final: dict, arbitrated: set, corrections: list, errors: dict
-) -> None:
+def _apply_preference(mapped: str | None, outcome: _Outcome, errors: dict) -> None:
     """The arbiter's preference (an output id, tie or both_bad) into `final`: required when
     disputed; a change to an agreed one is a correction."""
+    cells, final = outcome.cells, outcome.final
     if ("preference", None) in cells:
         if mapped is None and "preference" not in errors:
             errors["preference"] = CHOOSE_PREFERENCE
         elif mapped is not None:
-            arbitrated.add("preference")
+            outcome.arbitrated.add("preference")
             final["preference"] = mapped
     elif mapped is not None and mapped != final.get("preference"):
-        corrections.append(
+        outcome.corrections.append(
             {"part": "preference", "output": None, "from": final.get("preference"), "to": mapped}
         )
-        arbitrated.add("preference")
+        outcome.arbitrated.add("preference")
         final["preference"] = mapped
 
 
-def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+def _apply_scores(given: dict, outcome: _Outcome) -> None:
     """The arbiter's scores into `final`; a change to an agreed value is a correction."""
+    cells, final = outcome.cells, outcome.final
     for output, dims in given.items():
         for key, value in dims.items():
             current = final["scores"].setdefault(output, {}).get(key)
             if (key, output) in cells:
-                arbitrated.add(key)
+                outcome.arbitrated.add(key)
             elif value != current:
-                corrections.append({"part": key, "output": output, "from": current, "to": value})
-                arbitrated.add(key)
+                outcome.corrections.append(
+                    {"part": key, "output": output, "from": current, "to": value}
+                )
+                outcome.arbitrated.add(key)
             final["scores"][output][key] = value
 
 
-def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+def _apply_flags(given: dict, outcome: _Outcome) -> None:
     """The arbiter's flags into `final`; a change to a flag the reviewers agreed on is a
     correction, recorded as such."""
+    cells, final = outcome.cells, outcome.final
     for output, names in given.items():
         before, after = set(final["flags"].get(output, [])), set(names)
         decided = {part[5:] for part, out in cells if out == output and part.startswith("flag:")}
         if decided:
-            arbitrated.add("flag")
+            outcome.arbitrated.add("flag")
         for name in sorted((before ^ after) - decided):
-            corrections.append(
+            outcome.corrections.append(
                 {
                     "part": "flag",
                     "output": output,
@@ -416,7 +428,7 @@ def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, correcti
                     "to": name in after,
                 }
             )
-            arbitrated.add("flag")
+            outcome.arbitrated.add("flag")
         final["flags"][output] = sorted(after)
 
 
