@@ -29,7 +29,7 @@ from django.db.models.functions import Now
 from reviews.disputes.rules import disputed_cells, unknown_field_errors
 from reviews.models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
 from reviews.review import LeaseGone, lease_extended
-from reviews.rubric import WORDING, Rubric, answers_check, label_map
+from reviews.rubric import WORDING, CheckOptions, Rubric, answers_check, label_map
 from reviews.rubric import Mode as AnswerMode
 from tasks.models import Campaign, Mode
 
@@ -369,9 +369,11 @@ def _answers_checked(
         labels=list(labels),
         data=data,
         mode=AnswerMode.RESOLUTION,
-        wants_preference=item.campaign.mode != Mode.RUBRIC,
-        na_ok=lambda label, dim: (dim.key, labels[label]) in na_cells,
-        fraction_ok=kept,
+        options=CheckOptions(
+            wants_preference=item.campaign.mode != Mode.RUBRIC,
+            na_ok=lambda label, dim: (dim.key, labels[label]) in na_cells,
+            fraction_ok=kept,
+        ),
     )
 
 

@@ -20,7 +20,7 @@ from reviews.records.format import (
     USERNAME_RE,
     RecordError,
 )
-from reviews.rubric import Mode, Rubric, TurnScoring, answers_check
+from reviews.rubric import CheckOptions, Mode, Rubric, TurnScoring, answers_check
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
@@ -135,7 +135,7 @@ def _check_record(line: int, raw: dict, against: _Against, errors: list) -> Reco
         mode=Mode.RECORD,
         # An arbitration record may keep an agreed mean (3.5), or a reviewer's N/A, and its
         # comment is the arbiter's note: the arbitration rules judge them when it is replayed.
-        lenient=arbitration is True,
+        options=CheckOptions(lenient=arbitration is True),
     )
     for where, message in answers.errors.items():
         err(where, message)
@@ -212,7 +212,7 @@ class _TurnCheck:
             labels=names or None,
             data={"scores": scores},
             mode=Mode.RECORD,
-            lenient=arbitration,
+            options=CheckOptions(lenient=arbitration),
         )
         for where, message in answers.errors.items():
             # "scores.A.turn_quality@2" -> field turn_scores.A, "turn 2: ..."

@@ -6,8 +6,8 @@ import math
 
 from reviews.disputes.rules import unknown_field_errors
 from reviews.models import Assignment, Preference, Review, ReviewItem
+from reviews.rubric import CheckOptions, Rubric, answers_check
 from reviews.rubric import Mode as AnswerMode
-from reviews.rubric import Rubric, answers_check
 from tasks.blinding import render as blinding
 from tasks.models import Campaign
 
@@ -37,8 +37,7 @@ def review_payload_parse(
         labels=labels,
         data=data,
         mode=AnswerMode.REVIEW,
-        wants_scores=wants_scores,
-        wants_preference=wants_preference,
+        options=CheckOptions(wants_scores=wants_scores, wants_preference=wants_preference),
     )
     errors.update(answers.errors)
     preference, preferred = answers.preference or "", None
