@@ -275,21 +275,31 @@ def note_checked(note) -> tuple[str, str | None]:
     return answers.comment, answers.errors.get("note")
 
 
-def resolution_build(
-    *,
-    arbitration: Arbitration,
-    scores: dict | None,
-    preference: str | None,
-    flags: dict | None,
-    note: str | None,
-    unknown_fields: tuple[str, ...] = (),
-) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class Resolution:
+    """An arbiter's label-keyed values, as the page, the API or a record gives them;
+    `unknown_fields`: fields of the request a resolution does not have."""
+
+    scores: dict | None
+    preference: str | None = None
+    flags: dict | None = None
+    note: str | None = None
+    unknown_fields: tuple[str, ...] = ()
+
+
+def resolution_build(*, arbitration: Arbitration, resolution: Resolution) -> tuple[dict, dict]:
     """Validate label-keyed values against the dispute; return (item final, final_values).
 
     Pure apart from reading the item's reviews for N/A permission. Raises ResolveInvalid with
-    every problem at once (`unknown_fields`: fields of the request a resolution does not have).
-    The values are parsed by reviews/rubric.py; what is disputed is checked here.
+    every problem at once (the resolution's `unknown_fields` among them). The values are
+    parsed by reviews/rubric.py; what is disputed is checked here.
     """
+    scores, preference, flags, note = (
+        resolution.scores,
+        resolution.preference,
+        resolution.flags,
+        resolution.note,
+    )
     item = arbitration.item
     labels = label_map(arbitration.order)
     by_output = {v: k for k, v in labels.items()}
@@ -301,7 +311,7 @@ def resolution_build(
     outcome = _Outcome(cells=cells, final=final)
     data = {"scores": scores, "preference": preference, "flags": flags, "note": note}
     answers = _answers_checked(item=item, rubric=rubric, labels=labels, outcome=outcome, data=data)
-    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS) | answers.errors
+    errors = unknown_field_errors(resolution.unknown_fields, RESOLVE_FIELDS) | answers.errors
     given_scores = {labels[label]: dims for label, dims in answers.scores.items() if dims}
     _apply_scores(given_scores, outcome)
     # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
@@ -450,13 +460,7 @@ def arbitration_resolve(
     False; a resolve with other values raises AlreadyResolved, so they are never dropped
     without a word.
     """
-    request = {
-        "scores": scores,
-        "preference": preference,
-        "flags": flags,
-        "note": note,
-        "unknown_fields": unknown_fields,
-    }
+    request = Resolution(scores, preference, flags, note, unknown_fields)
     with transaction.atomic():
         arbitration = _locked_for(token, arbiter)
         if arbitration.state == Arbitration.State.RESOLVED:
@@ -465,7 +469,7 @@ def arbitration_resolve(
             return arbitration, False
         if arbitration.state != Arbitration.State.ACTIVE:
             raise ArbitrationGone
-        final, values = resolution_build(arbitration=arbitration, **request)
+        final, values = resolution_build(arbitration=arbitration, resolution=request)
         note_text = values.pop("note")
         done = Arbitration.objects.filter(
             pk=arbitration.pk, token=token, state=Arbitration.State.ACTIVE, arbiter=arbiter
@@ -483,11 +487,11 @@ def arbitration_resolve(
         return arbitration, True
 
 
-def _same_resolution(arbitration: Arbitration, request: dict) -> bool:
+def _same_resolution(arbitration: Arbitration, request: Resolution) -> bool:
     """Whether a resolve request carries the values its resolved arbitration stored: the same
     label -> output mapping (the token, hence the order, is unchanged) and the same rules."""
     try:
-        _final, values = resolution_build(arbitration=arbitration, **request)
+        _final, values = resolution_build(arbitration=arbitration, resolution=request)
     except ResolveInvalid:
         return False
     return arbitration.has_values(

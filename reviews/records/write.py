@@ -22,7 +22,12 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from evalsite.bulk import rows_update
-from reviews.arbitration.services import ResolveInvalid, note_checked, resolution_build
+from reviews.arbitration.services import (
+    Resolution,
+    ResolveInvalid,
+    note_checked,
+    resolution_build,
+)
 from reviews.disputes.rules import items_settle
 from reviews.models import (
     Arbitration,
@@ -517,10 +522,12 @@ def _arbitration_resolve(
     try:
         final, values = resolution_build(
             arbitration=arbitration,
-            scores=rec.scores,
-            preference=rec.preference,
-            flags=rec.flags or None,
-            note=rec.comment,
+            resolution=Resolution(
+                scores=rec.scores,
+                preference=rec.preference,
+                flags=rec.flags or None,
+                note=rec.comment,
+            ),
         )
     except ResolveInvalid as exc:
         for where, message in exc.errors.items():

@@ -8,6 +8,7 @@ Assignments are looked up by (token, request.user): someone else's token is a 40
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from functools import cache
 
 from django.contrib import messages
@@ -142,25 +143,34 @@ def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What the review page says besides the item: a notice, the answers as the reviewer
+    `entered` them with their `errors`, `busy` (every candidate taken concurrently: not
+    "finished"), and `correcting`: the reviewer's own submitted review, its answers in
+    `entered`, sent to review_correct instead of a submit."""
+
+    notice: dict | None = None
+    entered: dict | None = None
+    errors: dict | None = None
+    busy: bool = False
+    correcting: bool = False
+
+
 def _render_review(
     request: HttpRequest,
     *,
     campaign: Campaign,
     assignment: Assignment | None,
-    notice: dict | None = None,
-    entered: dict | None = None,
-    errors: dict | None = None,
-    status: int = 200,
-    busy: bool = False,
     page: selectors.ReviewPage | None = None,
-    correcting: bool = False,
+    shown: _Shown = _Shown(),
 ) -> HttpResponse:
     """The review page, or only its #review region for htmx requests.
 
     `page` is what review_page already read (task, outputs, progress): not read again.
-    `correcting`: the reviewer's own submitted review, its answers in `entered`, sent to
-    review_correct instead of a submit.
     """
+    notice, entered, errors = shown.notice, shown.entered, shown.errors
+    busy, correcting = shown.busy, shown.correcting
     progress = (
         {"done": page.done}
         if page is not None
@@ -202,7 +212,7 @@ def _render_review(
             heartbeat_ms=min(60_000, campaign.lease_minutes * 20_000),
         )
     template = f"{REVIEW_TEMPLATE}#review" if request.htmx else REVIEW_TEMPLATE
-    response = render(request, template, context, status=status)
+    response = render(request, template, context)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -244,8 +254,7 @@ def next_response(
         request,
         campaign=campaign,
         assignment=claim.assignment if claim else None,
-        notice=notice,
-        busy=busy,
+        shown=_Shown(notice=notice, busy=busy),
         # The new item's task, outputs and the reviewer's progress in one query.
         page=selectors.review_page_data(
             slug=campaign.slug, token=claim.assignment.token, reviewer=request.user
@@ -377,7 +386,10 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
             "text": "Busy right now: not saved yet. Submit again; it will never be saved twice.",
         }
         return _render_review(
-            request, campaign=campaign, assignment=assignment, notice=notice, entered=data
+            request,
+            campaign=campaign,
+            assignment=assignment,
+            shown=_Shown(notice=notice, entered=data),
         )
     if result.code == "invalid":
         # htmx 2 swaps only 2xx: the form comes back with its errors and status 200.
@@ -386,9 +398,7 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
             request,
             campaign=campaign,
             assignment=assignment,
-            notice=notice,
-            entered=data,
-            errors=result.errors,
+            shown=_Shown(notice=notice, entered=data, errors=result.errors),
         )
     if result.code in ("saved", "saved_late"):
         probe_after_submit(campaign=campaign, reviewer=request.user, item_id=assignment.item_id)
@@ -452,10 +462,7 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
                 request,
                 campaign=campaign,
                 assignment=assignment,
-                notice=notice,
-                entered=data,
-                errors=result.errors,
-                correcting=True,
+                shown=_Shown(notice=notice, entered=data, errors=result.errors, correcting=True),
             )
         (messages.success if result.ok else messages.warning)(request, result.message)
         return _to_history(request, slug)
@@ -464,7 +471,10 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
         return _to_history(request, slug)
     entered = history_selectors.review_entered(assignment)
     return _render_review(
-        request, campaign=campaign, assignment=assignment, entered=entered, correcting=True
+        request,
+        campaign=campaign,
+        assignment=assignment,
+        shown=_Shown(entered=entered, correcting=True),
     )
 
 
@@ -509,7 +519,9 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     if not reason:
         assignment = own_assignment(request, slug, token)
         notice = {"level": "error", "text": "Choose a reason to skip this item."}
-        return _render_review(request, campaign=campaign, assignment=assignment, notice=notice)
+        return _render_review(
+            request, campaign=campaign, assignment=assignment, shown=_Shown(notice=notice)
+        )
     skipped = services.assignment_skip(token=token, reviewer=request.user, reason=reason)
     text = (
         "Skipped; you will not get this item again."
