@@ -117,9 +117,9 @@ def candidates_shown(
         candidates=candidates,
         transcripts=[o.transcript for o in outputs],
         task_turns=task_turns,
-        terms=viewer.terms,
-        html=viewer.html,
-        reasoning=viewer.show_reasoning,
+        reader=transcript_shown.Reader(
+            viewer.terms, html=viewer.html, reasoning=viewer.show_reasoning
+        ),
     )
     return candidates, turns
 

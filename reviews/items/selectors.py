@@ -45,7 +45,7 @@ def _transcripts(item: ReviewItem, outputs: list, name_of: dict) -> tuple[list, 
         candidates=candidates,
         transcripts=[o.generation.transcript for o in outputs],
         task_turns=item.task.turns,
-        terms=None,
+        reader=transcript_shown.Reader(None),
     )
     names = {c["label"]: name_of[str(o.pk)] for c, o in zip(candidates, outputs, strict=True)}
     for row in rows or []:

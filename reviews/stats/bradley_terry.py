@@ -203,7 +203,9 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
         )
         return out
     theta = _bt_rate(out, w, contenders)
-    _bt_intervals(out, battles, contenders, theta, n_boot=n_boot, seed=seed)
+    lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
+    if _bt_intervals(out, contenders, lo, hi):
+        out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
     return out
 
 
@@ -246,24 +248,21 @@ def _bt_rate(out: dict, w, contenders: list):
     return theta
 
 
-def _bt_intervals(
-    out: dict, battles: pd.DataFrame, contenders: list, theta, *, n_boot: int, seed: int
-) -> None:
+def _bt_intervals(out: dict, contenders: list, lo, hi) -> bool:
     """The bootstrap's 95% intervals and the ranks they give, into `out` (or the reason there
-    are none)."""
-    lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
+    are none: False)."""
     if lo is None:
         # The rank rule needs intervals; ranking bare point estimates would claim a precision
         # that one item (or no bootstrap) cannot give.
         out["reason"] = (
             "no confidence intervals (fewer than two items, or no bootstrap rounds): no ranks"
         )
-        return
+        return False
     out["ci95"].update(
         (c, [float(a), float(b)]) for c, a, b in zip(contenders, lo, hi, strict=True)
     )
     out["rank"].update(zip(contenders, ranks(lo, hi), strict=True))
-    out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
+    return True
 
 
 def _bootstrap(
