@@ -164,8 +164,8 @@ def interval_chart(
     plot = width - left - right
     x = _x_scale(lo, hi, left, plot)
     rows = [
-        _chart_row(label, value, ci, y=top + i * row_h + row_h / 2, x=x, fmt=fmt, span=(left, plot))
-        for i, (label, value, ci) in enumerate(points)
+        _chart_row(point, y=top + i * row_h + row_h / 2, x=x, fmt=fmt, span=(left, plot))
+        for i, point in enumerate(points)
     ]
     height = top + len(points) * row_h + 28
     axis_y = top + len(points) * row_h + 4
@@ -213,9 +213,10 @@ def _x_scale(lo: float, hi: float, left: int, plot: int):
     return x
 
 
-def _chart_row(label: str, value, ci, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
-    """One point's row: its value's x, its interval's ends (one open side for an undefeated
-    or winless contender) and its text."""
+def _chart_row(point: tuple, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
+    """One point's row (`point`: label, value, interval): its value's x, its interval's ends
+    (one open side for an undefeated or winless contender) and its text."""
+    label, value, ci = point
     left, plot = span
     row = {
         "label": label,
