@@ -19,7 +19,9 @@ from django.db.models.functions import Now
 from evalsite.roles import REVIEWER
 from reviews import transcript_shown
 from reviews.models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
-from reviews.review import BLOCKING, REVIEWABLE, SKIP_REASONS, sql, stale_leases_q
+from reviews.review import sql
+from reviews.review.leases import SKIP_REASONS
+from reviews.review.standing import REVIEWABLE
 from reviews.rubric import Rubric
 from reviews.screen import (
     OutputRead,
@@ -69,7 +71,7 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
 def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
     """Items this reviewer could still be given (an upper bound: others may take slots first)."""
     blocked = Assignment.objects.filter(
-        reviewer=reviewer, campaign=campaign, state__in=BLOCKING
+        reviewer=reviewer, campaign=campaign, state__in=Assignment.BLOCKING
     ).values("item_id")
     return (
         ReviewItem.objects.filter(
@@ -378,7 +380,7 @@ def _reviewer_counts(*, campaign: Campaign) -> list[dict]:
         .values("reviewer_id", "reviewer__username")
         .annotate(
             active=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())),
-            stale=Count("pk", filter=stale_leases_q()),
+            stale=Count("pk", filter=Assignment.stale_q()),
             submitted=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),
             skipped=Count("pk", filter=Q(state=Assignment.State.SKIPPED)),
             expired=Count("pk", filter=Q(state=Assignment.State.EXPIRED)),
@@ -411,7 +413,7 @@ def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
     for a in (
         Assignment.objects.filter(item__in=items)
         .select_related("reviewer")
-        .annotate(is_stale=ExpressionWrapper(stale_leases_q(), output_field=BooleanField()))
+        .annotate(is_stale=ExpressionWrapper(Assignment.stale_q(), output_field=BooleanField()))
         .order_by("slot", "created_at")
     ):
         by_item.setdefault(a.item_id, []).append(
@@ -444,7 +446,7 @@ def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
 def _stale_rows(*, campaign: Campaign) -> list[dict]:
     """The campaign's stale leases, oldest first (the first 200)."""
     stale = (
-        Assignment.objects.filter(stale_leases_q(), campaign=campaign)
+        Assignment.objects.filter(Assignment.stale_q(), campaign=campaign)
         .select_related("reviewer", "item__task")
         .order_by("lease_expires_at")[:200]
     )
