@@ -39,7 +39,7 @@ def unit_of(root: Path, module: str) -> str | None:
     parts = module.split(".")
     if parts[0] not in APPS:
         return None
-    if parts[-1] == "models":  # every models module registers with its app's models.py
+    if "models" in parts[1:]:  # every models module (and what it defines) is the app's models
         return f"{parts[0]}.models"
     if len(parts) >= 2 and (root / parts[0] / parts[1]).is_dir() and parts[1] != "management":
         return ".".join(parts[:2])

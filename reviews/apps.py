@@ -2,7 +2,8 @@
 
 `reviews` imports `tasks`, never the other way round. What tasks announces (tasks/signals.py)
 is received here, and what tasks asks of the review side (tasks/review_side.py) is registered
-here, once, when Django starts.
+here, once, when Django starts; what the review side then does, step by step, is in
+reviews/workflows.py.
 """
 
 from django.apps import AppConfig
@@ -12,25 +13,27 @@ class ReviewsConfig(AppConfig):
     name = "reviews"
 
     def ready(self) -> None:
-        from reviews.blinding_probe.selectors import blinding_summary
+        from reviews import workflows
+        from reviews.arbitration import rosters
+        from reviews.identity_reports.selectors import blinding_summary
         from reviews.judges.monitoring import (
             judge_output_scores,
             judge_outputs,
             judge_preferences,
             judge_verdicts,
         )
-        from reviews.review import readiness, rosters, views
+        from reviews.review import readiness, views
         from tasks import review_side, signals
 
         signals.outputs_changed.connect(
-            readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
+            workflows.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
         )
         signals.generation_finished.connect(
-            readiness.generation_finished_received, dispatch_uid="reviews.generation_finished"
+            workflows.generation_finished_received, dispatch_uid="reviews.generation_finished"
         )
         review_side.register(
-            review_items_sync=readiness.review_items_sync,
-            review_items_open_for=readiness.review_items_open_for,
+            review_items_sync=workflows.items_sync,
+            review_items_open_for=workflows.items_open_for,
             review_item_progress=readiness.review_item_progress,
             review_item_states=readiness.review_item_states,
             roster_changed=rosters.roster_changed,

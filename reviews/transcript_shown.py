@@ -444,22 +444,16 @@ def task_messages(task) -> list[dict]:
 
 
 def attach(
-    *,
-    candidates: list[dict],
-    transcripts: list,
-    task_turns,
-    terms: tuple[str, ...] | None,
-    html: bool = True,
-    reasoning: bool = False,
+    *, candidates: list[dict], transcripts: list, task_turns, reader: Reader
 ) -> list[dict] | None:
-    """Give each candidate ({"label", ...}) its transcript shown, as "turns"; return the
-    conversation's rows turn by turn, or None when each output is shown whole. `reasoning`:
-    each step's reasoning too (the campaign's show_reasoning)."""
+    """Give each candidate ({"label", ...}) its transcript shown, as "turns", as `reader`
+    reads it (masked or not, Markdown or not, each step's reasoning or not); return the
+    conversation's rows turn by turn, or None when each output is shown whole."""
     shown, rows = outputs_shown(
         labels=[c["label"] for c in candidates],
         transcripts=transcripts,
         task_turns=task_turns or [],
-        reader=Reader(terms, html=html, reasoning=reasoning),
+        reader=reader,
     )
     for candidate, turns in zip(candidates, shown, strict=True):
         candidate["turns"] = turns

@@ -276,6 +276,18 @@ class Campaign(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def wants(self) -> tuple[bool, bool]:
+        """(wants rubric scores, wants a preference) for the campaign's mode."""
+        scores = self.mode in (Mode.RUBRIC, Mode.BOTH) and bool(self.rubric)
+        preference = self.mode in (Mode.PAIRWISE, Mode.BOTH)
+        return scores, preference
+
+    def review_policy(self) -> dict | None:
+        """The campaign's checked review policy (tasks/campaigns/policy.py), or None: people
+        review every item."""
+        policy = (self.weights or {}).get("review_policy")
+        return policy if isinstance(policy, dict) and policy.get("judge") else None
+
     def on_roster(self, user, role: str) -> bool:
         """Whether `user` may see this campaign as a `role`: `visible_to` for one campaign
         (no query when the roster is "all")."""

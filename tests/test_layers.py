@@ -4,6 +4,7 @@ name. What tasks needs of the review side goes through tasks/signals.py and
 tasks/review_side.py."""
 
 import ast
+import importlib.util
 import inspect
 from pathlib import Path
 
@@ -81,6 +82,40 @@ def test_the_port_says_so_when_reviews_has_not_filled_it(monkeypatch):
     monkeypatch.setattr(review_side, "_registered", {})
     with pytest.raises(review_side.ReviewSideMissing, match=r"ReviewsConfig\.ready"):
         review_side.review_items_open_for(generation_id=1)
+
+
+# -- the packages of reviews -------------------------------------------------------------------
+
+
+def code_shape():
+    """bench/code_shape.py, the walk that also prints the figures: one graph for both."""
+    spec = importlib.util.spec_from_file_location("code_shape", ROOT / "bench" / "code_shape.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_import_cycle_between_reviews_packages():
+    shape = code_shape()
+    graph = {
+        unit: {u for u in edges if u.startswith("reviews.")}
+        for unit, edges in shape.package_graph(ROOT).items()
+        if unit.startswith("reviews.")
+    }
+    # The walk saw the packages and their edges, those inside functions too.
+    assert {"reviews.review", "reviews.disputes", "reviews.report"} <= set(graph)
+    assert "reviews.disputes" in graph["reviews.review"]
+    cycles = shape.strongly_connected(graph)
+    assert not cycles, "import cycles between reviews packages:\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def test_no_private_name_crosses_modules_of_reviews():
+    modules = [p for p in project_modules() if p.parts[len(ROOT.parts)] == "reviews"]
+    assert ROOT / "reviews" / "review" / "submit.py" in modules  # the walk found the app
+    found = private_imports_from("reviews", modules)
+    assert not found, "import public names across modules of reviews:\n" + "\n".join(found)
 
 
 # -- the monitors package ------------------------------------------------------------------------

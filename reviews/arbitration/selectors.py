@@ -20,25 +20,24 @@ from django.utils import timezone
 
 from evalsite.roles import ARBITER
 from reviews import transcript_shown
-from reviews.arbitration.disputes import disputed_cells
+from reviews.disputes.rules import disputed_cells
 from reviews.models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from reviews.review import campaign_wants
-from reviews.review.selectors import task_json
 from reviews.rubric import Dimension, Rubric, label_map
-from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.screen import (
+    OutputRead,
+    Viewer,
+    candidates_shown,
+    rubric_shown,
+    score_text,
+    task_json,
+    task_shown,
+)
 from tasks.blinding.campaign_texts import instructions_shown, words_shown
 from tasks.blinding.parts import hand_masked
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "N/A"
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _choice_label(choice: str | None, label_of: dict[str, str]) -> str:
@@ -55,7 +54,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     label_of = {pk: label for label, pk in labels.items()}
     viewer = Viewer.of(campaign)
     terms = viewer.terms
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     candidates, turns = candidates_shown(_outputs_read(item, labels), item.task.turns, viewer)
     reviews = item.reviews.prefetch_related("scores").order_by("submitted_at", "pk")
     reviewer_rows = [
@@ -69,15 +68,9 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     dims = list(Rubric.for_item(item))  # with a conversation's per-turn scores (score_turns)
     shown = rubric_shown(dims, viewer)
     rubric = [_rubric_entry(dim, row) for dim, row in zip(dims, shown, strict=True)]
+    reviews_shown = _ReviewsShown(labels=labels, rows=reviewer_rows, cells=cells)
     grid = [
-        _grid_row(
-            dim=dim,
-            label=entry["label"],
-            labels=labels,
-            reviewer_rows=reviewer_rows,
-            agreed_scores=agreed_scores,
-            cells=cells,
-        )
+        _grid_row(dim=dim, label=entry["label"], reviews=reviews_shown, agreed_scores=agreed_scores)
         for dim, entry in zip(dims, rubric, strict=True)
     ]
     return {
@@ -198,16 +191,19 @@ def _rubric_entry(dim: Dimension, shown: dict) -> dict:
     }
 
 
-def _grid_row(
-    *,
-    dim: Dimension,
-    label: str,
-    labels: dict,
-    reviewer_rows: list[dict],
-    agreed_scores: dict,
-    cells: set,
-) -> dict:
+@dataclass(frozen=True)
+class _ReviewsShown:
+    """The item's reviews as the arbiter reads them: the labels ({"A": "<output id>"}), one row
+    per reviewer, and the disputed cells."""
+
+    labels: dict
+    rows: list[dict]
+    cells: set
+
+
+def _grid_row(*, dim: Dimension, label: str, reviews: _ReviewsShown, agreed_scores: dict) -> dict:
     """One dimension's row of the score grid: per label, each reviewer's value and the agreed one."""
+    labels, reviewer_rows, cells = reviews.labels, reviews.rows, reviews.cells
     key = dim.key
     row: dict[str, Any] = {"key": key, "label": label, "cells": [], "disputed": False}
     for out_label, pk in labels.items():
@@ -220,11 +216,11 @@ def _grid_row(
                 "name": f"score-{out_label}-{key}",
                 "disputed": disputed,
                 "reviewers": [
-                    {"name": r["name"], "value": _fmt(v)}
+                    {"name": r["name"], "value": score_text(v)}
                     for r, v in zip(reviewer_rows, values, strict=True)
                 ],
                 "agreed": None if disputed else agreed_scores[out_label].get(key),
-                "agreed_text": "" if disputed else _fmt(agreed_scores[out_label].get(key)),
+                "agreed_text": "" if disputed else score_text(agreed_scores[out_label].get(key)),
                 "choices": list(dim.points),
                 "na": dim.allow_na or any(v is None for v in values),
             }
@@ -575,3 +571,14 @@ def dispute_rows(*, arbitrations: Sequence[Arbitration], now: datetime) -> list[
             }
         )
     return rows
+
+
+def arbiter_resolved(*, arbiter: User, limit: int = 20) -> list[dict]:
+    """The arbiter's latest resolved items, by token (their item pages)."""
+    rows = (
+        Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)
+        .filter(item__campaign__in=Campaign.objects.visible_to(arbiter, ARBITER))
+        .order_by("-resolved_at", "-pk")
+        .values_list("token", "item__campaign__name", "resolved_at")[:limit]
+    )
+    return [{"token": t, "campaign": name, "resolved_at": at} for t, name, at in rows]

@@ -19,6 +19,7 @@ from reviews.arbitration.selectors import (
     DisputeFilter,
     arbiter_counts,
     arbiter_queue,
+    arbiter_resolved,
     arbitration_workspace,
     campaign_dispute_counts,
     campaign_disputes,
@@ -41,7 +42,6 @@ from reviews.arbitration.services import (
 )
 from reviews.comments import item_comments
 from reviews.identity_reports.services import REPORTED, NothingToReport, arbiter_report
-from reviews.items.selectors import arbiter_resolved
 from reviews.models import FLAGS, Arbitration
 from reviews.rubric import Rubric, label_map
 from tasks.models import Campaign

@@ -30,7 +30,7 @@ def _agreement_note(a: dict) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _agreement(report: dict) -> dict:
+def agreement_section(report: dict) -> dict:
     rows = [
         _agreement_row(dim, a, a.get("ac1", a.get("ac2"))) for dim, a in report["agreement"].items()
     ]
@@ -104,7 +104,7 @@ def _thresholds(value) -> str:
     return str(value)
 
 
-def _stability(report: dict) -> dict:
+def stability_section(report: dict) -> dict:
     chart = interval_chart(
         [
             (
@@ -236,7 +236,7 @@ def _pass_bases_table(report: dict) -> Table:
     )
 
 
-def _cost(report: dict) -> dict:
+def cost_section(report: dict) -> dict:
     lb = report["leaderboard"]
     decision = report["decision"]
     return {

@@ -133,7 +133,7 @@ class IntervalChart:
     narrow: IntervalChart | None = None
 
 
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     span = hi - lo
     if span <= 0:
         return [lo]
@@ -185,14 +185,14 @@ def _drawn(points: list[tuple], *, lo: float, hi: float, marks, fmt: str, narrow
     rows = []
     for i, (label, value, ci) in enumerate(points):
         y = top + i * row_h + (row_h - 10 if narrow else row_h / 2)
-        row = _chart_row(label, value, ci, y=y, x=x, fmt=fmt, span=(left, plot))
+        row = _chart_row((label, value, ci), y=y, x=x, fmt=fmt, span=(left, plot))
         row["lx"], row["ly"] = (left, y - 12) if narrow else (left - 10, y + 4)
         rows.append(row)
     height = top + len(points) * row_h + 28
     axis_y = top + len(points) * row_h + 4
     ticks = [
         {"x": x(t), "label": fmt.format(t), "y": axis_y + 16, "y0": top, "y1": axis_y}
-        for t in _nice_ticks(lo, hi, n_ticks)
+        for t in nice_ticks(lo, hi, n_ticks)
     ]
     drawn_marks = [
         {"x": x(v), "label": label, "y0": top - 6, "y1": axis_y} for v, label in marks or []
@@ -240,9 +240,10 @@ def _x_scale(lo: float, hi: float, left: int, plot: int):
     return x
 
 
-def _chart_row(label: str, value, ci, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
-    """One point's row: its value's x, its interval's ends (one open side for an undefeated
-    or winless contender) and its text."""
+def _chart_row(point: tuple, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
+    """One point's row (`point`: label, value, interval): its value's x, its interval's ends
+    (one open side for an undefeated or winless contender) and its text."""
+    label, value, ci = point
     left, plot = span
     row = {
         "label": label,

@@ -16,7 +16,6 @@ from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from reviews.dashboards.selectors import (
     PAGE_TITLES,
-    campaign_report_cached,
     dashboard_page,
     pages_for,
 )
@@ -28,6 +27,7 @@ from reviews.records import (
     too_big_problem,
 )
 from reviews.records.api import export_response
+from reviews.report.cache import campaign_report_cached
 from tasks.models import Campaign
 
 

@@ -1,5 +1,6 @@
 """The identity reports page: each report beside the item's texts, approve (with words masked
-by hand) or drop with a reason (admins; leads read)."""
+by hand) or drop with a reason (admins; leads read); and a reviewer's "this answer reveals the
+model" on the review page (the arbiter's is on the arbitration page)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.htmx import AuthedHttpRequest
-from evalsite.roles import ADMIN, LEAD, has_role, role_required
+from evalsite.roles import ADMIN, LEAD, REVIEWER, has_role, role_required
 from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
-from reviews.identity_reports.services import ReportNotOpen, ResolveInvalid, identity_report_resolve
+from reviews.identity_reports.services import (
+    REPORTED,
+    NothingToReport,
+    ReportNotOpen,
+    ResolveInvalid,
+    identity_report_resolve,
+    reviewer_report,
+)
 from reviews.models import IdentityReport
+from reviews.review.views import next_response, own_assignment
 from tasks.blinding.hold import MaskInvalid, generation_texts, mask_spans_of_words
 from tasks.models import Campaign, Generation
 
@@ -71,3 +80,18 @@ def identity_report_resolve_view(
             else "Dropped: the item is out of the campaign and its figures.",
         )
     return redirect("campaign_identity_reports", slug=campaign.slug)
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_report_identity(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
+    """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    own_assignment(request, slug, token)  # someone else's token stays a 404
+    try:
+        reviewer_report(token=token, reviewer=request.user, note=request.POST.get("note", ""))
+    except NothingToReport:
+        notice = {"level": "warn", "text": "This item was no longer yours to report."}
+    else:
+        notice = {"level": "ok", "text": REPORTED}
+    return next_response(request, campaign, notice=notice)

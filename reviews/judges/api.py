@@ -9,7 +9,7 @@ from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD
 from reviews.judges.calibration import judge_calibration, judging_progress
 from reviews.judges.services import JudgingError, judging_enqueue
-from reviews.report.campaign import clean
+from reviews.stats.rounding import clean
 from tasks.models import Campaign, Judge
 
 

@@ -23,7 +23,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.judges.demo_monitor import monitor_judged
 from reviews.judges.models import Judgement
 from reviews.models import Review, ReviewItem, Score

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reviews import transcript_shown
-from reviews.review.selectors import review_screen, task_json
+from reviews.review.selectors import review_screen
+from reviews.screen import task_json
 from tasks.judges.answer import AnswerShape, Scale
 from tasks.models import Campaign
 

@@ -20,8 +20,8 @@ from reviews.judges.calibration import (
     judging_failures,
     judging_progress,
 )
+from reviews.judges.policy_start import policy_state
 from reviews.judges.services import JudgingError, judging_enqueue
-from reviews.policy.selectors import policy_summary
 from reviews.rubric import Rubric
 from reviews.stats.calibration import EPSILON
 from tasks.models import Campaign, Judge
@@ -41,7 +41,7 @@ def campaign_judges_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
         "campaign": campaign,
         "rows": rows,
         "is_admin": has_role(request.user, ADMIN),
-        "policy": policy_summary(campaign=campaign),
+        "policy": policy_state(campaign=campaign),
         # The section polls while a judge works on the campaign.
         "polling": any(r["progress"]["pending"] or r["progress"]["running"] for r in rows),
     }

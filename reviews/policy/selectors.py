@@ -7,11 +7,11 @@ from collections import Counter
 from django.db.models import Count, Q
 
 from reviews.models import ReviewItem
-from reviews.policy.services import review_policy
-from reviews.policy.start import UNCALIBRATED, policy_judging_problem
 from tasks.models import Campaign
 
 S = ReviewItem.State
+# What the campaign page and report say of a policy whose judge was let in uncalibrated.
+UNCALIBRATED = "judge not calibrated"
 
 
 def policy_summary(*, campaign: Campaign) -> dict | None:
@@ -19,9 +19,9 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
     "judging" (waiting for the judge), "people" (routed to people), "judge_settled",
     "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items},
     "calibration" (the campaign the judge was calibrated on), "allow_uncalibrated", "note"
-    ("judge not calibrated" when let in uncalibrated, else ""), "judge_problem" (why its
-    judging cannot start now, else "")}; None without a policy."""
-    policy = review_policy(campaign)
+    ("judge not calibrated" when let in uncalibrated, else "")}; None without a policy. The
+    judge's own state is added by reviews/judges/policy_start.py `policy_state`."""
+    policy = campaign.review_policy()
     if policy is None:
         return None
     items = ReviewItem.objects.filter(campaign=campaign).exclude(state=S.DROPPED)
@@ -41,7 +41,6 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
         "allow_uncalibrated": False,
         **policy,
         "note": UNCALIBRATED if policy.get("allow_uncalibrated") else "",
-        "judge_problem": policy_judging_problem(campaign=campaign, policy=policy),
         "items": counts["total"],
         "judging": counts["judging"],
         "people": counts["people"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db.models import Count, Max
@@ -279,12 +280,10 @@ def _arbitration_record(row, dim_rank, contender_names, unblind, output_contende
 
 
 def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
-    scores = _batch_scores([r[0] for r in batch])
     item_outputs, output_contender = _batch_outputs({r[1] for r in batch})
+    read = _BatchRead(_batch_scores([r[0] for r in batch]), item_outputs, output_contender)
     for row in batch:
-        yield _review_record(
-            row, scores, item_outputs, output_contender, dim_rank, contender_names, unblind
-        )
+        yield _review_record(row, read, dim_rank, contender_names, unblind)
 
 
 def _batch_scores(review_ids: list[int]) -> dict[int, dict[int, dict[str, float | None]]]:
@@ -311,9 +310,17 @@ def _batch_outputs(item_ids: set[int]) -> tuple[dict[int, list[int]], dict[int, 
     return item_outputs, output_contender
 
 
-def _review_record(
-    row, scores, item_outputs, output_contender, dim_rank, contender_names, unblind
-) -> dict:
+@dataclass(frozen=True)
+class _BatchRead:
+    """What a batch of reviews reads besides their rows: each review's scores, each item's
+    outputs in id order, each output's contender."""
+
+    scores: dict[int, dict[int, dict[str, float | None]]]
+    item_outputs: dict[int, list[int]]
+    output_contender: dict[int, int]
+
+
+def _review_record(row, read: _BatchRead, dim_rank, contender_names, unblind) -> dict:
     """One review as a record, under the labels of the order its reviewer saw (the outputs'
     id order when none was stored); models named only when `unblind`."""
     (
@@ -331,6 +338,7 @@ def _review_record(
         order,
         seconds,
     ) = row
+    scores, item_outputs, output_contender = read.scores, read.item_outputs, read.output_contender
     order = [int(o) for o in (order or [])] or item_outputs[item_id]
     names = labels(len(order))
     label_of = dict(zip(order, names, strict=True))

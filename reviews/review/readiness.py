@@ -29,7 +29,6 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 
 from reviews.models import ItemOutput, ReviewItem
 from reviews.policy.services import opening_state
-from reviews.policy.start import policy_judging_start
 from tasks.models import Campaign, Generation, Mode
 
 
@@ -144,9 +143,6 @@ def review_items_sync(
     opened = _items_open(items=items, state=state)
     if opened:
         campaign_open_for_review(Campaign.objects.filter(pk=campaign.pk))
-        if state == ReviewItem.State.JUDGING:
-            # A review policy starts its judge on the items that now wait for it.
-            policy_judging_start(campaign=campaign)
     return {"created": created, "ready": opened}
 
 
@@ -266,23 +262,7 @@ def review_items_open_for(*, generation_id: int) -> int:
     if opened:  # at most once per item: not on every generation's path
         generation = Generation.objects.filter(pk=generation_id).values("campaign_id")
         campaign_open_for_review(Campaign.objects.filter(pk__in=generation))
-        if opening_state(weights) == ReviewItem.State.JUDGING:
-            # A review policy starts its judge on the items that now wait for it.
-            campaign = Campaign.objects.get(pk__in=generation)
-            policy_judging_start(
-                campaign=campaign, item_ids=list(showing.values_list("item_id", flat=True))
-            )
     return opened
-
-
-def outputs_changed_received(sender, *, campaign: Campaign, **kwargs) -> None:
-    """tasks.signals.outputs_changed: the campaign's rows or outputs changed."""
-    review_items_sync(campaign=campaign)
-
-
-def generation_finished_received(sender, *, generation_id: int, **kwargs) -> None:
-    """tasks.signals.generation_finished: one row is done, its items may open."""
-    review_items_open_for(generation_id=generation_id)
 
 
 def review_item_progress(*, campaign: Campaign) -> dict[str, int]:

@@ -9,7 +9,6 @@ towards a reviewer template or API response.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -20,9 +19,18 @@ from django.db.models.functions import Now
 from evalsite.roles import REVIEWER
 from reviews import transcript_shown
 from reviews.models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
-from reviews.review import BLOCKING, REVIEWABLE, SKIP_REASONS, campaign_wants, sql, stale_leases_q
+from reviews.review import sql
+from reviews.review.leases import SKIP_REASONS
+from reviews.review.standing import REVIEWABLE
 from reviews.rubric import Rubric
-from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.screen import (
+    OutputRead,
+    Viewer,
+    candidates_shown,
+    rubric_shown,
+    task_json,
+    task_shown,
+)
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import instructions_shown
 from tasks.blinding.hold import generation_hand_masked
@@ -63,7 +71,7 @@ def reviewer_campaigns(*, reviewer: User) -> list[dict]:
 def available_for(*, campaign: Campaign, reviewer: User) -> int:
     """Items this reviewer could still be given (an upper bound: others may take slots first)."""
     blocked = Assignment.objects.filter(
-        reviewer=reviewer, campaign=campaign, state__in=BLOCKING
+        reviewer=reviewer, campaign=campaign, state__in=Assignment.BLOCKING
     ).values("item_id")
     return (
         ReviewItem.objects.filter(
@@ -155,7 +163,7 @@ def review_screen(
     # reasoning where shown; a conversation turn by turn.
     candidates, turns = candidates_shown(outputs, task.turns, viewer)
     rubric = Rubric.for_task(campaign, task)
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     return {
         "token": assignment.token,
         "state": assignment.state,
@@ -298,29 +306,6 @@ def _inline_keys(screen: dict) -> set[str]:
     return keys
 
 
-def task_json(
-    *,
-    category: str,
-    multi_turn: bool,
-    conversation: list,
-    reference: str | None,
-    turns: list[str] | None = None,
-) -> dict[str, Any]:
-    """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
-    task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
-    user's messages of a conversation; `reference` where the campaign shows it."""
-    task: dict[str, Any] = {"category": category}
-    if multi_turn:
-        task["messages"] = [m["json"] for m in conversation]
-    else:
-        task["prompt"] = conversation[0]["content"] if conversation else ""
-    if turns:
-        task["turns"] = turns
-    if reference:
-        task["reference"] = reference
-    return task
-
-
 def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
     """The JSON shape of the reviewer loop's API (docs/reviewing.md): labels and text only."""
     shown = screen["task"]
@@ -395,7 +380,7 @@ def _reviewer_counts(*, campaign: Campaign) -> list[dict]:
         .values("reviewer_id", "reviewer__username")
         .annotate(
             active=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())),
-            stale=Count("pk", filter=stale_leases_q()),
+            stale=Count("pk", filter=Assignment.stale_q()),
             submitted=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),
             skipped=Count("pk", filter=Q(state=Assignment.State.SKIPPED)),
             expired=Count("pk", filter=Q(state=Assignment.State.EXPIRED)),
@@ -428,7 +413,7 @@ def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
     for a in (
         Assignment.objects.filter(item__in=items)
         .select_related("reviewer")
-        .annotate(is_stale=ExpressionWrapper(stale_leases_q(), output_field=BooleanField()))
+        .annotate(is_stale=ExpressionWrapper(Assignment.stale_q(), output_field=BooleanField()))
         .order_by("slot", "created_at")
     ):
         by_item.setdefault(a.item_id, []).append(
@@ -461,7 +446,7 @@ def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
 def _stale_rows(*, campaign: Campaign) -> list[dict]:
     """The campaign's stale leases, oldest first (the first 200)."""
     stale = (
-        Assignment.objects.filter(stale_leases_q(), campaign=campaign)
+        Assignment.objects.filter(Assignment.stale_q(), campaign=campaign)
         .select_related("reviewer", "item__task")
         .order_by("lease_expires_at")[:200]
     )

@@ -17,7 +17,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.models import Assignment, Review, ReviewItem, Score
 from reviews.review import sql
 from reviews.review.answers import review_payload_parse, same_answers

@@ -4,8 +4,8 @@ state), long tables folded after the summaries, and charts that draw what their 
 import pytest
 
 from reviews import review as services
-from reviews.dashboards.selectors import campaign_report_warm, report_fingerprint, reports_warm
 from reviews.jobs import reports_warm_job
+from reviews.report.cache import campaign_report_warm, report_fingerprint, reports_warm
 from tests.factories import UserFactory, campaign_ready
 from tests.reviews.helpers import full_review
 from tests.reviews.test_review_corrections import claim_and_submit

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test import TestCase, TransactionTestCase, override_settings
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.judges import services as judging
 from reviews.judges.calibration import judge_calibration
 from reviews.judges.models import Judgement
@@ -21,7 +21,7 @@ from reviews.policy.services import policy_campaign_route, policy_item_route
 from reviews.records.export import records_iter
 from reviews.report.campaign import campaign_report
 from reviews.review import assignment_claim_next
-from reviews.review.readiness import review_items_open_for, review_items_sync
+from reviews.workflows import items_open_for, items_sync
 from tasks.campaigns.definition import DefinitionError, campaign_definition_validate
 from tasks.models import Generation, Judge
 from tests.factories import (
@@ -268,7 +268,7 @@ class ReviewPolicyTests(TestCase):
             mock.patch.object(judging, "_send", run_inline),
             self.captureOnCommitCallbacks(execute=True),
         ):
-            review_items_sync(campaign=campaign)
+            items_sync(campaign=campaign)
         states = dict(ReviewItem.objects.filter(campaign=campaign).values_list("pk", "state"))
         assert states.pop(items[0].pk) == "waiting"
         assert Judgement.objects.filter(campaign=campaign).count() == 2 * (ITEMS - 1)
@@ -281,7 +281,7 @@ class ReviewPolicyTests(TestCase):
             mock.patch.object(judging, "_send", run_inline),
             self.captureOnCommitCallbacks(execute=True),
         ):
-            assert review_items_open_for(generation_id=fresh.pk) == 1
+            assert items_open_for(generation_id=fresh.pk) == 1
         assert Judgement.objects.filter(item=items[0], status="done").count() == 2
         assert "tier:boundary" in ReviewItem.objects.get(pk=items[0].pk).policy_reasons
 
@@ -290,7 +290,7 @@ class ReviewPolicyTests(TestCase):
         make_judge(self.fake, "policy-judge", api_key_env="NO_SUCH_JUDGE_KEY")
         ReviewItem.objects.filter(campaign=campaign).update(state="waiting", ready=False)
         with self.captureOnCommitCallbacks(execute=True):
-            review_items_sync(campaign=campaign)
+            items_sync(campaign=campaign)
         assert not Judgement.objects.filter(campaign=campaign).exists()
         assert set(
             ReviewItem.objects.filter(campaign=campaign).values_list("state", flat=True)
@@ -303,7 +303,7 @@ class ReviewPolicyTests(TestCase):
     def test_ready_items_of_a_policy_campaign_wait_for_the_judge(self):
         campaign, _ = build(slug="opening", humans=[])
         item = ReviewItemFactory(campaign=campaign, state="waiting", ready=False)
-        review_items_sync(campaign=campaign)
+        items_sync(campaign=campaign)
         item.refresh_from_db()
         assert item.ready and item.state == "judging"
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import TestCase, TransactionTestCase
 from django.urls import reverse
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.judges import services as judging
 from reviews.judges.models import Judgement
 from reviews.judges.services import judgement_run, judging_enqueue
