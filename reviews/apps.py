@@ -1,8 +1,8 @@
 """The reviews app: where it plugs into tasks (docs/decisions/0007).
 
-`reviews` imports `tasks`, never the other way round. What tasks announces (tasks/signals.py)
-is received here, and what tasks asks of the review side (tasks/review_side.py) is registered
-here, once, when Django starts.
+`reviews` imports `tasks`, never the other way round. What tasks asks of the review side
+(tasks/review_side.py: opening review items, counts, a preview) is registered here, once, when
+Django starts (docs/decisions/0009-cross-app-workflows.md).
 """
 
 from django.apps import AppConfig
@@ -15,14 +15,8 @@ class ReviewsConfig(AppConfig):
         from reviews.blinding_probe.selectors import blinding_summary
         from reviews.judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
         from reviews.review import readiness, rosters, views
-        from tasks import review_side, signals
+        from tasks import review_side
 
-        signals.outputs_changed.connect(
-            readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
-        )
-        signals.generation_finished.connect(
-            readiness.generation_finished_received, dispatch_uid="reviews.generation_finished"
-        )
         review_side.register(
             review_items_sync=readiness.review_items_sync,
             review_items_open_for=readiness.review_items_open_for,

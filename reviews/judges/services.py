@@ -31,6 +31,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+from evalsite.broker import broker_queued
 from reviews.judges.models import Judgement
 from reviews.judges.screen import answer_shape, judge_view
 from reviews.judges.sql import judgement_claim
@@ -40,7 +41,7 @@ from tasks.blinding import render as blinding
 from tasks.generation import providers
 from tasks.generation.prices import call_costs, flat_table
 from tasks.generation.providers.structured import structured_call
-from tasks.generation.services import RunOutcome, backoff_seconds
+from tasks.generation.run import RunOutcome, backoff_seconds
 from tasks.judges.answer import AnswerError, answer_read, answer_schema
 from tasks.judges.prompt import judge_messages
 from tasks.models import Campaign, Judge
@@ -359,8 +360,6 @@ def _discard(row: Judgement, spent: dict | None) -> RunOutcome:
 
 
 def _broker_idle() -> bool:
-    from evalsite.celery import broker_queued
-
     try:
         return broker_queued() == 0
     except BrokerError:

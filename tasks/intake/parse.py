@@ -21,11 +21,11 @@ from typing import Any
 from django.conf import settings
 
 from evalsite.text import more_problems
-from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
+from evalsite.uploads import DuplicateKey, RowError, clean_id, decode_utf8, strict_json
+from evalsite.uploads import kind as _kind
 from tasks.images.bundle import BundleProblem, bundle_read, is_zip
 from tasks.images.parts import ImageSource, image_source_reset, image_source_set
-from tasks.intake.checks import MAX_MUST_INCLUDE, MAX_REGEX_CHARS, RowError, checks_value
-from tasks.intake.checks import kind as _kind
+from tasks.intake.checks import MAX_MUST_INCLUDE, MAX_REGEX_CHARS, checks_value
 from tasks.intake.conversation import (
     CONVERSATION_FIELDS,
     MAX_MESSAGES,
