@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
 from django.db.models import CharField, Count, Q, QuerySet
@@ -59,15 +60,20 @@ def testset_counts(*, testset: TestSet) -> dict[str, list[tuple[str, int]]]:
     }
 
 
+@dataclass(frozen=True)
+class TaskFilters:
+    """The test-set page's filters of its tasks (blank: not filtered)."""
+
+    category: str = ""
+    tier: str = ""
+    case_type: str = ""
+    q: str = ""
+
+
 def testset_tasks_page(
-    *,
-    testset: TestSet,
-    category: str = "",
-    tier: str = "",
-    case_type: str = "",
-    q: str = "",
-    page: int | str = 1,
+    *, testset: TestSet, filters: TaskFilters = TaskFilters(), page: int | str = 1
 ) -> Page:
+    category, tier, case_type, q = filters.category, filters.tier, filters.case_type, filters.q
     tasks = Task.objects.filter(testset=testset).order_by("position")
     if category:
         tasks = tasks.filter(category=category)

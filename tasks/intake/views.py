@@ -68,8 +68,10 @@ def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpRes
     filters = form.filters() if form.is_bound else {}
     page = selectors.testset_tasks_page(
         testset=testset,
+        filters=selectors.TaskFilters(
+            **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")}
+        ),
         page=request.GET.get("page", 1),
-        **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")},
     )
     page.object_list = list(page.object_list)
     for task in page.object_list:
