@@ -18,14 +18,7 @@ from evalsite.text import counted
 from tasks.images.parts import content_text
 from tasks.intake import selectors
 from tasks.intake.forms import TaskFilterForm, TestSetUploadForm
-from tasks.intake.parse import (
-    CASE_TYPES,
-    EXAMPLE_TASKS,
-    TIERS,
-    format_help,
-    oversize_request,
-    oversize_result,
-)
+from tasks.intake.parse import CASE_TYPES, TIERS, oversize_request, oversize_result
 from tasks.intake.pending import pending_upload_discard, pending_upload_load, pending_upload_save
 from tasks.intake.pii import PII_CHOICES
 from tasks.intake.services import (
@@ -37,6 +30,7 @@ from tasks.intake.services import (
     testset_pii,
     testset_validate,
 )
+from tasks.intake.upload_help import EXAMPLE_TASKS, format_help
 from tasks.models import TestSet
 
 PREVIEW_ROWS = 10
