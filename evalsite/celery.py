@@ -53,7 +53,7 @@ def close_old_connections_around_task(task=None, **kwargs) -> None:
 
 @worker_init.connect
 def count_task_threads(sender=None, **kwargs) -> None:
-    """How many task threads this process runs, for the claim's wait (tasks/generation/services.py):
+    """How many task threads this process runs, for the claim's wait (tasks/generation/run.py):
     the threads pool's concurrency; one for the others (prefork children also say so below;
     the solo pool and green threads are not given any to wait with)."""
     from tasks.generation.claim_waits import claim_waiters_configure

@@ -1,6 +1,6 @@
 """Judging a campaign on the generation machinery: rows, enqueue, claim, call, store, reconcile.
 
-As for generation (tasks/generation/services.py), the database is the source of truth and a message
+As for generation (tasks/generation/run.py), the database is the source of truth and a message
 only says "look at row N":
 - one row per (judge, item, sample, order), made once (a unique constraint); its order drawn
   at random when it is made, the swapped row showing the reverse;
