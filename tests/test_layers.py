@@ -269,5 +269,6 @@ def test_generation_sends_its_jobs_under_their_registered_names():
     app.loader.import_default_modules()  # autodiscovery, as a worker does at start
     assert services.GENERATION_RUN_JOB == generation_jobs.generation_run_job.name
     assert services.MONITOR_RUN_FINISH_JOB == monitor_jobs.monitor_run_finish_job.name
-    assert app.tasks[services.GENERATION_RUN_JOB].run is generation_jobs.generation_run_job.run
-    assert app.tasks[services.MONITOR_RUN_FINISH_JOB].run is monitor_jobs.monitor_run_finish_job.run
+    # (== : a bound job's run is a new bound method at each access)
+    assert app.tasks[services.GENERATION_RUN_JOB].run == generation_jobs.generation_run_job.run
+    assert app.tasks[services.MONITOR_RUN_FINISH_JOB].run == monitor_jobs.monitor_run_finish_job.run
