@@ -46,6 +46,13 @@ def unit_of(root: Path, module: str) -> str | None:
     return module if len(parts) <= 2 else ".".join(parts[:2])
 
 
+def is_module(root: Path, dotted: str) -> bool:
+    """`from package import name` imports a module only where `name` is one (a class named in
+    `from tasks.judges.models import Judge` is not the unit tasks.judges)."""
+    path = root.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def imported(node: ast.AST, here: str) -> list[tuple[str, list[str]]]:
     """(module, names) of one import statement; `here` is the importing module's package, for
     relative imports."""
@@ -112,7 +119,8 @@ def package_graph(root: Path) -> dict[str, set[str]]:
         source = unit_of(root, module_name(root, path))
         for node in ast.walk(ast.parse(path.read_text())):
             for module, names in imported(node, package_of(root, path)):
-                for target in [module, *(f"{module}.{n}" for n in names)]:
+                submodules = [f"{module}.{n}" for n in names if is_module(root, f"{module}.{n}")]
+                for target in [module, *submodules]:
                     unit = unit_of(root, target)
                     if unit and unit != source and unit != target.split(".")[0]:
                         graph[source].add(unit)

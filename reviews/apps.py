@@ -1,9 +1,9 @@
 """The reviews app: where it plugs into tasks (docs/decisions/0007).
 
-`reviews` imports `tasks`, never the other way round. What tasks announces (tasks/signals.py)
-is received here, and what tasks asks of the review side (tasks/review_side.py) is registered
-here, once, when Django starts; what the review side then does, step by step, is in
-reviews/workflows.py.
+`reviews` imports `tasks`, never the other way round. What tasks asks of the review side
+(tasks/review_side.py: opening review items, counts, a preview) is registered here, once, when
+Django starts (docs/decisions/0009-cross-app-workflows.md); what the review side then does when
+outputs land, step by step, is in reviews/workflows.py.
 """
 
 from django.apps import AppConfig
@@ -23,14 +23,8 @@ class ReviewsConfig(AppConfig):
             judge_verdicts,
         )
         from reviews.review import readiness, views
-        from tasks import review_side, signals
+        from tasks import review_side
 
-        signals.outputs_changed.connect(
-            workflows.outputs_changed_received, dispatch_uid="reviews.outputs_changed"
-        )
-        signals.generation_finished.connect(
-            workflows.generation_finished_received, dispatch_uid="reviews.generation_finished"
-        )
         review_side.register(
             review_items_sync=workflows.items_sync,
             review_items_open_for=workflows.items_open_for,

@@ -13,7 +13,7 @@ names the vendor: calls are numbered call_1, call_2, ... per output instead), fi
 (a model's speed is a fingerprint of its own), and automatic check results.
 
 Everything here is pure: dicts in, dicts out. Odd entries of an imported transcript (not a
-dict, not a list) are skipped, as tasks/generation/transcripts.py skips them.
+dict, not a list) are skipped, as tasks/checks/transcripts.py skips them.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 place: items open (reviews/review/readiness.py), and under a campaign's review policy its judge
 starts on the items that opened for it (reviews/judges/policy_start.py).
 
-These are the functions tasks reaches through its port (tasks/review_side.py) and its
-announcements (tasks/signals.py), wired in reviews/apps.py. Like the URLconf and the jobs, this
+These are the functions tasks calls through its port (tasks/review_side.py:
+`review_items_sync`, `review_items_open_for`), registered in reviews/apps.py
+(docs/decisions/0009-cross-app-workflows.md). Like the URLconf and the jobs, this
 module sits on top of the review side's packages: it may import any of them, and none imports
 it.
 """
@@ -43,13 +44,3 @@ def _items_showing(generation_id: int) -> list[int]:
     return list(
         ItemOutput.objects.filter(generation_id=generation_id).values_list("item_id", flat=True)
     )
-
-
-def outputs_changed_received(sender: object, *, campaign: Campaign, **kwargs: object) -> None:
-    """tasks.signals.outputs_changed: the campaign's rows or outputs changed."""
-    items_sync(campaign=campaign)
-
-
-def generation_finished_received(sender: object, *, generation_id: int, **kwargs: object) -> None:
-    """tasks.signals.generation_finished: one row is done, its items may open."""
-    items_open_for(generation_id=generation_id)

@@ -70,6 +70,17 @@ class TestSet(models.Model):
             self.frozen = True
             self.save(update_fields=["frozen"])
 
+    def pii_decision(self) -> dict | None:
+        """What was done with the personal data found on intake, and who chose it; None if none."""
+        if not self.pii_count:
+            return None
+        return {
+            "found": self.pii_count,
+            "action": self.pii_action,
+            "decided_by": self.pii_decided_by.get_username() if self.pii_decided_by else None,
+            "via": self.pii_decided_via,
+        }
+
 
 class Task(models.Model):
     """One test case. Either `prompt` or `messages` (multi-turn) is set."""

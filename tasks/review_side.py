@@ -1,10 +1,14 @@
-"""The few review-side functions tasks asks for an answer (docs/decisions/0007).
+"""The port to the review side: every workflow of `tasks` that crosses into `reviews` is a call
+here, made where the workflow starts (docs/decisions/0007, 0009-cross-app-workflows.md).
 
 `tasks` never imports `reviews`; `reviews` registers the implementations here from its
 AppConfig.ready(). Each function below gives the signature and the contract, and calling one
 before the review side registered it (the `reviews` app missing from INSTALLED_APPS) raises
-ReviewSideMissing rather than doing nothing. Events whose answer nobody reads are signals
-(tasks/signals.py).
+ReviewSideMissing rather than doing nothing. Generation making a campaign's rows calls
+`review_items_sync`, a stored output `review_items_open_for`: a reader of that code sees the
+review items open.
+
+May import: tasks.models (for type hints only). Every package of tasks may import it.
 """
 
 from __future__ import annotations

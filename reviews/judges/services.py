@@ -1,6 +1,6 @@
 """Judging a campaign on the generation machinery: rows, enqueue, claim, call, store, reconcile.
 
-As for generation (tasks/generation/services.py), the database is the source of truth and a message
+As for generation (tasks/generation/run.py), the database is the source of truth and a message
 only says "look at row N":
 - one row per (judge, item, sample, order), made once (a unique constraint); its order drawn
   at random when it is made, the swapped row showing the reverse;
@@ -31,6 +31,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+from evalsite.broker import broker_queued
 from reviews.judges.models import Judgement
 from reviews.judges.screen import answer_shape, judge_view, versus_baseline
 from reviews.judges.sql import judgement_claim
@@ -41,7 +42,7 @@ from tasks.generation import providers
 from tasks.generation.prices import call_costs, flat_table
 from tasks.generation.providers.base import ProviderResult
 from tasks.generation.providers.structured import structured_call
-from tasks.generation.services import RunOutcome, backoff_seconds
+from tasks.generation.run import RunOutcome, backoff_seconds
 from tasks.judges.answer import AnswerError, JudgeAnswer, answer_read, answer_schema
 from tasks.judges.prompt import judge_messages
 from tasks.models import Campaign, Judge
@@ -384,8 +385,6 @@ def _discard(row: Judgement, spent: dict | None) -> RunOutcome:
 
 
 def _broker_idle() -> bool:
-    from evalsite.celery import broker_queued
-
     try:
         return broker_queued() == 0
     except BrokerError:

@@ -6,9 +6,9 @@ offering an item with a missing side would tell the reviewer which model failed 
 An output held for an admin's approval (it names a model: tasks/blinding/hold.py) counts as
 not done yet. The single-turn rows of a conversation task are never in an item.
 
-The generation side never calls this module: it sends tasks/signals.py's `outputs_changed`
-and `generation_finished` (received below), or asks tasks/review_side.py where it needs the
-count; reviews/apps.py connects and registers both (docs/decisions/0007).
+The generation side never imports this module: it calls tasks/review_side.py's
+`review_items_sync` and `review_items_open_for` where its rows change, and reviews/apps.py
+registers the functions below there (docs/decisions/0009-cross-app-workflows.md).
 
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
 robin from a shuffled list of all pairs over the tasks grouped by category and tier (see

@@ -54,6 +54,7 @@ from tasks.campaigns.selectors import (
     format_eta,
     identity_review,
 )
+from tasks.generation.outputs_import import outputs_import
 from tasks.generation.providers.imported import ImportErrors
 from tasks.generation.served import served_model_drift, served_models
 from tasks.generation.services import (
@@ -61,7 +62,6 @@ from tasks.generation.services import (
     generation_cancel,
     generation_enqueue,
     generation_retry_failed,
-    outputs_import,
 )
 from tasks.models import Campaign, Contender, Generation, Provider
 

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from tasks.checks import transcripts
 from tasks.checks.tools import args_match, call_record
-from tasks.generation import providers, transcripts
+from tasks.generation import providers
 from tasks.generation.prices import Usage, call_costs, table_of
 from tasks.generation.providers.base import (
     MAX_OUTPUT_CHARS,

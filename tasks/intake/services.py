@@ -9,10 +9,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from evalsite.text import counted
-from tasks.generation.sql import tasks_insert
 from tasks.images.store import images_store
 from tasks.intake.parse import ParsedTestSet, parse_testset, testset_name_problem
 from tasks.intake.pii import PII_CHOICES, PiiScan, testset_pii_scan
+from tasks.intake.sql import tasks_insert
 from tasks.models import TestSet
 
 

@@ -17,14 +17,7 @@ from evalsite.text import counted
 from tasks.images.parts import content_text
 from tasks.intake import selectors
 from tasks.intake.forms import TaskFilterForm, TestSetUploadForm
-from tasks.intake.parse import (
-    CASE_TYPES,
-    EXAMPLE_TASKS,
-    TIERS,
-    format_help,
-    oversize_request,
-    oversize_result,
-)
+from tasks.intake.parse import CASE_TYPES, TIERS, oversize_request, oversize_result
 from tasks.intake.pending import pending_upload_discard, pending_upload_load, pending_upload_save
 from tasks.intake.pii import PII_CHOICES
 from tasks.intake.services import (
@@ -36,6 +29,7 @@ from tasks.intake.services import (
     testset_pii,
     testset_validate,
 )
+from tasks.intake.upload_help import EXAMPLE_TASKS, format_help
 from tasks.models import TestSet
 
 PREVIEW_ROWS = 10
@@ -63,8 +57,10 @@ def testset_detail(request: AuthedHttpRequest, name: str, version: int) -> HttpR
     filters = form.filters() if form.is_bound else {}
     page = selectors.testset_tasks_page(
         testset=testset,
+        filters=selectors.TaskFilters(
+            **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")}
+        ),
         page=request.GET.get("page", 1),
-        **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")},
     )
     page.object_list = list(page.object_list)
     for task in page.object_list:

@@ -410,8 +410,9 @@ def compare_tables(
     improved = [i for i in range(len(common)) if base_pass[i] == 0 and run_pass[i] == 1]
     metrics = {}
     caches = ({}, {})  # the resampled base and run tables, shared by the metrics
+    paired = Paired(base=base, run=run, common=common, bi=bi, ri=ri)
     for metric in sorted(set(metric_names(base)) | set(metric_names(run))):
-        metrics[metric] = _compare_metric(base, run, metric, bi, ri, picks, caches)
+        metrics[metric] = _compare_metric(paired, metric, picks, caches)
         boot = metrics[metric].pop("_boot", None)
         extra = [level for level in levels if level != 0.95]
         if extra and boot is not None and len(boot):
@@ -420,8 +421,8 @@ def compare_tables(
     base_served, run_served, changed = _served_change(base, run)
     return {
         "metrics": metrics,
-        "regressions": [_task_row(base, run, common, bi, ri, regressed, i) for i in regressed],
-        "improvements": [_task_row(base, run, common, bi, ri, regressed, i) for i in improved],
+        "regressions": [_task_row(paired, regressed, i) for i in regressed],
+        "improvements": [_task_row(paired, regressed, i) for i in improved],
         "served_models": {"baseline": base_served, "run": run_served},
         "fingerprints": {
             "baseline": dict(sorted(base.fingerprints.items())),
@@ -452,9 +453,22 @@ def _task_counts(n_regressed: int, n_improved: int) -> dict:
     }
 
 
-def _task_row(base: RunTable, run: RunTable, common: list, bi, ri, regressed: list, i: int) -> dict:
+@dataclass(frozen=True)
+class Paired:
+    """Two runs' tables on the tasks both ran: common task i is row bi[i] of the baseline's
+    arrays and row ri[i] of the run's."""
+
+    base: RunTable
+    run: RunTable
+    common: list
+    bi: np.ndarray
+    ri: np.ndarray
+
+
+def _task_row(paired: Paired, regressed: list, i: int) -> dict:
     """Common task i: both pass rates, and the failed checks of the run that failed it."""
-    t = common[i]
+    base, run, bi, ri = paired.base, paired.run, paired.bi, paired.ri
+    t = paired.common[i]
     return {
         "task_id": t,
         "baseline_pass_rate": _pass_rate(base.arrays["passed"][bi], i),
@@ -484,7 +498,8 @@ def _interval(boot: np.ndarray, level: float) -> list:
     return [_number(lo), _number(hi)]
 
 
-def _compare_metric(base, run, metric, bi, ri, picks, caches) -> dict:
+def _compare_metric(paired: Paired, metric: str, picks, caches) -> dict:
+    base, run, bi, ri = paired.base, paired.run, paired.bi, paired.ri
     b = _stat(base, metric, bi[None, :]) if len(bi) else None
     r = _stat(run, metric, ri[None, :]) if len(ri) else None
     b_value = None if b is None else _number(b[0])

@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
-from tasks.generation import transcripts
+from tasks.checks import transcripts
 from tasks.models import Generation
 from tasks.monitors.cron import ScheduleError, fire_times
 from tasks.monitors.format import metric_value

@@ -17,7 +17,7 @@ from django.db import connections
 from django.test import TestCase, TransactionTestCase, override_settings
 
 from tasks.campaigns.definition import DefinitionError
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import (
     AlertDelivery,
     Campaign,
@@ -248,7 +248,7 @@ def inline_pipeline():
             "tasks.generation.services._send", lambda pk, unsent: generation_run(generation_id=pk)
         ),
         mock.patch(
-            "tasks.monitors.jobs.monitor_run_finish_job.delay",
+            "tasks.generation.services._monitor_run_grade",
             lambda cid: monitor_campaign_finished(campaign_id=cid),
         ),
         mock.patch.object(
