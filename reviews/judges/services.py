@@ -8,8 +8,9 @@ only says "look at row N":
   only while fewer than the judge's `max_concurrency` rows hold a live lease (claims of one
   judge serialize on a lock of the judge row on PostgreSQL, and on the single writer on
   SQLite), so the limit holds across any number of workers;
-- the answer is stored only while the claim token still holds: a duplicate message finds the
-  row claimed or done, and a call that outlived its lease is discarded;
+- the worker renews the lease while the call runs (tasks/generation/lease_keeper.py), so only a
+  dead worker's lease lapses; the answer is stored only while the claim token still holds: a
+  duplicate message finds the row claimed or done, and a call whose lease lapsed is discarded;
 - an answer outside the rubric is a failed attempt (its cause kept in `failures`), retried up
   to JUDGE_MAX_ATTEMPTS and then recorded as failed. It is never clamped or guessed.
 """
@@ -39,6 +40,7 @@ from reviews.models import ItemOutput, ReviewItem
 from reviews.policy.services import policy_item_route
 from tasks.blinding import render as blinding
 from tasks.generation import providers
+from tasks.generation.lease_keeper import lease_keeper
 from tasks.generation.prices import call_costs, flat_table
 from tasks.generation.providers.base import ProviderResult
 from tasks.generation.providers.structured import structured_call
@@ -189,6 +191,17 @@ def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     row, token, outcome = _claim(judgement_id, wait=claim_wait)
     if outcome is not None:
         return outcome
+    # As for generation, the worker's lease keeper renews the short lease until the answer is
+    # stored: a call slower than the lease (or a worker slowed by load) keeps its row, and only
+    # a dead worker's lease lapses for the reconciler to take.
+    lease_keeper.hold(token, Judgement)
+    try:
+        return _call_and_store(row, token)
+    finally:
+        lease_keeper.release(token)
+
+
+def _call_and_store(row: Judgement, token: str) -> RunOutcome:
     try:
         view = judge_view(
             campaign=row.campaign,

@@ -1,6 +1,8 @@
 """Judging with real Celery workers on PostgreSQL and Redis: a SIGKILLed worker loses and
 doubles nothing; the judge's concurrency limit holds across worker processes."""
 
+import time
+
 import pytest
 from django.core.management import call_command
 
@@ -92,6 +94,35 @@ def test_a_worker_killed_mid_judging_loses_and_doubles_nothing(workers, fake):
     # its call): nothing was asked twice for one attempt, and no answer was stored twice.
     assert 8 <= len(fake.calls_for("steady")) <= sum(r.attempts for r in rows)
     assert sum(r.discarded_calls for r in rows) == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.timeout(180)
+def test_a_judge_call_longer_than_the_lease_keeps_its_row_while_the_worker_lives(workers, fake):
+    """The worker renews a judgement's lease while the judge's call runs (here an answer after
+    8 s against a 3 s lease), as it does a generation's: the reconciler never takes it for a
+    dead worker's, and nothing is asked twice or thrown away."""
+    campaign = build(personas(), items=1, slug="renewed-judging")
+    fake.judge("patient", agreeing)
+    fake.set_delay("patient", 8.0)
+    judge = make_judge(fake, "patient", position_swap=False)
+    workers(
+        concurrency=1,
+        pool="threads",
+        extra_env={"GENERATION_LEASE_SECONDS": "3", "GENERATION_READ_TIMEOUT": "20"},
+    )
+    assert judging_enqueue(campaign=campaign, judge=judge) == 1
+    row = Judgement.objects.get(judge=judge)
+    wait_until(lambda: len(fake.calls_for("patient")) == 1, timeout=60, message="the call started")
+    swept = []
+    while Judgement.objects.get(pk=row.pk).status == "running":
+        swept.append(judgement_reconcile(requeue_after=3)["lapsed"])  # beat runs it every minute
+        time.sleep(0.5)
+    row.refresh_from_db()
+    assert len(swept) >= 8 and sum(swept) == 0
+    assert row.status == "done" and row.attempts == 1 and row.discarded_calls == 0
+    assert len(fake.calls_for("patient")) == 1
 
 
 @pytest.mark.postgres
