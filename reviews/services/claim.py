@@ -86,6 +86,8 @@ def assignment_claim_next(
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)
+            if result is None and _lapsed_slots_returned(campaign):
+                result = RETRY
         except OperationalError as exc:
             if not retryable(exc):
                 raise
@@ -96,6 +98,21 @@ def assignment_claim_next(
             continue
         return result  # a Claim, or None: nothing left
     raise ClaimBusy(campaign.slug)
+
+
+def _lapsed_slots_returned(campaign: Campaign) -> bool:
+    """Whether a lease that ran out still held a slot when the claim found nothing left; if
+    so it is expired now, and the claim must look again.
+
+    The lazy expiry above skips a lease another session holds at that moment, typically
+    another claim expiring it: the item still looks full until that session commits. Had
+    the claim answered "nothing left" then, and had the reviewers who could take the slot
+    stopped asking, the item kept fewer than k reviews for good. So wait for that session
+    here (it holds the row for milliseconds), on the rare path where nothing was found."""
+    if not Assignment.objects.filter(campaign=campaign).stale().exists():
+        return False
+    assignment_expire_stale(campaign=campaign, wait=True)
+    return True
 
 
 def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
