@@ -202,7 +202,7 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         assert ReviewItem.objects.get(pk=item.pk).live_count == 1  # only the service counted
 
     def test_a_claim_waits_for_a_lapsed_lease_another_session_is_expiring(self):
-        """"Nothing left" must mean nothing left. The only item has one review and its other
+        """A claim says "nothing left" only when nothing is left. The only item has one review and its other
         slot held by a lease that ran out, which another session is expiring right now (the
         row expired and the item's count lowered, not yet committed: what
         assignment_expire_stale does). The claim's own expiry skips that locked row and the
