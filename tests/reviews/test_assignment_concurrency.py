@@ -202,13 +202,13 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         assert ReviewItem.objects.get(pk=item.pk).live_count == 1  # only the service counted
 
     def test_a_claim_waits_for_a_lapsed_lease_another_session_is_expiring(self):
-        """A claim says "nothing left" only when nothing is left. The only item has one review and its other
-        slot held by a lease that ran out, which another session is expiring right now (the
-        row expired and the item's count lowered, not yet committed: what
-        assignment_expire_stale does). The claim's own expiry skips that locked row and the
-        item still looks full; the claim answered "nothing left" then, and the item kept one
-        review for good once the reviewers who could take it had stopped asking. It waits
-        for that session instead, and takes the slot."""
+        """A claim says "nothing left" only when nothing is left. The only item has one
+        review and its other slot held by a lease that ran out, which another session is
+        expiring right now (the row expired and the item's count lowered, not yet committed:
+        what assignment_expire_stale does). The claim's own expiry skips that locked row and
+        the item still looks full; the claim answered "nothing left" then, and the item kept
+        one review for good once the reviewers who could take it had stopped asking. It
+        waits for that session instead, and takes the slot."""
         from django.db import connections
 
         campaign = campaign_ready(items=1, overlap=2)
