@@ -72,7 +72,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from tasks import blinding
+    from tasks.blinding import render as blinding
 
     terms = blinding.identity_terms(contenders=CONTENDERS)
     blinding.render_output("warm up the patterns: Claude", terms)

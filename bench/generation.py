@@ -48,8 +48,8 @@ from django.db import connection  # noqa: E402
 
 from evalsite.celery import app  # noqa: E402
 from reviews.models import ReviewItem  # noqa: E402
-from tasks.campaigns import campaign_create  # noqa: E402
-from tasks.generation import generation_enqueue, outputs_import  # noqa: E402
+from tasks.campaigns.definition import campaign_create  # noqa: E402
+from tasks.generation.services import generation_enqueue, outputs_import  # noqa: E402
 from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402
 from tests.fake_llm import FakeLLM  # noqa: E402
 
@@ -178,7 +178,7 @@ def setup_images(fake: FakeLLM, tasks: int) -> Campaign:
     import json
     import zipfile
 
-    from tasks.services import testset_import
+    from tasks.intake.services import testset_import
 
     for old in Campaign.objects.filter(slug__startswith="bench-img"):
         ReviewItem.objects.filter(campaign=old).delete()

@@ -36,8 +36,8 @@ from generation import (  # noqa: E402 - sets Django up
 )
 
 from evalsite.celery import app  # noqa: E402
-from tasks.campaigns import campaign_create  # noqa: E402
-from tasks.generation import generation_cancel, generation_enqueue  # noqa: E402
+from tasks.campaigns.definition import campaign_create  # noqa: E402
+from tasks.generation.services import generation_cancel, generation_enqueue  # noqa: E402
 from tasks.models import Campaign, Generation  # noqa: E402
 from tests.fake_llm import FakeLLM  # noqa: E402
 

@@ -33,10 +33,10 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from reviews.records import reviews_import  # noqa: E402
-from tasks.campaigns import campaign_create  # noqa: E402
+from tasks.campaigns.definition import campaign_create  # noqa: E402
+from tasks.generation.outputs_import import outputs_import  # noqa: E402
+from tasks.intake.services import testset_import  # noqa: E402
 from tasks.models import Campaign  # noqa: E402
-from tasks.outputs_import import outputs_import  # noqa: E402
-from tasks.services import testset_import  # noqa: E402
 
 WORDS = (
     "customer order refund invoice shipping account password delivery warranty subscription "
@@ -174,7 +174,7 @@ def main() -> None:
 
 def _exporter():
     try:
-        from tasks.outputs_export import outputs_jsonl
+        from tasks.generation.outputs_export import outputs_jsonl
     except ImportError:
         print("(no outputs export in this code)")
         return None

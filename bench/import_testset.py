@@ -1,6 +1,6 @@
 """Benchmark: import a 10,000-task test set, on SQLite and on PostgreSQL.
 
-Times (1) the import itself: `tasks.services.testset_import` on the file's bytes (parse,
+Times (1) the import itself: `tasks.intake.services.testset_import` on the file's bytes (parse,
 validate, checksum, insert, commit), and (2) the whole CLI command as a user runs it:
 `python manage.py import_testset FILE --name NAME` in a fresh process (interpreter start,
 Django setup, read, import, exit).
@@ -77,9 +77,9 @@ def child(args) -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from tasks.intake import parse_testset
+    from tasks.intake.parse import parse_testset
+    from tasks.intake.services import testset_delete, testset_import
     from tasks.models import TestSet
-    from tasks.services import testset_delete, testset_import
 
     call_command("migrate", verbosity=0)
     data = Path(args.file).read_bytes()

@@ -169,7 +169,7 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 
 def campaign_make(fake, rows: int):
-    from tasks.campaigns import campaign_create
+    from tasks.campaigns.definition import campaign_create
     from tasks.models import Task, TestSet
 
     name = f"recovery-{time.time_ns()}"
@@ -217,7 +217,7 @@ def rate(times: list[float], start: float, end: float) -> float:
 
 def scenario(fault: str, pg, redis, code: Path, limit: float) -> dict:
     from evalsite.celery import app
-    from tasks.generation import generation_cancel, generation_enqueue
+    from tasks.generation.services import generation_cancel, generation_enqueue
     from tests.fake_llm import FakeLLM
 
     fake = FakeLLM(latency=LATENCY)

@@ -2,7 +2,7 @@
 
 Builds a synthetic campaign: 300 tasks x 4 contenders x 5 samples, every sample reviewed by
 2 of 6 reviewers on 5 rubric dimensions (~60,000 scores), with preferences, disputes and
-arbitrations; then times `reviews.report.build_report` on in-memory frames (the statistics
+arbitrations; then times `reviews.report.campaign.build_report` on in-memory frames (the statistics
 core), at 1x and 10x. With ``--database-url`` it also writes the 1x campaign to that database
 and times `campaign_report(campaign=...)` end to end (bulk reads + statistics).
 
@@ -256,7 +256,7 @@ def synthetic(
 
 
 def time_report(scale: int, repeat: int) -> tuple[float, int, dict]:
-    from reviews.report import CampaignFrames, build_report, report_json
+    from reviews.report.campaign import CampaignFrames, build_report, report_json
 
     frames, meta = synthetic(tasks=300 * scale)
     cf = CampaignFrames(**frames)
@@ -425,7 +425,7 @@ def time_database(repeat: int) -> tuple[float, float]:
     from django.core.management import call_command
     from django.db import connection
 
-    from reviews.report import campaign_frames, campaign_report, report_json
+    from reviews.report.campaign import campaign_frames, campaign_report, report_json
     from tasks.models import Campaign
 
     call_command("migrate", verbosity=0)

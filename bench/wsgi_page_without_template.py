@@ -10,7 +10,7 @@ floor the rest of the review loop sets (docs/benchmarks.md, "Twelfth session").
 from django.http import HttpResponse
 
 from evalsite.wsgi import application  # noqa: F401  (sets Django up; gunicorn serves this)
-from reviews import views
+from reviews.review import views
 
 BODY = "<form id=review-form></form>" + " " * 20_000
 

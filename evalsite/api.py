@@ -25,9 +25,9 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from .models import ApiToken
-from .roles import has_role, user_with_roles
-from .uploads import strict_json
+from evalsite.models import ApiToken
+from evalsite.roles import has_role, user_with_roles
+from evalsite.uploads import strict_json
 
 
 class ApiError(Exception):

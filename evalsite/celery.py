@@ -53,11 +53,11 @@ def close_old_connections_around_task(task=None, **kwargs) -> None:
 
 @worker_init.connect
 def count_task_threads(sender=None, **kwargs) -> None:
-    """How many task threads this process runs, for the claim's wait (tasks/generation.py):
+    """How many task threads this process runs, for the claim's wait (tasks/generation/services.py):
     the threads pool's concurrency; one for the others (prefork children also say so below;
     the solo pool and green threads are not given any to wait with)."""
-    from tasks.generation import claim_waiters_configure
-    from tasks.lease_keeper import lease_keeper_enable
+    from tasks.generation.lease_keeper import lease_keeper_enable
+    from tasks.generation.services import claim_waiters_configure
 
     lease_keeper_enable()  # this process runs jobs (threads, solo); a prefork child: below
     pool = sender.pool_cls
@@ -76,8 +76,8 @@ def count_task_threads(sender=None, **kwargs) -> None:
 @worker_process_init.connect
 def one_task_thread(**kwargs) -> None:
     """A prefork child (or the solo pool) runs one task at a time."""
-    from tasks.generation import claim_waiters_configure
-    from tasks.lease_keeper import lease_keeper_enable
+    from tasks.generation.lease_keeper import lease_keeper_enable
+    from tasks.generation.services import claim_waiters_configure
 
     lease_keeper_enable()
     claim_waiters_configure(threads=1)
@@ -89,7 +89,7 @@ app.conf.beat_schedule = {
     "generation-reconcile": {"task": "tasks.generation_reconcile", "schedule": 60.0},
     # Queue again, within seconds, the rows whose lease lapsed because no worker renews it
     # any more (a killed worker): their contender's slots are free again by then
-    # (tasks/lease_keeper.py). One indexed read when there are none.
+    # (tasks/generation/lease_keeper.py). One indexed read when there are none.
     "generation-lapsed": {
         "task": "tasks.generation_lapsed",
         "schedule": float(settings.GENERATION_LAPSED_SWEEP_SECONDS),

@@ -2,7 +2,7 @@
 
 from django.contrib.auth import get_user_model
 
-from .services import UserExists, user_create
+from evalsite.services import UserExists, user_create
 
 DEMO_USERS = [
     ("admin", ["admin"], "admin-demo-pass"),

@@ -2,10 +2,9 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import PasswordChangeForm
 
-from tasks.campaign_forms import LabelledForm
-
-from .roles import ROLES
-from .services import PasswordChecksLocked, user_password_check, user_problems
+from evalsite.roles import ROLES
+from evalsite.services import PasswordChecksLocked, user_password_check, user_problems
+from tasks.campaigns.forms import LabelledForm
 
 ROLE_CHOICES = [
     ("admin", "admin: users, test sets, contenders, campaigns"),

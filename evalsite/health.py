@@ -6,7 +6,7 @@ from collections.abc import Callable
 from django.core.cache import caches
 from django.db import connection
 
-from .cache import RedisCache
+from evalsite.cache import RedisCache
 
 
 def database() -> None:
@@ -23,7 +23,7 @@ def cache() -> None:
 
 
 def broker() -> None:
-    from .celery import broker_queued
+    from evalsite.celery import broker_queued
 
     broker_queued()
 

@@ -6,7 +6,7 @@ from django.http import JsonResponse
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.views.decorators.csrf import csrf_exempt
 
-from .api import answered_methods, method_not_allowed
+from evalsite.api import answered_methods, method_not_allowed
 
 
 def _walk(patterns, prefix=""):

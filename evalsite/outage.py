@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest
 
-from . import health
-from .roles import ADMIN, LEAD, roles_of
+from evalsite import health
+from evalsite.roles import ADMIN, LEAD, roles_of
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Prefetch, Q
 from django.db.models.functions import Lower
 
-from .models import ApiToken
-from .roles import ADMIN, ROLES
+from evalsite.models import ApiToken
+from evalsite.roles import ADMIN, ROLES
 
 USERS_PER_PAGE = 50
 

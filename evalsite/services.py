@@ -14,11 +14,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reviews.arbitration import arbiter_arbitrations_release
-from reviews.services import reviewer_leases_release
-
-from .models import ApiToken, PasswordCheckFailures
-from .roles import ADMIN, ARBITER, REVIEWER, ROLES, roles_of
+from evalsite.models import ApiToken, PasswordCheckFailures
+from evalsite.roles import ADMIN, ARBITER, REVIEWER, ROLES, roles_of
+from reviews.arbitration.services import arbiter_arbitrations_release
+from reviews.review import reviewer_leases_release
 
 # Who changed whose account: one line per change, never a secret.
 audit = logging.getLogger("evalsite.audit")

@@ -354,7 +354,7 @@ if len(EVALSITE_CURRENCY) > 8 or any(c.isspace() for c in EVALSITE_CURRENCY):
 GENERATION_CONNECT_TIMEOUT = float(env_str("GENERATION_CONNECT_TIMEOUT", "10"))
 GENERATION_READ_TIMEOUT = float(env_str("GENERATION_READ_TIMEOUT", "120"))
 # A claimed row is held this long, and the worker renews it every third of it while the call
-# runs (tasks/lease_keeper.py): a worker killed mid-call frees its slot when it lapses, and the
+# runs (tasks/generation/lease_keeper.py): a worker killed mid-call frees its slot when it lapses, and the
 # lapsed-lease sweep (every GENERATION_LAPSED_SWEEP_SECONDS) queues the row again.
 GENERATION_LEASE_SECONDS = env_int("GENERATION_LEASE_SECONDS", 30)
 GENERATION_LAPSED_SWEEP_SECONDS = env_int("GENERATION_LAPSED_SWEEP_SECONDS", 10)

@@ -1,11 +1,10 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
+from evalsite import openapi, user_views, views
+from evalsite.forms import NewPasswordForm
 from reviews import urls as reviews_urls
 from tasks import urls as tasks_urls
-
-from . import openapi, user_views, views
-from .forms import NewPasswordForm
 
 api_urlpatterns = [
     path("schema", openapi.schema_view, name="api_schema"),

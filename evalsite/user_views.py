@@ -19,11 +19,11 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from . import selectors
-from .forms import UserForm, user_exists_message
-from .htmx import wants_fragment
-from .roles import ADMIN, ROLES, login_required, role_required, roles_of
-from .services import (
+from evalsite import selectors
+from evalsite.forms import UserForm, user_exists_message
+from evalsite.htmx import wants_fragment
+from evalsite.roles import ADMIN, ROLES, login_required, role_required, roles_of
+from evalsite.services import (
     UserChangeRefused,
     UserExists,
     may_issue_token,

@@ -10,11 +10,11 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch
 
-from . import health
-from .api import ApiError, api_endpoint, json_body
-from .models import ApiToken
-from .roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, login_required, roles_of
-from .services import (
+from evalsite import health
+from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.models import ApiToken
+from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, login_required, roles_of
+from evalsite.services import (
     UserChangeRefused,
     UserExists,
     email_problem,

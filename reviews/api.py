@@ -7,12 +7,17 @@ from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, json_body, no_content
 from evalsite.roles import REVIEWER
+from reviews import review as services
+from reviews.blinding_probe.selectors import probe_question
+from reviews.blinding_probe.services import (
+    GuessInvalid,
+    ProbeGone,
+    probe_after_submit,
+    probe_answer,
+)
+from reviews.models import COMMENT_MAX_CHARS, Assignment
+from reviews.review import selectors
 from tasks.models import Campaign
-
-from . import selectors, services
-from .blinding_probe.selectors import probe_question
-from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
-from .models import COMMENT_MAX_CHARS, Assignment
 
 SUBMIT_BODY = {
     "application/json": {

@@ -12,11 +12,10 @@ class ReviewsConfig(AppConfig):
     name = "reviews"
 
     def ready(self) -> None:
+        from reviews.blinding_probe.selectors import blinding_summary
+        from reviews.judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
+        from reviews.review import readiness, rosters, views
         from tasks import review_side, signals
-
-        from . import readiness, rosters, views
-        from .blinding_probe.selectors import blinding_summary
-        from .judges.monitoring import judge_output_scores, judge_outputs, judge_verdicts
 
         signals.outputs_changed.connect(
             readiness.outputs_changed_received, dispatch_uid="reviews.outputs_changed"

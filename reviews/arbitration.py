@@ -25,13 +25,12 @@ from django.db import transaction
 from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
 from django.db.models.functions import Now
 
+from reviews.arbitration.disputes import disputed_cells, unknown_field_errors
+from reviews.models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
+from reviews.review import LeaseGone, lease_extended
+from reviews.rubric import WORDING, Rubric, answers_check, label_map
+from reviews.rubric import Mode as AnswerMode
 from tasks.models import Campaign, Mode
-
-from .disputes import disputed_cells, unknown_field_errors
-from .models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
-from .rubric import WORDING, Rubric, answers_check, label_map
-from .rubric import Mode as AnswerMode
-from .services import LeaseGone, lease_extended
 
 NOTE_MAX_CHARS = COMMENT_MAX_CHARS
 # Errors in the API's words (field keys and the values it takes); the page rewords these.

@@ -7,9 +7,12 @@ from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
 from evalsite.roles import ARBITER
-from tasks.models import Campaign
-
-from .arbitration import (
+from reviews.arbitration.selectors import (
+    arbitration_final_json,
+    arbitration_workspace,
+    workspace_json,
+)
+from reviews.arbitration.services import (
     LEASE_LAPSED,
     RESOLVE_FIELDS,
     AlreadyResolved,
@@ -20,7 +23,7 @@ from .arbitration import (
     arbitration_heartbeat,
     arbitration_resolve,
 )
-from .arbitration_selectors import arbitration_final_json, arbitration_workspace, workspace_json
+from tasks.models import Campaign
 
 RESOLVE_BODY = {
     "application/json": {

@@ -15,18 +15,17 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite.roles import ARBITER
-from tasks.blinding import labels
-from tasks.campaign_blinding import instructions_shown, words_shown
-from tasks.identity_hold import masks_applied
+from reviews import transcript_shown
+from reviews.arbitration.disputes import disputed_cells
+from reviews.models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
+from reviews.review import campaign_wants
+from reviews.review.selectors import task_json
+from reviews.rubric import Dimension, Rubric, label_map
+from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from tasks.blinding.campaign_texts import instructions_shown, words_shown
+from tasks.blinding.hold import masks_applied
+from tasks.blinding.render import labels
 from tasks.models import Campaign
-
-from . import transcript_shown
-from .disputes import disputed_cells
-from .models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from .rubric import Dimension, Rubric, label_map
-from .screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
-from .selectors import task_json
-from .services import campaign_wants
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
 
@@ -117,7 +116,7 @@ def _agreed(*, final: dict, labels: dict, label_of: dict) -> dict:
 
 def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
     """The item's outputs in the arbiter's label order, with an admin's hand masks applied
-    (tasks/identity_hold.py): what the screen then masks (reviews/screen.py)."""
+    (tasks/blinding/hold.py): what the screen then masks (reviews/screen.py)."""
     shown = item.outputs.values_list(
         "pk",
         "generation__output",
@@ -387,7 +386,7 @@ def _by_label(values: dict | None, label_of: dict) -> dict:
 def arbiter_queue(*, arbiter) -> list[dict]:
     """Per campaign with disputes: what this arbiter can take, holds and has resolved."""
     campaigns = (
-        Campaign.objects.visible_to(arbiter, ARBITER)  # the roster (tasks/rosters.py)
+        Campaign.objects.visible_to(arbiter, ARBITER)  # the roster (tasks/campaigns/rosters.py)
         .filter(pk__in=Arbitration.objects.values("item__campaign"))
         .order_by("-created_at")
     )

@@ -14,9 +14,16 @@ from django_htmx.http import HttpResponseClientRedirect
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
 from evalsite.text import counted
-from tasks.models import Campaign
-
-from .arbitration import (
+from reviews.arbitration.selectors import (
+    DisputeFilter,
+    arbiter_counts,
+    arbiter_queue,
+    arbitration_workspace,
+    campaign_dispute_counts,
+    campaign_disputes,
+    dispute_rows,
+)
+from reviews.arbitration.services import (
     BAD_PREFERENCE,
     CHOOSE_PREFERENCE,
     LEASE_LAPSED,
@@ -31,20 +38,12 @@ from .arbitration import (
     arbitration_resolve,
     arbitrations_requeue,
 )
-from .arbitration_selectors import (
-    DisputeFilter,
-    arbiter_counts,
-    arbiter_queue,
-    arbitration_workspace,
-    campaign_dispute_counts,
-    campaign_disputes,
-    dispute_rows,
-)
-from .comments import item_comments
-from .identity_reports.services import REPORTED, NothingToReport, arbiter_report
-from .item_selectors import arbiter_resolved
-from .models import FLAGS, Arbitration
-from .rubric import Rubric, label_map
+from reviews.comments import item_comments
+from reviews.identity_reports.services import REPORTED, NothingToReport, arbiter_report
+from reviews.items.selectors import arbiter_resolved
+from reviews.models import FLAGS, Arbitration
+from reviews.rubric import Rubric, label_map
+from tasks.models import Campaign
 
 PAGE = "reviews/arbitration.html"
 

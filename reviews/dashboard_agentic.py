@@ -1,14 +1,14 @@
 """The "tool use" and "conversation" dashboard pages, and the turn-curve chart.
 
 Plain data for templates; every figure comes from the report's ``tools`` and ``conversation``
-sections (``reviews.report_agentic``). The pages exist only for a campaign that has such tasks.
+sections (``reviews.report.agentic``). The pages exist only for a campaign that has such tasks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dashboard_tables import Column, Table
+from reviews.dashboards.tables import Column, Table
 
 CALLS_NOTE = (
     "Tool-call accuracy: share of samples whose tool_calls check passed (n = samples that ran "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from .dashboard_tables import Column, Table, _nice_ticks
+from reviews.dashboards.tables import Column, Table, _nice_ticks
 
 
 @dataclass

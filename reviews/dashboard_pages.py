@@ -1,13 +1,13 @@
 """Dashboard pages on agreement, stability and pass rates, and cost and decision.
 
 Each builder turns the campaign report into tables and charts for one page (see
-``reviews.dashboards``); nothing here computes a statistic.
+``reviews.dashboards.selectors``); nothing here computes a statistic.
 """
 
 from __future__ import annotations
 
-from .dashboard_extras import gate_text, gates_table, pareto_chart, rates_table
-from .dashboard_tables import Column, Table, interval_chart
+from reviews.dashboards.extras import gate_text, gates_table, pareto_chart, rates_table
+from reviews.dashboards.tables import Column, Table, interval_chart
 
 AGREEMENT_NOTE = (
     "Alpha: agreement beyond what the reviewers' overall use of each score would give by chance "

@@ -14,17 +14,21 @@ from evalsite.csvsafe import csv_response
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-from tasks.models import Campaign
-
-from .dashboards import PAGE_TITLES, campaign_report_cached, dashboard_page, pages_for
-from .records import (
+from reviews.dashboards.selectors import (
+    PAGE_TITLES,
+    campaign_report_cached,
+    dashboard_page,
+    pages_for,
+)
+from reviews.records import (
     FORMATS,
     RecordImportError,
     max_import_bytes,
     reviews_import,
     too_big_problem,
 )
-from .records_api import export_response
+from reviews.records.api import export_response
+from tasks.models import Campaign
 
 
 def _report_for(campaign: Campaign, page: str) -> dict:

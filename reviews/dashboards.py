@@ -1,6 +1,6 @@
 """Lead dashboards: screen-shaped reads of the campaign report.
 
-Every figure comes from `reviews.report.campaign_report`; this module only arranges it into
+Every figure comes from `reviews.report.campaign.campaign_report`; this module only arranges it into
 tables (shown as HTML and downloadable as CSV from the same rows) and chart geometry (drawn as
 inline SVG by the templates). Nothing statistical is computed here. Table, Column and the
 interval chart live in ``dashboard_tables``; the agreement, stability and cost pages in
@@ -20,10 +20,8 @@ import json
 from django.core.cache import caches
 from django.db.models import Count, Max, Sum
 
-from tasks.models import Campaign, Generation
-
-from .dashboard_agentic import conversation_page, tools_page
-from .dashboard_extras import (
+from reviews.dashboards.agentic import conversation_page, tools_page
+from reviews.dashboards.extras import (
     battle_rows,
     flip_battles,
     gate_text,
@@ -31,15 +29,10 @@ from .dashboard_extras import (
     separation_table,
     slices_table,
 )
-from .dashboard_pages import _agreement, _cost, _stability
-from .dashboard_tables import (  # noqa: F401 (Column, Table, display: re-exported)
-    Column,
-    Table,
-    display,
-    heat_class,
-    interval_chart,
-)
-from .models import Arbitration, Review, ReviewItem, ReviewVersion
+from reviews.dashboards.pages import _agreement, _cost, _stability
+from reviews.dashboards.tables import Column, Table, display, heat_class, interval_chart
+from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
+from tasks.models import Campaign, Generation
 
 PAGES = [
     ("overview", "Overview"),
@@ -147,7 +140,7 @@ def campaign_report_warm(campaign: Campaign) -> tuple[dict, bool]:
     if report is not None:
         return report, False
     # Imported here: pandas/numpy stay out of every process's start-up (URLconf import).
-    from .report import campaign_report
+    from reviews.report.campaign import campaign_report
 
     report = campaign_report(campaign=campaign)
     reports.set(key, report, REPORT_CACHE_SECONDS)

@@ -1,6 +1,6 @@
 """Demo step for the reviews app: reviews, disputes and arbitrations on the demo campaign.
 
-`manage.py demo` runs `tasks.demo.load` (which creates the demo campaign with its outputs) and
+`manage.py demo` runs `tasks.demo.testsets.load` (which creates the demo campaign with its outputs) and
 then this `load(context, stdout)`. Two demo reviewers work through the real services (claim,
 submit with the API payload shape, the dispute rules inside submit), the demo arbiter resolves
 some of the disputes through the real arbitration services, and the rest is left for people:
@@ -24,19 +24,13 @@ from collections import defaultdict
 from django.db.models import Count
 
 from evalsite.text import counted
-from tasks import blinding
+from reviews.arbitration.disputes import disputed_cells
+from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
+from reviews.models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
+from reviews.review import NotReviewable, assignment_claim_next, assignment_submit, campaign_wants
+from reviews.rubric import Dimension, Rubric, label_map
+from tasks.blinding import render as blinding
 from tasks.models import Campaign
-
-from .arbitration import arbitration_claim_next, arbitration_resolve
-from .disputes import disputed_cells
-from .models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
-from .rubric import Dimension, Rubric, label_map
-from .services import (
-    NotReviewable,
-    assignment_claim_next,
-    assignment_submit,
-    campaign_wants,
-)
 
 DEMO_CAMPAIGN = "support-demo"
 SEED = 20261130

@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from evalsite.bulk import rows_update
+from reviews.models import Arbitration, ItemOutput, Preference, Review, ReviewItem
+from reviews.review import sql
+from reviews.rubric import Rubric, TurnScoring
 from tasks.models import Task
-
-from . import sql
-from .models import Arbitration, ItemOutput, Preference, Review, ReviewItem
-from .rubric import Rubric, TurnScoring
 
 NO_CHOICE = ""
 

@@ -8,11 +8,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max
 
-from tasks import blinding
-from tasks.campaign_blinding import campaign_identity_terms, words_shown
+from reviews.models import Assignment, Preference, Review, ReviewItem
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms, words_shown
 from tasks.models import Campaign, Task
-
-from .models import Assignment, Preference, Review, ReviewItem
 
 HISTORY_PER_PAGE = 50
 PREVIEW_CHARS = 140

@@ -10,18 +10,17 @@ from __future__ import annotations
 from django.http import Http404
 
 from evalsite.roles import ARBITER
-from tasks import blinding
-from tasks.blinding import labels
-from tasks.campaign_blinding import campaign_identity_terms, words_shown
-from tasks.campaign_selectors import failed_checks
+from reviews import transcript_shown
+from reviews.arbitration.disputes import disputed_cells
+from reviews.arbitration.selectors import _fmt, arbitration_workspace
+from reviews.comments import item_comments
+from reviews.models import Arbitration, ReviewItem
+from reviews.rubric import Rubric
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms, words_shown
+from tasks.blinding.render import labels
+from tasks.campaigns.selectors import failed_checks
 from tasks.models import Campaign, Generation, Task
-
-from . import transcript_shown
-from .arbitration_selectors import _fmt, arbitration_workspace
-from .comments import item_comments
-from .disputes import disputed_cells
-from .models import Arbitration, ReviewItem
-from .rubric import Rubric
 
 
 def _checks(check_results: dict | None) -> list[dict]:

@@ -9,11 +9,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.roles import ADMIN, ARBITER, LEAD, has_role, role_required
+from reviews.comments import CommentInvalid, item_comment_add, item_comments
+from reviews.items.selectors import arbiter_item, task_detail
+from reviews.models import Arbitration, ReviewItem
 from tasks.models import Campaign
-
-from .comments import CommentInvalid, item_comment_add, item_comments
-from .item_selectors import arbiter_item, task_detail
-from .models import Arbitration, ReviewItem
 
 THREAD = "reviews/_item_comments.html"
 

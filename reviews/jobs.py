@@ -6,7 +6,7 @@ The registered name keeps its old spelling for the beat schedule and messages in
 
 from celery import shared_task
 
-from .services import assignment_sweep_expired
+from reviews.review import assignment_sweep_expired
 
 
 @shared_task(name="reviews.sweep_expired_leases", soft_time_limit=120, time_limit=150)
@@ -19,10 +19,10 @@ def lease_sweep_job() -> int:
 def reports_warm_job() -> int:
     """Compute the dashboards' report of every campaign whose reviews changed (beat, every
     minute): the first look at the dashboards then reads it instead of waiting seconds."""
-    from .dashboards import reports_warm
+    from reviews.dashboards.selectors import reports_warm
 
     return reports_warm()
 
 
 # Judging's jobs (reviews/judges/jobs.py) are registered from their module.
-from .judges.jobs import judgement_reconcile_job, judgement_run_job  # noqa: E402, F401
+from reviews.judges.jobs import judgement_reconcile_job, judgement_run_job  # noqa: E402, F401

@@ -65,7 +65,7 @@ class ReviewItem(models.Model):
     rotation = models.PositiveSmallIntegerField(
         default=0,
         help_text="random and balanced over the campaign: which order each slot shows "
-        "(reviews.services.presented_order)",
+        "(reviews.review.presented_order)",
     )
     dispute_reasons = models.JSONField(default=list, blank=True)
     final = models.JSONField(
@@ -95,7 +95,7 @@ class ReviewItem(models.Model):
         ]
         indexes = [
             # The claim's offer order: in-progress items, then fresh ones from a per-reviewer
-            # offset in (shuffle_key, id) order, as index range scans (reviews.services). With
+            # offset in (shuffle_key, id) order, as index range scans (reviews.review). With
             # the id in the index a pass stops at its first free item; without it PostgreSQL
             # sorted each pass and read 33 items (and probed each) to hand out one.
             models.Index(
@@ -498,4 +498,4 @@ class BlindingGuess(models.Model):
 
 
 # Judgements (reviews/judges/): imported here so Django registers them with the reviews app.
-from .judges.models import Judgement  # noqa: E402, F401
+from reviews.judges.models import Judgement  # noqa: E402, F401

@@ -3,7 +3,7 @@
 An item is one task + sample shown with >= 2 outputs. It is created as soon as its generation
 rows exist ("waiting") and becomes ready ("open") only once every one of its outputs is done:
 offering an item with a missing side would tell the reviewer which model failed or was slow.
-An output held for an admin's approval (it names a model: tasks/identity_hold.py) counts as
+An output held for an admin's approval (it names a model: tasks/blinding/hold.py) counts as
 not done yet. The single-turn rows of a conversation task are never in an item.
 
 The generation side never calls this module: it sends tasks/signals.py's `outputs_changed`
@@ -27,10 +27,9 @@ from itertools import combinations
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 
+from reviews.models import ItemOutput, ReviewItem
+from reviews.policy.services import opening_state
 from tasks.models import Campaign, Generation, Mode
-
-from .models import ItemOutput, ReviewItem
-from .policy.services import opening_state
 
 
 def item_rotations(*, campaign_id: int, sizes: list[int]) -> list[int]:
@@ -276,7 +275,7 @@ def generation_finished_received(sender, *, generation_id: int, **kwargs) -> Non
 
 
 def review_item_progress(*, campaign: Campaign) -> dict[str, int]:
-    """The items behind a campaign's stage (tasks/lifecycle.py), in one query: total, ready,
+    """The items behind a campaign's stage (tasks/campaigns/lifecycle.py), in one query: total, ready,
     reviewed (its k reviews in), disputed, resolved. A dropped item (reported as revealing
     its model) is no longer the campaign's."""
     return (

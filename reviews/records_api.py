@@ -4,9 +4,14 @@ from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404
 from evalsite.roles import ADMIN, LEAD, has_role
+from reviews.records import (
+    FORMATS,
+    RecordImportError,
+    export_filename,
+    records_export,
+    reviews_import,
+)
 from tasks.models import Campaign
-
-from .records import FORMATS, RecordImportError, export_filename, records_export, reviews_import
 
 UNBLIND_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 CONTENT_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}

@@ -23,20 +23,14 @@ import numpy as np
 import pandas as pd
 from django.db.models.functions import Length
 
+from reviews.judges.calibration import campaign_judges
+from reviews.models import ItemOutput, Review, ReviewItem, Score
+from reviews.policy.selectors import policy_summary
+from reviews.report.basis import basis_apply, outcome_basis
+from reviews.report.build import build_report as _build
+from reviews.report.outcomes import SETTLED, check_scores, final_outcomes, output_quality_frame
+from reviews.stats import head_to_head
 from tasks.models import Campaign, Generation, Task
-
-from .judges.calibration import campaign_judges
-from .models import ItemOutput, Review, ReviewItem, Score
-from .policy.selectors import policy_summary
-from .report_basis import basis_apply, outcome_basis
-from .report_build import build_report as _build
-from .report_outcomes import (  # noqa: F401 (re-exported: dashboards and tests read them here)
-    SETTLED,
-    check_scores,
-    final_outcomes,
-    output_quality_frame,
-)
-from .stats import head_to_head
 
 SEED = 20261130
 # Items an admin dropped (reported as revealing their model) are in no figure.
@@ -80,7 +74,7 @@ def campaign_meta(campaign: Campaign) -> dict:
         "mode": campaign.mode,
         "rubric": list(campaign.rubric or []),
         "weights": dict(campaign.weights or {}),
-        # a number, or {tier: threshold} (tasks/campaign_thresholds.py)
+        # a number, or {tier: threshold} (tasks/campaigns/thresholds.py)
         "pass_threshold": (campaign.weights or {}).get("pass_thresholds")
         or float(campaign.pass_threshold),
         "min_quality": (campaign.weights or {}).get("min_quality"),
@@ -342,13 +336,12 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     ...} | null}} (reviews/judges/calibration.py).
     ``basis`` {outcomes ("human"|"judge"|"mixed"|null), items {human, judge}, figures
     [section]} (also ``basis`` in each leaderboard row, ``outcome_basis`` in rating and
-    quality: reviews/report_basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
+    quality: reviews/report/basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
     ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
     bang_index {value, ci95}, reason}}}.
     """
-    from tasks.served import served_models
-
-    from .blinding_probe.selectors import blinding_report
+    from reviews.blinding_probe.selectors import blinding_report
+    from tasks.generation.served import served_models
 
     frames = campaign_frames(campaign)
     report = build_report(frames, campaign_meta(campaign), n_boot=n_boot, seed=seed)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reviews.report.outcomes import check_scores
+from reviews.report.sections import Context, figure, per_contender
+from reviews.rubric import TurnScoring
+from reviews.stats import tools, turns
 from tasks.models import Generation
-
-from .report_outcomes import check_scores
-from .report_sections import Context, figure, per_contender
-from .rubric import TurnScoring
-from .stats import tools, turns
 
 TURN_BASES = {"human": "people's per-turn scores", "turn_checks": "the turn checks"}
 

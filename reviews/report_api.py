@@ -26,7 +26,7 @@ from tasks.models import Campaign
 def campaign_report_api(request: HttpRequest, slug: str) -> HttpResponse:
     # Imported here: pandas/scipy add about a second to every process that loads the URLconf
     # (manage.py commands included), and only this view needs them.
-    from .report import campaign_report, report_json
+    from reviews.report.campaign import campaign_report, report_json
 
     campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
     response = HttpResponse(

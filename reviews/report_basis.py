@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .report_outcomes import SETTLED
+from reviews.report.outcomes import SETTLED
 
 # The report's sections whose figures are built from the items' final outcomes (the
 # per-output quality, the battles, the human pass rates and everything ranked on them).

@@ -7,19 +7,25 @@ import dataclasses
 import numpy as np
 from django.conf import settings
 
+from reviews.models import FLAGS
+from reviews.report import agentic
+from reviews.report import figures as fig
+from reviews.report import gates as report_gates
+from reviews.report import sections as sec
+from reviews.report import slices as report_slices
+from reviews.report.outcomes import battles as make_battles
+from reviews.report.outcomes import (
+    check_rows,
+    final_flags,
+    final_outcomes,
+    output_table,
+    position_bias,
+)
+from reviews.report.usage import usage_section
+from reviews.stats import costs, joint, passes, quality, rates
+from tasks.generation.sample_seed import DERIVED
+from tasks.generation.sample_seed import pinned as seeds_pinned
 from tasks.models import Generation
-from tasks.sample_seed import DERIVED
-from tasks.sample_seed import pinned as seeds_pinned
-
-from . import report_agentic as agentic
-from . import report_figures as fig
-from . import report_gates, report_slices
-from . import report_sections as sec
-from .models import FLAGS
-from .report_outcomes import battles as make_battles
-from .report_outcomes import check_rows, final_flags, final_outcomes, output_table, position_bias
-from .report_usage import usage_section
-from .stats import costs, joint, passes, quality, rates
 
 
 def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:

@@ -13,8 +13,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from .report_sections import Context, figure, per_contender
-from .stats import bradley_terry, costs, head_to_head, joint, ratings
+from reviews.report.sections import Context, figure, per_contender
+from reviews.stats import bradley_terry, costs, head_to_head, joint, ratings
 
 Z_ALPHA, Z_POWER = 1.959963984540054, 0.8416212335729143  # two-sided 0.05, power 0.80
 

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from reviews.models import ReviewItem
+from reviews.stats import bias, quality
 from tasks.models import Generation
 
-from .models import ReviewItem
-from .stats import bias, quality
-
 if TYPE_CHECKING:
-    from .report import CampaignFrames
+    from reviews.report.campaign import CampaignFrames
 
 SETTLED = (ReviewItem.State.AGREED, ReviewItem.State.RESOLVED)
 

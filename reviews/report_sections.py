@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from reviews.report.outcomes import check_scores
+from reviews.rubric import Rubric
+from reviews.stats import agreement, joint, passes, rates, reliability, reviewers, stability
 from tasks.models import Generation
-
-from .report_outcomes import check_scores
-from .rubric import Rubric
-from .stats import agreement, joint, passes, rates, reliability, reviewers, stability
 
 
 @dataclass

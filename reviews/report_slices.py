@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .report_figures import task_quality
-from .report_sections import Context, figure
-from .stats import joint, length, passes
+from reviews.report.figures import task_quality
+from reviews.report.sections import Context, figure
+from reviews.stats import joint, length, passes
 
 META_PREFIX = "meta:"
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reviews.stats import usage
+from tasks.generation.prices import DEFINITION_RATES, RATES, flat_table
 from tasks.models import Generation
-from tasks.prices import DEFINITION_RATES, RATES, flat_table
-
-from .stats import usage
 
 
 def prices_shown(pricing: dict | None, price_in: float, price_out: float) -> dict:

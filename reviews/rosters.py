@@ -1,4 +1,4 @@
-"""The review side of a campaign's roster change (tasks/rosters.py decides who is named).
+"""The review side of a campaign's roster change (tasks/campaigns/rosters.py decides who is named).
 
 Whoever leaves a roster gets the campaign's "remove reviewer": their open items go back to the
 pool and they are marked removed on the assignments page; an arbiter's claimed disputes go
@@ -12,11 +12,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q
 
 from evalsite.roles import ADMIN, LEAD, REVIEWER
+from reviews import review as services
+from reviews.arbitration.services import arbiter_campaign_release
+from reviews.models import Arbitration, Assignment
 from tasks.models import Campaign
-
-from . import services
-from .arbitration import arbiter_campaign_release
-from .models import Arbitration, Assignment
 
 
 def roster_changed(

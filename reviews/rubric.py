@@ -1,10 +1,10 @@
 """A campaign's rubric and the one check of answers to them.
 
 `Rubric.of(campaign)` reads the stored rubric (a list of dicts, written by the campaign
-definition's reader in tasks/campaigns.py) once into typed `Dimension`s with every default
+definition's reader in tasks/campaigns/definition.py) once into typed `Dimension`s with every default
 filled in, so no other module reads `dim.get("min", 1)` by hand.
 
-`labels(n)` (tasks/blinding.py) names the outputs a reviewer or arbiter is shown: A..Z, then
+`labels(n)` (tasks/blinding/render.py) names the outputs a reviewer or arbiter is shown: A..Z, then
 AA, AB, ... AZ, BA, ... (spreadsheet columns). More than 26 outputs on one item is unusual,
 never an error, and every page, API, export and import names them the same way.
 
@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tasks.blinding import labels
+from reviews.models import COMMENT_MAX_CHARS, FLAGS
+from tasks.blinding.render import labels
 from tasks.models import Task
-
-from .models import COMMENT_MAX_CHARS, FLAGS
 
 TIE, BOTH_BAD = "tie", "both_bad"
 NA_WORDS = frozenset({"na", "n/a"})
@@ -68,7 +67,7 @@ def is_turn_key(key: str) -> bool:
 
 @dataclass(frozen=True)
 class TurnScoring:
-    """A campaign's `score_turns`, defaults applied (stored by tasks/score_turns.py)."""
+    """A campaign's `score_turns`, defaults applied (stored by tasks/campaigns/score_turns.py)."""
 
     dimension: str
     label: str = ""
@@ -112,7 +111,7 @@ class TurnScoring:
 
 @dataclass(frozen=True)
 class Dimension:
-    """One rubric dimension with its defaults applied (see tasks/campaigns.py `_dimension`)."""
+    """One rubric dimension with its defaults applied (see tasks/campaigns/definition.py `_dimension`)."""
 
     key: str
     label: str = ""

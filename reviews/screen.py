@@ -22,8 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tasks import blinding
-from tasks.campaign_blinding import (
+from reviews import transcript_shown
+from reviews.rubric import Dimension
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import (
     campaign_identity_terms,
     reasoning_shown,
     text_shown,
@@ -31,9 +33,6 @@ from tasks.campaign_blinding import (
 )
 from tasks.images.parts import content_text
 from tasks.models import Campaign, Task
-
-from . import transcript_shown
-from .rubric import Dimension
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class OutputRead:
     """One output as read for a screen, before any masking."""
 
     label: str
-    text: str  # with an admin's hand masks applied (tasks.identity_hold.output_shown)
+    text: str  # with an admin's hand masks applied (tasks.blinding.hold.output_shown)
     reasoning: str | None = None
     transcript: Any = None  # as stored: a list of turns, or None
 
@@ -99,7 +98,7 @@ def candidates_shown(
     candidates = []
     for output in outputs:
         # The API sends text only: mask, but skip the Markdown rendering. (Flagging for
-        # admins happens when the output is stored: tasks/identity_hold.py.)
+        # admins happens when the output is stored: tasks/blinding/hold.py.)
         if viewer.html:
             text, rendered, _ = blinding.render_output(output.text, viewer.terms)
         else:

@@ -17,29 +17,22 @@ from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
 from evalsite.roles import REVIEWER
-from tasks import blinding
-from tasks.campaign_blinding import instructions_shown
-from tasks.identity_hold import output_shown
+from reviews import transcript_shown
+from reviews.models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
+from reviews.review import BLOCKING, REVIEWABLE, SKIP_REASONS, campaign_wants, sql, stale_leases_q
+from reviews.rubric import Rubric
+from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import instructions_shown
+from tasks.blinding.hold import output_shown
 from tasks.models import Campaign, Generation, Task
-
-from . import sql, transcript_shown
-from .models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
-from .rubric import Rubric
-from .screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
-from .services import (
-    BLOCKING,
-    REVIEWABLE,
-    SKIP_REASONS,
-    campaign_wants,
-    stale_leases_q,
-)
 
 
 def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
     """The reviewer's home: campaigns open to them, with their own progress only."""
     removed = ReviewerRemoval.objects.filter(reviewer=reviewer).values("campaign_id")
     campaigns = (
-        Campaign.objects.visible_to(reviewer, REVIEWER)  # the roster (tasks/rosters.py)
+        Campaign.objects.visible_to(reviewer, REVIEWER)  # the roster (tasks/campaigns/rosters.py)
         .filter(status__in=REVIEWABLE)
         .exclude(pk__in=removed)
         .exclude(kind=Campaign.Kind.MONITOR_RUN)
@@ -110,7 +103,7 @@ class ReviewPage:
 def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
     """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows, or
     None (no such token, or someone else's: as if it did not exist). Two queries written as
-    SQL: the page runs for every reviewed item (reviews/sql.py)."""
+    SQL: the page runs for every reviewed item (reviews/review/sql.py)."""
     found = sql.review_page(token=token, slug=slug)
     if found is None or found[0].reviewer_id != reviewer.pk:
         return None
@@ -150,7 +143,7 @@ def review_screen(
     outputs = [
         OutputRead(
             label=label,
-            # An admin's hand masks first (tasks/identity_hold.py), then the screen's masking.
+            # An admin's hand masks first (tasks/blinding/hold.py), then the screen's masking.
             text=output_shown(generations[output_id]),
             reasoning=generations[output_id].reasoning,
             transcript=generations[output_id].transcript,

@@ -31,9 +31,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Field, Model
 from django.utils import timezone
 
+from reviews.models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem, Score
 from tasks.models import Campaign, Generation, Task
-
-from .models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem, Score
 
 _WORD = re.compile(r"[a-z_]+")
 

@@ -4,7 +4,7 @@ A generation of a tool-using or multi-turn task keeps its transcript (docs/revie
 "Transcripts and conversations"): per turn, the model's calls ("steps"), each step's text,
 tool calls and the results the mocks gave. Reviewers and arbiters read it masked: every text
 in it (assistant text, tool names, argument and result strings and keys, errors, user turns)
-goes through tasks.blinding with the campaign's identity terms, as the outputs do. Leads
+goes through tasks.blinding.render with the campaign's identity terms, as the outputs do. Leads
 and admins (the item page) read it as it is.
 
 What reviewers never get from a transcript: the provider's call ids (Anthropic's `toolu_...`
@@ -13,7 +13,7 @@ names the vendor: calls are numbered call_1, call_2, ... per output instead), fi
 (a model's speed is a fingerprint of its own), and automatic check results.
 
 Everything here is pure: dicts in, dicts out. Odd entries of an imported transcript (not a
-dict, not a list) are skipped, as tasks/transcripts.py skips them.
+dict, not a list) are skipped, as tasks/generation/transcripts.py skips them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tasks import blinding
+from tasks.blinding import render as blinding
 from tasks.images.parts import content_text, image_links
 
 # How a turn that did not end with a final answer is described (the stored finish reasons

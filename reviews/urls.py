@@ -1,19 +1,17 @@
 from django.urls import path
 
-from . import api as review_api
-from . import (
-    arbitration_api,
-    arbitration_views,
-    dashboard_views,
-    item_views,
-    records_api,
-    report_api,
-)
-from . import views as review_views
-from .identity_reports import api as report_identity_api
-from .identity_reports import views as report_identity_views
-from .judges import api as judge_api
-from .judges import views as judge_views
+from reviews.arbitration import api as arbitration_api
+from reviews.arbitration import views as arbitration_views
+from reviews.dashboards import views as dashboard_views
+from reviews.identity_reports import api as report_identity_api
+from reviews.identity_reports import views as report_identity_views
+from reviews.items import views as item_views
+from reviews.judges import api as judge_api
+from reviews.judges import views as judge_views
+from reviews.records import api as records_api
+from reviews.report import api as report_api
+from reviews.review import api as review_api
+from reviews.review import views as review_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []

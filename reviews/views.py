@@ -23,18 +23,24 @@ from django_htmx.http import HttpResponseClientRedirect, replace_url
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
 from evalsite.text import counted
-from tasks import blinding
-from tasks.campaign_blinding import campaign_identity_terms, instructions_shown
+from reviews import review as services
+from reviews.blinding_probe.selectors import pending_probe, probe_question
+from reviews.blinding_probe.services import (
+    GuessInvalid,
+    ProbeGone,
+    probe_after_submit,
+    probe_answer,
+)
+from reviews.identity_reports.services import REPORTED, NothingToReport, reviewer_report
+from reviews.models import FLAGS, Assignment, ReviewItem
+from reviews.review import history as history_selectors
+from reviews.review import selectors
+from reviews.rubric import Rubric
+from reviews.screen import Viewer, rubric_shown
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms, instructions_shown
+from tasks.campaigns.rosters import roster_exclude, roster_include
 from tasks.models import Campaign
-from tasks.rosters import roster_exclude, roster_include
-
-from . import history_selectors, selectors, services
-from .blinding_probe.selectors import pending_probe, probe_question
-from .blinding_probe.services import GuessInvalid, ProbeGone, probe_after_submit, probe_answer
-from .identity_reports.services import REPORTED, NothingToReport, reviewer_report
-from .models import FLAGS, Assignment, ReviewItem
-from .rubric import Rubric
-from .screen import Viewer, rubric_shown
 
 REVIEW_TEMPLATE = "reviews/review.html"
 ANSWERS_TEMPLATE = f"{REVIEW_TEMPLATE}#answers"
@@ -50,7 +56,7 @@ BLANK_ANSWERS_MAX = 64
 
 def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: list[str]) -> str:
     """The answer grid as a reviewer gets it, blank, for an unsaved campaign's rubric and mode
-    and one output per label: the new-campaign form's live preview (tasks/rubric_builder.py,
+    and one output per label: the new-campaign form's live preview (tasks/campaigns/rubric_builder.py,
     through tasks.review_side)."""
     wants_scores, wants_preference = services.campaign_wants(campaign)
     screen = {
@@ -122,7 +128,7 @@ def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
 
 
 def _may_review(request: HttpRequest, campaign: Campaign) -> bool:
-    """On the campaign's roster (tasks/rosters.py), not removed, and the campaign open."""
+    """On the campaign's roster (tasks/campaigns/rosters.py), not removed, and the campaign open."""
     return campaign.on_roster(request.user, REVIEWER) and services.reviewer_may_review(
         campaign=campaign, reviewer=request.user
     )

@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .campaign_demo import CONTENDERS, RUBRIC
-from .campaigns import campaign_create
-from .generation import outputs_import
-from .identity_hold import generation_identity_approve
-from .models import Campaign
-from .services import testset_import
+from tasks.blinding.hold import generation_identity_approve
+from tasks.campaigns.definition import campaign_create
+from tasks.demo.campaign import CONTENDERS, RUBRIC
+from tasks.generation.services import outputs_import
+from tasks.intake.services import testset_import
+from tasks.models import Campaign
 
 DATA = Path(__file__).resolve().parent / "demo_data"
 TESTSET = DATA / "agents-demo.jsonl"

@@ -5,4 +5,4 @@ class TasksConfig(AppConfig):
     name = "tasks"
 
     def ready(self) -> None:
-        from . import deploy_checks  # noqa: F401 - registers the system checks
+        from tasks import deploy_checks  # noqa: F401 - registers the system checks

@@ -1,7 +1,7 @@
 """What a reviewer may see of a model's output: masked, then rendered as safe Markdown.
 
 Every text a reviewer reads goes through the same pipeline: identity masking on the raw text
-(tasks/masking.py, on the normalized view of tasks/skeleton.py), then Markdown with raw
+(tasks/blinding/masking.py, on the normalized view of tasks/blinding/skeleton.py), then Markdown with raw
 HTML disabled, then an allow-list sanitizer, so a model cannot smuggle markup, scripts,
 images (which would call out to a third party) or attributes into the page. Nothing here calls an LLM; it is cheap enough to run per request,
 and its results are kept in small per-process LRU caches (keyed by the full text and the
@@ -26,10 +26,10 @@ import pyromark
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
-from . import identity_terms as data
-from . import masking
-from .masking import Finding
-from .skeleton import skeleton
+from tasks.blinding import masking
+from tasks.blinding import terms as data
+from tasks.blinding.masking import Finding
+from tasks.blinding.skeleton import skeleton
 
 __all__ = [
     "MASK",
@@ -146,7 +146,7 @@ def _aliases(value: str) -> list[str]:
 
 
 def _only_common_words(alias: str) -> bool:
-    from .identity.catalog import COMMON_ZIPF, zipf
+    from tasks.blinding.catalog import COMMON_ZIPF, zipf
 
     words = [w for w in _ALIAS_SPLIT.split(alias.casefold().lstrip(masking.CONTEXT_ONLY)) if w]
     return all(w.isalpha() and zipf(w) >= COMMON_ZIPF for w in words)
@@ -207,9 +207,9 @@ def _mask_identity(text: str, terms: tuple[str, ...], token: str, strict: bool =
 def check_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     """mask_identity with the wider net: besides what it masks and the ambiguous names it
     leaves, every suspect span an admin should look at before reviewers see the output
-    (tasks/identity/suspects.py), and "too long to check" for a text beyond the checks'
+    (tasks/blinding/suspects.py), and "too long to check" for a text beyond the checks'
     bound. Run when an output is stored, not on a reviewer's request."""
-    from .identity import suspects
+    from tasks.blinding import suspects
 
     text = text or ""
     shown = mask_identity(text, terms)

@@ -10,14 +10,14 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
-
-from .campaign_selectors import (
-    campaign_held_outputs,
-    campaign_list,
-    campaign_progress,
-    held_outputs,
+from tasks.blinding.hold import (
+    IdentityNotHeld,
+    MaskInvalid,
+    generation_identity_approve,
+    generations_identity_approve,
+    mask_spans_checked,
 )
-from .campaigns import (
+from tasks.campaigns.definition import (
     CONTENDER_KEYS,
     ENV_RE,
     INSTRUCTIONS_MAX_CHARS,
@@ -32,7 +32,24 @@ from .campaigns import (
     campaign_create,
     campaign_instructions_set,
 )
-from .generation import (
+from tasks.campaigns.rosters import (
+    ROSTER_KEYS,
+    ROSTER_SCHEMA,
+    campaign_rosters_set,
+    rosters_json,
+    rosters_read,
+)
+from tasks.campaigns.score_turns import SCORE_TURNS_SCHEMA
+from tasks.campaigns.selectors import (
+    campaign_held_outputs,
+    campaign_list,
+    campaign_progress,
+    held_outputs,
+)
+from tasks.generation.outputs_export import export_filename, outputs_jsonl
+from tasks.generation.prices import definition_prices, from_data
+from tasks.generation.providers.imported import ImportErrors
+from tasks.generation.services import (
     GenerationError,
     GenerationNotSent,
     generation_cancel,
@@ -40,19 +57,7 @@ from .generation import (
     generation_retry_failed,
     outputs_import,
 )
-from .identity_hold import (
-    IdentityNotHeld,
-    MaskInvalid,
-    generation_identity_approve,
-    generations_identity_approve,
-    mask_spans_checked,
-)
-from .models import Campaign, Generation, Mode, Provider
-from .outputs_export import export_filename, outputs_jsonl
-from .prices import definition_prices, from_data
-from .providers.imported import ImportErrors
-from .rosters import ROSTER_KEYS, ROSTER_SCHEMA, campaign_rosters_set, rosters_json, rosters_read
-from .score_turns import SCORE_TURNS_SCHEMA
+from tasks.models import Campaign, Generation, Mode, Provider
 
 
 def _jsonable(value):
@@ -97,7 +102,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
         "mode": campaign.mode,
         "rubric": campaign.rubric,
         "score_turns": campaign.score_turns,
-        # per-tier pass thresholds live in weights (tasks/campaign_thresholds.py); shown back
+        # per-tier pass thresholds live in weights (tasks/campaigns/thresholds.py); shown back
         # as the definition gave them, so a read definition can be posted again
         "weights": {k: v for k, v in campaign.weights.items() if k != "pass_thresholds"},
         "redact": campaign.redact,
@@ -118,7 +123,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
     return data
 
 
-# The create_campaign format (tasks.campaigns validates it and lists every problem). A null
+# The create_campaign format (tasks.campaigns.definition validates it and lists every problem). A null
 # is refused where a value has a default: leave the key out instead.
 _INTEGER, _NUMBER, _OPTIONAL_NUMBER = (
     {"type": "integer"},

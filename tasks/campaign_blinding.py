@@ -3,7 +3,7 @@
 Reviewers and arbiters see the instructions, the rubric's texts and the test set's categories
 masked like the outputs, and the campaign's name and the rubric's keys as written; the slug,
 in every URL, is refused when it names a contender, a model or a vendor. These helpers find
-the words in question for the campaign definition's checks and warnings (tasks/campaigns.py),
+the words in question for the campaign definition's checks and warnings (tasks/campaigns/definition.py),
 and give the words masked for a campaign (cached per process) and its texts as reviewers and
 arbiters see them.
 """
@@ -14,8 +14,8 @@ import time
 
 from django.template.defaultfilters import pluralize
 
-from . import blinding
-from .models import Campaign, Contender, TestSet
+from tasks.blinding import render as blinding
+from tasks.models import Campaign, Contender, TestSet
 
 _TERMS_CACHE: dict[int, tuple[float, tuple, tuple[str, ...]]] = {}
 

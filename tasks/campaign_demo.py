@@ -8,10 +8,10 @@ campaign and re-imports identical outputs, which changes nothing.
 import json
 from pathlib import Path
 
-from .campaigns import campaign_create
-from .generation import outputs_import
-from .identity_hold import generation_identity_approve
-from .models import Campaign
+from tasks.blinding.hold import generation_identity_approve
+from tasks.campaigns.definition import campaign_create
+from tasks.generation.services import outputs_import
+from tasks.models import Campaign
 
 OUTPUTS = Path(__file__).resolve().parent / "demo_data" / "support-demo-outputs.jsonl"
 SLUG = "support-demo"

@@ -1,5 +1,5 @@
 """Admin forms for contenders and campaigns: parse input, then defer to the same validation as
-the definition files (tasks.campaigns), mapping its "field: message" errors onto the fields.
+the definition files (tasks.campaigns.definition), mapping its "field: message" errors onto the fields.
 The definition speaks in its keys (`samples_per_task`), which file authors know; the campaign
 form restates its errors in the form's own labels."""
 
@@ -15,9 +15,8 @@ from django.contrib.auth import get_user_model
 
 from evalsite.roles import ARBITER, REVIEWER
 from evalsite.uploads import strict_yaml, yaml_problem
-
-from . import rubric_builder
-from .campaigns import (
+from tasks.campaigns import rubric_builder
+from tasks.campaigns.definition import (
     INSTRUCTIONS_MAX_CHARS,
     MAX_WEIGHT,
     PROBE_EVERY_MAX,
@@ -25,8 +24,8 @@ from .campaigns import (
     campaign_definition_validate,
     contender_validate,
 )
-from .models import Contender, Mode, Provider, TestSet
-from .rosters import ALL, rosters_read
+from tasks.campaigns.rosters import ALL, rosters_read
+from tasks.models import Contender, Mode, Provider, TestSet
 
 PROVIDER_CHOICES = Provider.choices
 
@@ -342,7 +341,7 @@ class CampaignForm(LabelledForm):
         help_text='YAML or JSON list: [{"key": "accuracy", "min": 1, "max": 5, "anchors": {"1": "wrong", '
         '"5": "fully correct"}}]',
     )
-    # score_turns (tasks/score_turns.py), as three fields; the definition's errors about it
+    # score_turns (tasks/campaigns/score_turns.py), as three fields; the definition's errors about it
     # ("score_turns.max: ...") land on the first.
     score_turns = forms.CharField(
         max_length=63,
@@ -445,7 +444,7 @@ class CampaignForm(LabelledForm):
         help_text="after every N items a reviewer is asked which contender wrote one answer "
         "of that item, to measure whether reviewers can tell (empty: never asked)",
     )
-    # Rosters (tasks/rosters.py): a new campaign starts with nobody on them.
+    # Rosters (tasks/campaigns/rosters.py): a new campaign starts with nobody on them.
     reviewers_all = _roster_all(REVIEWER)
     reviewers = _roster_people(REVIEWER)
     arbiters_all = _roster_all(ARBITER)
@@ -453,7 +452,7 @@ class CampaignForm(LabelledForm):
 
     def clean_rubric(self):
         if self.data.get(rubric_builder.EDITOR) == rubric_builder.BUILDER:
-            # The builder's rows (tasks/rubric_builder.py); pairwise scores no rubric, so the
+            # The builder's rows (tasks/campaigns/rubric_builder.py); pairwise scores no rubric, so the
             # rows stay on the page and nothing is stored.
             if self.cleaned_data.get("mode") == Mode.PAIRWISE:
                 return []

@@ -1,5 +1,5 @@
 """A campaign definition's ``gates``: the go / no-go limits a contender must meet before its
-decision score may rank it (the report judges them: ``reviews/report_gates.py``).
+decision score may rank it (the report judges them: ``reviews/report/gates.py``).
 
 ```json
 "gates": {"min_quality": 0.7, "min_tier": {"boundary": 0.5},
@@ -14,7 +14,7 @@ at once. Without ``gates`` the report applies its default set and says so.
 
 from __future__ import annotations
 
-from .definition_reader import DefinitionReader
+from tasks.campaigns.definition_reader import DefinitionReader
 
 FLAG_NAMES = ("hallucination", "refusal", "format_violation", "unsafe", "identity_leak")
 LATENCY_KEYS = ("p50", "p95")

@@ -13,8 +13,8 @@ Read into ``weights["review_policy"]`` (beside the gates), every problem reporte
 
 from __future__ import annotations
 
-from .definition_reader import DefinitionReader
-from .models import CaseType, Judge, TestSet, Tier
+from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.models import CaseType, Judge, TestSet, Tier
 
 POLICY_KEYS = {"judge", "humans", "audit_share"}
 # Rules without an argument; "tier:<tier>" and "case_type:<case type>" name one of the test

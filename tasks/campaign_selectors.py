@@ -9,10 +9,11 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from . import blinding, review_side
-from .campaign_blinding import campaign_identity_terms
-from .identity_hold import output_shown
-from .models import Campaign, Contender, Generation
+from tasks import review_side
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms
+from tasks.blinding.hold import output_shown
+from tasks.models import Campaign, Contender, Generation
 
 S = Generation.Status
 RATE_WINDOW = 60  # seconds of finished rows the rate is measured over

@@ -10,7 +10,7 @@ floor (default: the pass threshold).
 
 from __future__ import annotations
 
-from .models import Tier
+from tasks.models import Tier
 
 TIERS = tuple(Tier.values)
 

@@ -13,18 +13,29 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-
-from . import review_side, rubric_builder
-from .blinding import render_markdown
-from .campaign_blinding import campaign_identity_terms, instructions_shown
-from .campaign_forms import (
+from tasks import review_side
+from tasks.blinding.campaign_texts import campaign_identity_terms, instructions_shown
+from tasks.blinding.hold import IdentityNotHeld, generation_identity_approve
+from tasks.blinding.render import render_markdown
+from tasks.campaigns import rubric_builder
+from tasks.campaigns.contenders import contender_connection_test, contender_duplicate
+from tasks.campaigns.definition import DefinitionError, campaign_create, campaign_instructions_set
+from tasks.campaigns.forms import (
     CampaignForm,
     ContenderForm,
     InstructionsForm,
     OutputsUploadForm,
     RosterForm,
 )
-from .campaign_selectors import (
+from tasks.campaigns.lifecycle import (
+    LABELS,
+    STAGES,
+    campaign_close,
+    campaign_lifecycle,
+    campaign_reopen,
+)
+from tasks.campaigns.rosters import campaign_rosters_set, roster_summary
+from tasks.campaigns.selectors import (
     OUTPUT_FILTERS,
     campaign_check_failures,
     campaign_failure_summary,
@@ -40,21 +51,16 @@ from .campaign_selectors import (
     format_eta,
     identity_review,
 )
-from .campaigns import DefinitionError, campaign_create, campaign_instructions_set
-from .contenders import contender_connection_test, contender_duplicate
-from .generation import (
+from tasks.generation.providers.imported import ImportErrors
+from tasks.generation.served import served_model_drift, served_models
+from tasks.generation.services import (
     GenerationError,
     generation_cancel,
     generation_enqueue,
     generation_retry_failed,
     outputs_import,
 )
-from .identity_hold import IdentityNotHeld, generation_identity_approve
-from .lifecycle import LABELS, STAGES, campaign_close, campaign_lifecycle, campaign_reopen
-from .models import Campaign, Contender, Generation, Provider
-from .providers.imported import ImportErrors
-from .rosters import campaign_rosters_set, roster_summary
-from .served import served_model_drift, served_models
+from tasks.models import Campaign, Contender, Generation, Provider
 
 PROGRESS_TARGET = "generation-progress"
 

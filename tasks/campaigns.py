@@ -15,25 +15,24 @@ import yaml
 from django.db import IntegrityError, transaction
 
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
-
-from .campaign_blinding import (
+from tasks.blinding.campaign_texts import (
     blinding_refusals,
     blinding_terms,
     blinding_warnings,
     category_refusals,
     quoted_identity_words,
 )
-from .campaign_gates import read_gates
-from .campaign_policy import read_review_policy
-from .campaign_thresholds import read_pass_threshold
-from .definition_reader import DefinitionReader
-from .models import Campaign, Contender, Mode, Provider, TestSet
-from .prices import pricing_read, same_prices, table_of
-from .rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
-from .sample_seed import DERIVED, FIXED
-from .sample_seed import MODES as SEED_MODES
-from .score_turns import score_turns_read
-from .signals import outputs_changed
+from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.campaigns.gates import read_gates
+from tasks.campaigns.policy import read_review_policy
+from tasks.campaigns.rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
+from tasks.campaigns.score_turns import score_turns_read
+from tasks.campaigns.thresholds import read_pass_threshold
+from tasks.generation.prices import pricing_read, same_prices, table_of
+from tasks.generation.sample_seed import DERIVED, FIXED
+from tasks.generation.sample_seed import MODES as SEED_MODES
+from tasks.models import Campaign, Contender, Mode, Provider, TestSet
+from tasks.signals import outputs_changed
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
 RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
@@ -110,7 +109,7 @@ class ValidDefinition:
     testset: TestSet
     contenders: list[dict]
     warnings: list[str] = field(default_factory=list)
-    # {"reviewers": Roster, "arbiters": Roster}; stored by campaign_create (tasks/rosters.py)
+    # {"reviewers": Roster, "arbiters": Roster}; stored by campaign_create (tasks/campaigns/rosters.py)
     rosters: dict[str, Roster] = field(default_factory=dict)
 
 
@@ -210,7 +209,7 @@ def _dimension(raw, index: int, r: DefinitionReader) -> dict | None:
 def rubric_validate(raw) -> tuple[list[dict], list[str]]:
     """A definition's rubric read once: its dimensions with every default filled in, and every
     problem as "rubric[1].max: must be greater than min". Definition files, the API, the
-    campaign form's text box and its rubric builder (tasks/rubric_builder.py) all read a
+    campaign form's text box and its rubric builder (tasks/campaigns/rubric_builder.py) all read a
     rubric here."""
     errors: list[str] = []
     if not isinstance(raw, list):
@@ -630,7 +629,7 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     Contenders are created or reused by name; the test set is frozen; one generation row per
     (task, contender, sample) is created (pending, not yet queued).
     """
-    from .generation import generation_rows_create
+    from tasks.generation.services import generation_rows_create
 
     valid = (
         definition

@@ -9,9 +9,9 @@
 {"passed": bool, "detail": str}; `checks_passed` is None when the task has no checks.
 
 json_schema validates the output (which may be wrapped in a ```json fence) with the validator
-of tasks/json_schema.py (the jsonschema library, patterns on the regex engine); reference compares it with the task's reference
-(tasks/reference_checks.py); tool_calls judges the calls of the generation's transcript
-(tasks/tool_checks.py). A check that cannot run is always a failed check with its reason, never
+of tasks/checks/json_schema.py (the jsonschema library, patterns on the regex engine); reference compares it with the task's reference
+(tasks/checks/reference.py); tool_calls judges the calls of the generation's transcript
+(tasks/checks/tools.py). A check that cannot run is always a failed check with its reason, never
 an exception: in a worker that would retry a paid call. All the checks of one output share
 CHECKS_TIMEOUT_SECONDS, and so do all the turn checks of one transcript.
 """
@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from . import transcripts
-from .json_schema import (  # noqa: F401 - the names intake and older callers import from here
+from tasks.checks.json_schema import (
     CHECKS_TIMEOUT_SECONDS,
     MAX_PATTERN_ITEMS,
     BudgetExceeded,
@@ -38,8 +37,9 @@ from .json_schema import (  # noqa: F401 - the names intake and older callers im
     schema_problem,
     search_pattern,
 )
-from .reference_checks import reference_check
-from .tool_checks import tool_calls_check
+from tasks.checks.reference import reference_check
+from tasks.checks.tools import tool_calls_check
+from tasks.generation import transcripts
 
 # The order the checks run in: the linear ones first, so the budget a pattern or a schema
 # used up never costs an output its length, term and reference results.

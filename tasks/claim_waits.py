@@ -1,4 +1,4 @@
-"""Per-process wake-ups for generation claims waiting on a contender's slot (tasks/generation.py,
+"""Per-process wake-ups for generation claims waiting on a contender's slot (tasks/generation/services.py,
 `_claim`): which threads of a worker process may wait, and when a waiting one tries again.
 """
 

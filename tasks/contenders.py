@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 
-from . import providers
-from .models import Contender
+from tasks.generation import providers
+from tasks.models import Contender
 
 NAME_MAX = Contender._meta.get_field("name").max_length
 # Every setting of the configuration (what a campaign definition gives), not its identity.

@@ -25,10 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from . import providers, transcripts
-from .prices import Usage, call_costs, table_of
-from .providers.base import MAX_OUTPUT_CHARS, ProviderResult, RetryableError, ToolCall
-from .tool_checks import args_match, call_record
+from tasks.checks.tools import args_match, call_record
+from tasks.generation import providers, transcripts
+from tasks.generation.prices import Usage, call_costs, table_of
+from tasks.generation.providers.base import (
+    MAX_OUTPUT_CHARS,
+    ProviderResult,
+    RetryableError,
+    ToolCall,
+)
 
 UNMOCKED = "no mocked result for this call"
 NOT_AN_OBJECT = transcripts.NOT_AN_OBJECT

@@ -6,7 +6,7 @@ for the next steps (reviews.demo). Add further steps below the test-set import.
 
 from pathlib import Path
 
-from tasks.services import PiiChoice, testset_import
+from tasks.intake.services import PiiChoice, testset_import
 
 DEMO_TESTSET = Path(__file__).resolve().parent / "demo_data" / "support-demo.jsonl"
 DEMO_TESTSET_NAME = "support-demo"
@@ -30,7 +30,7 @@ def load(context: dict, stdout) -> dict:
     )
     context = {**context, "testset": testset}
     # The support-demo campaign (three imported contenders, outputs from a shipped file).
-    from tasks import campaign_demo
+    from tasks.demo import campaign as campaign_demo
 
     campaign = campaign_demo.load(context, stdout)
     # The support-golden monitor: four past runs, one regression, one served-model change.

@@ -19,7 +19,7 @@ SECRET_MISSING = "evalsite.E101"
 def monitor_webhook_secret_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     if settings.MONITOR_WEBHOOK_SECRET:
         return []
-    from .models import Monitor
+    from tasks.models import Monitor
 
     try:
         hooked = sorted(

@@ -1,7 +1,7 @@
 from django import forms
 
-from .intake import MAX_NAME_CHARS, testset_name_problem
-from .models import CaseType, Tier
+from tasks.intake.parse import MAX_NAME_CHARS, testset_name_problem
+from tasks.models import CaseType, Tier
 
 
 class TestSetUploadForm(forms.Form):

@@ -11,7 +11,7 @@ The database is the source of truth. A Celery message only says "look at row N":
   any number of workers and in the embedded SQLite + filesystem-broker mode alike;
 - the result is stored only while the claim token still matches, so a duplicate or late call
   never makes a second output (it is counted in `discarded_calls`);
-- a task with tools or turns is run by tasks/conversation.py (every turn's tool loop), its
+- a task with tools or turns is run by tasks/generation/conversation.py (every turn's tool loop), its
   state saved on the row after every model call under the claim, and stored once at the end
   like a single call: an attempt that fails mid-loop is resumed by the next one from its last
   saved step (docs/tools.md, "Resuming");
@@ -38,18 +38,22 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalsite.text import counted
-
-from . import providers
-from .claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
-from .conversation import LoopAbandoned, TranscriptTooLong, conversation_run, single_result
-from .grading import graded_fields
-from .lease_keeper import lease_keeper
-from .models import Campaign, Generation, Provider
-from .prices import Usage
-from .providers.base import cost_of
-from .sample_seed import DERIVED, for_sample
-from .signals import generation_finished, outputs_changed
-from .sql import generation_claim
+from tasks.generation import providers
+from tasks.generation.claim_waits import _slot_releases, claim_waiters_configure  # noqa: F401 (re-exported)
+from tasks.generation.conversation import (
+    LoopAbandoned,
+    TranscriptTooLong,
+    conversation_run,
+    single_result,
+)
+from tasks.generation.grading import graded_fields
+from tasks.generation.lease_keeper import lease_keeper
+from tasks.generation.prices import Usage
+from tasks.generation.providers.base import cost_of
+from tasks.generation.sample_seed import DERIVED, for_sample
+from tasks.generation.sql import generation_claim
+from tasks.models import Campaign, Generation, Provider
+from tasks.signals import generation_finished, outputs_changed
 
 log = logging.getLogger(__name__)
 S = Generation.Status
@@ -89,7 +93,7 @@ def _enqueue(ids) -> None:
 
 
 def _send(pk: int, *, unsent: int) -> None:
-    from .jobs import generation_run_job
+    from tasks.jobs import generation_run_job
 
     try:
         generation_run_job.delay(pk)
@@ -240,7 +244,7 @@ def _generation_ended(campaign_id: int) -> None:
     """A monitor run's generation ended: grade it in a job (the monitor tick is the net)."""
     if not Campaign.objects.filter(pk=campaign_id, kind=Campaign.Kind.MONITOR_RUN).exists():
         return
-    from .monitors.jobs import monitor_run_finish_job
+    from tasks.monitors.jobs import monitor_run_finish_job
 
     def send() -> None:
         try:
@@ -284,7 +288,7 @@ CLAIM_WAIT_SECONDS = 3.0
 # While waiting, the claim is retried at least this often: slots freed by other processes (or
 # by a lapsed lease) send no wake-up to this one.
 CLAIM_POLL_SECONDS = 0.1
-# The wake-ups of threads waiting at a claim live in tasks/claim_waits.py.
+# The wake-ups of threads waiting at a claim live in tasks/generation/claim_waits.py.
 
 
 def _claim(
@@ -364,7 +368,7 @@ def _claim_read(generation_id: int) -> tuple[Generation | None, RunOutcome | Non
 
 def _claim_update(gen: Generation) -> str:
     """One claim attempt: the new claim token, or '' when it matched nothing (the
-    contender's semaphore: tasks/sql.py)."""
+    contender's semaphore: tasks/generation/sql.py)."""
     now = timezone.now()
     token = secrets.token_hex(12)
     claimed = generation_claim(
@@ -630,5 +634,5 @@ def _after_finish(generation_id: int, gen: Generation | None = None) -> None:
 
 
 # The reconciler and imported outputs have their own modules; the names stay importable here.
-from .generation_reconcile import generation_lapsed_requeue, generation_reconcile  # noqa: E402, F401
-from .outputs_import import outputs_import  # noqa: E402, F401
+from tasks.generation.outputs_import import outputs_import  # noqa: E402, F401
+from tasks.generation.reconcile import generation_lapsed_requeue, generation_reconcile  # noqa: E402, F401

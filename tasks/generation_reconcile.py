@@ -12,8 +12,8 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from .models import Campaign, Generation, Provider
-from .signals import outputs_changed
+from tasks.models import Campaign, Generation, Provider
+from tasks.signals import outputs_changed
 
 S = Generation.Status
 
@@ -33,15 +33,15 @@ def generation_reconcile(
       only after `requeue_after` (GENERATION_REQUEUE_AFTER), so a long backlog is not sent
       twice. Duplicates are harmless anyway: the claim lets one through.
     """
-    # tasks.generation re-exports this function, so its names are imported when it runs.
-    from .generation import campaign_status_refresh
+    # tasks.generation.services re-exports this function, so its names are imported when it runs.
+    from tasks.generation.services import campaign_status_refresh
 
     requeue_after = settings.GENERATION_REQUEUE_AFTER if requeue_after is None else requeue_after
     if broker_idle is None:
         broker_idle = _broker_idle()
     if broker_idle:
         requeue_after = min(requeue_after, settings.GENERATION_REQUEUE_IDLE_AFTER)
-    from .generation import _enqueue
+    from tasks.generation.services import _enqueue
 
     lapsed = generation_lapsed_requeue(limit=limit)
     now = timezone.now()
@@ -72,7 +72,7 @@ def generation_lapsed_requeue(*, limit: int = 5000) -> int:
     """Beat job (every GENERATION_LAPSED_SWEEP_SECONDS): running rows whose lease lapsed (no
     worker renews it: the worker died, or lost the database) go back to pending and are
     queued again. One indexed read when there are none. Returns how many."""
-    from .generation import _enqueue
+    from tasks.generation.services import _enqueue
 
     now = timezone.now()
     with _not_sent():
@@ -93,7 +93,7 @@ def generation_lapsed_requeue(*, limit: int = 5000) -> int:
 def _not_sent():
     """Around a transaction that queues rows: a broker that did not take their messages is
     logged by the sender, and the rows stay queued in the database for the next pass."""
-    from .generation import GenerationNotSent  # it imports this module
+    from tasks.generation.services import GenerationNotSent  # it imports this module
 
     return contextlib.suppress(GenerationNotSent)
 

@@ -4,10 +4,10 @@ checks, the task's checks, and the identity findings (docs/tools.md, "Checks and
 
 from __future__ import annotations
 
-from .checks import normalize, run_checks, turn_checks_run
-from .conversation import transcript_text
-from .identity_hold import identity_fields, shown_to_reviewers
-from .models import Campaign, Generation
+from tasks.blinding.hold import identity_fields, shown_to_reviewers
+from tasks.checks.automatic import normalize, run_checks, turn_checks_run
+from tasks.generation.conversation import transcript_text
+from tasks.models import Campaign, Generation
 
 
 def graded_fields(

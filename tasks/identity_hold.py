@@ -6,7 +6,7 @@ in a reviewer's request. Only an output reviewers will be shown is held: a sampl
 campaign's reviewed samples, a single-turn regime row or a monitor run's answer is in no review
 item, so holding it would only ask an admin for an approval nobody needs. A held output keeps
 every item that shows it waiting (not ready), so the claim, the queue and the API's `next` need
-no rule of their own: readiness (reviews/readiness.py) counts a held output as not there yet,
+no rule of their own: readiness (reviews/review/readiness.py) counts a held output as not there yet,
 and approving one runs the same opening step a finished generation runs (through
 tasks/review_side.py, for the count).
 
@@ -23,9 +23,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from . import blinding, review_side
-from .campaign_blinding import campaign_identity_terms
-from .models import Campaign, Generation
+from tasks import review_side
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms
+from tasks.models import Campaign, Generation
 
 # An output that repeats a name hundreds of times needs no hundred entries to be judged.
 MAX_FINDINGS = 100

@@ -2,9 +2,9 @@
 
 Kept as data, one list per kind, so adding a model family or a vendor is one line here (and
 a case in tests/reviews/blinding_corpus.jsonl). These are what the maintained dataset
-(genai-prices, read by tasks/identity/catalog.py) lacks or needs said: transliterations,
-consumer products, SDK and host names, and which names are also ordinary words. The masker (tasks/blinding.py) matches them
-on the text's normalized view (tasks/skeleton.py), so each is written once, in its usual
+(genai-prices, read by tasks/blinding/catalog.py) lacks or needs said: transliterations,
+consumer products, SDK and host names, and which names are also ordinary words. The masker (tasks/blinding/render.py) matches them
+on the text's normalized view (tasks/blinding/skeleton.py), so each is written once, in its usual
 spelling: case, look-alike letters, invisible characters and the separators between letters
 are taken care of there.
 

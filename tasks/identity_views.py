@@ -12,15 +12,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-
-from .campaign_selectors import campaign_get, campaign_held_outputs, held_outputs
-from .identity_hold import (
+from tasks.blinding.hold import (
     IdentityNotHeld,
     MaskInvalid,
     generation_identity_approve,
     generations_identity_approve,
     mask_spans_of_words,
 )
+from tasks.campaigns.selectors import campaign_get, campaign_held_outputs, held_outputs
 
 PAGE_SIZE = 25
 

@@ -9,8 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from evalsite.roles import ROLES, role_required
-
-from .images.store import image_bytes
+from tasks.images.store import image_bytes
 
 NAME_RE = re.compile(r"^[0-9a-f]{64}\.(png|jpg)$")
 CONTENT_TYPES = {"png": "image/png", "jpg": "image/jpeg"}

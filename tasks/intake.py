@@ -22,17 +22,11 @@ from django.conf import settings
 
 from evalsite.text import more_problems
 from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
-
-from .images.bundle import BundleProblem, bundle_read, is_zip
-from .images.parts import ImageSource, image_source_reset, image_source_set
-from .intake_checks import (
-    MAX_MUST_INCLUDE,
-    MAX_REGEX_CHARS,
-    RowError,
-    checks_value,
-)
-from .intake_checks import kind as _kind
-from .intake_conversation import (
+from tasks.images.bundle import BundleProblem, bundle_read, is_zip
+from tasks.images.parts import ImageSource, image_source_reset, image_source_set
+from tasks.intake.checks import MAX_MUST_INCLUDE, MAX_REGEX_CHARS, RowError, checks_value
+from tasks.intake.checks import kind as _kind
+from tasks.intake.conversation import (
     CONVERSATION_FIELDS,
     MAX_MESSAGES,
     MAX_MOCKS,
@@ -58,7 +52,7 @@ MAX_NAME_CHARS = 100
 TIERS = ("base", "advanced", "boundary")
 CASE_TYPES = ("typical", "edge", "failure")
 # Always in a normalized task; the conversation fields only when they differ from their
-# defaults (tasks/intake_conversation.py), so older test sets keep their checksums.
+# defaults (tasks/intake/conversation.py), so older test sets keep their checksums.
 BASE_FIELDS = (
     "external_id",
     "category",

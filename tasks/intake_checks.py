@@ -2,7 +2,7 @@
 
 Also the row-level pieces both intake modules share: RowError (a problem with one field of
 one row, reported as "line L, field F: message") and `kind` (a value's JSON type in words).
-The rules match what tasks/checks.py can run, so a test set is refused for exactly the checks
+The rules match what tasks/checks/automatic.py can run, so a test set is refused for exactly the checks
 that could not run: patterns compile with the checks' engine, schemas pass their metaschema,
 a tool check names declared tools only, a reference check needs a reference it can read.
 """
@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import PatternError, compile_pattern, schema_patterns, schema_problem
-from .reference_checks import fold, reference_choice, reference_number
+from tasks.checks.automatic import PatternError, compile_pattern, schema_patterns, schema_problem
+from tasks.checks.reference import fold, reference_choice, reference_number
 
 MAX_CHECKS_CHARS = 20_000  # checks as compact JSON (each turn's checks too)
 MAX_REGEX_CHARS = 1_000

@@ -6,7 +6,7 @@
   before the next message, as the providers require.
 - `tools` (up to 64, OpenAI function format), `tool_mocks`, `max_steps` (1-50).
 - `turns` (1-20 user messages after an optional `messages` prefix), `single_turn`, and
-  `turn_checks` (validated in tasks/intake.py, which knows the reference).
+  `turn_checks` (validated in tasks/intake/parse.py, which knows the reference).
 
 The fields left at their defaults stay out of the normalized task, so a test set that does not
 use them keeps the checksum it had before they existed.
@@ -20,9 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.uploads import strict_json
-
-from .images.parts import parts_value
-from .intake_checks import CheckContext, RowError, checks_value, kind, positive_int, schema_value
+from tasks.images.parts import parts_value
+from tasks.intake.checks import (
+    CheckContext,
+    RowError,
+    checks_value,
+    kind,
+    positive_int,
+    schema_value,
+)
 
 MAX_TEXT_CHARS = 100_000  # prompt, reference, each message's content, each turn
 MAX_MESSAGES = 200

@@ -14,7 +14,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from .generation import (
+from tasks.generation.services import (
     CLAIM_WAIT_SECONDS,
     generation_lapsed_requeue,
     generation_reconcile,

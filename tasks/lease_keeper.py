@@ -5,13 +5,13 @@ the contender's concurrency limit while the lease is live. While the call runs (
 answer, a single call waiting for its first token, a tool loop), one thread per worker
 process renews the leases of every claim the process holds, in one UPDATE every third of a
 lease. A worker that dies stops renewing, so its rows' leases lapse within one lease and their
-slots free themselves; the lapsed-lease sweep (tasks/generation_reconcile.py) queues the rows
+slots free themselves; the lapsed-lease sweep (tasks/generation/reconcile.py) queues the rows
 again. (A tool loop learns that its row is no longer its own from the save after each step:
-tasks/conversation.py, LoopAbandoned.)
+tasks/generation/conversation.py, LoopAbandoned.)
 
 Only worker processes run the thread (evalsite/celery.py enables it where the jobs run). In
 any other process (the CLI, tests calling the services directly) a claim is not tracked, and
-a tool loop renews its lease with each step it saves (tasks/generation.py, `_progress_save`).
+a tool loop renews its lease with each step it saves (tasks/generation/services.py, `_progress_save`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
-from .models import Generation
+from tasks.models import Generation
 
 log = logging.getLogger(__name__)
 

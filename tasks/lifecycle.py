@@ -11,10 +11,9 @@ from __future__ import annotations
 from django.db.models import Count, Q
 
 from evalsite.roles import ARBITER, REVIEWER
-
-from . import review_side
-from .models import Campaign, Generation, Provider
-from .rosters import roster_holders
+from tasks import review_side
+from tasks.campaigns.rosters import roster_holders
+from tasks.models import Campaign, Generation, Provider
 
 S = Generation.Status
 STAGES = ("draft", "generating", "reviewing", "arbitrating", "complete", "closed", "cancelled")

@@ -1,6 +1,6 @@
 """Finding a model's identity in a text, and masking exactly what was found.
 
-The words are looked for in the text's view (tasks/skeleton.py: decoded, look-alikes folded,
+The words are looked for in the text's view (tasks/blinding/skeleton.py: decoded, look-alikes folded,
 invisible characters gone), where the separators between a long name's letters are optional
 ("Open AI", "zz_secret_model_9", "C l a u d e", "[Cl](x)[aude](y)"), and a name must start
 and end at a word's edge (camelCase and snake_case edges included), so "geminate" and
@@ -12,8 +12,8 @@ detect() gives two lists: what to mask (names that count wherever they stand, na
 are also words when their context makes them a model's, self-descriptions, chat-template
 tokens and provider ids) and what to hold (a name that is also a word or a person's, written
 as a name where nothing says it is a model's: "Dear Claude, ..."): held, never changed. The
-built-in names are the curated lists (tasks/identity_terms.py) and those derived from the
-maintained dataset (tasks/identity/catalog.py); one Aho-Corasick pass over a text's letters
+built-in names are the curated lists (tasks/blinding/terms.py) and those derived from the
+maintained dataset (tasks/blinding/catalog.py); one Aho-Corasick pass over a text's letters
 picks the few whose patterns run.
 """
 
@@ -26,10 +26,10 @@ from functools import lru_cache
 
 from ahocorasick_rs import AhoCorasick
 
-from . import identity_terms as data
-from . import self_description
-from .identity.catalog import COMMON_ZIPF, ORDINARY_ZIPF, catalog, english_zipf, zipf
-from .skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
+from tasks.blinding import self_description
+from tasks.blinding import terms as data
+from tasks.blinding.catalog import COMMON_ZIPF, ORDINARY_ZIPF, catalog, english_zipf, zipf
+from tasks.blinding.skeleton import LINK_DESTINATION, View, build_view, read_as, skeleton
 
 # Letters of the scripts written with spaces between words, after look-alikes are folded:
 # a name may not run on into one of them. (Chinese, Japanese, Korean, Thai ... may: "我是Claude".)
@@ -174,8 +174,8 @@ _AMBIGUOUS_KINDS = frozenset({"ambiguous", "data?"})
 
 @lru_cache(maxsize=1)
 def builtin_terms() -> dict[str, tuple[str, ...]]:
-    """The built-in names of each kind: the curated lists (tasks/identity_terms.py) and the
-    names derived from the maintained dataset (tasks/identity/catalog.py), these matched as
+    """The built-in names of each kind: the curated lists (tasks/blinding/terms.py) and the
+    names derived from the maintained dataset (tasks/blinding/catalog.py), these matched as
     written."""
     cat = catalog()
     ambiguous = _ambiguous_words()
@@ -395,7 +395,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？\n]|^\W*[-*+>#\d.)]+)\W*$")
 def _self_naming() -> re.Pattern:
     """The speaker giving a name as its own, in the table's languages: "I'm X", "soy X",
     "ich bin X", "我是X", "私はX"."""
-    from .identity.languages import LANGUAGES
+    from tasks.blinding.languages import LANGUAGES
 
     forms = {
         "I am",

@@ -6,10 +6,10 @@ from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, has_role
 
 # Monitors' models live in their package (tasks/monitors/models.py); imported here so Django
 # registers them with the tasks app, under the names `tasks.models` gives every model of it.
-from .monitors.models import AlertDelivery as AlertDelivery
-from .monitors.models import Monitor as Monitor
-from .monitors.models import MonitorAlert as MonitorAlert
-from .monitors.models import MonitorRun as MonitorRun
+from tasks.monitors.models import AlertDelivery as AlertDelivery
+from tasks.monitors.models import Monitor as Monitor
+from tasks.monitors.models import MonitorAlert as MonitorAlert
+from tasks.monitors.models import MonitorRun as MonitorRun
 
 
 class Tier(models.TextChoices):
@@ -147,7 +147,7 @@ class Contender(models.Model):
     max_concurrency = models.PositiveIntegerField(
         default=4, help_text="concurrent calls across all workers"
     )
-    # The full price table the costs are computed with (tasks/prices.py): where it came from
+    # The full price table the costs are computed with (tasks/generation/prices.py): where it came from
     # (the definition, or the price data and its version), base, cached-read, cache-write and
     # reasoning rates and tiers by prompt length. Empty: the two flat prices above.
     pricing = models.JSONField(default=dict, blank=True)
@@ -318,7 +318,7 @@ class Generation(models.Model):
     retried_input_tokens = models.PositiveIntegerField(default=0)
     retried_output_tokens = models.PositiveIntegerField(default=0)
     retried_cost = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    # A tool loop's state after its last saved step (tasks/conversation.py): the next attempt
+    # A tool loop's state after its last saved step (tasks/generation/conversation.py): the next attempt
     # carries on from it. Cleared when the row is stored or fails.
     loop_progress = models.JSONField(null=True, blank=True)
     claim_token = models.CharField(max_length=32, blank=True)
@@ -357,7 +357,7 @@ class Generation(models.Model):
     # when the output is stored (admins and leads only; reviewers see the masked text).
     identity_findings = models.JSONField(default=list, blank=True)
     # Flagged, and its campaign holds such outputs: its items stay waiting (not ready) until
-    # an admin approves the masked view (tasks.identity_hold).
+    # an admin approves the masked view (tasks.blinding.hold).
     identity_held = models.BooleanField(default=False)
     identity_approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -368,7 +368,7 @@ class Generation(models.Model):
     )
     identity_approved_at = models.DateTimeField(null=True, blank=True)
     # Spans of the output an admin masked by hand before approving it, with who and when:
-    # [{"start", "end", "text", "by", "at"}] (tasks.identity_hold.output_shown applies them).
+    # [{"start", "end", "text", "by", "at"}] (tasks.blinding.hold.output_shown applies them).
     identity_masks = models.JSONField(default=list, blank=True)
     # Per turn, each model call's text, tool calls and results, latency and tokens
     # (docs/tools.md, "Transcripts"); empty for a single call without tools.
@@ -391,4 +391,4 @@ class Generation(models.Model):
 
 
 # Judges (tasks/judges/): imported here so Django registers them with the tasks app.
-from .judges.models import Judge  # noqa: E402, F401
+from tasks.judges.models import Judge  # noqa: E402, F401

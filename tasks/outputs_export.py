@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from .models import Campaign, Generation
+from tasks.models import Campaign, Generation
 
 CHUNK_ROWS = 2000
 CHUNK_CHARS = 1 << 16

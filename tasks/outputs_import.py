@@ -1,4 +1,4 @@
-"""Outputs produced elsewhere, uploaded for an `imported` contender (tasks/providers/imported.py
+"""Outputs produced elsewhere, uploaded for an `imported` contender (tasks/generation/providers/imported.py
 parses the file; docs/campaigns.md, "Imported outputs").
 
 An output may carry its transcript (docs/tools.md): its calls are judged again against the
@@ -14,20 +14,19 @@ from django.utils import timezone
 
 from evalsite.bulk import rows_update
 from evalsite.text import counted
-
-from . import review_side
-from .grading import graded_fields
-from .images.parts import content_text
-from .models import Campaign, Generation, Provider, Task
-from .prices import Usage, call_costs, table_of
-from .providers.imported import (
+from tasks import review_side
+from tasks.checks.tools import call_record
+from tasks.generation.grading import graded_fields
+from tasks.generation.prices import Usage, call_costs, table_of
+from tasks.generation.providers.imported import (
     MAX_INT,
     ImportedOutput,
     ImportErrors,
     capped,
     parse_outputs_collect,
 )
-from .tool_checks import call_record
+from tasks.images.parts import content_text
+from tasks.models import Campaign, Generation, Provider, Task
 
 S = Generation.Status
 
@@ -38,8 +37,8 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     Rows already done with the same text are left alone (re-importing is idempotent); a
     different text for a done row is an error, so reviewed outputs never change under reviewers.
     """
-    # tasks.generation re-exports this function, so its names are imported when it runs.
-    from .generation import campaign_status_refresh, generation_rows_create
+    # tasks.generation.services re-exports this function, so its names are imported when it runs.
+    from tasks.generation.services import campaign_status_refresh, generation_rows_create
 
     contender = _imported_contender(campaign=campaign, contender_name=contender_name)
     generation_rows_create(campaign=campaign)

@@ -26,7 +26,7 @@ import math
 import re
 import unicodedata
 
-from .json_schema import CheckError
+from tasks.checks.json_schema import CheckError
 
 _SPACE = re.compile(r"\s+")
 # An option letter alone ("B", "(b)", "B."), or one that opens its label ("B) Paris").

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from .models import Campaign, Judge
+    from tasks.models import Campaign, Judge
 
 _registered: dict[str, Callable[..., Any]] = {}
 

@@ -15,9 +15,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from evalsite.roles import ARBITER, REVIEWER, roles_of
-
-from . import review_side
-from .models import Campaign
+from tasks import review_side
+from tasks.models import Campaign
 
 ALL = "all"
 ROSTER_KEYS = {"reviewers": REVIEWER, "arbiters": ARBITER}

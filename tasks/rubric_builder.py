@@ -3,7 +3,7 @@ templates, a copy of another campaign's rubric, and a live preview drawn with th
 own answer grid.
 
 The rows and the text box (YAML or JSON, for power users) are two ways to write one definition:
-either becomes a list of plain dicts, read by `tasks.campaigns.rubric_validate` like any
+either becomes a list of plain dicts, read by `tasks.campaigns.definition.rubric_validate` like any
 definition file, and its "rubric[1].max: ..." errors come back to the row and field they
 belong to. A row is kept as typed (its numbers as text), so nothing entered is lost on a
 re-render, an error or a switch between the two editors.
@@ -23,13 +23,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from evalsite.roles import ADMIN, role_required
-
-from . import review_side
-from .blinding import labels
-from .campaign_blinding import blinding_terms
-from .campaigns import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
-from .models import Campaign, Contender, Mode
-from .rubric_templates import DEFAULT_TEMPLATE, TEMPLATES
+from tasks import review_side
+from tasks.blinding.campaign_texts import blinding_terms
+from tasks.blinding.render import labels
+from tasks.campaigns.definition import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
+from tasks.campaigns.rubric_templates import DEFAULT_TEMPLATE, TEMPLATES
+from tasks.models import Campaign, Contender, Mode
 
 TEMPLATE = "tasks/_rubric_builder.html"
 EDITOR = "rubric_editor"  # which editor the form's rubric comes from
@@ -274,7 +273,7 @@ def error_slots(rows: list[dict]) -> list[dict]:
 
 
 def _read_text(text: str):
-    from .campaign_forms import _structured  # the form's own YAML/JSON reading
+    from tasks.campaigns.forms import _structured  # the form's own YAML/JSON reading
 
     return _structured(text, "Rubric")
 

@@ -1,7 +1,7 @@
 """Starting rubrics for common kinds of task, offered by the campaign form's rubric builder.
 
 Each is written as a definition file would write it and goes through the same reader
-(tasks.campaigns.rubric_validate) as anything typed; tests check every one of them. The
+(tasks.campaigns.definition.rubric_validate) as anything typed; tests check every one of them. The
 anchors describe each point, so two reviewers reading "3" read the same thing.
 """
 

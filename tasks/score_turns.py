@@ -10,8 +10,8 @@ be given too. Definition files, the API and the campaign form all read it here.
 
 from __future__ import annotations
 
-from .definition_reader import DefinitionReader
-from .models import Mode, TestSet
+from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.models import Mode, TestSet
 
 SCORE_TURNS_KEYS = ("dimension", "label", "min", "max", "max_gap")
 SCORE_TURNS_SCHEMA = {
@@ -41,7 +41,7 @@ def score_turns_read(
 ) -> dict | None:
     """The definition's `score_turns` with its defaults filled in, or None (off). Problems go
     to `errors` as "score_turns.max: must be greater than min", notes to `warnings`."""
-    from .campaigns import KEY_RE, MAX_SCALE_STEPS, SCALE_LIMIT
+    from tasks.campaigns.definition import KEY_RE, MAX_SCALE_STEPS, SCALE_LIMIT
 
     raw = data.get("score_turns")
     if raw is None:

@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from .models import Campaign, Generation, Task
+from tasks.models import Campaign, Generation, Task
 
 SEARCH_LIMIT = 50
 SNIPPET_CHARS = 220

@@ -8,9 +8,8 @@ from django.views.decorators.http import require_GET
 
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, role_required
-
-from .campaign_selectors import campaign_get
-from .search import campaign_search
+from tasks.campaigns.search import campaign_search
+from tasks.campaigns.selectors import campaign_get
 
 
 @require_GET

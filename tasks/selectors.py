@@ -11,9 +11,9 @@ from django.db.models.functions import Cast
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from .intake import FIELDS, JSON_COLUMNS
-from .intake_conversation import conversation_values
-from .models import CaseType, Task, TestSet, Tier
+from tasks.intake.conversation import conversation_values
+from tasks.intake.parse import FIELDS, JSON_COLUMNS
+from tasks.models import CaseType, Task, TestSet, Tier
 
 TASKS_PER_PAGE = 50
 EXPORT_FIELDS = FIELDS

@@ -6,7 +6,7 @@ Only the maker (and a tier name a speaker gives as its own, "I'm Sonnet") is mas
 the words around it: "As an AI developed by [redacted] I cannot see your account" keeps its
 meaning. A maker is a known vendor, or any capitalized name, but only near the assistant's
 words about itself, so "the bridge was built by Contoso" stays. These run on the text's
-normalized view (tasks/skeleton.py) like the names.
+normalized view (tasks/blinding/skeleton.py) like the names.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from functools import lru_cache
 
 from ahocorasick_rs import AhoCorasick
 
-from . import identity_terms as data
-from .skeleton import read_as
+from tasks.blinding import terms as data
+from tasks.blinding.skeleton import read_as
 
 _VERBS = (
     r"developed|created|made|trained|built|designed|engineered|provided|released|owned"
@@ -83,7 +83,9 @@ def may_occur(folded: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    from .masking import alternation  # the names' patterns: the same rules for vendors
+    from tasks.blinding.masking import (
+        alternation,  # the names' patterns: the same rules for vendors
+    )
 
     vendors = alternation(data.VENDORS)
     suffixes = "|".join(data.VENDOR_SUFFIXES)
@@ -138,7 +140,7 @@ def spans(view: str):
             yield match.span(next(g for g in ("zh", "zh2", "ja", "ko", "ru") if match.group(g)))
 
 
-# Self-descriptions in many languages, from the table in tasks/identity/languages.py.
+# Self-descriptions in many languages, from the table in tasks/blinding/languages.py.
 _REGEX_SYNTAX = re.compile(r"\\[A-Za-z]|\[[^\]]*\]|\{X\}|\(\?[:!=<-]*i?:?")
 
 
@@ -248,8 +250,8 @@ def _words_pattern(words) -> re.Pattern:
 def language_patterns() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple[str, ...], bool], ...]:
     """(pattern, the sentence words it needs or None when it names the speaker itself,
     hints, some hint is ASCII) for every template."""
-    from .identity.languages import LANGUAGES, Language
-    from .masking import alternation
+    from tasks.blinding.languages import LANGUAGES, Language
+    from tasks.blinding.masking import alternation
 
     english = next(lang for lang in LANGUAGES if lang.code == "en")
     vendors = alternation(data.VENDORS)
@@ -334,7 +336,7 @@ def language_spans(view: str, folded: str):
 @lru_cache(maxsize=1)
 def _ai_words() -> re.Pattern:
     """Every language's words for an AI (not for the speaker), as the view reads them."""
-    from .identity.languages import LANGUAGES
+    from tasks.blinding.languages import LANGUAGES
 
     words = {w for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo", "modèle"}
     words |= {"A.I.", "LLM", "LLMs", "chatbot", "language model", "AI model", "AI assistant",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db.models import Count
 
-from .models import Generation
+from tasks.models import Generation
 
 
 def served_models(*, campaign_id: int) -> dict[str, dict[str, int]]:

@@ -8,12 +8,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from evalsite.text import counted
-
-from .images.store import images_store
-from .intake import ParsedTestSet, parse_testset, testset_name_problem
-from .models import TestSet
-from .pii import PII_CHOICES, PiiScan, testset_pii_scan
-from .sql import tasks_insert
+from tasks.generation.sql import tasks_insert
+from tasks.images.store import images_store
+from tasks.intake.parse import ParsedTestSet, parse_testset, testset_name_problem
+from tasks.intake.pii import PII_CHOICES, PiiScan, testset_pii_scan
+from tasks.models import TestSet
 
 
 class TestSetImportError(Exception):

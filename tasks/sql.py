@@ -22,7 +22,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import JSONField
 
-from .models import Contender, Generation, Task, TestSet
+from tasks.models import Contender, Generation, Task, TestSet
 
 INSERT_BATCH = 2000
 

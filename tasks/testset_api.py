@@ -6,12 +6,11 @@ from django.http import Http404, HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
-
-from . import selectors
-from .intake import oversize_request, oversize_result
-from .pii import PII_CHOICES
-from .services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
-from .views import tasks_file_response
+from tasks.intake import selectors
+from tasks.intake.parse import oversize_request, oversize_result
+from tasks.intake.pii import PII_CHOICES
+from tasks.intake.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
+from tasks.intake.views import tasks_file_response
 
 IMPORT_BODY = {
     "multipart/form-data": {

@@ -20,7 +20,12 @@ import json
 import time
 from typing import Any
 
-from .json_schema import CHECKS_TIMEOUT_SECONDS, CheckError, schema_errors, schema_problem
+from tasks.checks.json_schema import (
+    CHECKS_TIMEOUT_SECONDS,
+    CheckError,
+    schema_errors,
+    schema_problem,
+)
 
 MAX_SHOWN = 3  # problems named per condition before "and N more"
 

@@ -1,19 +1,16 @@
 from django.urls import path
 
-from . import (
-    campaign_api,
-    campaign_views,
-    identity_views,
-    image_views,
-    rubric_builder,
-    search_views,
-    testset_api,
-)
-from . import views as testset_views
-from .judges import api as judge_api
-from .judges import views as judge_views
-from .monitors import api as monitor_api
-from .monitors import views as monitor_views
+from tasks.blinding import views as identity_views
+from tasks.campaigns import api as campaign_api
+from tasks.campaigns import rubric_builder, search_views
+from tasks.campaigns import views as campaign_views
+from tasks.images import views as image_views
+from tasks.intake import api as testset_api
+from tasks.intake import views as testset_views
+from tasks.judges import api as judge_api
+from tasks.judges import views as judge_views
+from tasks.monitors import api as monitor_api
+from tasks.monitors import views as monitor_views
 
 urlpatterns: list = []
 api_urlpatterns: list = []

@@ -15,11 +15,10 @@ from evalsite.csvsafe import csv_response
 from evalsite.htmx import wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-
-from . import selectors
-from .forms import TaskFilterForm, TestSetUploadForm
-from .images.parts import content_text
-from .intake import (
+from tasks.images.parts import content_text
+from tasks.intake import selectors
+from tasks.intake.forms import TaskFilterForm, TestSetUploadForm
+from tasks.intake.parse import (
     CASE_TYPES,
     EXAMPLE_TASKS,
     TIERS,
@@ -27,10 +26,9 @@ from .intake import (
     oversize_request,
     oversize_result,
 )
-from .models import TestSet
-from .pending_uploads import pending_upload_discard, pending_upload_load, pending_upload_save
-from .pii import PII_CHOICES
-from .services import (
+from tasks.intake.pending import pending_upload_discard, pending_upload_load, pending_upload_save
+from tasks.intake.pii import PII_CHOICES
+from tasks.intake.services import (
     PiiChoice,
     TestSetFrozen,
     TestSetImportError,
@@ -39,6 +37,7 @@ from .services import (
     testset_pii,
     testset_validate,
 )
+from tasks.models import TestSet
 
 PREVIEW_ROWS = 10
 PII_ROWS = 200  # findings listed on the page; the count says how many more

@@ -16,7 +16,7 @@ def fresh_identity_terms():
     # The per-process cache of a campaign's masking words is keyed by its primary key, which a
     # database never reuses, except a test database whose rolled-back test gave the same pk to
     # another campaign with other contenders.
-    from tasks.campaign_blinding import _TERMS_CACHE
+    from tasks.blinding.campaign_texts import _TERMS_CACHE
 
     _TERMS_CACHE.clear()
 

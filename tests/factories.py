@@ -135,7 +135,7 @@ class GenerationFactory(factory.django.DjangoModelFactory):
 
 
 def _rotation(campaign, n_outputs: int) -> int:
-    from reviews.readiness import item_rotations
+    from reviews.review.readiness import item_rotations
 
     return item_rotations(campaign_id=campaign.pk, sizes=[n_outputs])[0]
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, F, Q
 
-from tasks import blinding
-from tasks.campaign_blinding import campaign_identity_terms
-from tasks.campaign_selectors import held_outputs
-from tasks.identity_hold import output_shown
+from reviews.identity_reports.selectors import campaign_report_counts
+from reviews.models import BlindingGuess
+from reviews.stats.blinding import MIN_GUESSES, bang_index, verdict
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms
+from tasks.blinding.hold import output_shown
+from tasks.campaigns.selectors import held_outputs
 from tasks.models import Campaign, Generation
-
-from ..identity_reports.selectors import campaign_report_counts
-from ..models import BlindingGuess
-from ..stats.blinding import MIN_GUESSES, bang_index, verdict
 
 
 def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> BlindingGuess | None:

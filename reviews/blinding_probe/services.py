@@ -8,9 +8,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from reviews.models import Assignment, BlindingGuess, ItemOutput
 from tasks.models import Campaign
-
-from ..models import Assignment, BlindingGuess, ItemOutput
 
 
 class ProbeGone(LookupError):

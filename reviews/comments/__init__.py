@@ -5,7 +5,7 @@ masked text and roles only for an arbiter). Reviewers have no way in: no view of
 it. Imports reviews.models and tasks' masking only.
 """
 
-from .selectors import item_comments
-from .services import COMMENT_MAX_CHARS, CommentInvalid, item_comment_add
+from reviews.comments.selectors import item_comments
+from reviews.comments.services import COMMENT_MAX_CHARS, CommentInvalid, item_comment_add
 
 __all__ = ["COMMENT_MAX_CHARS", "CommentInvalid", "item_comment_add", "item_comments"]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from tasks.campaign_blinding import campaign_identity_terms, words_shown
-
-from ..models import ItemComment, ReviewItem
+from reviews.models import ItemComment, ReviewItem
+from tasks.blinding.campaign_texts import campaign_identity_terms, words_shown
 
 ROLE_WORDS = {"admin": "an admin", "lead": "a lead", "arbiter": "the arbiter"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from ..models import ItemComment, ReviewItem
+from reviews.models import ItemComment, ReviewItem
 
 COMMENT_MAX_CHARS = 5000
 ROLES = ("admin", "lead", "arbiter")

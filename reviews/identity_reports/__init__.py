@@ -7,6 +7,6 @@ optionally with spans masked by hand) or drops it (state `dropped`: out of the c
 its figures, with the reason).
 
 services.py writes, selectors.py reads for the admin page and the API, api.py and views.py are
-the thin JSON and page views. May import reviews.models, reviews.services and tasks' public
+the thin JSON and page views. May import reviews.models, reviews.review and tasks' public
 names; nothing outside this package imports more than services' and selectors' public names.
 """

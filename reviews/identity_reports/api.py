@@ -6,11 +6,8 @@ from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER
-from tasks.models import Campaign
-
-from ..models import IdentityReport
-from .selectors import campaign_report_counts, identity_reports
-from .services import (
+from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
+from reviews.identity_reports.services import (
     NOTE_MAX_CHARS,
     REPORTED,
     NothingToReport,
@@ -21,6 +18,8 @@ from .services import (
     masks_checked,
     reviewer_report,
 )
+from reviews.models import IdentityReport
+from tasks.models import Campaign
 
 REPORT_BODY = {
     "application/json": {

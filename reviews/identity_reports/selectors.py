@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from django.db.models import Count
 
-from tasks import blinding
-from tasks.campaign_blinding import campaign_identity_terms
-from tasks.identity_hold import output_shown
+from reviews.models import IdentityReport, ItemOutput
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms
+from tasks.blinding.hold import output_shown
 from tasks.models import Campaign
-
-from ..models import IdentityReport, ItemOutput
 
 
 def campaign_report_counts(*, campaign: Campaign) -> dict[str, int]:

@@ -9,11 +9,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from tasks.identity_hold import MaskInvalid, generation_identity_mask, mask_spans_checked
+from reviews.models import Arbitration, Assignment, IdentityReport, ItemOutput, Review, ReviewItem
+from reviews.review import item_leases_release
+from tasks.blinding.hold import MaskInvalid, generation_identity_mask, mask_spans_checked
 from tasks.models import Generation
-
-from ..models import Arbitration, Assignment, IdentityReport, ItemOutput, Review, ReviewItem
-from ..services import item_leases_release
 
 NOTE_MAX_CHARS = 2000
 REASON_MAX_CHARS = 2000

@@ -9,12 +9,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
-from tasks.identity_hold import MaskInvalid, mask_spans_of_words
+from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
+from reviews.identity_reports.services import ReportNotOpen, ResolveInvalid, identity_report_resolve
+from reviews.models import IdentityReport, ItemOutput
+from tasks.blinding.hold import MaskInvalid, mask_spans_of_words
 from tasks.models import Campaign
-
-from ..models import IdentityReport, ItemOutput
-from .selectors import campaign_report_counts, identity_reports
-from .services import ReportNotOpen, ResolveInvalid, identity_report_resolve
 
 
 @role_required(ADMIN, LEAD)

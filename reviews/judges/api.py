@@ -6,11 +6,10 @@ from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404
 from evalsite.roles import ADMIN, LEAD
+from reviews.judges.calibration import judge_calibration, judging_progress
+from reviews.judges.services import JudgingError, judging_enqueue
+from reviews.report.campaign import clean
 from tasks.models import Campaign, Judge
-
-from ..report import clean
-from .calibration import judge_calibration, judging_progress
-from .services import JudgingError, judging_enqueue
 
 
 @api_endpoint(

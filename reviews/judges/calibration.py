@@ -10,14 +10,13 @@ import numpy as np
 import pandas as pd
 from django.db.models import Count, Q, Sum
 
+from reviews.judges.models import Judgement
+from reviews.models import Review, ReviewItem, Score
+from reviews.report.outcomes import SETTLED
+from reviews.review import campaign_wants
+from reviews.rubric import Rubric
+from reviews.stats import calibration
 from tasks.models import Campaign, Judge
-
-from ..models import Review, ReviewItem, Score
-from ..report_outcomes import SETTLED
-from ..rubric import Rubric
-from ..services import campaign_wants
-from ..stats import calibration
-from .models import Judgement
 
 SEED = 20261206
 N_BOOT = 1000

@@ -21,13 +21,12 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from tasks.campaign_demo import RUBRIC
+from reviews.arbitration.disputes import item_settle
+from reviews.judges.models import Judgement
+from reviews.models import Review, ReviewItem, Score
+from reviews.review.readiness import review_items_sync
+from tasks.demo.campaign import RUBRIC
 from tasks.models import Campaign, Generation, Judge, TestSet
-
-from ..disputes import item_settle
-from ..models import Review, ReviewItem, Score
-from ..readiness import review_items_sync
-from .models import Judgement
 
 SLUG = "judge-demo"
 JUDGE = "demo-judge"

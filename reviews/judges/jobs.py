@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from .services import CLAIM_WAIT_SECONDS, judgement_reconcile, judgement_run
+from reviews.judges.services import CLAIM_WAIT_SECONDS, judgement_reconcile, judgement_run
 
 
 @shared_task(

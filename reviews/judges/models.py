@@ -5,9 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from reviews.models import ReviewItem
 from tasks.models import Campaign, Judge
-
-from ..models import ReviewItem
 
 
 class Judgement(models.Model):

@@ -9,14 +9,13 @@ from __future__ import annotations
 import pandas as pd
 from django.db import transaction
 
+from reviews.judges.calibration import judge_calibration, judging_progress
+from reviews.judges.models import Judgement
+from reviews.judges.services import judging_enqueue
+from reviews.models import ItemOutput, ReviewItem
+from reviews.rubric import Rubric
+from reviews.stats import calibration
 from tasks.models import Campaign, Generation, Judge
-
-from ..models import ItemOutput, ReviewItem
-from ..rubric import Rubric
-from ..stats import calibration
-from .calibration import judge_calibration, judging_progress
-from .models import Judgement
-from .services import judging_enqueue
 
 
 def judge_verdicts(*, judge: Judge, campaign: Campaign) -> dict:

@@ -1,6 +1,6 @@
 """A judge's view of one review item: what a reviewer sees, in the judgement's order.
 
-Built by the reviewer's own selector (reviews.selectors.review_screen) on the item with the
+Built by the reviewer's own selector (reviews.review.selectors.review_screen) on the item with the
 judgement's order standing in for an assignment's, so masking, labels, transcripts, rubric and
 instructions are the reviewer's by construction, then put in the reviewer API's shape. Only
 the rubric's own dimensions are asked (a conversation's per-turn scores are left to people).
@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from reviews import transcript_shown
+from reviews.review.selectors import review_screen, task_json
 from tasks.judges.answer import AnswerShape, Scale
 from tasks.models import Campaign
-
-from .. import transcript_shown
-from ..selectors import review_screen, task_json
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Judging a campaign on the generation machinery: rows, enqueue, claim, call, store, reconcile.
 
-As for generation (tasks/generation.py), the database is the source of truth and a message
+As for generation (tasks/generation/services.py), the database is the source of truth and a message
 only says "look at row N":
 - one row per (judge, item, sample, order), made once (a unique constraint); its order drawn
   at random when it is made, the swapped row showing the reverse;
@@ -31,19 +31,19 @@ from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from tasks import blinding, providers
-from tasks.generation import RunOutcome, backoff_seconds
+from reviews.judges.models import Judgement
+from reviews.judges.screen import answer_shape, judge_view
+from reviews.judges.sql import judgement_claim
+from reviews.models import ItemOutput, ReviewItem
+from reviews.policy.services import policy_item_route
+from tasks.blinding import render as blinding
+from tasks.generation import providers
+from tasks.generation.prices import call_costs, flat_table
+from tasks.generation.providers.structured import structured_call
+from tasks.generation.services import RunOutcome, backoff_seconds
 from tasks.judges.answer import AnswerError, answer_read, answer_schema
 from tasks.judges.prompt import judge_messages
 from tasks.models import Campaign, Judge
-from tasks.prices import call_costs, flat_table
-from tasks.providers.structured import structured_call
-
-from ..models import ItemOutput, ReviewItem
-from ..policy.services import policy_item_route
-from .models import Judgement
-from .screen import answer_shape, judge_view
-from .sql import judgement_claim
 
 log = logging.getLogger(__name__)
 S = Judgement.Status
@@ -132,7 +132,7 @@ def _enqueue(ids: list[int]) -> None:
 
 
 def _send(ids: list[int]) -> None:
-    from .jobs import judgement_run_job
+    from reviews.judges.jobs import judgement_run_job
 
     for position, pk in enumerate(ids):
         try:

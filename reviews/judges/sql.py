@@ -16,9 +16,8 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
+from reviews.judges.models import Judgement
 from tasks.models import Judge
-
-from .models import Judgement
 
 S = Judgement.Status
 

@@ -13,18 +13,17 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
-from tasks.models import Campaign, Judge
-
-from ..policy.selectors import policy_summary
-from ..rubric import Rubric
-from ..stats.calibration import EPSILON
-from .calibration import (
+from reviews.judges.calibration import (
     calibration_chart,
     judge_calibration,
     judging_failures,
     judging_progress,
 )
-from .services import JudgingError, judging_enqueue
+from reviews.judges.services import JudgingError, judging_enqueue
+from reviews.policy.selectors import policy_summary
+from reviews.rubric import Rubric
+from reviews.stats.calibration import EPSILON
+from tasks.models import Campaign, Judge
 
 
 @require_GET

@@ -1,4 +1,4 @@
-"""Targeted human review: a campaign's ``review_policy`` (tasks/campaign_policy.py checks it).
+"""Targeted human review: a campaign's ``review_policy`` (tasks/campaigns/policy.py checks it).
 
 A judge scores every review item first; people review only the items its rules select
 (rules.py), and the judge settles the rest with its combined answer (services.py). What the

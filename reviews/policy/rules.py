@@ -7,9 +7,9 @@ import math
 import statistics
 from collections.abc import Iterable
 
-from ..disputes import ReviewData, settle
-from ..rubric import Rubric
-from ..stats.calibration import majority
+from reviews.arbitration.disputes import ReviewData, settle
+from reviews.rubric import Rubric
+from reviews.stats.calibration import majority
 
 AUDIT = "audit"
 JUDGE_FAILED = "judge_failed"  # no judgement of the item succeeded: people must settle it

@@ -6,10 +6,9 @@ from collections import Counter
 
 from django.db.models import Count, Q
 
+from reviews.models import ReviewItem
+from reviews.policy.services import review_policy
 from tasks.models import Campaign
-
-from ..models import ReviewItem
-from .services import review_policy
 
 S = ReviewItem.State
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from django.db.models import Count, Q
 
+from reviews.models import ItemOutput, ReviewItem
+from reviews.policy import rules
+from reviews.rubric import Rubric
 from tasks.models import Campaign, Judge
-
-from ..models import ItemOutput, ReviewItem
-from ..rubric import Rubric
-from . import rules
 
 S = ReviewItem.State
 

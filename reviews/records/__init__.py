@@ -15,7 +15,7 @@ Import is all-or-nothing: every problem comes back in one run as "line L, field 
 and nothing is kept if any line has one.
 """
 
-from .export import (
+from reviews.records.export import (
     csv_columns,
     csv_max_candidates,
     export_filename,
@@ -24,7 +24,7 @@ from .export import (
     records_iter,
     records_jsonl,
 )
-from .format import (
+from reviews.records.format import (
     CSV_FIXED,
     FORMATS,
     JSONL_KEYS,
@@ -34,8 +34,8 @@ from .format import (
     max_import_bytes,
     too_big_problem,
 )
-from .parse import detect_format
-from .write import ImportSummary, reviews_import
+from reviews.records.parse import detect_format
+from reviews.records.write import ImportSummary, reviews_import
 
 __all__ = [
     "CSV_FIXED",

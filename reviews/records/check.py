@@ -12,11 +12,7 @@ from datetime import UTC, datetime
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks.blinding import labels
-from tasks.models import Campaign
-
-from ..rubric import Mode, Rubric, TurnScoring, answers_check
-from .format import (
+from reviews.records.format import (
     JSONL_KEYS,
     MAX_SECONDS,
     REQUIRED_KEYS,
@@ -24,6 +20,9 @@ from .format import (
     USERNAME_RE,
     RecordError,
 )
+from reviews.rubric import Mode, Rubric, TurnScoring, answers_check
+from tasks.blinding.render import labels
+from tasks.models import Campaign
 
 BLIND_FILE = (
     "no record names its models (a blind export?): import the export with models "

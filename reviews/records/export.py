@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from django.db.models import Count, Max
 
 from evalsite.csvsafe import csv_lines
-from tasks.blinding import labels
+from reviews.models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
+from reviews.records.format import CSV_FIXED, EXPORT_CHUNK, FORMATS
+from reviews.rubric import TURN_MARK, Rubric, TurnScoring
+from tasks.blinding.render import labels
 from tasks.models import Campaign
-
-from ..models import Arbitration, ItemOutput, Preference, Review, ReviewItem, Score
-from ..rubric import TURN_MARK, Rubric, TurnScoring
-from .format import CSV_FIXED, EXPORT_CHUNK, FORMATS
 
 
 def _number(value: float | None):

@@ -11,8 +11,7 @@ import re
 
 from evalsite.csvsafe import FORMULA_START
 from evalsite.uploads import decode_utf8, strict_json
-
-from .format import CSV_FIELD_LIMIT, CSV_FIXED, RecordError, RecordImportError
+from reviews.records.format import CSV_FIELD_LIMIT, CSV_FIXED, RecordError, RecordImportError
 
 
 def decode(data: bytes) -> str:

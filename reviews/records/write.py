@@ -21,15 +21,28 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from evalsite.bulk import rows_update
+from reviews.arbitration.disputes import items_settle
+from reviews.models import (
+    Arbitration,
+    Assignment,
+    ItemOutput,
+    Preference,
+    Review,
+    ReviewItem,
+    Score,
+)
+from reviews.records.check import _Record, records_check, review_signature
+from reviews.records.format import (
+    FORMATS,
+    RecordError,
+    RecordImportError,
+    max_import_bytes,
+    too_big_problem,
+)
+from reviews.records.parse import decode, detect_format, parse_csv, parse_jsonl
+from reviews.review.readiness import item_rotations
+from reviews.review.readiness import pair_key as readiness_pair_key
 from tasks.models import Campaign, Generation
-
-from ..disputes import items_settle
-from ..models import Arbitration, Assignment, ItemOutput, Preference, Review, ReviewItem, Score
-from ..readiness import item_rotations
-from ..readiness import pair_key as readiness_pair_key
-from .check import _Record, records_check, review_signature
-from .format import FORMATS, RecordError, RecordImportError, max_import_bytes, too_big_problem
-from .parse import decode, detect_format, parse_csv, parse_jsonl
 
 
 @dataclass
@@ -423,7 +436,7 @@ def _write_arbitrations(
     validation as the arbitration page, and the same final outcome as the original. Problems
     go to `errors`; a record of an `unsettled` task (None: every task) is checked only where
     its item's reviews do not matter, so their problems are not echoed as its own."""
-    from ..arbitration import note_checked
+    from reviews.arbitration.services import note_checked
 
     for rec in records:
         if unsettled is None or rec.task_id in unsettled:
@@ -500,7 +513,7 @@ def _arbitration_resolve(
 ) -> bool:
     """Resolve the item's arbitration with the record's decision, as the arbitration page
     would. False (problems in `errors`) when the rules refuse it."""
-    from ..arbitration import ResolveInvalid, resolution_build
+    from reviews.arbitration.services import ResolveInvalid, resolution_build
 
     arbitration.order = [out_of[label] for label in rec.labels]
     try:

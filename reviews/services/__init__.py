@@ -13,12 +13,12 @@ order of importance (docs/architecture.md, "Flow of a review request"):
 One module per concern: claim, leases (expiry, heartbeat, skip, release), submit, correct
 (a submitted review changed before its item settles), answers
 (a submit's parsing), standing (who may review), order (presented order). Every name other
-modules use is importable from `reviews.services`; the masking words of a campaign are
-`tasks.campaign_blinding.campaign_identity_terms`.
+modules use is importable from `reviews.review`; the masking words of a campaign are
+`tasks.blinding.campaign_texts.campaign_identity_terms`.
 """
 
-from .answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
-from .claim import (
+from reviews.review.answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
+from reviews.review.claim import (
     CLAIM_ATTEMPTS,
     Claim,
     ClaimBusy,
@@ -26,8 +26,8 @@ from .claim import (
     assignment_claim_next,
     candidates,
 )
-from .correct import CorrectResult, review_correct, settled_message
-from .leases import (
+from reviews.review.correct import CorrectResult, review_correct, settled_message
+from reviews.review.leases import (
     BLOCKING,
     HEARTBEAT_CAP_LEASES,
     LEASE_LAPSED,
@@ -46,8 +46,8 @@ from .leases import (
     reviewer_leases_release,
     stale_leases_q,
 )
-from .order import SHUFFLE_SPACE, presented_order, shuffle_offset
-from .standing import (
+from reviews.review.order import SHUFFLE_SPACE, presented_order, shuffle_offset
+from reviews.review.standing import (
     REVIEWABLE,
     barred_message,
     reviewer_barred_message,
@@ -56,7 +56,12 @@ from .standing import (
     reviewer_removed,
     reviewer_restore_to_campaign,
 )
-from .submit import SUBMIT_KEY_MAX, SubmitResult, _submit_assignment, assignment_submit
+from reviews.review.submit import (
+    SUBMIT_KEY_MAX,
+    SubmitResult,
+    _submit_assignment,
+    assignment_submit,
+)
 
 __all__ = [
     "BLOCKING",

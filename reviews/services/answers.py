@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 
-from tasks import blinding
+from reviews.arbitration.disputes import unknown_field_errors
+from reviews.models import Assignment, Preference, Review, ReviewItem
+from reviews.rubric import Mode as AnswerMode
+from reviews.rubric import Rubric, answers_check
+from tasks.blinding import render as blinding
 from tasks.models import Campaign, Mode
-
-from ..disputes import unknown_field_errors
-from ..models import Assignment, Preference, Review, ReviewItem
-from ..rubric import Mode as AnswerMode
-from ..rubric import Rubric, answers_check
 
 
 def campaign_wants(campaign: Campaign) -> tuple[bool, bool]:

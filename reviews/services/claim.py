@@ -7,7 +7,7 @@ counter is on that row, so it sees the first claim's increment (docs/decisions/0
 the lock it reads the item's assignments afresh, then inserts (or revives a row of the
 reviewer's that is not active, which no other path touches without the item lock) and bumps
 the counter. The database constraints refuse whatever a race would still get past this
-(reviews/services/__init__.py); a refused attempt is retried on another item.
+(reviews/review/__init__.py); a refused attempt is retried on another item.
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Case, Exists, F, OuterRef, Value, When
 from django.db.models.functions import Now
 
+from reviews.models import Assignment, ReviewItem
+from reviews.review import sql
+from reviews.review.leases import assignment_expire_stale
+from reviews.review.order import presented_order, shuffle_offset
+from reviews.review.standing import REVIEWABLE
 from tasks.models import Campaign, Generation, Task
-
-from .. import sql
-from ..models import Assignment, ReviewItem
-from .leases import assignment_expire_stale
-from .order import presented_order, shuffle_offset
-from .standing import REVIEWABLE
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models.functions import Now
 
-from ..models import Assignment, Review, ReviewItem, ReviewVersion, Score
-from .answers import review_payload_parse
-from .submit import reviewer_assignment, score_rows
+from reviews.models import Assignment, Review, ReviewItem, ReviewVersion, Score
+from reviews.review.answers import review_payload_parse
+from reviews.review.submit import reviewer_assignment, score_rows
 
 SETTLED_WORDS = {
     ReviewItem.State.AGREED: "settled: the reviewers agreed",

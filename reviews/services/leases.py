@@ -17,10 +17,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from evalsite.roles import REVIEWER
+from reviews.models import Assignment, ReviewItem
+from reviews.review.sql import db_now
 from tasks.models import Campaign
-
-from ..models import Assignment, ReviewItem
-from ..sql import db_now
 
 LIVE = Assignment.LIVE
 BLOCKING = Assignment.BLOCKING

@@ -5,10 +5,9 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from reviews.models import ReviewerRemoval
+from reviews.review.leases import leases_release
 from tasks.models import Campaign
-
-from ..models import ReviewerRemoval
-from .leases import leases_release
 
 REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
 

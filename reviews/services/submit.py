@@ -17,12 +17,12 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
-from .. import sql
-from ..disputes import item_settle
-from ..models import Assignment, Review, ReviewItem, Score
-from .answers import review_payload_parse, same_answers
-from .claim import RETRY, ClaimBusy, retryable
-from .leases import LIVE
+from reviews.arbitration.disputes import item_settle
+from reviews.models import Assignment, Review, ReviewItem, Score
+from reviews.review import sql
+from reviews.review.answers import review_payload_parse, same_answers
+from reviews.review.claim import RETRY, ClaimBusy, retryable
+from reviews.review.leases import LIVE
 
 SUBMIT_KEY_MAX = Assignment._meta.get_field("submit_key").max_length
 
@@ -228,7 +228,7 @@ def _review_store_fenced(
     """The fence, then the review: None (nothing written) unless the assignment was still this
     reviewer's active one, which the fence marks submitted under `key`.
 
-    On PostgreSQL fence and writes are one statement (reviews/sql.py); elsewhere the same
+    On PostgreSQL fence and writes are one statement (reviews/review/sql.py); elsewhere the same
     steps in the ORM, which that statement is tested against (docs/decisions/0004)."""
     review = _review_of(assignment, reviewer, parsed)
     if connection.vendor == "postgresql":

@@ -29,7 +29,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .agreement import unique_rows
+from reviews.stats.agreement import unique_rows
 
 ELO = 400 / math.log(10)
 CENTER = 1000.0

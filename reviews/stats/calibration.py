@@ -34,10 +34,10 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from . import joint
-from .agreement import alpha_from_coincidences
-from .bias import wilson
-from .reliability import agreement_figures
+from reviews.stats import joint
+from reviews.stats.agreement import alpha_from_coincidences
+from reviews.stats.bias import wilson
+from reviews.stats.reliability import agreement_figures
 
 EPSILON = 0.1
 MIN_SETTLED = 30

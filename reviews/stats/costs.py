@@ -17,7 +17,7 @@ def answer_costs(gens: pd.DataFrame) -> pd.Series:
     """Columns cost, input_tokens, output_tokens, price_in, price_out (per million tokens).
 
     An answer whose provider reported no token counts (and no cost) has an unknown cost, NaN,
-    not a cost of 0: as in ``tasks.providers.base.cost_of``."""
+    not a cost of 0: as in ``tasks.generation.providers.base.cost_of``."""
     computed = (
         gens["input_tokens"].fillna(0) * gens["price_in"]
         + gens["output_tokens"].fillna(0) * gens["price_out"]

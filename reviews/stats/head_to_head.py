@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .quality import mean_ci
+from reviews.stats.quality import mean_ci
 
 
 def sign_test(wins: int, losses: int) -> float | None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import joint
-from .bradley_terry import CENTER, ELO
+from reviews.stats import joint
+from reviews.stats.bradley_terry import CENTER, ELO
 
 ROUNDS = 400
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 # Plain data (no ORM): the rubric's dimensions with their defaults.
-from ..rubric import Rubric
+from reviews.rubric import Rubric
 
 
 def normalize(values: pd.Series, dims: pd.Series, rubric: Rubric | list[dict]) -> pd.Series:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .bias import wilson
-from .joint import SMALL_SAMPLE
+from reviews.stats.bias import wilson
+from reviews.stats.joint import SMALL_SAMPLE
 
 
 def rate(successes: int, n: int) -> dict:

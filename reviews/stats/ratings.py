@@ -28,8 +28,17 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import joint
-from .bradley_terry import CENTER, ELO, RIDGE, _newton, bradley_terry, mle_exists, ranks, to_elo
+from reviews.stats import joint
+from reviews.stats.bradley_terry import (
+    CENTER,
+    ELO,
+    RIDGE,
+    _newton,
+    bradley_terry,
+    mle_exists,
+    ranks,
+    to_elo,
+)
 
 
 def joint_ratings(battles: pd.DataFrame, contenders: list, weights: np.ndarray) -> dict:

@@ -34,8 +34,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import joint
-from .agreement import (
+from reviews.stats import joint
+from reviews.stats.agreement import (
     LEVELS,
     RELIABLE,
     TENTATIVE,

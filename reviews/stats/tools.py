@@ -22,9 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tasks import transcripts
-
-from .rates import rate
+from reviews.stats.rates import rate
+from tasks.generation import transcripts
 
 TOOL_CHECK = "tool_calls"
 

@@ -27,9 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tasks import transcripts
-
-from . import joint
+from reviews.stats import joint
+from tasks.generation import transcripts
 
 SPREAD_MIN_SAMPLES = 2
 

@@ -12,7 +12,7 @@ LLM providers and a few thousand model ids ("anthropic/claude-sonnet-4-5-2025092
 
 A derived name that is also an ordinary word or a name in a major language (by its word
 frequency, the `wordfreq` package) is ambiguous: masked only in a model's context, held
-otherwise (tasks/masking.py). A very common word ("command", "embed") counts only with a
+otherwise (tasks/blinding/masking.py). A very common word ("command", "embed") counts only with a
 version after it. The index is built once per process.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .. import identity_terms as curated
+from tasks.blinding import terms as curated
 
 # Word frequency (Zipf scale: 3 is once per million words) from which a word is ordinary.
 ORDINARY_ZIPF = 2.5
@@ -117,7 +117,7 @@ def _classify(name: str, known: dict[str, str], out: dict[str, set]) -> None:
     if len(letters) < 4 or letters in curated.COMMON_WORDS or key in _ROUTING:
         return
     if letters in known:
-        return  # a curated name: tasks/masking.py's own patterns find it
+        return  # a curated name: tasks/blinding/masking.py's own patterns find it
     common = [zipf(w, "best") for w in key.split("-")]
     if max(common) < CERTAIN_ZIPF:
         out["certain"].add(key)  # "nemotron", "deepseek", "nousresearch", "zai"

@@ -12,7 +12,7 @@ language's own word order, with `{X}` where the maker stands:
 A template marked `self` names the speaker itself ("me", "my developer") and counts
 wherever it stands; the others count only in a sentence with the language's (or English)
 `me` or `ai` words, so "the bridge was built by Contoso" stays. The templates are read on
-the text's view (tasks/skeleton.py), where look-alike letters are folded: they are folded the
+the text's view (tasks/blinding/skeleton.py), where look-alike letters are folded: they are folded the
 same way when compiled. tests/reviews/blinding_corpus_gen.py builds leak cases from this
 table.
 """

@@ -1,6 +1,6 @@
 """The wider net: spans that are not masked but make an output worth an admin's look before
 reviewers see it. Masking changes a text only where it is sure; these hold the output
-(tasks/identity_hold.py) with a reason each, and the text stays as written:
+(tasks/blinding/hold.py) with a reason each, and the text stays as written:
 
 - "spaced model name": a short name written letter by letter ("Q w e n", "G L M");
 - "look-alike letters": a word mixing Latin letters with letters of a script that only
@@ -23,11 +23,11 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .. import identity_terms as data
-from .. import self_description
-from ..masking import Finding
-from ..skeleton import build_view
-from .catalog import ORDINARY_ZIPF, catalog, english_zipf
+from tasks.blinding import self_description
+from tasks.blinding import terms as data
+from tasks.blinding.catalog import ORDINARY_ZIPF, catalog, english_zipf
+from tasks.blinding.masking import Finding
+from tasks.blinding.skeleton import build_view
 
 # Beyond this, a text is masked but held as "too long to check" (the wider checks' cost
 # grows with the text; 1 MB of an answer is no answer a reviewer can read anyway).

@@ -21,9 +21,9 @@ from typing import Any
 
 from django.urls import reverse
 
-from ..intake_checks import RowError, kind
-from .decode import CheckedImage, ImageProblem, image_checked
-from .store import image_stored
+from tasks.images.decode import CheckedImage, ImageProblem, image_checked
+from tasks.images.store import image_stored
+from tasks.intake.checks import RowError, kind
 
 PART_TYPES = ("text", "image")
 IMAGE_SOURCES = ("path", "url", "data")

@@ -9,7 +9,7 @@ import functools
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
-from .decode import CheckedImage
+from tasks.images.decode import CheckedImage
 
 FOLDER = "task-images"
 

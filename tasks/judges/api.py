@@ -6,10 +6,9 @@ from django.http import HttpRequest, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
 from evalsite.roles import ADMIN, LEAD, has_role
-
-from ..campaigns import DefinitionError
-from .definition import judge_create
-from .models import Judge
+from tasks.campaigns.definition import DefinitionError
+from tasks.judges.definition import judge_create
+from tasks.judges.models import Judge
 
 DEFINITION_SCHEMA = {
     "type": "object",

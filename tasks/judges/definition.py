@@ -13,14 +13,14 @@ import re
 
 from django.db import IntegrityError, transaction
 
-from ..campaigns import (
+from tasks.campaigns.definition import (
     CONTENDER_KEYS,
     DefinitionError,
     campaign_definition_load,
     contender_validate,
 )
-from ..definition_reader import DefinitionReader
-from .models import Judge
+from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.judges.models import Judge
 
 # A contender's keys a judge does not take: it has no system prompt (its instructions go
 # into the messages) and no version label; never imported outputs.

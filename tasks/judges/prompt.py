@@ -1,6 +1,6 @@
 """The messages a judge is sent, from the reviewer's view of an item (pure).
 
-`view` is exactly what the reviewer API hands a reviewer (reviews.selectors.review_api_payload's
+`view` is exactly what the reviewer API hands a reviewer (reviews.review.selectors.review_api_payload's
 shape, built by reviews/judges/screen.py): the masked task, the outputs under their labels
 in the order drawn for this judgement, the rubric with its anchors, the preference choices
 and the campaign's instructions. Nothing else reaches the judge: no contender, model, id or

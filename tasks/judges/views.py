@@ -7,8 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from evalsite.roles import ADMIN, LEAD, role_required
-
-from .models import Judge
+from tasks.judges.models import Judge
 
 
 @require_GET

@@ -15,7 +15,7 @@ A run, module by module:
    (`cron.latest_due`), one monitor at a time;
 2. run start: `runs.monitor_run_start` creates run N+1 and its hidden campaign, queued for
    generation (also from the page, the API and `run_monitor`);
-3. generation: the campaign pipeline (tasks/generation.py); when its last row ends it sends
+3. generation: the campaign pipeline (tasks/generation/services.py); when its last row ends it sends
    `jobs.monitor_run_finish_job` (the tick grades runs whose message was lost);
 4. grading: `grading.monitor_run_finish` computes each contender's metrics (`metrics`);
 5. comparison: `compare.compare_runs` against the baseline (`runs.baseline_for`): paired

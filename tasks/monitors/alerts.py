@@ -33,9 +33,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from .definition import RULES, threshold_crossed
-from .judging import judge_note
-from .models import AlertDelivery, MonitorAlert, MonitorRun
+from tasks.monitors.definition import RULES, threshold_crossed
+from tasks.monitors.judging import judge_note
+from tasks.monitors.models import AlertDelivery, MonitorAlert, MonitorRun
 
 log = logging.getLogger(__name__)
 D = AlertDelivery.Status

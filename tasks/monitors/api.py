@@ -6,20 +6,19 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
 from evalsite.roles import ADMIN, LEAD, has_role
-
-from ..campaigns import DefinitionError
-from ..generation import GenerationError
-from .alerts import ResendRefused, alert_resend
-from .cron import ScheduleError, fire_times
-from .definition import (
+from tasks.campaigns.definition import DefinitionError
+from tasks.generation.services import GenerationError
+from tasks.monitors.alerts import ResendRefused, alert_resend
+from tasks.monitors.cron import ScheduleError, fire_times
+from tasks.monitors.definition import (
     MonitorError,
     monitor_archive,
     monitor_create,
     monitor_definition,
     monitor_update,
 )
-from .models import Monitor, MonitorAlert, MonitorRun
-from .runs import monitor_run_progress, monitor_run_start
+from tasks.monitors.models import Monitor, MonitorAlert, MonitorRun
+from tasks.monitors.runs import monitor_run_progress, monitor_run_start
 
 LIVE = Monitor.objects.select_related("testset").filter(archived_at=None)
 

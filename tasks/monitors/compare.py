@@ -9,12 +9,12 @@ same test-set version (contenders matched by name), as one JSON shape:
 
 from __future__ import annotations
 
-from ..models import Campaign
-from .definition import MonitorError
-from .judging import judge_note
-from .metrics import N_BOOT, SEED, compare_tables
-from .models import Monitor, MonitorRun
-from .runs import campaign_tables
+from tasks.models import Campaign
+from tasks.monitors.definition import MonitorError
+from tasks.monitors.judging import judge_note
+from tasks.monitors.metrics import N_BOOT, SEED, compare_tables
+from tasks.monitors.models import Monitor, MonitorRun
+from tasks.monitors.runs import campaign_tables
 
 
 def compare_tablesets(

@@ -13,19 +13,19 @@ import re
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..campaigns import (
+from tasks.campaigns.definition import (
     SLUG_RE,
     DefinitionError,
     campaign_definition_load,
     contender_conflicts,
     contender_validate,
 )
-from ..definition_reader import DefinitionReader
-from ..models import Contender, Provider, TestSet
-from .cron import schedule_problem
-from .judging import judge_definition
-from .metrics import COUNT_METRICS, is_rate, known_metric
-from .models import Monitor, MonitorRun
+from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.models import Contender, Provider, TestSet
+from tasks.monitors.cron import schedule_problem
+from tasks.monitors.judging import judge_definition
+from tasks.monitors.metrics import COUNT_METRICS, is_rate, known_metric
+from tasks.monitors.models import Monitor, MonitorRun
 
 log = logging.getLogger(__name__)
 R = MonitorRun.Status

@@ -20,12 +20,12 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from ..checks import run_checks
-from ..models import Contender, Generation
-from .definition import monitor_create
-from .grading import monitor_run_finish
-from .models import Monitor, MonitorRun
-from .runs import monitor_run_create
+from tasks.checks.automatic import run_checks
+from tasks.models import Contender, Generation
+from tasks.monitors.definition import monitor_create
+from tasks.monitors.grading import monitor_run_finish
+from tasks.monitors.models import Monitor, MonitorRun
+from tasks.monitors.runs import monitor_run_create
 
 OUTPUTS = Path(__file__).resolve().parent.parent / "demo_data"
 SLUG = "support-golden"

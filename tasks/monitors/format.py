@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from .metrics import COUNT_METRICS, is_rate
+from tasks.monitors.metrics import COUNT_METRICS, is_rate
 
 DASH = "–"
 

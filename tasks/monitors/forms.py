@@ -8,8 +8,8 @@ without a metric is an empty row (the page offers a few, so no script is needed 
 
 from __future__ import annotations
 
-from ..models import Contender, Provider, TestSet
-from .metrics import metric_choices
+from tasks.models import Contender, Provider, TestSet
+from tasks.monitors.metrics import metric_choices
 
 RULES = (
     ("max_drop", "may drop by at most"),

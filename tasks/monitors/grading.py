@@ -12,14 +12,14 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from .. import review_side
-from ..models import Campaign
-from .alerts import alerts_record
-from .compare import compare_runs
-from .judging import judge_note
-from .metrics import run_metrics
-from .models import MonitorRun
-from .runs import baseline_for, campaign_tables, monitor_run_active
+from tasks import review_side
+from tasks.models import Campaign
+from tasks.monitors.alerts import alerts_record
+from tasks.monitors.compare import compare_runs
+from tasks.monitors.judging import judge_note
+from tasks.monitors.metrics import run_metrics
+from tasks.monitors.models import MonitorRun
+from tasks.monitors.runs import baseline_for, campaign_tables, monitor_run_active
 
 log = logging.getLogger(__name__)
 R = MonitorRun.Status

@@ -7,9 +7,9 @@ keep their old spelling: the beat schedule and queued messages name them
 
 from celery import shared_task
 
-from .alerts import alert_deliver, alert_deliveries_resend
-from .grading import monitor_campaign_finished, monitor_runs_finish_due
-from .schedule import monitor_schedule_tick
+from tasks.monitors.alerts import alert_deliver, alert_deliveries_resend
+from tasks.monitors.grading import monitor_campaign_finished, monitor_runs_finish_due
+from tasks.monitors.schedule import monitor_schedule_tick
 
 
 @shared_task(name="tasks.monitor_tick", acks_late=True, soft_time_limit=100, time_limit=120)

@@ -10,8 +10,8 @@ chart, alert and comparison then repeats. The verdicts are the review side's
 
 from __future__ import annotations
 
-from .. import review_side
-from ..models import Campaign, Judge
+from tasks import review_side
+from tasks.models import Campaign, Judge
 
 PREFERENCE = "judge.preference_win_rate"
 UNCALIBRATED = "judge not calibrated"

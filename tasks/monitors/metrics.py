@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import KNOWN as CHECK_KINDS
+from tasks.checks.automatic import KNOWN as CHECK_KINDS
 
 N_BOOT = 1000
 SEED = 20260126

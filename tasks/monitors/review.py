@@ -13,14 +13,14 @@ import secrets
 
 from django.db import transaction
 
-from .. import blinding
-from ..campaigns import MAX_REDACT_WORDS, DefinitionError, campaign_create
-from ..intake import testset_checksum
-from ..intake_conversation import conversation_values
-from ..models import Campaign, Contender, Generation, Task, TestSet
-from ..outputs_import import outputs_import
-from .definition import MonitorError
-from .models import MonitorRun
+from tasks.blinding import render as blinding
+from tasks.campaigns.definition import MAX_REDACT_WORDS, DefinitionError, campaign_create
+from tasks.generation.outputs_import import outputs_import
+from tasks.intake.conversation import conversation_values
+from tasks.intake.parse import testset_checksum
+from tasks.models import Campaign, Contender, Generation, Task, TestSet
+from tasks.monitors.definition import MonitorError
+from tasks.monitors.models import MonitorRun
 
 RUBRIC = [
     {"key": "quality", "label": "Overall quality", "min": 1, "max": 5,

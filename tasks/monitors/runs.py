@@ -15,12 +15,12 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
-from .. import review_side
-from ..generation import GenerationNotSent, generation_enqueue, generation_rows_create
-from ..models import Campaign, Generation, Judge
-from .definition import MonitorError
-from .metrics import judge_scores_add, run_table
-from .models import Monitor, MonitorRun
+from tasks import review_side
+from tasks.generation.services import GenerationNotSent, generation_enqueue, generation_rows_create
+from tasks.models import Campaign, Generation, Judge
+from tasks.monitors.definition import MonitorError
+from tasks.monitors.metrics import judge_scores_add, run_table
+from tasks.monitors.models import Monitor, MonitorRun
 
 log = logging.getLogger(__name__)
 R = MonitorRun.Status

@@ -16,9 +16,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from .cron import latest_due
-from .models import Monitor, MonitorRun
-from .runs import monitor_run_start
+from tasks.monitors.cron import latest_due
+from tasks.monitors.models import Monitor, MonitorRun
+from tasks.monitors.runs import monitor_run_start
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,13 @@ import math
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
-from .. import transcripts
-from ..models import Generation
-from .cron import ScheduleError, fire_times
-from .format import metric_value
-from .judging import judge_note
-from .metrics import is_rate
-from .models import Monitor, MonitorAlert, MonitorRun
+from tasks.generation import transcripts
+from tasks.models import Generation
+from tasks.monitors.cron import ScheduleError, fire_times
+from tasks.monitors.format import metric_value
+from tasks.monitors.judging import judge_note
+from tasks.monitors.metrics import is_rate
+from tasks.monitors.models import Monitor, MonitorAlert, MonitorRun
 
 CHART_METRICS = ("check_pass_rate", "pass_at_1", "error_rate", "latency_ms.p95", "cost_per_task")
 W, H, PAD = 320, 120, 24

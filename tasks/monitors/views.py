@@ -10,12 +10,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
-
-from ..campaigns import DefinitionError
-from ..generation import GenerationError
-from .alerts import ResendRefused, alert_resend
-from .cron import ScheduleError, fire_times, schedule_problem
-from .definition import (
+from tasks.campaigns.definition import DefinitionError
+from tasks.generation.services import GenerationError
+from tasks.monitors.alerts import ResendRefused, alert_resend
+from tasks.monitors.cron import ScheduleError, fire_times, schedule_problem
+from tasks.monitors.definition import (
     MonitorError,
     monitor_archive,
     monitor_create,
@@ -23,11 +22,11 @@ from .definition import (
     monitor_pause,
     monitor_update,
 )
-from .forms import form_context, form_definition
-from .models import MonitorAlert
-from .review import review_blind_create
-from .runs import monitor_run_progress, monitor_run_start
-from .selectors import (
+from tasks.monitors.forms import form_context, form_definition
+from tasks.monitors.models import MonitorAlert
+from tasks.monitors.review import review_blind_create
+from tasks.monitors.runs import monitor_run_progress, monitor_run_start
+from tasks.monitors.selectors import (
     alert_log,
     monitor_get,
     monitor_list,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .detect import KIND_LABELS, Found, pii_find
+from tasks.intake.pii.detect import KIND_LABELS, Found, pii_find
 
 # What an import does with personal data: refuse the file (the default), mask every finding,
 # or keep the texts as they are (recorded with who chose it).

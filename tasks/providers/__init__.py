@@ -1,8 +1,8 @@
 """The only code that talks to an LLM endpoint. `generate(contender, messages, tools)`
 dispatches (tools in the OpenAI function format, translated by each provider)."""
 
-from . import anthropic, imported, openai
-from .base import (
+from tasks.generation.providers import anthropic, imported, openai
+from tasks.generation.providers.base import (
     PermanentError,
     ProviderError,
     ProviderResult,

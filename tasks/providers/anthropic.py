@@ -14,7 +14,7 @@ import json
 
 import httpx
 
-from .base import (
+from tasks.generation.providers.base import (
     OutputText,
     ProviderResult,
     RetryableError,
@@ -266,7 +266,7 @@ def generate(
     contender, messages: list[dict], tools: list[dict] | None = None, *, extra: dict | None = None
 ) -> ProviderResult:
     """One streamed call. `extra`: payload keys set last (a judge's structured output:
-    tasks/providers/structured.py)."""
+    tasks/generation/providers/structured.py)."""
     base = (contender.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
     key = api_key_for(contender)

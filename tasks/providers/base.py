@@ -19,8 +19,8 @@ from decimal import Decimal
 import httpx
 from django.conf import settings
 
-from ..images.store import image_base64
-from ..prices import Usage, call_costs, table_of
+from tasks.generation.prices import Usage, call_costs, table_of
+from tasks.images.store import image_base64
 
 # Statuses that will not change on a retry. A 429 is retryable unless the quota is exhausted.
 PERMANENT_STATUSES = {400, 401, 403, 404, 405, 413, 422}
@@ -143,7 +143,7 @@ def tool_result_text(content) -> str:
 
 
 def cost_of(contender, usage: Usage) -> Decimal | None:
-    """Cost in the contender's currency at its price table (tasks/prices.py): None when the
+    """Cost in the contender's currency at its price table (tasks/generation/prices.py): None when the
     provider reported no tokens."""
     return call_costs(table_of(contender), usage)[0]
 

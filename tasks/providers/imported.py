@@ -20,8 +20,7 @@ from decimal import Decimal, InvalidOperation
 
 from evalsite.text import more_problems
 from evalsite.uploads import clean_id, decode_utf8, strict_json
-
-from .base import MAX_OUTPUT_CHARS, PermanentError
+from tasks.generation.providers.base import MAX_OUTPUT_CHARS, PermanentError
 
 MAX_ERRORS = 50
 INT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "ttft_ms", "reasoning_tokens")

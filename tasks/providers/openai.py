@@ -13,7 +13,7 @@ import json
 
 import httpx
 
-from .base import (
+from tasks.generation.providers.base import (
     MAX_BODY_BYTES,
     MAX_OUTPUT_CHARS,
     OutputText,
@@ -45,7 +45,7 @@ def build_payload(contender, messages: list[dict], tools: list[dict] | None = No
         payload["tools"] = [{"type": "function", "function": _function(t)} for t in tools]
     # Every param goes through as given (temperature, top_p, max_tokens, seed, stop, ...) so a
     # run is reproducible wherever the endpoint honours a seed. The seed is already this
-    # sample's own (the contender's seed + the sample index: tasks/sample_seed.py).
+    # sample's own (the contender's seed + the sample index: tasks/generation/sample_seed.py).
     payload.update(contender.params or {})
     payload["stream"] = True
     payload["stream_options"] = {"include_usage": True}
@@ -245,7 +245,7 @@ def generate(
     contender, messages: list[dict], tools: list[dict] | None = None, *, extra: dict | None = None
 ) -> ProviderResult:
     """One streamed call. `extra`: payload keys set last (a judge's structured output:
-    tasks/providers/structured.py)."""
+    tasks/generation/providers/structured.py)."""
     base = (contender.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = {"Accept": "text/event-stream"}
     key = api_key_for(contender)

@@ -11,8 +11,8 @@ PermanentError, as any request that will not change.
 
 from __future__ import annotations
 
-from . import anthropic, openai
-from .base import PermanentError, ProviderResult
+from tasks.generation.providers import anthropic, openai
+from tasks.generation.providers.base import PermanentError, ProviderResult
 
 TOOL_NAME = "record_judgement"
 

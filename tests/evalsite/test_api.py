@@ -303,7 +303,7 @@ class SchemaTests(TestCase):
         # Each of these views refuses a field it does not know (400, nothing written) and
         # PATCH campaign refuses an empty body; the schema said neither, and
         # declared no types for a campaign definition at all.
-        from tasks.checks import schema_errors
+        from tasks.checks.automatic import schema_errors
         from tests.tasks.test_campaigns import SPEC_EXAMPLE
 
         paths = self.client.get("/api/v1/schema").json()["paths"]

@@ -10,7 +10,7 @@ import pytest
 from django.template import Context, Template
 from django.utils import timezone
 
-from reviews import services
+from reviews import review as services
 from tasks.models import Campaign
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, CampaignFactory, campaign_ready, personas

@@ -11,9 +11,9 @@ from django.test import Client, TestCase, TransactionTestCase
 
 from evalsite.models import ApiToken
 from evalsite.services import UserChangeRefused, UserExists, user_create, user_update
-from reviews.arbitration import arbitration_claim_next
+from reviews.arbitration.services import arbitration_claim_next
 from reviews.models import Arbitration, Assignment
-from reviews.services import assignment_claim_next
+from reviews.review import assignment_claim_next
 from tests.factories import PASSWORD, CampaignFactory, UserFactory, campaign_ready, personas
 from tests.reviews.test_arbitration import disputed_item
 

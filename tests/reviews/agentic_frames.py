@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reviews.report import CampaignFrames
-from tasks.conversation import NOT_AN_OBJECT
+from reviews.report.campaign import CampaignFrames
+from tasks.generation.conversation import NOT_AN_OBJECT
 
 RUBRIC = [{"key": "accuracy", "min": 1, "max": 5, "level": "ordinal", "max_gap": 1}]
 
@@ -253,7 +253,7 @@ def tool_transcript(kind: str):
             done,
         )
     if kind == "bad_json":
-        # what the real loop stores for it (tasks/conversation.py): its own refusal, no mock
+        # what the real loop stores for it (tasks/generation/conversation.py): its own refusal, no mock
         return one_turn(step([call("c1", valid=False)], [result("c1", error=NOT_AN_OBJECT)]), done)
     if kind == "one_call":
         return one_turn(step([call("c1")], [result("c1")]), done)

@@ -5,7 +5,7 @@ sentences, by class. Deterministic; run it after changing either source, and com
     .venv/bin/python tests/reviews/blinding_corpus_gen.py
 
 The sentences that carry a self-description are written here per language, independently of
-the table's patterns (tasks/identity/languages.py), so the test checks the patterns against
+the table's patterns (tasks/blinding/languages.py), so the test checks the patterns against
 how each language says it, not against themselves. Which model ids count as names is decided
 here by the words' frequency alone (wordfreq), not by the masking code.
 """

@@ -3,7 +3,7 @@
 from django.db.models import Count, Q
 
 from reviews.models import Assignment, ReviewItem
-from tasks import blinding
+from tasks.blinding import render as blinding
 
 
 def full_review(assignment: Assignment, value: int = 4, preference: str | None = "A") -> dict:

@@ -8,7 +8,8 @@ from django.db import close_old_connections, connection
 from django.test import TestCase, TransactionTestCase
 from django.utils import timezone
 
-from reviews.arbitration import (
+from reviews.arbitration.disputes import item_settle
+from reviews.arbitration.services import (
     AlreadyResolved,
     ArbitrationGone,
     ResolveInvalid,
@@ -16,7 +17,6 @@ from reviews.arbitration import (
     arbitration_release,
     arbitration_resolve,
 )
-from reviews.disputes import item_settle
 from reviews.models import Arbitration, ReviewItem, Score
 from reviews.rubric import label_map
 from tests.factories import CampaignFactory, ReviewItemFactory, UserFactory, personas, review_create

@@ -8,7 +8,7 @@ from django.test import TestCase
 from django.urls import reverse
 from django.utils import timezone
 
-from reviews.arbitration import (
+from reviews.arbitration.services import (
     ArbitrationGone,
     arbitration_claim_next,
     arbitration_heartbeat,
@@ -16,8 +16,8 @@ from reviews.arbitration import (
     arbitration_resolve,
 )
 from reviews.models import Arbitration
+from reviews.review import LeaseGone
 from reviews.rubric import label_map
-from reviews.services import LeaseGone
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, CampaignFactory, UserFactory, personas
 from tests.reviews.test_arbitration import disputed_item

@@ -10,7 +10,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from evalsite.models import ApiToken
-from reviews.disputes import item_settle
+from reviews.arbitration.disputes import item_settle
 from reviews.models import Arbitration, ItemOutput, ReviewItem
 from reviews.rubric import label_map
 from tasks.models import Contender, Generation
@@ -920,7 +920,7 @@ class ArbitrationPersonaTests(TestCase):
         cls.item = disputed_item(cls.campaign, cls.users["reviewer_a"], cls.users["reviewer_b"])
 
     def test_it_answers_each_persona_as_expected(self):
-        from reviews.arbitration import arbitration_claim_next
+        from reviews.arbitration.services import arbitration_claim_next
 
         token = arbitration_claim_next(campaign=self.campaign, arbiter=self.users["arbiter"]).token
         urls = [

@@ -14,7 +14,7 @@ from django.db import close_old_connections, connection
 from django.test import TransactionTestCase
 from django.utils import timezone
 
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, Review, ReviewItem
 from tests.factories import ContenderFactory, UserFactory, campaign_ready
 from tests.reviews.helpers import full_review, invariant_violations
@@ -173,7 +173,7 @@ class ConcurrentAssignmentTests(TransactionTestCase):
             finally:
                 connection.close()
 
-        with self.assertLogs("reviews.services", "INFO") as logs:
+        with self.assertLogs("reviews.review", "INFO") as logs:
             thread = threading.Thread(target=claim)
             thread.start()
             # Wait until the claim's statement waits on the writer's uncommitted slot.

@@ -7,7 +7,7 @@ from django.db.models import F, Sum
 from django.test import TestCase
 from django.utils import timezone
 
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, ItemOutput, Review, ReviewItem
 from tests.factories import ContenderFactory, UserFactory, campaign_ready
 from tests.reviews.helpers import full_review, invariant_violations

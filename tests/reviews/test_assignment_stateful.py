@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, Review, ReviewItem
 from tests.factories import UserFactory, campaign_ready
 from tests.reviews.helpers import full_review, invariant_violations

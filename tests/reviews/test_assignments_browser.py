@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, ReviewItem
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, campaign_ready, personas

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews.models import Arbitration, Assignment, ItemOutput, ReviewItem
-from tasks import blinding
+from tasks.blinding import render as blinding
 from tasks.models import Generation
 from tests.factories import (
     CampaignFactory,

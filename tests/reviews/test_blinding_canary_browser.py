@@ -31,8 +31,8 @@ import pytest
 
 from evalsite.models import ApiToken
 from reviews.models import Arbitration, Assignment, ReviewItem
-from tasks import blinding
-from tasks.campaign_blinding import campaign_identity_terms
+from tasks.blinding import render as blinding
+from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.models import Contender
 from tests.conftest import browser_login
 from tests.factories import (
@@ -48,7 +48,7 @@ from tests.factories import (
 )
 from tests.reviews.test_blinding_corpus import CORPUS_CONTENDERS, load_corpus
 
-SLUG = "canary"  # neutral: a slug naming a contender is refused (tasks.campaigns)
+SLUG = "canary"  # neutral: a slug naming a contender is refused (tasks.campaigns.definition)
 NAME = "Support answers Q4"  # shown as written (it only warns): neutral here
 
 MASK_CASES = [c for c in load_corpus() if c["expect"] == "mask"]
@@ -531,7 +531,7 @@ def test_the_report_key_and_the_probe_question_show_no_identity(browser_page, li
     choices, never beside a label, and its answer text is masked; the report's `blinding` key
     counts both."""
     from reviews.models import BlindingGuess, IdentityReport
-    from reviews.report import campaign_report
+    from reviews.report.campaign import campaign_report
 
     page, leaks = browser_page, Leaks()
     responses: list = []

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks import blinding
-from tasks.skeleton import build_view, read_as
+from tasks.blinding import render as blinding
+from tasks.blinding.skeleton import build_view, read_as
 
 CORPUS = Path(__file__).with_name("blinding_corpus.jsonl")
 GENERATED = Path(__file__).with_name("blinding_corpus_generated.jsonl")

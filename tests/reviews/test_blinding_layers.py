@@ -10,10 +10,10 @@ from django.test import SimpleTestCase
 from genai_prices import types
 from genai_prices.data import providers
 
-from tasks import blinding
-from tasks.identity import catalog as catalog_module
-from tasks.identity.languages import LANGUAGES
-from tasks.identity.suspects import MAX_CHECK_CHARS
+from tasks.blinding import catalog as catalog_module
+from tasks.blinding import render as blinding
+from tasks.blinding.languages import LANGUAGES
+from tasks.blinding.suspects import MAX_CHECK_CHARS
 from tests.reviews.blinding_corpus_gen import SELF
 
 
@@ -58,7 +58,7 @@ class NamesFromDataTests(SimpleTestCase):
         assert left == []
 
     def test_a_family_only_the_dataset_knows_is_masked_with_its_size_and_tier(self):
-        # not in the project's own list (tasks/identity_terms.py): from genai-prices
+        # not in the project's own list (tasks/blinding/terms.py): from genai-prices
         for text in ("I'm Molmo 72B.", "Sarvam-M answered this.", "Voxtral Mini 3B here."):
             masked = blinding.mask_identity(text)
             assert masked.hits and not re.search(r"molmo|sarvam|voxtral|72b|3b", masked.text, re.I)

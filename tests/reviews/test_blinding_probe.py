@@ -11,9 +11,9 @@ from django.urls import reverse
 from evalsite.models import ApiToken
 from reviews.blinding_probe.selectors import probe_sentence
 from reviews.models import Assignment, BlindingGuess, ItemOutput
-from reviews.report import campaign_report
+from reviews.report.campaign import campaign_report
 from reviews.stats.blinding import bang_index
-from tasks.campaigns import DefinitionError, campaign_create
+from tasks.campaigns.definition import DefinitionError, campaign_create
 from tests.factories import ContenderFactory, TestSetFactory, campaign_ready, personas
 from tests.reviews.helpers import full_review
 from tests.reviews.test_review_views import form_data

@@ -13,10 +13,10 @@ from django.test import SimpleTestCase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks import blinding
+from tasks.blinding import render as blinding
 
 NAMES = ["Claude", "OpenAI", "Anthropic", "Gemini", "DeepSeek", "Mistral", "zz-secret-model-9"]
-AMBIGUOUS = {"Claude", "Gemini", "Mistral"}  # tasks/identity_terms.py AMBIGUOUS
+AMBIGUOUS = {"Claude", "Gemini", "Mistral"}  # tasks/blinding/terms.py AMBIGUOUS
 TERMS = blinding.identity_terms(contenders=[{"name": "zz-secret-model-9"}])
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u2062", "\u2063", "\u034f", "\ufe0f"]
 INVISIBLE += ["\u200e", "\u00ad", "\U000e0041", "\ufeff"]

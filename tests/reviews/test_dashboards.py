@@ -7,9 +7,9 @@ import re
 import pytest
 from django.test import TestCase
 
-from reviews.dashboards import PAGES, SECTION_PAGES, dashboard_page
+from reviews.dashboards.selectors import PAGES, SECTION_PAGES, dashboard_page
 from reviews.records import reviews_import
-from reviews.report import campaign_report
+from reviews.report.campaign import campaign_report
 from tests.factories import personas
 from tests.reviews.test_records import (
     SECRET_NAMES,
@@ -272,7 +272,7 @@ class DashboardTests(TestCase):
 
 @pytest.mark.django_db
 def test_it_reuses_the_cached_report_until_the_data_changes(django_assert_max_num_queries):
-    from reviews.dashboards import campaign_report_cached, report_fingerprint
+    from reviews.dashboards.selectors import campaign_report_cached, report_fingerprint
 
     campaign = make_campaign()
     records = sample_records()
@@ -506,7 +506,7 @@ def test_the_leaderboard_reads_down_by_rank_then_rating():
 
 
 def test_the_pareto_chart_joins_the_front_cheapest_first():
-    from reviews.dashboard_extras import pareto_chart
+    from reviews.dashboards.extras import pareto_chart
 
     rows = [
         {"contender": "dear-good", "quality": 0.9, "cost_per_task": 0.03, "pareto": True},
@@ -524,7 +524,7 @@ def test_the_pareto_chart_joins_the_front_cheapest_first():
 
 
 def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
-    from reviews.dashboards import _cost
+    from reviews.dashboards.selectors import _cost
 
     def row(name, quality, decision, below):
         return {
@@ -555,7 +555,7 @@ def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
 
 
 def test_an_interval_cell_says_why_it_is_missing_and_shows_an_open_side():
-    from reviews.dashboards import display
+    from reviews.dashboards.selectors import display
 
     assert display("too few items (n=7)", "ci") == "too few items (n=7)"
     assert display([1610.0, None], "ci") == "≥ 1,610.0"

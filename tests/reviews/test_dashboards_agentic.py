@@ -7,8 +7,8 @@ import io
 import pytest
 from django.test import TestCase
 
-from reviews.disputes import item_settle
-from reviews.report import campaign_report, report_json
+from reviews.arbitration.disputes import item_settle
+from reviews.report.campaign import campaign_report, report_json
 from tasks.models import Generation
 from tests.conftest import browser_login
 from tests.factories import (

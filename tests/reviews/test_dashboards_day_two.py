@@ -3,8 +3,8 @@ state), long tables folded after the summaries, and charts that draw what their 
 
 import pytest
 
-from reviews import services
-from reviews.dashboards import campaign_report_warm, report_fingerprint, reports_warm
+from reviews import review as services
+from reviews.dashboards.selectors import campaign_report_warm, report_fingerprint, reports_warm
 from reviews.jobs import reports_warm_job
 from tests.factories import UserFactory, campaign_ready
 from tests.reviews.helpers import full_review
@@ -42,7 +42,7 @@ def test_a_correction_is_a_new_state_of_the_report():
 def test_a_long_dashboard_table_is_folded_after_the_summaries(client):
     from django.template.loader import render_to_string
 
-    from reviews.dashboard_tables import Column, Table
+    from reviews.dashboards.tables import Column, Table
 
     campaign = campaign_ready(items=1, overlap=1)
     short = Table("summary", "Summary", [Column("contender", "name")], [["a"], ["b"]])
@@ -66,7 +66,7 @@ def test_a_long_dashboard_table_is_folded_after_the_summaries(client):
 
 
 def test_the_turn_chart_draws_the_interval_its_caption_promises():
-    from reviews.dashboard_agentic import turn_chart
+    from reviews.dashboards.agentic import turn_chart
 
     def conversation(ci95):
         return {
@@ -92,7 +92,7 @@ def test_the_turn_chart_draws_the_interval_its_caption_promises():
 
 
 def test_the_cost_chart_labels_its_quarter_ticks_as_they_are():
-    from reviews.dashboard_extras import pareto_chart
+    from reviews.dashboards.extras import pareto_chart
 
     rows = [
         {"contender": "a", "quality": 0.5, "cost_per_task": 0.01, "pareto": True},

@@ -173,7 +173,7 @@ class DegenerateCampaignDashboardTests(TestCase):
 
 @pytest.mark.parametrize("page", ["leaderboard"])
 def test_an_open_interval_side_does_not_break_the_chart(page):
-    from reviews.dashboard_tables import interval_chart
+    from reviews.dashboards.tables import interval_chart
 
     chart = interval_chart(
         [

@@ -7,8 +7,8 @@ from django.test import TestCase
 from evalsite.demo import load_users
 from reviews import demo
 from reviews.models import Arbitration, Assignment, Review, ReviewItem
-from reviews.readiness import review_items_sync
-from reviews.report import campaign_report
+from reviews.report.campaign import campaign_report
+from reviews.review.readiness import review_items_sync
 from tasks.models import Contender, Generation
 from tests.reviews.test_records import make_campaign
 

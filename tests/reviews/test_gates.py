@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from django.test import TestCase
 
-from reviews import report_gates
-from reviews.report import CampaignFrames, build_report
+from reviews.report import gates as report_gates
+from reviews.report.campaign import CampaignFrames, build_report
 from reviews.stats import rates
-from tasks.campaigns import DefinitionError, campaign_create
+from tasks.campaigns.definition import DefinitionError, campaign_create
 from tests.tasks.test_campaigns import imported_pairwise, make_testset
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "report.py"
@@ -158,7 +158,7 @@ class GateDefinitionTests(TestCase):
 
 
 def test_the_gates_table_lists_each_failure_and_states_the_default_set():
-    from reviews.dashboard_extras import gates_table
+    from reviews.dashboards.extras import gates_table
 
     frames, meta = synthetic(tasks=40, contenders=3, samples=1, reviewers=2)
     meta["min_quality"] = 0.3
@@ -175,7 +175,7 @@ class SliceDefinitionTests(TestCase):
         make_testset()
 
     def test_slice_by_is_stored_and_read_from_task_metadata(self):
-        from reviews.report import campaign_frames
+        from reviews.report.campaign import campaign_frames
         from tasks.models import Task
 
         definition = {**imported_pairwise("s", ("a", "b")), "slice_by": ["position"]}

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews.models import Assignment, Review, ReviewItem
-from reviews.services.order import SHUFFLE_SPACE
+from reviews.review.order import SHUFFLE_SPACE
 from tests.factories import campaign_ready, personas
 from tests.reviews.test_review_views import HTMX, form_data
 

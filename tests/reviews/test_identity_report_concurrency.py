@@ -8,7 +8,7 @@ import pytest
 from django.db import close_old_connections, connection
 from django.test import TransactionTestCase
 
-from reviews import services
+from reviews import review as services
 from reviews.identity_reports.services import reviewer_report
 from reviews.models import Assignment, IdentityReport, Review, ReviewItem
 from tests.factories import UserFactory, campaign_ready

@@ -8,11 +8,11 @@ from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.models import ApiToken
-from reviews import services
-from reviews.arbitration import arbitration_claim_next
+from reviews import review as services
+from reviews.arbitration.services import arbitration_claim_next
 from reviews.identity_reports.services import reviewer_report
 from reviews.models import Arbitration, Assignment, IdentityReport, ReviewItem
-from reviews.report import campaign_report
+from reviews.report.campaign import campaign_report
 from tests.factories import CampaignFactory, UserFactory, campaign_ready, personas
 from tests.reviews.helpers import full_review, invariant_violations
 from tests.reviews.test_arbitration import disputed_item

@@ -7,8 +7,8 @@ import pytest
 from django.test import TestCase
 
 from evalsite.models import ApiToken
-from reviews.arbitration import arbitration_claim_next
-from tasks.campaigns import DefinitionError, campaign_create
+from reviews.arbitration.services import arbitration_claim_next
+from tasks.campaigns.definition import DefinitionError, campaign_create
 from tasks.models import Campaign
 from tests.factories import CampaignFactory, ContenderFactory, campaign_ready, personas
 from tests.reviews.test_arbitration import disputed_item

@@ -149,7 +149,7 @@ class DisputesBulkTests(TestCase):
 
     @classmethod
     def setUpTestData(cls):
-        from reviews.arbitration import arbitration_claim_next
+        from reviews.arbitration.services import arbitration_claim_next
         from tests.factories import CampaignFactory
         from tests.reviews.test_arbitration import disputed_item
 

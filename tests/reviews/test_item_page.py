@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from django.test import TestCase
 
-from reviews.arbitration import arbitration_claim_next, arbitration_resolve
+from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
 from reviews.models import Arbitration
 from reviews.rubric import label_map
 from tasks.models import Generation

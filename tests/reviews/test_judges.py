@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.test import TestCase, override_settings
 
 from evalsite.models import ApiToken
-from reviews.disputes import item_settle
+from reviews.arbitration.disputes import item_settle
 from reviews.judges.calibration import judge_calibration
 from reviews.judges.models import Judgement
 from reviews.judges.services import (
@@ -17,7 +17,7 @@ from reviews.judges.services import (
     judgement_run,
     judging_enqueue,
 )
-from reviews.report import campaign_report
+from reviews.report.campaign import campaign_report
 from tasks.models import Judge
 from tests.factories import (
     CampaignFactory,

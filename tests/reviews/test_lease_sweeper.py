@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from evalsite.celery import app
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, ReviewItem
 from tests.factories import UserFactory, campaign_ready
 from tests.services import wait_until

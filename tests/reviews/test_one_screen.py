@@ -5,10 +5,10 @@ on the pages and in the APIs, because both are built by reviews/screen.py."""
 from django.test import TestCase
 from django.utils import timezone
 
-from reviews.arbitration import arbitration_claim_next
-from reviews.arbitration_selectors import arbitration_workspace, workspace_json
+from reviews.arbitration.selectors import arbitration_workspace, workspace_json
+from reviews.arbitration.services import arbitration_claim_next
 from reviews.judges.screen import Seat
-from reviews.selectors import review_api_payload, review_screen
+from reviews.review.selectors import review_api_payload, review_screen
 from tests.factories import (
     RUBRIC,
     CampaignFactory,

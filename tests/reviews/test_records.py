@@ -16,10 +16,10 @@ from django.test import TestCase
 
 from evalsite.models import ApiToken
 from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score
-from reviews.readiness import review_items_open_for, review_items_sync
 from reviews.records import RecordImportError, records_export, reviews_import
-from reviews.report import campaign_report
-from tasks.campaigns import campaign_create
+from reviews.report.campaign import campaign_report
+from reviews.review.readiness import review_items_open_for, review_items_sync
+from tasks.campaigns.definition import campaign_create
 from tasks.models import Campaign, Contender, Generation, Task, TestSet
 from tests.factories import personas
 

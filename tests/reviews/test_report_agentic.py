@@ -3,7 +3,7 @@ values (docs/statistics.md, "Tool use" and "Conversations", shows the arithmetic
 
 import pytest
 
-from reviews.report import build_report
+from reviews.report.campaign import build_report
 from reviews.stats import joint, turns
 from tests.reviews.agentic_frames import (
     FIVE_TURNS,

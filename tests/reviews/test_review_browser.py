@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, ReviewItem
 from tasks.models import Task
 from tests.conftest import arrows_scroll, browser_login, wait_until

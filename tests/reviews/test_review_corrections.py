@@ -8,7 +8,7 @@ from django.db import close_old_connections, connection
 from django.test import TestCase, TransactionTestCase
 from django.urls import reverse
 
-from reviews import services
+from reviews import review as services
 from reviews.models import Assignment, Review, ReviewItem, ReviewVersion
 from tests.factories import UserFactory, campaign_ready, personas
 from tests.reviews.helpers import full_review

@@ -10,7 +10,7 @@ import json
 import pytest
 from django.db import connection
 
-from reviews import services
+from reviews import review as services
 from tests.factories import UserFactory, campaign_ready
 from tests.services import need, postgres_available
 

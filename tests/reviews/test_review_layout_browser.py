@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reviews.arbitration import arbitration_claim_next
+from reviews.arbitration.services import arbitration_claim_next
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, CampaignFactory, campaign_ready, personas
 from tests.reviews.test_arbitration import disputed_item

@@ -14,9 +14,11 @@ from django.urls import reverse
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviews import selectors
 from reviews.models import Assignment, ReviewerRemoval
-from tasks import blinding, identity_terms, masking
+from reviews.review import selectors
+from tasks.blinding import masking
+from tasks.blinding import render as blinding
+from tasks.blinding import terms as identity_terms
 from tasks.models import Campaign
 from tests.factories import ContenderFactory, campaign_ready, personas
 
@@ -228,7 +230,7 @@ class ReviewPageTests(TestCase):
 
     def test_it_reads_the_page_in_two_queries(self):
         # The assignment with its campaign and the reviewer's standing, then the item's task
-        # and outputs (reviews/sql.py).
+        # and outputs (reviews/review/sql.py).
         assignment = self.claim(self.campaign)
         with self.assertNumQueries(2):
             page = selectors.review_page_data(

@@ -9,18 +9,18 @@ import pytest
 from django.db import connection
 from django.test import TestCase, TransactionTestCase, override_settings
 
-from reviews.disputes import item_settle
+from reviews.arbitration.disputes import item_settle
 from reviews.judges.calibration import judge_calibration
 from reviews.judges.models import Judgement
 from reviews.judges.services import judging_enqueue
 from reviews.models import ReviewItem
 from reviews.policy import rules
 from reviews.policy.services import policy_campaign_route, policy_item_route
-from reviews.readiness import review_items_sync
 from reviews.records.export import records_iter
-from reviews.report import campaign_report
-from reviews.services import assignment_claim_next
-from tasks.campaigns import DefinitionError, campaign_definition_validate
+from reviews.report.campaign import campaign_report
+from reviews.review import assignment_claim_next
+from reviews.review.readiness import review_items_sync
+from tasks.campaigns.definition import DefinitionError, campaign_definition_validate
 from tasks.models import Generation, Judge
 from tests.factories import (
     CampaignFactory,

@@ -212,7 +212,7 @@ class ReviewerPageTests(TestCase):
     def test_it_offers_a_retry_not_a_finished_queue_when_claims_collide(self):
         from unittest import mock
 
-        from reviews import services
+        from reviews import review as services
 
         # Contention itself is exercised on PostgreSQL in test_assignment_concurrency; here only
         # what the page says when every candidate was taken concurrently CLAIM_ATTEMPTS times.
@@ -267,7 +267,7 @@ class ReviewerPageTests(TestCase):
         assert response.status_code == 409 and "ran out" in response.json()["message"]
 
     def test_it_tells_a_reviewer_removed_mid_item_why_the_submit_failed(self):
-        from reviews import services
+        from reviews import review as services
 
         assignment, url = self.start()
         services.reviewer_remove_from_campaign(
@@ -304,7 +304,7 @@ class ReviewerPageTests(TestCase):
     def test_it_tells_a_removed_reviewer_why_at_the_campaign_entry(self):
         """Their start page, a bookmark or "Start reviewing" on a page open since: a bare
         404 there said nothing of the removal."""
-        from reviews import services
+        from reviews import review as services
 
         services.reviewer_remove_from_campaign(
             campaign=self.campaign, reviewer=self.reviewer, by=self.users["admin"]
@@ -681,7 +681,7 @@ class ReviewApiTests(TestCase):
         ]
         writes = [q["sql"] for q in queries if any(part.search(q["sql"]) for part in parts)]
         if connection.vendor == "postgresql":
-            # One statement (reviews/sql.py): the other writes happen only if the fence matched.
+            # One statement (reviews/review/sql.py): the other writes happen only if the fence matched.
             assert len(writes) == 1 and all(part.search(writes[0]) for part in parts), writes
         else:
             order = [next(n for n, part in enumerate(parts) if part.search(q)) for q in writes]

@@ -3,7 +3,7 @@
 from django.test import SimpleTestCase
 
 from reviews.rubric import Dimension, Rubric, label_map
-from tasks.blinding import labels
+from tasks.blinding.render import labels
 
 
 class LabelTests(SimpleTestCase):

@@ -1,5 +1,5 @@
 """Every campaign and test-set text a reviewer or arbiter reads goes through the same masking
-as the outputs (tasks.campaign_blinding.text_shown): besides the prompt, messages, reference and
+as the outputs (tasks.blinding.campaign_texts.text_shown): besides the prompt, messages, reference and
 instructions, the task's category, the rubric's labels, descriptions and anchors (also in the
 title= and aria-label= attributes they fill) and, for arbiters, the reviewers' comments."""
 

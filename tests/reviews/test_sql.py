@@ -1,4 +1,4 @@
-"""reviews/sql.py: each raw statement against its ORM twin, on the same data.
+"""reviews/review/sql.py: each raw statement against its ORM twin, on the same data.
 
 The raw SQL that stays is there for correctness (docs/decisions/0004); these tests hold it to
 what the ORM would do, so the two cannot drift apart.
@@ -11,10 +11,9 @@ from django.db import transaction
 from django.db.models.functions import Now
 from django.test import TestCase
 
-from reviews import sql
 from reviews.models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem
-from reviews.services import candidates, shuffle_offset
-from reviews.services.submit import _review_store, _score_rows
+from reviews.review import candidates, shuffle_offset, sql
+from reviews.review.submit import _review_store, _score_rows
 from tasks.models import Campaign
 from tests.factories import UserFactory, campaign_ready, review_create
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reviews import report_figures
-from reviews.report_outcomes import battles
+from reviews.report import figures as report_figures
+from reviews.report.outcomes import battles
 from reviews.stats import joint, passes, ratings, reliability, stability
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "report.py"
@@ -65,7 +65,7 @@ def test_identical_resamples_say_all_equal_not_x_to_x():
 def test_a_two_item_report_has_null_intervals_and_a_small_sample_warning():
     bench = bench_module()
     frames, meta = bench.synthetic(tasks=2, contenders=2, samples=1, reviewers=2)
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     report = build_report(CampaignFrames(**frames), meta, n_boot=200, seed=1)
     for row in report["leaderboard"]:
@@ -110,7 +110,7 @@ def test_the_joint_bootstrap_is_reproducible_with_a_seed():
 
 def test_the_report_is_byte_identical_across_runs_with_the_same_seed():
     bench = bench_module()
-    from reviews.report import CampaignFrames, build_report, report_json
+    from reviews.report.campaign import CampaignFrames, build_report, report_json
 
     frames, meta = bench.synthetic(tasks=24, contenders=3, samples=2, reviewers=4)
     first = report_json(build_report(CampaignFrames(**frames), meta, n_boot=100, seed=3))
@@ -203,7 +203,7 @@ def test_the_pareto_front_keeps_contenders_no_one_beats_on_both():
 
 def test_free_contenders_have_no_normalized_cost_and_say_so():
     bench = bench_module()
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     frames, meta = bench.synthetic(tasks=12, contenders=2, samples=2, reviewers=2)
     frames["contenders"] = frames["contenders"].assign(price_in=0.0, price_out=0.0)
@@ -240,7 +240,7 @@ def test_bands_are_judged_on_the_interval():
 
 def test_no_bootstrap_rounds_gives_point_figures_and_says_why():
     bench = bench_module()
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     frames, meta = bench.synthetic(tasks=12, contenders=2, samples=2, reviewers=2)
     report = build_report(CampaignFrames(**frames), meta, n_boot=0, seed=1)
@@ -252,7 +252,7 @@ def test_no_bootstrap_rounds_gives_point_figures_and_says_why():
 
 def test_reviewer_offsets_get_an_interval_from_the_joint_bootstrap():
     bench = bench_module()
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     frames, meta = bench.synthetic(tasks=30, contenders=2, samples=1, reviewers=3)
     report = build_report(CampaignFrames(**frames), meta, n_boot=100, seed=2)

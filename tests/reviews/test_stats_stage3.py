@@ -306,7 +306,7 @@ def bench_frames(**kwargs):
 
 
 def test_a_pinned_seed_leaves_stability_and_pass_at_k_unmeasured():
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     frames, meta = bench_frames(tasks=20, contenders=2, samples=3, reviewers=2)
     frames["contenders"]["params"] = [{"seed": 7}, {}]  # model-1 has no seed to pin
@@ -355,7 +355,7 @@ def test_length_control_finds_a_preference_that_follows_length_only():
 
 
 def test_slices_break_pass_rates_down_by_a_metadata_key():
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     # 27 tasks: 9 with the fact at the start, 9 in the middle, 9 at the end of the document;
     # nobody reviewed yet, so pass@1 is the checks'. model-0 finds the middle fact in 1 of 9.
@@ -383,7 +383,7 @@ def test_slices_break_pass_rates_down_by_a_metadata_key():
 
 
 def test_flaky_tasks_follow_the_checks_when_people_scored_one_sample():
-    from reviews.report import CampaignFrames, build_report
+    from reviews.report.campaign import CampaignFrames, build_report
 
     # nobody reviewed yet; 12 tasks x 3 samples; model-0's second sample fails the checks on
     # the first two tasks, model-1 passes everything

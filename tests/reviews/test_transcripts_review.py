@@ -10,9 +10,9 @@ from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.models import ApiToken
-from reviews.arbitration import arbitration_claim_next
+from reviews.arbitration.services import arbitration_claim_next
 from reviews.models import Assignment, ItemOutput
-from tasks import blinding
+from tasks.blinding import render as blinding
 from tasks.models import Contender
 from tests.factories import (
     CampaignFactory,

@@ -8,15 +8,15 @@ from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from reviews import services
-from reviews.arbitration import (
+from reviews import review as services
+from reviews.arbitration.services import (
     ResolveInvalid,
     arbitration_claim_next,
     arbitration_resolve,
 )
 from reviews.models import Arbitration, ReviewItem, Score
+from reviews.review.selectors import review_api_payload, review_screen
 from reviews.rubric import Rubric, is_turn_key, label_map
-from reviews.selectors import review_api_payload, review_screen
 from tests.factories import CampaignFactory, ReviewItemFactory, personas
 from tests.reviews.turn_fixtures import conversation_item, turn_campaign, turn_submit
 

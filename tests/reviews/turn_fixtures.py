@@ -1,10 +1,10 @@
 """Conversation tasks scored turn by turn (a campaign's score_turns), for the per-turn tests.
 
 A task with `turns` (its scripted user) and, per contender, a generation whose transcript has
-one entry per user turn, in the shape the generation stores (tasks/transcripts.py reads it).
+one entry per user turn, in the shape the generation stores (tasks/generation/transcripts.py reads it).
 """
 
-from tasks import blinding
+from tasks.blinding import render as blinding
 from tests.factories import CampaignFactory, ReviewItemFactory, TaskFactory
 
 SCORE_TURNS = {"dimension": "turn_quality", "min": 1, "max": 5}

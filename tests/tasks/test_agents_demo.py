@@ -8,8 +8,9 @@ from django.test import TestCase
 
 from evalsite.demo import load_users
 from reviews.models import Assignment, ItemOutput
-from reviews.report import campaign_report
-from tasks import agents_demo, transcripts
+from reviews.report.campaign import campaign_report
+from tasks.demo import agents as agents_demo
+from tasks.generation import transcripts
 from tasks.models import Generation, Task
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import TestCase
 
 from evalsite.models import ApiToken
-from tasks.campaigns import DefinitionError, campaign_create
+from tasks.campaigns.definition import DefinitionError, campaign_create
 from tasks.models import Campaign, Contender
 from tests.factories import ContenderFactory, TaskFactory, TestSetFactory, personas
 

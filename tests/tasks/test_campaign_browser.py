@@ -67,7 +67,7 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
 def test_the_poll_updates_the_status_badge_and_shows_failures_apart(browser_page):
     from django.utils import timezone
 
-    from tasks.campaigns import campaign_create
+    from tasks.campaigns.definition import campaign_create
     from tasks.models import Generation
 
     personas()
@@ -110,7 +110,7 @@ def test_the_poll_updates_the_status_badge_and_shows_failures_apart(browser_page
 def test_a_long_unbroken_provider_error_wraps_instead_of_widening_the_page(browser_page):
     from django.utils import timezone
 
-    from tasks.campaigns import campaign_create
+    from tasks.campaigns.definition import campaign_create
     from tasks.models import Generation
 
     personas()

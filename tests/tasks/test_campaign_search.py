@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test import TestCase
 
+from tasks.campaigns.search import campaign_search
 from tasks.models import Generation
-from tasks.search import campaign_search
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, campaign_ready, personas
 

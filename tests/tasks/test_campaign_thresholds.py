@@ -5,9 +5,9 @@ import json
 import pytest
 from django.test import TestCase
 
-from reviews.report import campaign_report
-from tasks.campaign_api import campaign_json
-from tasks.campaigns import DefinitionError, campaign_create
+from reviews.report.campaign import campaign_report
+from tasks.campaigns.api import campaign_json
+from tasks.campaigns.definition import DefinitionError, campaign_create
 from tests.factories import personas
 from tests.reviews.test_report import PLAN, build_campaign
 from tests.tasks.test_campaigns import SPEC_EXAMPLE, make_testset
@@ -69,7 +69,7 @@ class TierThresholdReportTests(TestCase):
 
 
 def test_the_stability_page_names_each_tier_threshold():
-    from reviews.dashboard_pages import _thresholds
+    from reviews.dashboards.pages import _thresholds
 
     assert _thresholds({"base": 0.6, "advanced": 0.8}) == "base 0.6, advanced 0.8"
     assert _thresholds(0.6) == "0.6"

@@ -13,11 +13,12 @@ from django.utils import timezone
 
 from evalsite.models import ApiToken
 from reviews.models import ReviewItem
-from tasks import campaign_forms, campaigns
-from tasks.campaign_selectors import campaign_failure_summary, campaign_progress
-from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
+from tasks.campaigns import definition as campaigns
+from tasks.campaigns import forms as campaign_forms
+from tasks.campaigns.definition import DefinitionError, campaign_create, campaign_definition_load
+from tasks.campaigns.selectors import campaign_failure_summary, campaign_progress
+from tasks.intake.services import testset_delete as delete_testset
 from tasks.models import Campaign, Contender, Generation
-from tasks.services import testset_delete as delete_testset
 from tests.factories import TaskFactory, TestSetFactory, UserFactory, personas
 
 SPEC_EXAMPLE = """{"slug": "support-q4", "name": "Support bot Q4", "testset": "support-v3",
@@ -452,7 +453,7 @@ class CommandTests(TestCase):
     def test_import_outputs_finds_a_task_whatever_invisible_characters_its_id_carries(self):
         # Intake stores ids NFC-normalized without invisible characters; an outputs file written
         # by another tool (a BOM, a zero-width space, a decomposed accent) names the same task.
-        from tasks.generation import outputs_import
+        from tasks.generation.services import outputs_import
 
         make_testset(n=2)
         campaign, _ = campaign_create(definition=imported_pairwise("clean", ("a", "b")))
@@ -466,8 +467,8 @@ class CommandTests(TestCase):
         ]
 
     def test_import_outputs_lists_field_and_campaign_problems_in_one_run(self):
-        from tasks.generation import outputs_import
-        from tasks.providers.imported import MAX_ERRORS, ImportErrors
+        from tasks.generation.providers.imported import MAX_ERRORS, ImportErrors
+        from tasks.generation.services import outputs_import
 
         make_testset(n=2)
         campaign, _ = campaign_create(definition=imported_pairwise("every", ("a", "b")))
@@ -618,7 +619,7 @@ class ApiTests(TestCase):
             )
 
     def test_an_outputs_file_reports_every_problem_as_line_and_field(self):
-        from tasks.providers.imported import parse_outputs_collect
+        from tasks.generation.providers.imported import parse_outputs_collect
 
         raw = b'{"task_id": "T-1", "output": "ok"}\nnot json\n[1]\n{"task_id": "T-2", "output": NaN}\n'
         assert parse_outputs_collect(raw)[1] == [
@@ -849,8 +850,8 @@ class PageTests(TestCase):
         from functools import partial
         from unittest import mock
 
-        from tasks import campaign_views
-        from tasks.campaign_selectors import campaign_check_failures
+        from tasks.campaigns import views as campaign_views
+        from tasks.campaigns.selectors import campaign_check_failures
 
         self.login("admin")
         page = self.client.get("/campaigns/pages/").content.decode()

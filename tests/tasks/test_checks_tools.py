@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from tasks.checks import CHECKS_TIMEOUT_SECONDS, run_checks, turn_checks_run
-from tasks.tool_checks import args_match, call_record
+from tasks.checks.automatic import CHECKS_TIMEOUT_SECONDS, run_checks, turn_checks_run
+from tasks.checks.tools import args_match, call_record
 
 ORDER = {
     "type": "object",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.test import TestCase, override_settings
 
-from tasks.contenders import PROBE_TOKENS, contender_connection_test
+from tasks.campaigns.contenders import PROBE_TOKENS, contender_connection_test
 from tests.conftest import browser_login
 from tests.factories import PASSWORD, ContenderFactory, personas
 from tests.fake_llm import FakeLLM

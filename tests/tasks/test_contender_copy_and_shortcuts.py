@@ -7,8 +7,8 @@ import json
 import pytest
 from django.test import TestCase
 
-from reviews import services
-from tasks.contenders import NAME_MAX
+from reviews import review as services
+from tasks.campaigns.contenders import NAME_MAX
 from tasks.models import Contender
 from tests.conftest import browser_login, wait_until
 from tests.factories import (

@@ -9,12 +9,12 @@ from django.test import TestCase, override_settings
 from django.utils import timezone
 
 from reviews.models import ItemOutput, ReviewItem
-from tasks.campaigns import campaign_create
-from tasks.conversation import UNMOCKED
-from tasks.generation import generation_rows_create, generation_run
+from tasks.campaigns.definition import campaign_create
+from tasks.generation.conversation import UNMOCKED
+from tasks.generation.prices import Usage
+from tasks.generation.providers.base import cost_of
+from tasks.generation.services import generation_rows_create, generation_run
 from tasks.models import Campaign, Generation
-from tasks.prices import Usage
-from tasks.providers.base import cost_of
 from tests.factories import TaskFactory, TestSetFactory
 from tests.fake_llm import FakeLLM, request_view
 

@@ -8,10 +8,10 @@ from unittest import mock
 import pytest
 
 from reviews.models import ReviewItem
-from tasks.generation import generation_enqueue, generation_reconcile, generation_run
+from tasks.generation.prices import Usage
+from tasks.generation.providers.base import cost_of
+from tasks.generation.services import generation_enqueue, generation_reconcile, generation_run
 from tasks.models import Generation
-from tasks.prices import Usage
-from tasks.providers.base import cost_of
 from tests.fake_llm import FakeLLM
 from tests.services import wait_until
 from tests.tasks.test_conversation import MOCKS, TOOLS, campaign_for
@@ -61,7 +61,7 @@ def test_a_loop_that_lost_its_row_stops_and_the_new_attempt_stores_one_whole_loo
 ):
     settings.GENERATION_LEASE_SECONDS = 1
     settings.GENERATION_READ_TIMEOUT = 10
-    with FakeLLM(slow_seconds=5) as fake, mock.patch("tasks.generation._send"):
+    with FakeLLM(slow_seconds=5) as fake, mock.patch("tasks.generation.services._send"):
         fake.steps("agent", *SCRIPT)
         fake.script("agent", "ok", "hang")  # the first attempt's second call hangs
         campaign = campaign_for(
@@ -95,7 +95,7 @@ def test_a_loop_that_lost_its_row_stops_and_the_new_attempt_stores_one_whole_loo
     assert row.attempts == 2 and row.discarded_calls == 1
     one_loop(row, calls, spent=[1])
     # shown apart on the campaign's progress (page and API): the repeated call's share
-    from tasks.campaign_selectors import campaign_progress
+    from tasks.campaigns.selectors import campaign_progress
 
     (line,) = [
         c for c in campaign_progress(campaign=campaign)["contenders"] if c["name"] == "agent"

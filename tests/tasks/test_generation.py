@@ -13,12 +13,12 @@ from django.test import TestCase, override_settings
 from django.utils import timezone
 
 from reviews.models import ItemOutput, ReviewItem
-from reviews.readiness import item_plan, pair_key, review_items_open_for, review_items_sync
-from tasks import claim_waits, providers
-from tasks import generation as gen_services
-from tasks.campaigns import campaign_create
-from tasks.checks import run_checks
-from tasks.generation import (
+from reviews.review.readiness import item_plan, pair_key, review_items_open_for, review_items_sync
+from tasks.campaigns.definition import campaign_create
+from tasks.checks.automatic import run_checks
+from tasks.generation import claim_waits, providers
+from tasks.generation import services as gen_services
+from tasks.generation.services import (
     generation_cancel,
     generation_enqueue,
     generation_reconcile,
@@ -202,7 +202,7 @@ class ServiceTests(TestCase):
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
         assert generation_run(generation_id=row.pk).action == "done"
-        from tasks.conversation import RunResult
+        from tasks.generation.conversation import RunResult
 
         late = RunResult(
             text="late text",
@@ -229,7 +229,7 @@ class ServiceTests(TestCase):
         claimed, token, _ = gen_services._claim(row.pk)
         assert generation_cancel(campaign=campaign) == 4
         assert Campaign.objects.get(pk=campaign.pk).status == "cancelled"
-        from tasks.conversation import RunResult
+        from tasks.generation.conversation import RunResult
 
         result = RunResult(
             text="x", input_tokens=1, output_tokens=1, latency_ms=1, ttft_ms=1, finish_reason=""

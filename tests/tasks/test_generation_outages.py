@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from evalsite.celery import broker_queued
 from evalsite.models import ApiToken
-from tasks.campaign_selectors import campaign_progress
-from tasks.generation import (
+from tasks.campaigns.selectors import campaign_progress
+from tasks.generation.services import (
     GenerationNotSent,
     generation_enqueue,
     generation_lapsed_requeue,
@@ -72,7 +72,7 @@ class BrokerDownTests(TransactionTestCase):
     def test_the_reconciler_keeps_the_rows_queued_while_the_broker_is_still_down(self):
         past = timezone.now() - timedelta(seconds=90)
         Generation.objects.filter(campaign=self.campaign).update(queued_at=past)
-        with broker_at(CLOSED_REDIS_URL), self.assertLogs("tasks.generation", "WARNING"):
+        with broker_at(CLOSED_REDIS_URL), self.assertLogs("tasks.generation.services", "WARNING"):
             assert generation_reconcile(broker_idle=True)["requeued"] == 4
         assert _queued(self.campaign) == 4  # for its next run
 
@@ -267,7 +267,7 @@ class StoreFailureTests(TransactionTestCase):
     def test_a_store_refused_by_the_database_releases_the_row_at_once(self):
         row = Generation.objects.get(campaign=self.campaign)
         Generation.objects.filter(pk=row.pk).update(queued_at=timezone.now())
-        with self.assertLogs("tasks.generation", "WARNING"):
+        with self.assertLogs("tasks.generation.services", "WARNING"):
             outcome = generation_run(generation_id=row.pk)
         assert outcome.action == "retry" and outcome.countdown < 10
         row.refresh_from_db()

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews.models import ReviewItem
-from tasks.campaigns import campaign_create
-from tasks.generation import outputs_import
+from tasks.campaigns.definition import campaign_create
+from tasks.generation.services import outputs_import
 from tasks.models import Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
 

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews.models import Assignment, ReviewItem
-from tasks.campaigns import DefinitionError, campaign_create
-from tasks.generation import generation_run, outputs_import
+from tasks.campaigns.definition import DefinitionError, campaign_create
+from tasks.generation.services import generation_run, outputs_import
 from tasks.models import Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
 from tests.fake_llm import FakeLLM
@@ -117,8 +117,8 @@ class HoldTests(TestCase):
         assert "As reviewers see it" in body and "[redacted]" in body
         assert "Approve masked view" in body and "csrfmiddlewaretoken" in body
         # the masked side is exactly what the review pages render
-        from tasks import blinding
-        from tasks.campaign_blinding import campaign_identity_terms
+        from tasks.blinding import render as blinding
+        from tasks.blinding.campaign_texts import campaign_identity_terms
 
         _, html, _ = blinding.render_output(LEAK, campaign_identity_terms(self.campaign))
         assert str(html) in body

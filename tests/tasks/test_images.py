@@ -14,13 +14,13 @@ from django.core.files.storage import default_storage
 from django.test import TestCase, override_settings
 from PIL import Image, PngImagePlugin
 
-from tasks.campaigns import campaign_create
-from tasks.generation import generation_run
+from tasks.campaigns.definition import campaign_create
+from tasks.generation.services import generation_run
 from tasks.images.decode import image_checked
 from tasks.images.store import image_bytes
+from tasks.intake.services import TestSetImportError
+from tasks.intake.services import testset_import as import_testset
 from tasks.models import Generation, TestSet
-from tasks.services import TestSetImportError
-from tasks.services import testset_import as import_testset
 from tests.factories import PASSWORD, personas
 from tests.fake_llm import FakeLLM
 
@@ -302,7 +302,7 @@ def test_a_reviewer_sees_the_image_beside_the_text_and_enlarges_it_by_keyboard(
 
 @pytest.mark.django_db
 def test_a_download_re_imports_as_identical():
-    from tasks.selectors import rows_as_jsonl, testset_export_rows
+    from tasks.intake.selectors import rows_as_jsonl, testset_export_rows
 
     files = {
         "tasks.jsonl": jsonl(row(1, QUESTION, {"type": "image", "path": "c.png"})),
@@ -386,7 +386,7 @@ def test_the_test_set_pages_show_an_image_task_without_its_file_name(client):
 def test_the_upload_page_validates_a_zip_and_imports_it_on_confirm(client):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from tasks.pending_uploads import SESSION_KEY
+    from tasks.intake.pending import SESSION_KEY
 
     users = personas()
     client.force_login(users["admin"])

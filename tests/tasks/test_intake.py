@@ -5,10 +5,11 @@ import json
 import pytest
 from django.test import TestCase, override_settings
 
-from tasks import intake, services
-from tasks.intake import MAX_ERRORS, MAX_TEXT_CHARS, parse_testset
+from tasks.intake import parse as intake
+from tasks.intake import services
+from tasks.intake.parse import MAX_ERRORS, MAX_TEXT_CHARS, parse_testset
+from tasks.intake.services import TestSetImportError
 from tasks.models import Task, TestSet
-from tasks.services import TestSetImportError
 
 GOOD = {
     "external_id": "T-1",

@@ -5,7 +5,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.intake import CASE_TYPES, TIERS, parse_testset
+from tasks.intake.parse import CASE_TYPES, TIERS, parse_testset
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,11 +9,11 @@ import json
 import pytest
 from django.test import TestCase
 
-from tasks import selectors, services
-from tasks.intake import parse_testset
-from tasks.intake_conversation import DEFAULT_MAX_STEPS
+from tasks.intake import selectors, services
+from tasks.intake.conversation import DEFAULT_MAX_STEPS
+from tasks.intake.parse import parse_testset
+from tasks.intake.services import TestSetImportError
 from tasks.models import Task, TestSet
-from tasks.services import TestSetImportError
 
 ORDER_SCHEMA = {
     "type": "object",

@@ -10,13 +10,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import TestCase
 
-from tasks import services
-from tasks.intake import parse_testset
+from tasks.intake import services
+from tasks.intake.parse import parse_testset
+from tasks.intake.services import TestSetImportError
 from tasks.models import Task, TestSet
-from tasks.services import TestSetImportError
 from tests.factories import personas
-
-from .test_intake_tools import TOOLS, as_csv, jsonl
+from tests.tasks.test_intake_tools import TOOLS, as_csv, jsonl
 
 TURNS = [
     "I need a gift for my father.",

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from django.test import TestCase
 
-from reviews.arbitration import arbitration_claim_next, arbitration_resolve
-from reviews.disputes import item_settle
+from reviews.arbitration.disputes import item_settle
+from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
 from reviews.models import ReviewItem
-from tasks.lifecycle import campaign_lifecycle
+from tasks.campaigns.lifecycle import campaign_lifecycle
 from tasks.models import Campaign
 from tests.conftest import browser_login, wait_until
 from tests.factories import (

@@ -9,7 +9,7 @@ import pytest
 from django.test import TestCase, override_settings
 from django.urls import reverse
 
-from tasks.generation import generation_run
+from tasks.generation.services import generation_run
 from tasks.models import Generation, Monitor, MonitorRun
 from tasks.monitors.definition import monitor_create
 from tasks.monitors.grading import monitor_run_finish
@@ -105,7 +105,7 @@ class RunAndTaskPageTests(TestCase):
         monitor = monitor_create(definition=definition(alerts={}))
         from unittest import mock
 
-        with mock.patch("tasks.generation._send"):
+        with mock.patch("tasks.generation.services._send"):
             run = monitor_run_start(monitor=monitor)
         url = reverse("monitor_run", args=["golden", run.number])
         page = self.client.get(url).content.decode()

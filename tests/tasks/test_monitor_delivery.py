@@ -77,7 +77,7 @@ def crossed_alert(webhook: str) -> MonitorAlert:
     make_testset(tasks=2)
     ContenderFactory(name="oa", provider="openai", model="oa", base_url="http://127.0.0.1:9/v1")
     monitor = monitor_create(definition=definition(schedule="", alerts={"webhook": webhook}))
-    with mock.patch("tasks.generation._send"):
+    with mock.patch("tasks.generation.services._send"):
         run = monitor_run_start(monitor=monitor)
     alert = MonitorAlert.objects.create(
         run=run, contender="oa", metric="check_pass_rate", rule="max_drop",

@@ -3,7 +3,7 @@ from io import StringIO
 from django.test import TestCase
 from django.urls import reverse
 
-from tasks import demo
+from tasks.demo import testsets as demo
 from tasks.models import Campaign, MonitorAlert, MonitorRun
 from tests.factories import personas
 

@@ -13,7 +13,7 @@ from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.models import ApiToken
-from tasks.campaigns import DefinitionError
+from tasks.campaigns.definition import DefinitionError
 from tasks.models import Contender, Generation, Monitor, MonitorRun
 from tasks.monitors.cron import fire_times, schedule_problem
 from tasks.monitors.definition import monitor_create, monitor_update
@@ -71,7 +71,7 @@ class ScheduleIsolationTests(TestCase):
         now = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
         from unittest import mock
 
-        with mock.patch("tasks.generation._send"):  # nobody works the rows
+        with mock.patch("tasks.generation.services._send"):  # nobody works the rows
             result = monitor_schedule_tick(now=now)
         assert result["started"] == ["golden#1"] and result["errors"] == ["broken"]
         bad.refresh_from_db()
@@ -125,7 +125,7 @@ class ScheduleIsolationTests(TestCase):
         monitor_update(monitor=monitor, changes={"paused": False})
         from unittest import mock
 
-        with mock.patch("tasks.generation._send"):
+        with mock.patch("tasks.generation.services._send"):
             later = datetime(2026, 1, 1, 12, 5, 10, tzinfo=UTC)
             assert monitor_schedule_tick(now=later)["started"] == ["golden#1"]
         assert MonitorRun.objects.get().scheduled_for == datetime(2026, 1, 1, 12, 5, tzinfo=UTC)
@@ -213,7 +213,7 @@ class EditApiTests(TestCase):
     def test_delete_archives_the_monitor_and_keeps_its_runs(self):
         from unittest import mock
 
-        with mock.patch("tasks.generation._send"):
+        with mock.patch("tasks.generation.services._send"):
             self.client.post(
                 reverse("api_monitor_runs", args=["golden"]),
                 headers={"Authorization": f"Bearer {self.tokens['admin']}"},

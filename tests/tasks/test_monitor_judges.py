@@ -10,11 +10,11 @@ from django.core.management import call_command
 from django.test import TestCase, TransactionTestCase
 from django.urls import reverse
 
-from reviews.disputes import item_settle
+from reviews.arbitration.disputes import item_settle
 from reviews.judges import services as judging
 from reviews.judges.models import Judgement
 from reviews.judges.services import judgement_run, judging_enqueue
-from tasks.campaigns import DefinitionError
+from tasks.campaigns.definition import DefinitionError
 from tasks.models import Judge, Monitor, MonitorAlert
 from tasks.monitors.alerts import alert_json
 from tasks.monitors.definition import monitor_create, monitor_definition, monitor_update

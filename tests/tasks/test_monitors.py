@@ -16,8 +16,8 @@ from django.core.management.base import CommandError
 from django.db import connections
 from django.test import TestCase, TransactionTestCase, override_settings
 
-from tasks.campaigns import DefinitionError
-from tasks.generation import generation_run
+from tasks.campaigns.definition import DefinitionError
+from tasks.generation.services import generation_run
 from tasks.models import (
     AlertDelivery,
     Campaign,
@@ -244,7 +244,9 @@ def inline_pipeline():
     """The broker boundary played in process: each generation message runs its row at once,
     the finish and delivery jobs call their services."""
     with (
-        mock.patch("tasks.generation._send", lambda pk, unsent: generation_run(generation_id=pk)),
+        mock.patch(
+            "tasks.generation.services._send", lambda pk, unsent: generation_run(generation_id=pk)
+        ),
         mock.patch(
             "tasks.monitors.jobs.monitor_run_finish_job.delay",
             lambda cid: monitor_campaign_finished(campaign_id=cid),
@@ -424,7 +426,9 @@ class ScheduleRaceTests(TransactionTestCase):
 
     def test_one_run_per_due_time_a_busy_run_delays_and_downtime_catches_up_once(self):
         t0 = datetime(2026, 1, 1, 12, 0, 20, tzinfo=UTC)
-        with mock.patch("tasks.generation._send"):  # nobody works the rows: the run goes on
+        with mock.patch(
+            "tasks.generation.services._send"
+        ):  # nobody works the rows: the run goes on
             for minute in range(3):
                 results = self._tick_twice(t0 + timedelta(minutes=minute))
                 if minute == 0:

@@ -8,9 +8,9 @@ from django.core.management import CommandError, call_command
 from django.test import TestCase
 
 from evalsite.models import ApiToken
-from tasks.campaigns import campaign_create
+from tasks.campaigns.definition import campaign_create
+from tasks.generation.outputs_import import outputs_import
 from tasks.models import Generation
-from tasks.outputs_import import outputs_import
 from tests.factories import personas
 from tests.tasks.test_campaigns import imported_pairwise, make_testset
 

@@ -6,9 +6,9 @@ import json
 import pytest
 from django.test import TestCase
 
-from tasks.generation import outputs_import
+from tasks.generation.providers.imported import ImportErrors
+from tasks.generation.services import outputs_import
 from tasks.models import Generation
-from tasks.providers.imported import ImportErrors
 from tests.tasks.test_conversation import MOCKS, TOOLS, campaign_for
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tasks import pending_uploads as pending
+from tasks.intake import pending
 
 
 def test_it_keeps_bytes_for_the_owning_session_only_and_discards_them():

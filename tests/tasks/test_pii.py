@@ -11,10 +11,10 @@ from django.core.management.base import CommandError
 from django.test import SimpleTestCase, TestCase
 
 from evalsite.models import ApiToken
-from tasks import services
+from tasks.intake import services
+from tasks.intake.pii import pii_find
+from tasks.intake.services import PiiChoice, TestSetPiiFound
 from tasks.models import Task, TestSet
-from tasks.pii import pii_find
-from tasks.services import PiiChoice, TestSetPiiFound
 from tests.factories import personas
 
 

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 from django.test import TestCase, override_settings
 
-from tasks.campaigns import DefinitionError, campaign_create
-from tasks.generation import generation_run
+from tasks.campaigns.definition import DefinitionError, campaign_create
+from tasks.generation.services import generation_run
 from tasks.models import Generation
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_generation import make_campaign

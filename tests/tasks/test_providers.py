@@ -6,9 +6,9 @@ from decimal import Decimal
 import pytest
 from django.test import SimpleTestCase, override_settings
 
-from tasks import providers
+from tasks.generation import providers
+from tasks.generation.providers.base import PermanentError, RetryableError
 from tasks.models import Contender
-from tasks.providers.base import PermanentError, RetryableError
 from tests.fake_llm import FakeLLM
 
 MESSAGES = [{"role": "user", "content": "How do I reset my password?"}]
@@ -122,7 +122,7 @@ class OpenAITests(SimpleTestCase):
         # A runaway endpoint must not fill the worker's memory and the row (nor make the
         # checks overrun the task's time limit, which left the row running until its lease
         # lapsed, once per attempt).
-        from tasks.providers import base
+        from tasks.generation.providers import base
 
         prompt = "x" * base.MAX_OUTPUT_CHARS
         with pytest.raises(RetryableError, match="answer is longer than 1,000,000 characters"):
@@ -175,7 +175,7 @@ class AnthropicTests(SimpleTestCase):
         assert result.text == f"aseps answers: {prompt}"
 
     def test_it_refuses_an_answer_past_the_size_cap(self):
-        from tasks.providers import base
+        from tasks.generation.providers import base
 
         c = contender(self.fake, provider="anthropic", model="ahuge")
         with pytest.MonkeyPatch.context() as mp:
@@ -206,7 +206,7 @@ class AnthropicTests(SimpleTestCase):
 def test_event_stream_lines_end_at_cr_lf_or_crlf_only_even_across_chunks():
     import httpx
 
-    from tasks.providers.base import iter_sse
+    from tasks.generation.providers.base import iter_sse
 
     chunks = [b"data: a\r", b"\ndata: b\xe2\x80\xa8c\r\n\r", b"\nevent: x\rdata: d\n\n", b"data: e"]
     response = httpx.Response(200, content=iter(chunks))
@@ -216,7 +216,7 @@ def test_event_stream_lines_end_at_cr_lf_or_crlf_only_even_across_chunks():
 def test_a_stream_line_that_never_ends_is_refused(monkeypatch):
     import httpx
 
-    from tasks.providers import base
+    from tasks.generation.providers import base
 
     monkeypatch.setattr(base, "MAX_BODY_BYTES", 1000)
     response = httpx.Response(200, content=iter([b"data: " + b"y" * 600] * 3))
@@ -227,7 +227,7 @@ def test_a_stream_line_that_never_ends_is_refused(monkeypatch):
 def test_a_200_page_that_is_not_an_event_stream_is_named_for_what_it_is():
     import httpx
 
-    from tasks.providers.base import iter_sse
+    from tasks.generation.providers.base import iter_sse
 
     page = httpx.Response(
         200, headers={"content-type": "text/html"}, content=b"<!doctype html>\n<title>Chat</title>"

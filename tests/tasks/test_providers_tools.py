@@ -6,9 +6,9 @@ import json
 
 from django.test import SimpleTestCase, override_settings
 
-from tasks import providers
+from tasks.generation import providers
+from tasks.generation.providers.base import ToolCall
 from tasks.models import Contender
-from tasks.providers.base import ToolCall
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_providers import contender
 
@@ -225,7 +225,7 @@ class ToolProviderTests(SimpleTestCase):
 
 class HistoryToolsTests(SimpleTestCase):
     def test_anthropic_declares_the_tools_a_history_calls_when_the_task_offers_none(self):
-        from tasks.providers import anthropic
+        from tasks.generation.providers import anthropic
 
         c = Contender(name="c", provider="anthropic", model="m", params={})
         payload = anthropic.build_payload(c, HISTORY, None)

@@ -8,9 +8,9 @@ import json
 from django.test import SimpleTestCase, TestCase, override_settings
 
 from evalsite.models import ApiToken
-from tasks import providers
-from tasks.campaigns import campaign_create
-from tasks.generation import generation_run
+from tasks.campaigns.definition import campaign_create
+from tasks.generation import providers
+from tasks.generation.services import generation_run
 from tasks.models import Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
 from tests.fake_llm import FakeLLM

@@ -6,13 +6,13 @@ exist, and whoever is taken off one gets their open work returned to the queues.
 from django.test import TestCase
 
 from evalsite.models import ApiToken
-from reviews.arbitration import arbitration_claim_next
+from reviews.arbitration.services import arbitration_claim_next
 from reviews.models import Arbitration, Assignment, ReviewerRemoval
-from reviews.services import assignment_claim_next
-from tasks.campaigns import DefinitionError, campaign_create
-from tasks.lifecycle import campaign_lifecycle
+from reviews.review import assignment_claim_next
+from tasks.campaigns.definition import DefinitionError, campaign_create
+from tasks.campaigns.lifecycle import campaign_lifecycle
+from tasks.campaigns.rosters import Roster, campaign_rosters_set
 from tasks.models import Campaign
-from tasks.rosters import Roster, campaign_rosters_set
 from tests.factories import UserFactory, campaign_ready, personas
 from tests.reviews.helpers import invariant_violations
 from tests.reviews.test_arbitration import disputed_item

@@ -5,10 +5,10 @@ import re
 
 from django.test import TestCase
 
-from tasks import rubric_builder
-from tasks.campaigns import campaign_create, rubric_validate
+from tasks.campaigns import rubric_builder
+from tasks.campaigns.definition import campaign_create, rubric_validate
+from tasks.campaigns.rubric_templates import TEMPLATES
 from tasks.models import Campaign, Contender
-from tasks.rubric_templates import TEMPLATES
 from tests.factories import TaskFactory, TestSetFactory, personas
 
 HX = {"HX-Request": "true"}

@@ -4,10 +4,10 @@ pins one seed for every sample; the report then says what it cannot measure."""
 import pytest
 from django.test import TestCase
 
-from tasks.campaigns import DefinitionError, campaign_create
-from tasks.generation import generation_run
+from tasks.campaigns.definition import DefinitionError, campaign_create
+from tasks.generation.sample_seed import sample_params
+from tasks.generation.services import generation_run
 from tasks.models import Generation
-from tasks.sample_seed import sample_params
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_generation import make_campaign
 

@@ -6,7 +6,11 @@ import json
 from django.test import TestCase
 
 from evalsite.models import ApiToken
-from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_validate
+from tasks.campaigns.definition import (
+    DefinitionError,
+    campaign_create,
+    campaign_definition_validate,
+)
 from tasks.models import Campaign, Contender
 from tests.factories import TaskFactory, TestSetFactory, personas
 from tests.reviews.turn_fixtures import USER_TURNS

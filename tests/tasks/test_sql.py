@@ -1,4 +1,4 @@
-"""tasks/sql.py: the generation semaphore and the bulk insert against their ORM twins.
+"""tasks/generation/sql.py: the generation semaphore and the bulk insert against their ORM twins.
 
 The statement stays SQL so that, on PostgreSQL, the contender's lock and the counting claim
 go to the server as one message (docs/decisions/0004). What it claims must be what the ORM's
@@ -13,8 +13,8 @@ from django.db.models import F, Q
 from django.test import TestCase
 from django.utils import timezone
 
+from tasks.generation.sql import generation_claim, tasks_insert
 from tasks.models import Contender, Generation, Task
-from tasks.sql import generation_claim, tasks_insert
 from tests.factories import (
     CampaignFactory,
     ContenderFactory,

@@ -2,7 +2,7 @@ from io import StringIO
 
 from django.test import TestCase
 
-from tasks import demo
+from tasks.demo import testsets as demo
 from tasks.models import Task, TestSet
 from tests.factories import UserFactory
 

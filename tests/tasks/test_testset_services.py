@@ -5,9 +5,9 @@ import pytest
 from django.db import connection
 from django.test import TestCase, TransactionTestCase
 
-from tasks import services
+from tasks.intake import services
+from tasks.intake.services import TestSetFrozen
 from tasks.models import Campaign, Task, TestSet
-from tasks.services import TestSetFrozen
 
 ROWS = [
     {

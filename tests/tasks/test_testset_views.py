@@ -5,9 +5,10 @@ import json
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import TestCase, override_settings
 
-from tasks import intake, services
+from tasks.intake import parse as intake
+from tasks.intake import services
+from tasks.intake.pending import SESSION_KEY
 from tasks.models import Campaign, Task, TestSet
-from tasks.pending_uploads import SESSION_KEY
 from tests.factories import personas
 
 

@@ -1,6 +1,6 @@
-"""tasks.transcripts: calls, steps, invalid, unmocked and mocked errors of a scripted transcript."""
+"""tasks.generation.transcripts: calls, steps, invalid, unmocked and mocked errors of a scripted transcript."""
 
-from tasks import transcripts
+from tasks.generation import transcripts
 
 
 def call(id_, name, *, valid=True, unknown=False, args=None):

@@ -6,8 +6,8 @@ from io import StringIO
 from django.test import TestCase
 
 from evalsite.demo import load_users
-from reviews.report import campaign_report
-from tasks import vision_demo
+from reviews.report.campaign import campaign_report
+from tasks.demo import vision as vision_demo
 from tasks.models import Generation
 
 

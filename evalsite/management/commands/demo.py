@@ -5,12 +5,12 @@ from django.core.management.base import BaseCommand
 from evalsite.demo import DEMO_USERS, load_users
 
 # Each app contributes one step: load(users, stdout) -> dict of what it made (passed on).
-# tasks.agents_demo: the tool-use and conversation campaign (its own test set, so the support
+# tasks.demo.agents: the tool-use and conversation campaign (its own test set, so the support
 # demo's stays as it is).
 DEMO_STEPS = [
-    "tasks.demo",
-    "tasks.agents_demo",
-    "tasks.vision_demo",
+    "tasks.demo.testsets",
+    "tasks.demo.agents",
+    "tasks.demo.vision",
     "reviews.demo",
     "reviews.judges.demo",
 ]
@@ -31,7 +31,7 @@ class Command(BaseCommand):
                 continue
             context.update(module.load(context, self.stdout) or {})
         # The dashboards' reports, computed now rather than on the first look at them.
-        from reviews.dashboards import reports_warm
+        from reviews.dashboards.selectors import reports_warm
 
         reports_warm()
         self.stdout.write(self.style.SUCCESS("Demo data loaded. Logins:"))

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from reviews.report import N_BOOT, SEED, campaign_report, report_json
+from reviews.report.campaign import N_BOOT, SEED, campaign_report, report_json
 from tasks.models import Campaign
 
 MAX_BOOT = 10_000

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from evalsite.files import definition_problems, definition_text
-from tasks.campaigns import DefinitionError, campaign_create, campaign_definition_load
+from tasks.campaigns.definition import DefinitionError, campaign_create, campaign_definition_load
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 from evalsite.files import definition_problems, definition_text
 from evalsite.text import counted
-from tasks.campaigns import DefinitionError
+from tasks.campaigns.definition import DefinitionError
 from tasks.monitors.definition import monitor_create, monitor_definition_load
 
 

@@ -3,8 +3,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.files import write_whole
+from tasks.generation.outputs_export import outputs_jsonl
 from tasks.models import Campaign
-from tasks.outputs_export import outputs_jsonl
 
 
 class Command(BaseCommand):

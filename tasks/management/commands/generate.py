@@ -3,8 +3,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.text import counted
-from tasks.campaign_selectors import campaign_progress, format_eta
-from tasks.generation import GenerationError, campaign_status_refresh, generation_enqueue
+from tasks.campaigns.selectors import campaign_progress, format_eta
+from tasks.generation.services import GenerationError, campaign_status_refresh, generation_enqueue
 from tasks.models import Campaign
 
 BAR = 30

@@ -4,9 +4,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.text import counted
-from tasks.intake import oversize_result
-from tasks.pii import PII_CHOICES
-from tasks.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
+from tasks.intake.parse import oversize_result
+from tasks.intake.pii import PII_CHOICES
+from tasks.intake.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks.generation import GenerationError
+from tasks.generation.services import GenerationError
 from tasks.models import Monitor, MonitorRun
 from tasks.monitors.definition import MonitorError
 from tasks.monitors.grading import monitor_run_finish

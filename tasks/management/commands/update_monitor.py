@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.files import definition_problems
-from tasks.campaigns import DefinitionError
+from tasks.campaigns.definition import DefinitionError
 from tasks.models import Monitor
 from tasks.monitors.definition import monitor_definition, monitor_definition_load, monitor_update
 
