@@ -25,7 +25,7 @@ threads = _number("WEB_THREADS", 4)
 # can end up serving three times as many clients as another, and their requests queue behind
 # its threads while other processes sit idle: with 32 reviewers on 4 x 4 threads, the review
 # loop's p95 at saturation was 260-320 ms uncapped and 206-212 ms with this cap, at the same
-# throughput (docs/benchmarks.md, "Fifth pass"). A process at its cap leaves new connections
+# throughput (docs/benchmarks-history.md, "Fifth pass"). A process at its cap leaves new connections
 # in the listen queue for a process with room; idle browser connections close after
 # `keepalive` seconds, so a cap of two connections per thread does not starve visitors. With
 # many more browsers working at the same moment than workers x cap, raise WEB_CONNECTIONS.

@@ -39,7 +39,9 @@ CONTENDERS = [
 def texts() -> dict[str, list[str]]:
     demo = [
         json.loads(line)["output"]
-        for line in (HERE / "tasks/demo_data/support-demo-outputs.jsonl").read_text().splitlines()
+        for line in (HERE / "tasks/demo/demo_data/support-demo-outputs.jsonl")
+        .read_text()
+        .splitlines()
         if line.strip()
     ]
     corpus = [

@@ -4,7 +4,7 @@ An experiment, never a deployment: `bench/review_load.py --app bench.wsgi_page_w
 measures a review whose page still authenticates, reads its row, masks and renders the outputs
 (selectors.review_screen) but answers a fixed 20 kB body instead of rendering review.html.
 The difference from a default run is what the page's template costs; what is left is the
-floor the rest of the review loop sets (docs/benchmarks.md, "Twelfth session").
+floor the rest of the review loop sets (docs/benchmarks-history.md, "Twelfth session").
 """
 
 from django.http import HttpResponse

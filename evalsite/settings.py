@@ -60,7 +60,7 @@ def database_from_url(url: str) -> dict:
     # Server-side parameter binding, so psycopg prepares a statement once a connection has
     # run it `prepare_threshold` times: PostgreSQL then plans each of the review loop's
     # queries once per connection instead of on every request (planning was over half of
-    # the database's CPU per review; docs/benchmarks.md). Both can be set in the URL's
+    # the database's CPU per review; docs/benchmarks-history.md). Both can be set in the URL's
     # query string, e.g. ?server_side_binding=false for a pooler that cannot keep
     # prepared statements.
     binding = options.get("server_side_binding", "true").strip().lower()

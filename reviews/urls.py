@@ -16,7 +16,7 @@ from reviews.review import views as review_views
 urlpatterns: list = []
 api_urlpatterns: list = []
 
-# Review records and lead dashboards (issue 6).
+# Review records over the API.
 
 api_urlpatterns += [
     path(
@@ -24,7 +24,7 @@ api_urlpatterns += [
     ),
 ]
 
-# Blind review and double assignment (issue 4).
+# Blind review and double assignment.
 
 urlpatterns += [
     path("review/", review_views.reviewer_home, name="reviewer_home"),
@@ -78,7 +78,7 @@ api_urlpatterns += [
     ),
 ]
 
-# Disagreement and arbitration (issue 5).
+# Disagreement and arbitration.
 
 urlpatterns += [
     path("arbitration/", arbitration_views.arbiter_home, name="arbiter_home"),
@@ -130,7 +130,7 @@ api_urlpatterns += [
     ),
 ]
 
-# Campaign report (issue 6, statistics).
+# The campaign report (statistics).
 
 api_urlpatterns += [
     path(
@@ -138,7 +138,7 @@ api_urlpatterns += [
     ),
 ]
 
-# Lead dashboards and review-record downloads (issue 6).
+# Lead dashboards and review-record downloads.
 
 urlpatterns += [
     path(
@@ -168,7 +168,7 @@ urlpatterns += [
     ),
 ]
 
-# The item page (issue 25): one task drilled into; blinded for its arbiter.
+# The item page: one task drilled into; blinded for its arbiter.
 
 urlpatterns += [
     # Before the item page: its task_id is a path and would take "<id>/comments" too.

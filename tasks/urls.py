@@ -15,7 +15,7 @@ from tasks.monitors import views as monitor_views
 urlpatterns: list = []
 api_urlpatterns: list = []
 
-# Test sets (issue 2, part 6).
+# Test sets.
 
 urlpatterns += [
     path("testsets/", testset_views.testset_list, name="testset_list"),
@@ -48,7 +48,7 @@ api_urlpatterns += [
     path("testsets/<str:name>/tasks", testset_api.testset_tasks, name="api_testset_tasks"),
 ]
 
-# Contenders, campaigns and generation (issue 3).
+# Contenders, campaigns and generation.
 
 urlpatterns += [
     path("contenders/", campaign_views.contender_list_view, name="contender_list"),
@@ -65,7 +65,7 @@ urlpatterns += [
     ),
     path("campaigns/", campaign_views.campaign_list_view, name="campaign_list"),
     path("campaigns/new/", campaign_views.campaign_new, name="campaign_new"),
-    # The new-campaign form's rubric builder (issue 25): its actions and its live preview.
+    # The new-campaign form's rubric builder: its actions and its live preview.
     path(
         "campaigns/new/rubric/builder",
         rubric_builder.rubric_builder_view,
@@ -174,7 +174,7 @@ api_urlpatterns += [
     ),
 ]
 
-# Monitors (issue 26): scheduled golden-set runs, comparisons, alerts.
+# Monitors: scheduled golden-set runs, comparisons, alerts.
 
 urlpatterns += [
     path("monitors/", monitor_views.monitor_list_view, name="monitor_list"),

@@ -1,4 +1,4 @@
-"""Review records: export and import in the team's record format (SPEC "Review record").
+"""Review records: export and import in the team's record format (docs/records.md).
 
 One record = one judge's review of one item. Candidates are labelled A, B, ... (then AA, AB,
 ...: reviews/rubric.py `labels`) in the order that judge was shown them (A =

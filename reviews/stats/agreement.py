@@ -20,7 +20,7 @@ RELIABLE, TENTATIVE = 0.800, 0.667
 
 
 def band(alpha: float | None) -> str | None:
-    """SPEC bands: >= 0.800 reliable, 0.667-0.800 tentative, below that unreliable."""
+    """Alpha's bands: >= 0.800 reliable, 0.667-0.800 tentative, below that unreliable."""
     if alpha is None:
         return None
     if alpha >= RELIABLE:

@@ -279,7 +279,7 @@ document.addEventListener("change", (event) => {
   if (tooBig) input.reportValidity();
 });
 
-// A refused key (issue 25) says so next to the focus: the status line under the form may be
+// A refused key says so next to the focus: the status line under the form may be
 // far out of view, so nothing visibly happened. One note at a time, gone after a while.
 evalsite.refuse = (anchor, text) => {
   document.querySelectorAll("[data-refused]").forEach((el) => el.remove());

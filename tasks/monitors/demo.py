@@ -27,7 +27,7 @@ from tasks.monitors.grading import monitor_run_finish
 from tasks.monitors.models import Monitor, MonitorRun
 from tasks.monitors.runs import monitor_run_create
 
-OUTPUTS = Path(__file__).resolve().parent.parent / "demo_data"
+OUTPUTS = Path(__file__).resolve().parent.parent / "demo" / "demo_data"
 SLUG = "support-golden"
 CONTENDERS = {
     # monitor contender: (shipped outputs of, served model)

@@ -1,4 +1,4 @@
-"""The top bar marks the page the user is on (issue 25)."""
+"""The top bar marks the page the user is on."""
 
 from django.test import TestCase
 

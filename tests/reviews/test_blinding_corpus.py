@@ -185,7 +185,7 @@ def corpus_figures(terms) -> dict:
 def support_answers_held(terms) -> tuple[int, int]:
     """(held, all) of the ordinary support answers: the demo campaign's, and the corpus's
     own (which mention phones, blenders and plans named like models)."""
-    path = Path(__file__).parents[2] / "tasks/demo_data/support-demo-outputs.jsonl"
+    path = Path(__file__).parents[2] / "tasks/demo/demo_data/support-demo-outputs.jsonl"
     answers = [json.loads(line)["output"] for line in path.read_text().splitlines() if line]
     answers += [c["text"] for c in CASES if c["class"] == "support"]
     held = sum(bool(blinding.check_identity(a, terms).holds) for a in answers)

@@ -555,7 +555,7 @@ def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
 
 
 def test_an_interval_cell_says_why_it_is_missing_and_shows_an_open_side():
-    from reviews.dashboards.selectors import display
+    from reviews.dashboards.tables import display
 
     assert display("too few items (n=7)", "ci") == "too few items (n=7)"
     assert display([1610.0, None], "ci") == "≥ 1,610.0"

@@ -1,4 +1,4 @@
-"""The item page (issue 25): a lead drills into one task; its arbiter sees it blinded."""
+"""The item page: a lead drills into one task; its arbiter sees it blinded."""
 
 from pathlib import Path
 

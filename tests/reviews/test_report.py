@@ -691,7 +691,7 @@ class HonestNumbersTests(TestCase):
         assert passes["pending"] == 1
         assert passes["human"]["n_samples"] == 2 and passes["checks"]["n_samples"] == 3
         assert passes["combined"]["n_samples"] == 2
-        # the SPEC's shape: a pass figure keyed by basis (rounded like every shown figure)
+        # the report's shape: a pass figure keyed by basis (rounded like every shown figure)
         assert set(passes["pass_at_1"]) == {"human", "checks", "combined"}
         assert passes["pass_at_1"]["checks"] == passes["checks"]["pass_at_1"] == 1.0
 

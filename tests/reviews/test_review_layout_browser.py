@@ -1,4 +1,4 @@
-"""Review page layout (issue 25.3): the questions stay beside the text being judged, a clipped
+"""Review page layout: the questions stay beside the text being judged, a clipped
 box says "More" (a key reaches it), a refused key is said next to the focus."""
 
 from pathlib import Path

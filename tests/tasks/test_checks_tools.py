@@ -1,4 +1,4 @@
-"""The tool_calls and reference checks (issues 27, 28) on hand-made transcripts, the turn checks
+"""The tool_calls and reference checks on hand-made transcripts, the turn checks
 of a conversation, and the shared one-second budget."""
 
 import time

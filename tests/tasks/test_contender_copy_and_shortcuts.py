@@ -1,4 +1,4 @@
-"""The day-one shortcuts of issue 25: duplicate a contender (the way to change a locked one),
+"""Day-one shortcuts: duplicate a contender (the way to change a locked one),
 "new campaign from this set" on a test set's page, the address after an upload, and items
 nobody took not labelled "in review"."""
 

@@ -1,4 +1,4 @@
-"""Flag and hold (issue 22.5): an output that names a model is flagged with what was found and
+"""Flag and hold: an output that names a model is flagged with what was found and
 why when it is stored, and its items stay out of reviewers' queues until an admin approves the
 masked view (campaign setting hold_identity_leaks, on by default)."""
 

@@ -1,4 +1,4 @@
-"""Test-set intake: every bad input from issue 2 names its line and field, and writes nothing."""
+"""Test-set intake: every bad input names its line and field, and writes nothing."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Test-set intake of tool tasks (issue 27): tools, tool_mocks, max_steps, tool checks and tool
+"""Test-set intake of tool tasks: tools, tool_mocks, max_steps, tool checks and tool
 messages in histories. Every refusal names its line and field and imports nothing, in JSONL and
 in CSV; a good file round-trips through the database and the download."""
 

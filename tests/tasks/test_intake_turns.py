@@ -1,4 +1,4 @@
-"""Test-set intake of scripted conversations (issue 28) and reference checks: turns,
+"""Test-set intake of scripted conversations and reference checks: turns,
 single_turn, turn_checks, reference. Refusals name line and field and import nothing, in JSONL
 and CSV; good rows are stored and round-trip."""
 

@@ -1,4 +1,4 @@
-"""Campaign lifecycle (issue 25.2): the stage read from the data, its progress, blockers and
+"""Campaign lifecycle: the stage read from the data, its progress, blockers and
 the primary action, through a whole campaign in Chromium."""
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The new-campaign form's rubric builder (issue 25): a row of fields per dimension, starting
+"""The new-campaign form's rubric builder: a row of fields per dimension, starting
 templates, a copy of another campaign's rubric, and a live preview drawn with the review page's
 own answer grid.
 

@@ -1,4 +1,4 @@
-"""Campaign definitions (JSON or YAML, the SPEC format) -> validated data -> Campaign rows.
+"""Campaign definitions (JSON or YAML, docs/campaigns.md) -> validated data -> Campaign rows.
 
 Every entry point (the `create_campaign` command, the API, the admin form) goes through
 `campaign_definition_validate` and `campaign_create`, so the rules live in one place.

@@ -1,7 +1,8 @@
 """Leases: expiry (lazy and by the sweeper), heartbeat, skip, release.
 
 Lock order, to stay deadlock-free: paths that end an *active* assignment (submit, skip,
-expire, release) lock the assignment row first and the item row second (docs/architecture.md).
+expire, release) lock the assignment row first and the item row second; a claim locks the item
+row and then only inserts (docs/decisions/0003-claims-count-on-the-item-row.md).
 Leases are compared with the database clock, never the web server's.
 """
 

@@ -1,4 +1,4 @@
-"""Dispute rules and final outcomes (SPEC workflow 5, "Final outcome").
+"""Dispute rules and final outcomes (docs/arbitration.md, "The final outcome").
 
 Two layers:
 

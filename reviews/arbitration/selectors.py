@@ -288,7 +288,7 @@ def workspace_json(ws: dict) -> dict:
     return {
         "token": ws["token"],
         "lease_expires_at": ws["lease_expires_at"].isoformat() if ws["lease_expires_at"] else None,
-        # The reviewer's shape (SPEC: "Arbiters use the same shape").
+        # An arbiter sees the task and candidates in the same shape as a reviewer.
         "task": task_json(
             category=ws["task"]["category"],
             multi_turn=ws["task"]["multi_turn"],

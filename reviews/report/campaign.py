@@ -28,7 +28,7 @@ from reviews.models import ItemOutput, Review, ReviewItem, Score
 from reviews.policy.selectors import policy_summary
 from reviews.report.basis import basis_apply, outcome_basis
 from reviews.report.build import build_report as _build
-from reviews.report.outcomes import SETTLED, check_scores, final_outcomes, output_quality_frame
+from reviews.report.outcomes import output_quality_frame
 from reviews.stats import head_to_head
 from tasks.models import Campaign, Generation, Task
 

@@ -1,7 +1,7 @@
 """Double assignment: claim, lease, heartbeat, submit, skip, release (docs/reviewing.md).
 
 The guarantee "each item gets exactly k distinct reviewers" rests on three things, in this
-order of importance (docs/architecture.md, "Flow of a review request"):
+order of importance (docs/decisions/0003-claims-count-on-the-item-row.md):
 
 1. Database constraints: UNIQUE(item, reviewer), UNIQUE(item, slot) over live assignments,
    CHECK(0 <= slot < k) and CHECK(live_count <= k). Whatever the code does, the database

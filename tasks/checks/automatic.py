@@ -27,13 +27,9 @@ import regex
 
 from tasks.checks.json_schema import (
     CHECKS_TIMEOUT_SECONDS,
-    MAX_PATTERN_ITEMS,
     BudgetExceeded,
     CheckError,
-    PatternError,
-    compile_pattern,
     schema_errors,
-    schema_patterns,
     schema_problem,
     search_pattern,
 )

@@ -1,4 +1,4 @@
-"""The reviewer loop over JSON (SPEC "Scripting interface"): next -> submit, blinded."""
+"""The reviewer loop over JSON for scripts (docs/reviewing.md "API"): next -> submit, blinded."""
 
 from __future__ import annotations
 

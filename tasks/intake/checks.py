@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.checks.automatic import PatternError, compile_pattern, schema_patterns, schema_problem
+from tasks.checks.automatic import schema_problem
+from tasks.checks.json_schema import PatternError, compile_pattern, schema_patterns
 from tasks.checks.reference import fold, reference_choice, reference_number
 
 MAX_CHECKS_CHARS = 20_000  # checks as compact JSON (each turn's checks too)

@@ -30,7 +30,7 @@ from reviews.dashboards.extras import (
     slices_table,
 )
 from reviews.dashboards.pages import _agreement, _cost, _stability
-from reviews.dashboards.tables import Column, Table, display, heat_class, interval_chart
+from reviews.dashboards.tables import Column, Table, interval_chart
 from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
 from tasks.models import Campaign, Generation
 

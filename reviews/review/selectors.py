@@ -321,7 +321,7 @@ def task_json(
 
 
 def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
-    """The JSON shape of SPEC's reviewer loop: labels and text only."""
+    """The JSON shape of the reviewer loop's API (docs/reviewing.md): labels and text only."""
     shown = screen["task"]
     task = task_json(
         category=shown["category"],
