@@ -22,9 +22,11 @@ from reviews.review.claim import (
     CLAIM_ATTEMPTS,
     Claim,
     ClaimBusy,
+    ClaimContext,
     NotReviewable,
     assignment_claim_next,
     candidates,
+    claim_context,
 )
 from reviews.review.correct import CorrectResult, review_correct, settled_message
 from reviews.review.leases import (
@@ -59,8 +61,8 @@ from reviews.review.standing import (
 from reviews.review.submit import (
     SUBMIT_KEY_MAX,
     SubmitResult,
-    _submit_assignment,
     assignment_submit,
+    reviewer_assignment,
 )
 
 __all__ = [
@@ -74,8 +76,8 @@ __all__ = [
     "SKIP_REASONS",
     "SUBMIT_FIELDS",
     "SUBMIT_KEY_MAX",
-    "_submit_assignment",
     "Claim",
+    "ClaimContext",
     "CorrectResult",
     "ClaimBusy",
     "LeaseGone",
@@ -83,6 +85,7 @@ __all__ = [
     "SubmitResult",
     "assignment_claim_next",
     "candidates",
+    "claim_context",
     "assignment_expire_stale",
     "assignment_heartbeat",
     "assignment_release",
@@ -100,6 +103,7 @@ __all__ = [
     "review_payload_parse",
     "reviewer_barred_message",
     "reviewer_leases_release",
+    "reviewer_assignment",
     "reviewer_may_review",
     "reviewer_remove_from_campaign",
     "reviewer_removed",

@@ -52,6 +52,19 @@ class Claim:
     answer: tuple[Task, dict[int, Generation]] | None = None
 
 
+@dataclass(frozen=True)
+class ClaimContext:
+    """What every claim asks first, in one statement (sql.claim_context): a view that reads
+    it (for the roster, a probe question) passes it to the claim instead of it being read
+    again."""
+
+    campaign: Campaign | None  # None: no such campaign
+    named: bool  # the campaign's reviewer roster names the reviewer (Campaign.on_roster)
+    removed: bool  # an administrator removed the reviewer from the campaign
+    stale: bool  # a lease in the campaign ran out and was not expired yet
+    held: int | None  # the live lease the reviewer already holds, or None
+
+
 RETRY = object()
 
 
@@ -62,25 +75,42 @@ def retryable(exc: OperationalError) -> bool:
     )
 
 
-def assignment_claim_next(
+def claim_context(
     *, reviewer: AbstractBaseUser, campaign: Campaign | None = None, slug: str | None = None
+) -> ClaimContext:
+    """The campaign (by the one given, read again, or by its slug) with the reviewer's
+    standing in it: what a claim needs before it looks for an item."""
+    return ClaimContext(
+        *sql.claim_context(reviewer_id=reviewer.pk, campaign_id=campaign and campaign.pk, slug=slug)
+    )
+
+
+def assignment_claim_next(
+    *,
+    reviewer: AbstractBaseUser,
+    campaign: Campaign | None = None,
+    slug: str | None = None,
+    context: ClaimContext | None = None,
 ) -> Claim | None:
     """The reviewer's current item, or a newly claimed one, or None when nothing is left.
 
-    Give the campaign, or only its slug (the API); it is read again either way, with the
-    reviewer's standing (sql.claim_context). NotReviewable if there is no such campaign, it is
-    not open for review, or the reviewer was removed from it.
+    Give the claim context a view already read (claim_context), or the campaign, or only its
+    slug; without a context the campaign is read again, with the reviewer's standing. The
+    roster is the caller's to check (Campaign.on_roster, with the context's `named`).
+    NotReviewable if there is no such campaign, it is not open for review, or the reviewer
+    was removed from it.
     """
-    campaign, removed, stale, held = sql.claim_context(
-        reviewer_id=reviewer.pk, campaign_id=campaign and campaign.pk, slug=slug
-    )
-    if campaign is None or campaign.status not in REVIEWABLE or removed:
+    if context is None:
+        context = claim_context(reviewer=reviewer, campaign=campaign, slug=slug)
+    campaign = context.campaign
+    if campaign is None or campaign.status not in REVIEWABLE or context.removed:
         raise NotReviewable(slug if campaign is None else campaign.slug)
-    if stale:
+    if context.stale:
         # Lazy expiry: abandoned slots come back even if the beat sweeper is not running.
         assignment_expire_stale(campaign=campaign)
-    if held is not None:
-        return Claim(assignment=Assignment.objects.get(pk=held), resumed=True, campaign=campaign)
+    if context.held is not None:
+        held = Assignment.objects.get(pk=context.held)
+        return Claim(assignment=held, resumed=True, campaign=campaign)
     lease = timedelta(minutes=campaign.lease_minutes)
     for attempt in range(CLAIM_ATTEMPTS):
         try:
