@@ -367,15 +367,3 @@ def review_store_fenced(
     with connection.cursor() as cursor:
         cursor.execute(_review_store_sql(), params)
         return cursor.fetchone()
-
-
-# A/B variant: the six budget reads in the ORM (reviews/review/orm_reads.py) replace the SQL
-# above, for bench/review_ab.py; reverted or kept by the figures (docs/decisions/0004).
-from reviews.review import orm_reads  # noqa: E402
-
-claim_context = orm_reads.claim_context  # noqa: F811
-item_slots = orm_reads.item_slots  # noqa: F811
-item_outputs = orm_reads.item_outputs  # noqa: F811
-review_page = orm_reads.review_page  # noqa: F811
-submit_assignment = orm_reads.submit_assignment  # noqa: F811
-item_reviews = orm_reads.item_reviews  # noqa: F811
