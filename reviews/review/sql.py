@@ -14,9 +14,10 @@ Kept because correctness needs SQL:
 Kept because the review loop's budget needs them (every claim, page and submit runs them; the
 ORM's query building costs several times what the database spends): `claim_context`,
 `item_slots`, `item_outputs`, `review_page`, `submit_assignment` and `item_reviews`. Written
-with the ORM they kept 49% of the earlier code's reviews/s, as SQL 72%, against a budget of
-70% (docs/benchmarks.md). Their rows become model instances as the ORM makes them
-(`_instance`: the fields' own converters). Everything else in the app goes through the ORM.
+with the ORM they cost more Django CPU per review than as SQL each time they were measured
+side by side (docs/decisions/0004 has the figures). Their rows become model instances as the
+ORM makes them (`_instance`: the fields' own converters). Everything else in the app goes
+through the ORM.
 """
 
 from __future__ import annotations
