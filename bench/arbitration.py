@@ -41,8 +41,8 @@ from django.db import connection, transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from reviews.arbitration.disputes import item_settle  # noqa: E402
 from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve  # noqa: E402
+from reviews.disputes.rules import item_settle  # noqa: E402
 from reviews.models import Arbitration, ItemOutput, Review, ReviewItem, Score  # noqa: E402
 from reviews.rubric import label_map  # noqa: E402
 from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402

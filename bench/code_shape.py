@@ -39,11 +39,18 @@ def unit_of(root: Path, module: str) -> str | None:
     parts = module.split(".")
     if parts[0] not in APPS:
         return None
-    if parts[-1] == "models":  # every models module registers with its app's models.py
+    if "models" in parts[1:]:  # every models module (and what it defines) is the app's models
         return f"{parts[0]}.models"
     if len(parts) >= 2 and (root / parts[0] / parts[1]).is_dir() and parts[1] != "management":
         return ".".join(parts[:2])
     return module if len(parts) <= 2 else ".".join(parts[:2])
+
+
+def is_module(root: Path, dotted: str) -> bool:
+    """`from package import name` imports a module only where `name` is one (a class named in
+    `from tasks.judges.models import Judge` is not the unit tasks.judges)."""
+    path = root.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def imported(node: ast.AST, here: str) -> list[tuple[str, list[str]]]:
@@ -112,7 +119,8 @@ def package_graph(root: Path) -> dict[str, set[str]]:
         source = unit_of(root, module_name(root, path))
         for node in ast.walk(ast.parse(path.read_text())):
             for module, names in imported(node, package_of(root, path)):
-                for target in [module, *(f"{module}.{n}" for n in names)]:
+                submodules = [f"{module}.{n}" for n in names if is_module(root, f"{module}.{n}")]
+                for target in [module, *submodules]:
                     unit = unit_of(root, target)
                     if unit and unit != source and unit != target.split(".")[0]:
                         graph[source].add(unit)

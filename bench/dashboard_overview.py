@@ -53,7 +53,7 @@ sys.path.insert(0, {root!r})
 import django
 django.setup()
 from django.core.cache import caches
-from reviews.dashboards.selectors import reports_warm
+from reviews.report.cache import reports_warm
 caches["reports"].clear()
 if {warm}:
     reports_warm()

@@ -49,7 +49,8 @@ from django.db import connection  # noqa: E402
 from evalsite.celery import app  # noqa: E402
 from reviews.models import ReviewItem  # noqa: E402
 from tasks.campaigns.definition import campaign_create  # noqa: E402
-from tasks.generation.services import generation_enqueue, outputs_import  # noqa: E402
+from tasks.generation.outputs_import import outputs_import  # noqa: E402
+from tasks.generation.services import generation_enqueue  # noqa: E402
 from tasks.models import Campaign, Contender, Generation, Task, TestSet  # noqa: E402
 from tests.fake_llm import FakeLLM  # noqa: E402
 

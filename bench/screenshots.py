@@ -12,6 +12,12 @@ with an error or logged a JavaScript error.
 
     .venv/bin/python bench/screenshots.py                  # every role, both sizes (~2 min)
     .venv/bin/python bench/screenshots.py --roles admin --pages campaign-new --out /tmp/shots
+    .venv/bin/python bench/screenshots.py --keep docs/screenshots   # and the day-two pages, small
+
+`--keep DIR` also saves the pages of the day-two work (monitors made and run in the browser,
+a reviewer's history and correction, an item with its comment thread, every dashboard tab,
+the search, a test-set upload with personal data found, a contender's connection test) into
+DIR at both widths, cut to two screens and reduced to 64 colours, to be committed.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ def prepare(data_dir: str) -> dict:
     from django.db import connections
 
     from evalsite.demo import DEMO_USERS
+    from reviews.demo import DEMO_CAMPAIGN
     from reviews.models import ReviewItem
     from tasks.models import Campaign, Contender, Generation, TestSet
     from tasks.monitors.models import Monitor, MonitorRun
@@ -64,16 +71,28 @@ def prepare(data_dir: str) -> dict:
     call_command("migrate", verbosity=0, interactive=False)
     call_command("demo", stdout=open(os.devnull, "w"))
     PASSWORDS.update({name: password for name, _, password in DEMO_USERS})
-    main = Campaign.objects.filter(items__reviews__isnull=False).distinct().first()
-    reviewed = ReviewItem.objects.filter(campaign=main, reviews__isnull=False).first()
+    # The support campaign (every common dashboard tab, disputes, an arbiter's decisions);
+    # any reviewed campaign if the demo no longer has it.
+    main = (
+        Campaign.objects.filter(slug=DEMO_CAMPAIGN).first()
+        or Campaign.objects.filter(items__reviews__isnull=False).distinct().first()
+    )
+    # An item an arbiter settled: its page names each disagreement and marks what was set.
+    reviewed = (
+        ReviewItem.objects.filter(campaign=main, arbitration__state="resolved").first()
+        or ReviewItem.objects.filter(campaign=main, reviews__isnull=False).first()
+    )
     testset = TestSet.objects.order_by("name", "-version").first()
     leak = Generation.objects.filter(campaign=main, identity_leak=True).first()
+    # A contender with an endpoint: its page has "Test connection" (imported ones have none).
+    contender = Contender.objects.exclude(provider="imported").order_by("pk").first()
     monitor = Monitor.objects.order_by("slug").first()
     run = (
         MonitorRun.objects.filter(monitor=monitor).order_by("-number").first() if monitor else None
     )
     from django.contrib.auth import get_user_model
 
+    open_correction(main, get_user_model().objects.get(username="reviewer1"))
     ids = {
         "campaign": main.slug,
         # The other blind campaigns (a monitor's runs are campaigns too: the monitor pages show them).
@@ -84,7 +103,7 @@ def prepare(data_dir: str) -> dict:
         ),
         "task": reviewed.task.external_id if reviewed else "",
         "testset": f"{testset.name}/v{testset.version}",
-        "contender": Contender.objects.order_by("pk").values_list("pk", flat=True).first(),
+        "contender": (contender or Contender.objects.order_by("pk").first()).pk,
         "leak": leak.pk if leak else None,
         "monitor": monitor.slug if monitor else "",
         "run": run.number if run else None,
@@ -93,6 +112,26 @@ def prepare(data_dir: str) -> dict:
     }
     connections.close_all()
     return ids
+
+
+def open_correction(campaign, reviewer) -> None:
+    """`reviewer` submits one more review, its item still waiting for its second: the history
+    then offers to correct it. Every dimension at its top score, and A preferred."""
+    from reviews import review as services
+    from tasks.blinding import render as blinding
+
+    claim = services.assignment_claim_next(campaign=campaign, reviewer=reviewer)
+    if claim is None:
+        return
+    assignment = claim.assignment
+    labels = blinding.labels(len(assignment.order))
+    top = {d["key"]: d["max"] for d in campaign.rubric}
+    data = {"scores": {label: dict(top) for label in labels}}
+    if campaign.mode != "rubric":
+        data["preference"] = labels[0]
+    services.assignment_submit(
+        token=assignment.token, reviewer=reviewer, key=f"shots-{assignment.token}", data=data
+    )
 
 
 def pages(role: str, ids: dict) -> list[tuple[str, str]]:
@@ -216,6 +255,8 @@ def role_session(
         if name == "dashboard" or name.startswith("dashboard-"):
             for tab, href in dashboard_tabs(page):
                 files.append(visit(page, out, prefix, f"{name}-{tab}", href, problems))
+        if name == "item":  # the lead starts the item's comment thread
+            files.append(comment_on_item(page, out, f"{prefix}-item-comment", problems))
         if name == "testset-upload":  # a file with personal data: what was found, by line
             files.append(pii_upload(page, out, prefix, problems))
         if name == "contender-edit" and page.get_by_role("button", name="Test connection").count():
@@ -269,6 +310,18 @@ def role_session(
     return files, problems
 
 
+def comment_on_item(page, out: Path, name: str, problems: list[str]) -> Path:
+    """Post a comment on the item page (htmx swaps the thread in), then shoot the page."""
+    said = {
+        "admin": "Reviewer B scored the tone 5 on a reply that refuses the customer; arbiter?",
+        "lead": "Agreed with the arbiter's 3: polite, but it promises nothing the policy allows.",
+    }
+    page.fill("textarea[name=text]", said.get(name.split("-", 1)[0], "Noted."))
+    page.get_by_role("button", name="Comment").click()
+    page.locator(".comment-thread .comment").first.wait_for()
+    return shoot(page, out, name, problems)
+
+
 PII_TASKS = (
     '{"external_id": "P-1", "category": "account", "tier": "base", "case_type": "typical", '
     '"prompt": "Change my email from jane.doe@example.com; call +44 20 7946 0958."}\n'
@@ -289,6 +342,55 @@ def pii_upload(page, out: Path, prefix: str, problems: list[str]) -> Path:
     return shoot(page, out, f"{prefix}-testset-upload-pii", problems)
 
 
+# The day-two pages `--keep` saves, by role (the name after "<role>-<size>-").
+KEEP = {
+    # An admin's monitor page: with Pause, Resume and Delete.
+    "admin": {"monitor", "monitor-new", "monitor-edit", "testset-upload-pii", "contender-test"},
+    "lead": {
+        "item-comment",
+        "monitors",
+        "monitor-run",
+        "monitor-task",
+        "search",
+        "dashboard",
+        *(
+            f"dashboard-{tab}"
+            for tab in (
+                "agreement",
+                "reviewers",
+                "leaderboard",
+                "capability",
+                "stability",
+                "cost",
+                "bias",
+                "head-to-head",
+            )
+        ),
+        "dashboard-agents-demo-tools",
+        "dashboard-agents-demo-conversation",
+    },
+    "reviewer": {"review-history", "review-correct", "review"},
+}
+
+
+def keep_small(path: Path, keep: Path) -> Path | None:
+    """A copy of a day-two page's screenshot in `keep`: at most two screens tall (the item
+    page four), 64 colours."""
+    from PIL import Image
+
+    role, size, name = path.stem.split("-", 2)
+    if name not in KEEP.get(role, ()):
+        return None
+    with Image.open(path) as shot:
+        # The item page's comment thread is at its foot: that page is kept whole.
+        screens = 4 if name == "item-comment" else 2
+        height = min(shot.height, screens * VIEWPORTS[size]["height"])
+        small = shot.crop((0, 0, shot.width, height)).convert("RGB").quantize(colors=64)
+        target = keep / path.name
+        small.save(target, optimize=True)
+    return target
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -297,6 +399,7 @@ def main() -> int:
     parser.add_argument("--roles", default="admin,lead,reviewer,arbiter")
     parser.add_argument("--sizes", default="1280,390")
     parser.add_argument("--pages", default="", help="only pages whose name starts so (a,b)")
+    parser.add_argument("--keep", default="", help="save the day-two pages, small, here")
     args = parser.parse_args()
     only = [p for p in args.pages.split(",") if p]
     out = Path(args.out)
@@ -359,6 +462,11 @@ def main() -> int:
     for path in files:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     print(f"{len(files)} screenshots in {out}")
+    if args.keep:
+        keep = Path(args.keep)
+        keep.mkdir(parents=True, exist_ok=True)
+        kept = [k for k in (keep_small(path, keep) for path in files) if k]
+        print(f"{len(kept)} day-two pages kept in {keep}")
     for problem in problems:
         print(f"PROBLEM {problem}")
     return 1 if problems else 0

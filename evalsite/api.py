@@ -6,12 +6,14 @@ the docs the OpenAPI schema is built from.
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import wraps
+from typing import TypeVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.exceptions import (
     BadRequest,
     RequestDataTooBig,
@@ -19,7 +21,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.db.models import F
+from django.db.models import F, Manager, Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -29,14 +31,17 @@ from evalsite.models import ApiToken
 from evalsite.roles import has_role, user_with_roles
 from evalsite.uploads import strict_json
 
+M = TypeVar("M", bound=Model)
+View = Callable[..., HttpResponse]
+
 
 class ApiError(Exception):
-    def __init__(self, message: str, status: int = 400, **extra):
+    def __init__(self, message: str, status: int = 400, **extra: object) -> None:
         super().__init__(message)
         self.message, self.status, self.extra = message, status, extra
 
 
-def bearer_user(request: HttpRequest):
+def bearer_user(request: HttpRequest) -> User | None:
     header = request.headers.get("Authorization", "")
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
@@ -61,13 +66,13 @@ def no_content() -> HttpResponse:
     return response
 
 
-def answered_methods(methods) -> tuple[str, ...]:
+def answered_methods(methods: Sequence[str]) -> tuple[str, ...]:
     """The methods a path answers: HEAD too wherever GET (RFC 9110 9.3.2, HEAD is a GET
     without the body)."""
     return (*methods, "HEAD") if "GET" in methods else tuple(methods)
 
 
-def method_not_allowed(request: HttpRequest, methods) -> JsonResponse:
+def method_not_allowed(request: HttpRequest, methods: Sequence[str]) -> JsonResponse:
     """405 in JSON, with the methods the path does answer."""
     return JsonResponse(
         {"error": f"method {request.method} not allowed"},
@@ -90,7 +95,7 @@ def json_body(request: HttpRequest) -> dict:
     return data
 
 
-def found_or_404(queryset, what: str, **lookup):
+def found_or_404(queryset: QuerySet[M] | Manager[M], what: str, **lookup: object) -> M:
     """The row `lookup` names, or the API's 404 saying what is missing ("no such campaign")."""
     found = queryset.filter(**lookup).first()
     if found is None:
@@ -144,10 +149,10 @@ def api_endpoint(
 
     answered = answered_methods(methods)
 
-    def decorator(view):
+    def decorator(view: View) -> View:
         @csrf_exempt
         @wraps(view)
-        def wrapped(request, *args, **kwargs):
+        def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
             refused = _refusal(request, roles, answered)
             if refused is not None:
                 return refused
@@ -162,7 +167,8 @@ def api_endpoint(
             finally:
                 request.method = "HEAD"
 
-        wrapped.api_doc = {
+        # A function attribute mypy cannot see: evalsite/openapi.py builds the schema from it.
+        wrapped.api_doc = {  # type: ignore[attr-defined]
             "roles": roles,
             "methods": methods,
             "summary": summary or (view.__doc__ or "").strip(),
@@ -175,7 +181,9 @@ def api_endpoint(
     return decorator
 
 
-def _refusal(request, roles: tuple[str, ...], answered) -> JsonResponse | None:
+def _refusal(
+    request: HttpRequest, roles: tuple[str, ...], answered: tuple[str, ...]
+) -> JsonResponse | None:
     """The answer to a request without a valid token, the role or an answered method; None
     when it may go on (then `request.user` is the token's user)."""
     user = bearer_user(request)
@@ -193,7 +201,9 @@ def _refusal(request, roles: tuple[str, ...], answered) -> JsonResponse | None:
     return None
 
 
-def _respond(view, too_big: str, request, *args, **kwargs):
+def _respond(
+    view: View, too_big: str, request: HttpRequest, *args: object, **kwargs: object
+) -> HttpResponse:
     """The view's answer, with its errors answered in JSON."""
     try:
         return view(request, *args, **kwargs)

@@ -53,11 +53,11 @@ def close_old_connections_around_task(task=None, **kwargs) -> None:
 
 @worker_init.connect
 def count_task_threads(sender=None, **kwargs) -> None:
-    """How many task threads this process runs, for the claim's wait (tasks/generation/services.py):
+    """How many task threads this process runs, for the claim's wait (tasks/generation/run.py):
     the threads pool's concurrency; one for the others (prefork children also say so below;
     the solo pool and green threads are not given any to wait with)."""
+    from tasks.generation.claim_waits import claim_waiters_configure
     from tasks.generation.lease_keeper import lease_keeper_enable
-    from tasks.generation.services import claim_waiters_configure
 
     lease_keeper_enable()  # this process runs jobs (threads, solo); a prefork child: below
     pool = sender.pool_cls
@@ -76,8 +76,8 @@ def count_task_threads(sender=None, **kwargs) -> None:
 @worker_process_init.connect
 def one_task_thread(**kwargs) -> None:
     """A prefork child (or the solo pool) runs one task at a time."""
+    from tasks.generation.claim_waits import claim_waiters_configure
     from tasks.generation.lease_keeper import lease_keeper_enable
-    from tasks.generation.services import claim_waiters_configure
 
     lease_keeper_enable()
     claim_waiters_configure(threads=1)
@@ -114,19 +114,6 @@ app.conf.beat_schedule = {
 # module is named here too.
 app.autodiscover_tasks(related_name="jobs")
 app.autodiscover_tasks(["tasks.monitors"], related_name="jobs")
-
-
-def broker_queued(timeout: float = 1.0) -> int:
-    """Messages waiting in the default queue, from a new connection that gives up after about
-    `timeout` seconds (kombu.exceptions.OperationalError). For /healthz and the reconciler."""
-    options = {
-        **app.conf.broker_transport_options,
-        "socket_connect_timeout": timeout,
-        "socket_timeout": timeout,
-        "max_retries": 0,
-    }
-    with app.connection_for_read(transport_options=options) as conn:
-        return conn.default_channel.queue_declare(app.conf.task_default_queue).message_count
 
 
 @app.task(name="evalsite.health")

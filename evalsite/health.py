@@ -6,6 +6,7 @@ from collections.abc import Callable
 from django.core.cache import caches
 from django.db import connection
 
+from evalsite.broker import broker_queued
 from evalsite.cache import RedisCache
 
 
@@ -23,8 +24,6 @@ def cache() -> None:
 
 
 def broker() -> None:
-    from evalsite.celery import broker_queued
-
     broker_queued()
 
 

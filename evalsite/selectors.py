@@ -1,5 +1,5 @@
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Prefetch, Q
 from django.db.models.functions import Lower
@@ -40,5 +40,5 @@ def user_rows(*, q: str = "", role: str = "", status: str = "", page: int | str 
     return page
 
 
-def user_tokens(*, user) -> list[ApiToken]:
+def user_tokens(*, user: User) -> list[ApiToken]:
     return list(ApiToken.objects.filter(user=user).order_by("-created_at"))

@@ -6,7 +6,7 @@ from datetime import datetime
 from axes.helpers import get_cool_off
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -24,7 +24,7 @@ audit = logging.getLogger("evalsite.audit")
 log = logging.getLogger(__name__)
 
 
-def email_problem(email) -> str | None:
+def email_problem(email: object) -> str | None:
     if not isinstance(email, str):
         return "a string"
     limit = get_user_model()._meta.get_field("email").max_length
@@ -38,7 +38,9 @@ def email_problem(email) -> str | None:
     return None
 
 
-def user_problems(*, username, roles, password=None, email="") -> list[str]:
+def user_problems(
+    *, username: object, roles: object, password: object = None, email: object = ""
+) -> list[str]:
     """Everything wrong with a user to create ("field: message"), for the command and the API
     alike: the username's own rules, known roles, the password validators, the email's type."""
     User = get_user_model()
@@ -106,7 +108,9 @@ class UserExists(Exception):
     pass
 
 
-def user_create(*, username: str, roles: list[str], password: str | None, email: str, by):
+def user_create(
+    *, username: str, roles: list[str], password: str | None, email: str, by: User
+) -> User:
     """A new user (never an existing one changed: two admins creating the same name at once get
     one account and one refusal). A name that differs from an existing one only in case is
     refused too: "Alice" and "alice" would be two people to the site and one to everyone
@@ -132,7 +136,9 @@ def password_generate() -> str:
     return secrets.token_urlsafe(12)
 
 
-def user_update(*, user, by, roles: list[str], email: str, is_active: bool) -> dict[str, int]:
+def user_update(
+    *, user: User, by: User, roles: list[str], email: str, is_active: bool
+) -> dict[str, int]:
     """An admin sets a user's roles, email and whether they may log in.
 
     Nobody can take away their own admin role or account, and the last active admin stays
@@ -188,7 +194,7 @@ def user_update(*, user, by, roles: list[str], email: str, is_active: bool) -> d
     return released
 
 
-def user_password_set(*, user, by) -> str:
+def user_password_set(*, user: User, by: User) -> str:
     """A generated password, returned to be shown once. Every session the user has open ends
     with the old password (Django's session hash)."""
     password = password_generate()
@@ -200,14 +206,14 @@ def user_password_set(*, user, by) -> str:
     return password
 
 
-def may_issue_token(*, user, by) -> bool:
+def may_issue_token(*, user: User, by: User) -> bool:
     """Tokens are issued by their owner, or by an admin for an account nobody logs in to (a
     script's). An admin holding a reviewer's token could submit 'blind' reviews in their name
     while seeing the models. A deactivated account gets none: the token would not work."""
     return user.pk == by.pk or (user.is_active and not user.has_usable_password())
 
 
-def user_token_issue(*, user, by) -> str:
+def user_token_issue(*, user: User, by: User) -> str:
     if not user.is_active:
         raise UserChangeRefused(
             f"{user.get_username()} is deactivated: a token would not work; reactivate them first."
@@ -223,7 +229,7 @@ def user_token_issue(*, user, by) -> str:
     return token
 
 
-def user_tokens_revoke(*, user, by) -> int:
+def user_tokens_revoke(*, user: User, by: User) -> int:
     n = ApiToken.objects.filter(user=user).delete()[0]
     audit.info("%s revoked %d API token(s) of %s", by, n, user)
     return n
@@ -238,7 +244,7 @@ class PasswordChecksLocked(Exception):
         return max(1, math.ceil((self.until - timezone.now()).total_seconds() / 60))
 
 
-def user_password_check(*, user, password: str) -> bool:
+def user_password_check(*, user: User, password: str) -> bool:
     """Whether `password` is `user`'s current one, for the password change page, throttled as
     the login is: after AXES_FAILURE_LIMIT wrong ones, each within AXES_COOLOFF_TIME of the last,
     raises PasswordChecksLocked (checking nothing) until the cool-off after the last has passed.

@@ -278,3 +278,25 @@ def strict_yaml(text: str) -> Any:
     except ValueError as exc:
         raise yaml.YAMLError(str(exc)) from None
     return value
+
+
+class RowError(ValueError):
+    """A problem with one field of one uploaded row, reported as "line L, field F: message"."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def kind(value: Any) -> str:
+    """A value's JSON type in words, for a message: "an object", "a string", "null"..."""
+    if value is None:
+        return "null"
+    return {
+        dict: "an object",
+        list: "an array",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+    }.get(type(value), type(value).__name__)

@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, update_session_auth_hash
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.models import User
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
@@ -21,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite import selectors
 from evalsite.forms import UserForm, user_exists_message
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, ROLES, login_required, role_required, roles_of
 from evalsite.services import (
     UserChangeRefused,
@@ -42,7 +43,7 @@ USER_FILTERS = {"role": (*ROLES, "none"), "status": ("active", "inactive")}
 @sensitive_post_parameters("password")
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def user_list(request: HttpRequest) -> HttpResponse:
+def user_list(request: AuthedHttpRequest) -> HttpResponse:
     """Everybody's accounts and roles, and the "new user" form. A new user's password is shown
     once, in this answer, and never again (only its hash is kept)."""
     form = UserForm(request.POST or None)
@@ -86,14 +87,16 @@ def user_list(request: HttpRequest) -> HttpResponse:
     return render(request, "evalsite/users.html", context)
 
 
-def _list_query(request: HttpRequest) -> str:
+def _list_query(request: AuthedHttpRequest) -> str:
     """The users list's filters and page ("?role=reviewer&page=2", or ""), carried through an
     edit so that saving returns to the same part of the list."""
     kept = {k: request.GET[k] for k in ("q", "role", "status", "page") if request.GET.get(k)}
     return f"?{urlencode(kept)}" if kept else ""
 
 
-def _tokens_context(request: HttpRequest, user, secret=None) -> dict:
+def _tokens_context(
+    request: AuthedHttpRequest, user: User, secret: dict[str, str] | None = None
+) -> dict:
     return {
         "list_query": _list_query(request),
         "subject": user,
@@ -104,7 +107,12 @@ def _tokens_context(request: HttpRequest, user, secret=None) -> dict:
     }
 
 
-def _user_page(request: HttpRequest, user, form=None, secret=None) -> HttpResponse:
+def _user_page(
+    request: AuthedHttpRequest,
+    user: User,
+    form: UserForm | None = None,
+    secret: dict[str, str] | None = None,
+) -> HttpResponse:
     context = {
         **_tokens_context(request, user, secret),
         "form": form or UserForm(user=user),
@@ -119,7 +127,7 @@ def _user_page(request: HttpRequest, user, form=None, secret=None) -> HttpRespon
 @never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def user_edit(request: HttpRequest, user_id: int) -> HttpResponse:
+def user_edit(request: AuthedHttpRequest, user_id: int) -> HttpResponse:
     user = get_object_or_404(get_user_model(), pk=user_id)
     if request.method == "GET":
         return _user_page(request, user)
@@ -165,7 +173,7 @@ def user_edit(request: HttpRequest, user_id: int) -> HttpResponse:
 @never_cache
 @role_required(ADMIN)
 @require_POST
-def user_password_reset(request: HttpRequest, user_id: int) -> HttpResponse:
+def user_password_reset(request: AuthedHttpRequest, user_id: int) -> HttpResponse:
     """A generated password, shown once; the user's open sessions end with the old one."""
     user = get_object_or_404(get_user_model(), pk=user_id)
     if not user.is_active:
@@ -177,7 +185,7 @@ def user_password_reset(request: HttpRequest, user_id: int) -> HttpResponse:
     return _user_page(request, user, secret={"kind": "password", "value": password})
 
 
-def _tokens_post(request: HttpRequest, user) -> str | None:
+def _tokens_post(request: AuthedHttpRequest, user: User) -> str | None:
     """Issue a token (shown once: returns it) or revoke them all (returns None)."""
     if request.POST.get("action") == "revoke":
         n = user_tokens_revoke(user=user, by=request.user)
@@ -193,7 +201,7 @@ def _tokens_post(request: HttpRequest, user) -> str | None:
 @never_cache
 @role_required(ADMIN)
 @require_POST
-def user_tokens(request: HttpRequest, user_id: int) -> HttpResponse:
+def user_tokens(request: AuthedHttpRequest, user_id: int) -> HttpResponse:
     """Revoke all of the user's tokens, or issue one for an account nobody logs in to."""
     user = get_object_or_404(get_user_model(), pk=user_id)
     token = _tokens_post(request, user)
@@ -205,7 +213,7 @@ def user_tokens(request: HttpRequest, user_id: int) -> HttpResponse:
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def account(request: HttpRequest) -> HttpResponse:
+def account(request: AuthedHttpRequest) -> HttpResponse:
     """Everyone's own account: roles, password, and their own API tokens (POST issues one,
     shown once, or revokes them all)."""
     secret = None

@@ -1,8 +1,10 @@
 import ipaddress
 import sys
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import InterfaceError, OperationalError
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -12,6 +14,7 @@ from django.urls import NoReverseMatch
 
 from evalsite import health
 from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.models import ApiToken
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER, ROLES, login_required, roles_of
 from evalsite.services import (
@@ -32,7 +35,7 @@ HOME_BY_ROLE = [
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthedHttpRequest) -> HttpResponse:
     """Send each role to the page it uses most."""
     user_roles = roles_of(request.user)
     for role, target in HOME_BY_ROLE:
@@ -79,15 +82,15 @@ def login_client_ip(request: HttpRequest) -> str | None:
         return remote
 
 
-def error_404(request, exception=None):
+def error_404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return render(request, "404.html", status=404)
 
 
-def error_403(request, exception=None):
+def error_403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return render(request, "403.html", status=403)
 
 
-def error_500(request):
+def error_500(request: HttpRequest) -> HttpResponse:
     """The error page, or 503 with Retry-After while the database is unreachable (a script
     can tell "try later" from a bug). Rendered without the request's context: its context
     processors read the user from the database, and an error page that fails shows the bare
@@ -107,7 +110,9 @@ def error_500(request):
     return HttpResponse(render_to_string("500.html"), status=500)
 
 
-def refuse_nul_characters(get_response):
+def refuse_nul_characters(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
     """Middleware: PostgreSQL can neither store nor compare text with a NUL character, so a
     lookup or a save with one was a 500. A URL with one (`%00`) is a 400 before any view sees
     it. A browser form may carry one pasted into a comment, invisible to the person who would
@@ -138,7 +143,7 @@ def refuse_nul_characters(get_response):
 
 
 @api_endpoint(ADMIN, LEAD, REVIEWER, ARBITER, summary="The authenticated user and their roles.")
-def whoami(request: HttpRequest) -> JsonResponse:
+def whoami(request: AuthedHttpRequest) -> JsonResponse:
     return JsonResponse(
         {"username": request.user.get_username(), "roles": sorted(roles_of(request.user))}
     )
@@ -168,7 +173,7 @@ USER_BODY = {
 }
 
 
-def user_json(user) -> dict:
+def user_json(user: User) -> dict:
     roles = {g.name for g in user.groups.all()} & set(ROLES)
     tokens = user.n_tokens if hasattr(user, "n_tokens") else user.api_tokens.count()
     return {
@@ -198,7 +203,7 @@ PATCH /api/v1/users/<username> (an admin's token cannot take over another accoun
         "409": {"description": "exists", "methods": ("POST",)},
     },
 )
-def users_api(request: HttpRequest) -> JsonResponse:
+def users_api(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         users = (
             get_user_model()
@@ -262,7 +267,7 @@ your own admin role or account, or the last admin's, is 409.""",
         "409": {"description": "refused", "methods": ("PATCH",)},
     },
 )
-def user_api(request: HttpRequest, username: str) -> JsonResponse:
+def user_api(request: AuthedHttpRequest, username: str) -> JsonResponse:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise ApiError(f"no such user {username!r}", status=404)

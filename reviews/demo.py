@@ -24,10 +24,10 @@ from collections import defaultdict
 from django.db.models import Count
 
 from evalsite.text import counted
-from reviews.arbitration.disputes import disputed_cells
 from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
+from reviews.disputes.rules import disputed_cells
 from reviews.models import Arbitration, Assignment, ItemOutput, Review, ReviewItem, Score
-from reviews.review import NotReviewable, assignment_claim_next, assignment_submit, campaign_wants
+from reviews.review import NotReviewable, assignment_claim_next, assignment_submit
 from reviews.rubric import Dimension, Rubric, label_map
 from tasks.blinding import render as blinding
 from tasks.models import Campaign
@@ -88,7 +88,7 @@ def _outputs_by_id(item: ReviewItem) -> dict[int, dict]:
 def _first_review(
     item: ReviewItem, order: list[int], campaign: Campaign, truth: _Truth, rng: random.Random
 ) -> dict:
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     labels = blinding.labels(len(order))
     rubric = Rubric.for_item(item)  # a conversation's per-turn scores too
     info = _outputs_by_id(item)
@@ -125,15 +125,10 @@ def _first_review(
 
 
 def _second_review(
-    item: ReviewItem,
-    order: list[int],
-    campaign: Campaign,
-    first: Review,
-    dispute: bool,
-    rng: random.Random,
+    item: ReviewItem, order: list[int], first: Review, dispute: bool, rng: random.Random
 ) -> dict:
     """Anchored on the first review: within every allowed gap, or deliberately beyond one."""
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = item.campaign.wants()
     labels = blinding.labels(len(order))
     label_of = dict(zip(order, labels, strict=True))
     given: dict[int, dict[str, float | None]] = defaultdict(dict)
@@ -202,7 +197,7 @@ def _simulate_reviews(campaign: Campaign, reviewers: list, stdout) -> dict:
             if claim is None:
                 continue
             assignment: Assignment = claim.assignment
-            item = ReviewItem.objects.select_related("task").get(pk=assignment.item_id)
+            item = ReviewItem.objects.select_related("task", "campaign").get(pk=assignment.item_id)
             first = Review.objects.filter(item=item).order_by("submitted_at", "pk").first()
             if first is None:
                 item_rng = random.Random(
@@ -215,7 +210,7 @@ def _simulate_reviews(campaign: Campaign, reviewers: list, stdout) -> dict:
                 item_rng = random.Random(
                     f"{SEED}:second:{item.task.external_id}:{item.sample_index}:{item.pair_key}"
                 )
-                payload = _second_review(item, assignment.order, campaign, first, dispute, item_rng)
+                payload = _second_review(item, assignment.order, first, dispute, item_rng)
             result = assignment_submit(
                 token=assignment.token,
                 reviewer=reviewer,

@@ -6,6 +6,10 @@ The registered name keeps its old spelling for the beat schedule and messages in
 
 from celery import shared_task
 
+# Judging's jobs live in their package (reviews/judges/jobs.py); imported so that Celery's
+# discovery of this module registers them too.
+from reviews.judges import jobs as judge_jobs  # noqa: F401
+from reviews.report.cache import reports_warm
 from reviews.review import assignment_sweep_expired
 
 
@@ -19,10 +23,4 @@ def lease_sweep_job() -> int:
 def reports_warm_job() -> int:
     """Compute the dashboards' report of every campaign whose reviews changed (beat, every
     minute): the first look at the dashboards then reads it instead of waiting seconds."""
-    from reviews.dashboards.selectors import reports_warm
-
     return reports_warm()
-
-
-# Judging's jobs (reviews/judges/jobs.py) are registered from their module.
-from reviews.judges.jobs import judgement_reconcile_job, judgement_run_job  # noqa: E402, F401

@@ -108,6 +108,10 @@ class ReviewItem(models.Model):
         return f"item {self.pk} ({self.state})"
 
 
+# An item whose outcome is final: its reviewers agreed, or an arbiter resolved the dispute.
+SETTLED = (ReviewItem.State.AGREED, ReviewItem.State.RESOLVED)
+
+
 class ItemOutputQuerySet(models.QuerySet):
     def shown(self, item_id: int) -> ItemOutputQuerySet:
         """An item's outputs with their generations and the item's task, in one query: what

@@ -336,37 +336,48 @@ class _Check:
         return self.labels is None or label in self.labels
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """What one check asks for and lets through beyond the rubric's own rules.
+
+    `wants_scores` / `wants_preference`: the campaign's mode asks for them. `na_ok(label,
+    dim)`: N/A allowed on this cell although the dimension does not allow it;
+    `fraction_ok(label, dim, value)`: a fraction allowed (an agreed mean kept by an arbiter).
+    `lenient`: an arbitration record, whose fractions, N/A and note are judged when it is
+    replayed.
+    """
+
+    wants_scores: bool = True
+    wants_preference: bool = True
+    na_ok: Callable[[str, Dimension], bool] | None = None
+    fraction_ok: Callable[[str, Dimension, float], bool] | None = None
+    lenient: bool = False
+
+
 def answers_check(
     *,
     rubric: Rubric,
     labels: Sequence[str] | None,
     data: Mapping[str, Any],
     mode: Mode,
-    wants_scores: bool = True,
-    wants_preference: bool = True,
-    na_ok: Callable[[str, Dimension], bool] | None = None,
-    fraction_ok: Callable[[str, Dimension, float], bool] | None = None,
-    lenient: bool = False,
+    options: CheckOptions = CheckOptions(),
 ) -> Answers:
     """Parse and check answers keyed by output label; every problem is in `errors`.
 
     `data` holds "scores", "preference", "flags" and "comment" ("note" for a resolution);
-    other keys are the caller's. `na_ok(label, dim)`: N/A allowed on this cell although the
-    dimension does not allow it; `fraction_ok(label, dim, value)`: a fraction allowed (an
-    agreed mean kept by an arbiter). `lenient`: an arbitration record, whose fractions, N/A
-    and note are judged when it is replayed.
+    other keys are the caller's. `options`: what this check asks for and lets through.
     """
     check = _Check(
         rubric=rubric,
         labels=labels,
         mode=mode,
         wording=WORDING[mode],
-        na_ok=na_ok or (lambda label, dim: False),
-        fraction_ok=fraction_ok or (lambda label, dim, value: False),
-        lenient=lenient,
+        na_ok=options.na_ok or (lambda label, dim: False),
+        fraction_ok=options.fraction_ok or (lambda label, dim, value: False),
+        lenient=options.lenient,
     )
-    scores = _scores(check, data.get("scores"), wants_scores)
-    preference = _preference(check, data.get("preference"), wants_preference)
+    scores = _scores(check, data.get("scores"), options.wants_scores)
+    preference = _preference(check, data.get("preference"), options.wants_preference)
     flags = _flags(check, data.get("flags"))
     text_field = "note" if mode == Mode.RESOLUTION else "comment"
     comment = _comment(check, text_field, data.get(text_field))

@@ -11,6 +11,9 @@ candidates and its rubric here, one function each, so a masking rule lands once:
   it, and a conversation's rows turn by turn.
 - `rubric_shown`: each dimension's label, description and anchors masked.
 
+`task_json` is the task in the APIs' shape (reviewers and arbiters alike); `score_text` a score
+as the pages write it.
+
 Each function returns the review page's shape; a screen that words it differently (the
 arbitration page) reshapes the result, never re-masks. Everything is pure: the callers read
 the rows (in the queries their hot paths need) and pass them in.
@@ -60,9 +63,10 @@ class OutputRead:
     """One output as read for a screen, before any masking."""
 
     label: str
-    text: str  # with an admin's hand masks applied (tasks.blinding.hold.output_shown)
+    # An admin's hand masks applied to all three (tasks.blinding.hold.generation_hand_masked).
+    text: str
     reasoning: str | None = None
-    transcript: Any = None  # as stored: a list of turns, or None
+    transcript: Any = None  # as stored (hand masks applied): a list of turns, or None
 
 
 def conversation_shown(task: Task, viewer: Viewer) -> list[dict]:
@@ -114,9 +118,9 @@ def candidates_shown(
         candidates=candidates,
         transcripts=[o.transcript for o in outputs],
         task_turns=task_turns,
-        terms=viewer.terms,
-        html=viewer.html,
-        reasoning=viewer.show_reasoning,
+        reader=transcript_shown.Reader(
+            viewer.terms, html=viewer.html, reasoning=viewer.show_reasoning
+        ),
     )
     return candidates, turns
 
@@ -142,3 +146,34 @@ def rubric_shown(dimensions: Iterable[Dimension], viewer: Viewer) -> list[dict]:
             }
         )
     return rows
+
+
+def task_json(
+    *,
+    category: str,
+    multi_turn: bool,
+    conversation: list,
+    reference: str | None,
+    turns: list[str] | None = None,
+):
+    """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
+    task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
+    user's messages of a conversation; `reference` where the campaign shows it."""
+    task = {"category": category}
+    if multi_turn:
+        task["messages"] = [m["json"] for m in conversation]
+    else:
+        task["prompt"] = conversation[0]["content"] if conversation else ""
+    if turns:
+        task["turns"] = turns
+    if reference:
+        task["reference"] = reference
+    return task
+
+
+def score_text(value) -> str:
+    """A score as the pages write it: N/A, a whole number, or at most two decimals."""
+    if value is None:
+        return "N/A"
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")

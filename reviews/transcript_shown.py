@@ -13,17 +13,17 @@ names the vendor: calls are numbered call_1, call_2, ... per output instead), fi
 (a model's speed is a fingerprint of its own), and automatic check results.
 
 Everything here is pure: dicts in, dicts out. Odd entries of an imported transcript (not a
-dict, not a list) are skipped, as tasks/generation/transcripts.py skips them.
+dict, not a list) are skipped, as tasks/checks/transcripts.py skips them.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from tasks.blinding import render as blinding
+from tasks.blinding.parts import unescaped
 from tasks.images.parts import content_text, image_links
 
 # How a turn that did not end with a final answer is described (the stored finish reasons
@@ -33,9 +33,6 @@ CUT_OFF = {
     "length": "length",
     "max_tokens": "length",
 }
-_JSON_ESCAPE = re.compile(
-    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})"
-)
 
 
 @dataclass(frozen=True)
@@ -101,20 +98,6 @@ def json_shown(value: Any, reader: Reader) -> dict:
     return {"value": masked if again == pretty else None, "pretty": again}
 
 
-def _unescaped(raw: str) -> str:
-    """JSON's \\uXXXX escapes written out, so that text which is not valid JSON is masked (and
-    read) as the characters it stands for: `\\u0043laude` is "Claude"."""
-
-    def one(m: re.Match) -> str:
-        if m.group(3):
-            code = int(m.group(3), 16)
-            return m.group(0) if 0xD800 <= code < 0xE000 else chr(code)
-        high, low = int(m.group(1), 16), int(m.group(2), 16)
-        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-
-    return _JSON_ESCAPE.sub(one, raw)
-
-
 def _arguments(call: dict, reader: Reader) -> dict:
     """A call's arguments: formatted JSON when they are a JSON object, else the raw text."""
     arguments = call.get("arguments")
@@ -133,7 +116,7 @@ def _arguments(call: dict, reader: Reader) -> dict:
     if parsed is not None:  # valid JSON, but not an object (an array, a number)
         text = json_shown(parsed, reader)["pretty"]
         return {"json": True, "object": None, "text": text, "raw": text, "not_object": True}
-    text = reader.mask(_unescaped(raw))
+    text = reader.mask(unescaped(raw))
     return {"json": False, "object": None, "text": text, "raw": text}
 
 
@@ -461,22 +444,16 @@ def task_messages(task) -> list[dict]:
 
 
 def attach(
-    *,
-    candidates: list[dict],
-    transcripts: list,
-    task_turns,
-    terms: tuple[str, ...] | None,
-    html: bool = True,
-    reasoning: bool = False,
+    *, candidates: list[dict], transcripts: list, task_turns, reader: Reader
 ) -> list[dict] | None:
-    """Give each candidate ({"label", ...}) its transcript shown, as "turns"; return the
-    conversation's rows turn by turn, or None when each output is shown whole. `reasoning`:
-    each step's reasoning too (the campaign's show_reasoning)."""
+    """Give each candidate ({"label", ...}) its transcript shown, as "turns", as `reader`
+    reads it (masked or not, Markdown or not, each step's reasoning or not); return the
+    conversation's rows turn by turn, or None when each output is shown whole."""
     shown, rows = outputs_shown(
         labels=[c["label"] for c in candidates],
         transcripts=transcripts,
         task_turns=task_turns or [],
-        reader=Reader(terms, html=html, reasoning=reasoning),
+        reader=reader,
     )
     for candidate, turns in zip(candidates, shown, strict=True):
         candidate["turns"] = turns

@@ -11,6 +11,7 @@ from reviews.judges import views as judge_views
 from reviews.records import api as records_api
 from reviews.report import api as report_api
 from reviews.review import api as review_api
+from reviews.review import assignment_views
 from reviews.review import views as review_views
 
 urlpatterns: list = []
@@ -47,17 +48,17 @@ urlpatterns += [
     ),
     path(
         "campaigns/<slug:slug>/assignments/",
-        review_views.campaign_assignments,
+        assignment_views.campaign_assignments,
         name="campaign_assignments",
     ),
     path(
         "campaigns/<slug:slug>/assignments/<str:token>/release",
-        review_views.assignment_release,
+        assignment_views.assignment_release,
         name="assignment_release",
     ),
     path(
         "campaigns/<slug:slug>/reviewers/<int:user_id>/remove",
-        review_views.reviewer_remove,
+        assignment_views.reviewer_remove,
         name="reviewer_remove",
     ),
 ]
@@ -227,7 +228,7 @@ api_urlpatterns += [
 urlpatterns += [
     path(
         "review/<slug:slug>/<str:token>/report-identity",
-        review_views.review_report_identity,
+        report_identity_views.review_report_identity,
         name="review_report_identity",
     ),
     path(

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError
 
+from tasks.models import Monitor
+
 SECRET_MISSING = "evalsite.E101"
 
 
@@ -19,8 +21,6 @@ SECRET_MISSING = "evalsite.E101"
 def monitor_webhook_secret_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     if settings.MONITOR_WEBHOOK_SECRET:
         return []
-    from tasks.models import Monitor
-
     try:
         hooked = sorted(
             Monitor.objects.filter(archived_at=None, alerts__has_key="webhook").values_list(

@@ -14,12 +14,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from tasks.generation.services import (
-    CLAIM_WAIT_SECONDS,
-    generation_lapsed_requeue,
-    generation_reconcile,
-    generation_run,
-)
+from tasks.generation.reconcile import generation_lapsed_requeue, generation_reconcile
+from tasks.generation.run import CLAIM_WAIT_SECONDS, generation_run
 
 # While the database is unreachable a generation job asks again every few seconds (up to
 # DATABASE_RETRY_MAX apart) instead of dropping its message: the row would then wait for the

@@ -70,6 +70,17 @@ class TestSet(models.Model):
             self.frozen = True
             self.save(update_fields=["frozen"])
 
+    def pii_decision(self) -> dict | None:
+        """What was done with the personal data found on intake, and who chose it; None if none."""
+        if not self.pii_count:
+            return None
+        return {
+            "found": self.pii_count,
+            "action": self.pii_action,
+            "decided_by": self.pii_decided_by.get_username() if self.pii_decided_by else None,
+            "via": self.pii_decided_via,
+        }
+
 
 class Task(models.Model):
     """One test case. Either `prompt` or `messages` (multi-turn) is set."""
@@ -275,6 +286,18 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def wants(self) -> tuple[bool, bool]:
+        """(wants rubric scores, wants a preference) for the campaign's mode."""
+        scores = self.mode in (Mode.RUBRIC, Mode.BOTH) and bool(self.rubric)
+        preference = self.mode in (Mode.PAIRWISE, Mode.BOTH)
+        return scores, preference
+
+    def review_policy(self) -> dict | None:
+        """The campaign's checked review policy (tasks/campaigns/policy.py), or None: people
+        review every item."""
+        policy = (self.weights or {}).get("review_policy")
+        return policy if isinstance(policy, dict) and policy.get("judge") else None
 
     def on_roster(self, user, role: str, named: bool | None = None) -> bool:
         """Whether `user` may see this campaign as a `role`: `visible_to` for one campaign

@@ -1,10 +1,14 @@
-"""The few review-side functions tasks asks for an answer (docs/decisions/0007).
+"""The port to the review side: every workflow of `tasks` that crosses into `reviews` is a call
+here, made where the workflow starts (docs/decisions/0007, 0009-cross-app-workflows.md).
 
 `tasks` never imports `reviews`; `reviews` registers the implementations here from its
 AppConfig.ready(). Each function below gives the signature and the contract, and calling one
 before the review side registered it (the `reviews` app missing from INSTALLED_APPS) raises
-ReviewSideMissing rather than doing nothing. Events whose answer nobody reads are signals
-(tasks/signals.py).
+ReviewSideMissing rather than doing nothing. Generation making a campaign's rows calls
+`review_items_sync`, a stored output `review_items_open_for`: a reader of that code sees the
+review items open.
+
+May import: tasks.models (for type hints only). Every package of tasks may import it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def register(
     judge_verdicts: Callable[..., dict],
     judge_output_scores: Callable[..., list[dict]],
     judge_outputs: Callable[..., dict],
+    judge_preferences: Callable[..., list[dict]],
 ) -> None:
     """Fill the port: called once, by reviews' AppConfig.ready()."""
     _registered.update(
@@ -49,6 +54,7 @@ def register(
         judge_verdicts=judge_verdicts,
         judge_output_scores=judge_output_scores,
         judge_outputs=judge_outputs,
+        judge_preferences=judge_preferences,
     )
 
 
@@ -128,9 +134,19 @@ def judge_output_scores(*, judge: Judge, campaign: Campaign) -> list[dict]:
     return _side("judge_output_scores")(judge=judge, campaign=campaign)
 
 
-def judge_outputs(*, judge: Judge, campaign: Campaign) -> dict:
+def judge_outputs(*, judge: Judge, campaign: Campaign, baseline: Campaign | None = None) -> dict:
     """Judge every done output of a monitor run's campaign (blind, one judgement per output,
-    sample of the judge and order), queued once; later calls only report. Returns
-    {"finished", "judgements", "done", "failed", "cost", ...}. Raises the review side's
-    JudgingError when the judge cannot run (its key variable unset)."""
-    return _side("judge_outputs")(judge=judge, campaign=campaign)
+    sample of the judge and order) and, with `baseline` (the baseline run's campaign), each
+    output against the baseline's output of the same contender, task and sample (the judge's
+    preference, both orders when it swaps positions); queued once, later calls only report.
+    Returns {"finished", "judgements", "done", "failed", "cost", ...}. Raises the review
+    side's JudgingError when the judge cannot run (its key variable unset)."""
+    return _side("judge_outputs")(judge=judge, campaign=campaign, baseline=baseline)
+
+
+def judge_preferences(*, judge: Judge, campaign: Campaign, baseline: Campaign) -> list[dict]:
+    """The judge's preference of each of `campaign`'s outputs over `baseline`'s output of the
+    same contender, task and sample: [{"contender", "task", "sample", "value"}], value 1 (the
+    run's output is better), 0 (the baseline's) or 0.5 (tie, both bad, or a draw of the
+    judge's samples and orders). Empty when the run was not judged against `baseline`."""
+    return _side("judge_preferences")(judge=judge, campaign=campaign, baseline=baseline)

@@ -1,8 +1,7 @@
 from django.urls import path
 
-from tasks.blinding import views as identity_views
 from tasks.campaigns import api as campaign_api
-from tasks.campaigns import rubric_builder, search_views
+from tasks.campaigns import held_api, held_views, rubric_builder, search_views
 from tasks.campaigns import views as campaign_views
 from tasks.images import views as image_views
 from tasks.intake import api as testset_api
@@ -118,15 +117,15 @@ urlpatterns += [
         campaign_views.campaign_outputs_view,
         name="campaign_outputs",
     ),
-    path("campaigns/<slug:slug>/held/", identity_views.campaign_held, name="campaign_held"),
+    path("campaigns/<slug:slug>/held/", held_views.campaign_held, name="campaign_held"),
     path(
         "campaigns/<slug:slug>/held/approve",
-        identity_views.campaign_held_approve,
+        held_views.campaign_held_approve,
         name="campaign_held_approve",
     ),
     path(
         "campaigns/<slug:slug>/held/<int:output_id>/mask",
-        identity_views.campaign_held_mask,
+        held_views.campaign_held_mask,
         name="campaign_held_mask",
     ),
     path(
@@ -159,17 +158,17 @@ api_urlpatterns += [
     ),
     path(
         "campaigns/<slug:slug>/held-outputs",
-        campaign_api.campaign_held_outputs_view,
+        held_api.campaign_held_outputs_view,
         name="api_campaign_held_outputs",
     ),
     path(
         "campaigns/<slug:slug>/held-outputs/approve",
-        campaign_api.campaign_held_outputs_approve,
+        held_api.campaign_held_outputs_approve,
         name="api_campaign_held_outputs_approve",
     ),
     path(
         "campaigns/<slug:slug>/outputs/<int:output_id>/approve-identity",
-        campaign_api.campaign_output_approve_identity,
+        held_api.campaign_output_approve_identity,
         name="api_campaign_output_approve_identity",
     ),
 ]
@@ -184,6 +183,11 @@ urlpatterns += [
         "monitors/schedule-preview",
         monitor_views.monitor_schedule_preview_view,
         name="monitor_schedule_preview",
+    ),
+    path(
+        "monitors/judge-preview",
+        monitor_views.monitor_judge_preview_view,
+        name="monitor_judge_preview",
     ),
     path("monitors/<slug:slug>/edit", monitor_views.monitor_edit_view, name="monitor_edit"),
     path("monitors/<slug:slug>/", monitor_views.monitor_detail_view, name="monitor_detail"),

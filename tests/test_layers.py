@@ -1,9 +1,9 @@
 """The apps' one direction (docs/decisions/0007): `reviews` may import `tasks`, and no module of
 `tasks` imports `reviews`, at module level or inside a function, nor reaches its models by
-name. What tasks needs of the review side goes through tasks/signals.py and
-tasks/review_side.py."""
+name. What tasks needs of the review side goes through tasks/review_side.py."""
 
 import ast
+import importlib.util
 import inspect
 from pathlib import Path
 
@@ -66,13 +66,12 @@ def test_the_check_sees_every_form(tmp_path):
     assert [h.split(":")[1] for h in hits] == ["1", "2", "3", "4", "6", "7", "8", "9"]
 
 
-def test_reviews_fills_the_port_and_receives_the_signals():
-    from tasks import review_side, signals
+def test_reviews_fills_the_port():
+    from tasks import review_side
 
     declared = set(inspect.signature(review_side.register).parameters)
     assert set(review_side._registered) == declared
     assert all(callable(getattr(review_side, name)) for name in declared)  # each declared
-    assert signals.outputs_changed.has_listeners() and signals.generation_finished.has_listeners()
 
 
 def test_the_port_says_so_when_reviews_has_not_filled_it(monkeypatch):
@@ -81,6 +80,63 @@ def test_the_port_says_so_when_reviews_has_not_filled_it(monkeypatch):
     monkeypatch.setattr(review_side, "_registered", {})
     with pytest.raises(review_side.ReviewSideMissing, match=r"ReviewsConfig\.ready"):
         review_side.review_items_open_for(generation_id=1)
+
+
+# -- packages: one direction between them ---------------------------------------------------------
+
+# The apps whose packages must form a DAG (adding one is one line). A package is a directory of
+# an app (tasks/generation); the app's top-level modules are a unit each (tasks/jobs.py), and
+# every `models` module belongs to the app's models. The walk is bench/code_shape.py's.
+ACYCLIC_APPS = ("tasks", "reviews")
+
+
+def code_shape():
+    spec = importlib.util.spec_from_file_location("code_shape", ROOT / "bench" / "code_shape.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def package_cycles(root: Path = ROOT, apps: tuple[str, ...] = ACYCLIC_APPS) -> list[list[str]]:
+    """Each import cycle (module- and function-level imports alike) that passes through a
+    package of `apps`, over the whole project's graph (a cycle through evalsite counts)."""
+    shape = code_shape()
+    cycles = shape.strongly_connected(shape.package_graph(root))
+    return [c for c in cycles if any(unit.split(".")[0] in apps for unit in c)]
+
+
+def test_no_import_cycle_between_packages():
+    graph = code_shape().package_graph(ROOT)
+    # The walk saw the packages and their edges, those inside functions too.
+    assert "tasks.generation" in graph["tasks.campaigns"]
+    assert {"reviews.review", "reviews.disputes", "reviews.report"} <= set(graph)
+    assert "reviews.disputes" in graph["reviews.review"]
+    cycles = package_cycles()
+    assert not cycles, "import cycles between packages (docs/architecture.md):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def test_no_private_name_crosses_modules_of_reviews():
+    modules = [p for p in project_modules() if p.parts[len(ROOT.parts)] == "reviews"]
+    assert ROOT / "reviews" / "review" / "submit.py" in modules  # the walk found the app
+    found = private_imports_from("reviews", modules)
+    assert not found, "import public names across modules of reviews:\n" + "\n".join(found)
+
+
+def test_the_cycle_check_sees_function_level_imports(tmp_path):
+    for app in ("tasks", "reviews", "evalsite"):
+        (tmp_path / app).mkdir()
+    for package in ("low", "high"):
+        (tmp_path / "tasks" / package).mkdir()
+        (tmp_path / "tasks" / package / "__init__.py").write_text("")
+    (tmp_path / "tasks" / "high" / "views.py").write_text("from tasks.low.rows import Row\n")
+    (tmp_path / "tasks" / "low" / "rows.py").write_text(
+        "class Row: pass\ndef f():\n    from tasks.high import views\n"
+    )
+    assert package_cycles(tmp_path) == [["tasks.high", "tasks.low"]]
+    (tmp_path / "tasks" / "low" / "rows.py").write_text("class Row: pass\n")
+    assert package_cycles(tmp_path) == []
 
 
 # -- the monitors package ------------------------------------------------------------------------
@@ -210,3 +266,19 @@ def test_alerts_queue_a_delivery_under_the_delivery_jobs_registered_name():
     app.loader.import_default_modules()  # autodiscovery, as a worker does at start
     assert alerts.ALERT_DELIVER_JOB == jobs.alert_deliver_job.name == "tasks.alert_deliver"
     assert app.tasks[alerts.ALERT_DELIVER_JOB].run is jobs.alert_deliver_job.run
+
+
+def test_generation_sends_its_jobs_under_their_registered_names():
+    # The generation services send the generation job and the monitor-run grading job by
+    # registered name (the job modules import the services; decision 0009).
+    from evalsite.celery import app
+    from tasks import jobs as generation_jobs
+    from tasks.generation import services
+    from tasks.monitors import jobs as monitor_jobs
+
+    app.loader.import_default_modules()  # autodiscovery, as a worker does at start
+    assert services.GENERATION_RUN_JOB == generation_jobs.generation_run_job.name
+    assert services.MONITOR_RUN_FINISH_JOB == monitor_jobs.monitor_run_finish_job.name
+    # (== : a bound job's run is a new bound method at each access)
+    assert app.tasks[services.GENERATION_RUN_JOB].run == generation_jobs.generation_run_job.run
+    assert app.tasks[services.MONITOR_RUN_FINISH_JOB].run == monitor_jobs.monitor_run_finish_job.run

@@ -9,8 +9,8 @@ from django.test import TestCase
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from evalsite.roles import has_role
-from reviews.arbitration.disputes import item_settle
 from reviews.arbitration.services import arbitration_claim_next
+from reviews.disputes.rules import item_settle
 from reviews.review import assignment_claim_next
 from tests.factories import campaign_ready, personas, review_create
 

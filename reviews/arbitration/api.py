@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ARBITER
 from reviews.arbitration.selectors import (
     arbitration_final_json,
@@ -59,7 +60,7 @@ RESOLVE_BODY = {
     "Transcripts).",
     responses={"200": "an arbitration", "204": "nothing left for you", "404": "no such campaign"},
 )
-def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
+def arbitration_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     # Not on the campaign's arbiter roster: the same 404 as a campaign that does not exist.
     campaign = found_or_404(
         Campaign.objects.visible_to(request.user, ARBITER), "campaign", slug=slug
@@ -84,7 +85,7 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
         "409": "the lease already ran out (resolving may still work if no other arbiter took it)",
     },
 )
-def arbitration_heartbeat_api(request: HttpRequest, token: str) -> JsonResponse:
+def arbitration_heartbeat_api(request: AuthedHttpRequest, token: str) -> JsonResponse:
     try:
         expires = arbitration_heartbeat(token=token, arbiter=request.user)
     except ArbitrationGone:
@@ -110,7 +111,7 @@ def arbitration_heartbeat_api(request: HttpRequest, token: str) -> JsonResponse:
         "409": "you already resolved it with other values: these were not saved",
     },
 )
-def arbitration_resolve_api(request: HttpRequest, token: str) -> JsonResponse:
+def arbitration_resolve_api(request: AuthedHttpRequest, token: str) -> JsonResponse:
     data = json_body(request)
     try:
         # Values are passed as sent: the service reports every wrong type with the rest.

@@ -8,33 +8,36 @@ arbitration's random token. Reviewers are "Reviewer 1", "Reviewer 2", ... (no na
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from evalsite.roles import ARBITER
 from reviews import transcript_shown
-from reviews.arbitration.disputes import disputed_cells
+from reviews.disputes.rules import disputed_cells
 from reviews.models import FLAGS, Arbitration, ItemOutput, Review, ReviewItem
-from reviews.review import campaign_wants
-from reviews.review.selectors import task_json
 from reviews.rubric import Dimension, Rubric, label_map
-from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.screen import (
+    OutputRead,
+    Viewer,
+    candidates_shown,
+    rubric_shown,
+    score_text,
+    task_json,
+    task_shown,
+)
 from tasks.blinding.campaign_texts import instructions_shown, words_shown
-from tasks.blinding.hold import masks_applied
+from tasks.blinding.parts import hand_masked
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
 STATUS_LABELS = {"open": "open", "in_progress": "in progress", "resolved": "resolved"}
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "N/A"
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _choice_label(choice: str | None, label_of: dict[str, str]) -> str:
@@ -51,7 +54,7 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     label_of = {pk: label for label, pk in labels.items()}
     viewer = Viewer.of(campaign)
     terms = viewer.terms
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     candidates, turns = candidates_shown(_outputs_read(item, labels), item.task.turns, viewer)
     reviews = item.reviews.prefetch_related("scores").order_by("submitted_at", "pk")
     reviewer_rows = [
@@ -65,15 +68,9 @@ def arbitration_workspace(*, arbitration: Arbitration) -> dict:
     dims = list(Rubric.for_item(item))  # with a conversation's per-turn scores (score_turns)
     shown = rubric_shown(dims, viewer)
     rubric = [_rubric_entry(dim, row) for dim, row in zip(dims, shown, strict=True)]
+    reviews_shown = _ReviewsShown(labels=labels, rows=reviewer_rows, cells=cells)
     grid = [
-        _grid_row(
-            dim=dim,
-            label=entry["label"],
-            labels=labels,
-            reviewer_rows=reviewer_rows,
-            agreed_scores=agreed_scores,
-            cells=cells,
-        )
+        _grid_row(dim=dim, label=entry["label"], reviews=reviews_shown, agreed_scores=agreed_scores)
         for dim, entry in zip(dims, rubric, strict=True)
     ]
     return {
@@ -115,8 +112,9 @@ def _agreed(*, final: dict, labels: dict, label_of: dict) -> dict:
 
 
 def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
-    """The item's outputs in the arbiter's label order, with an admin's hand masks applied
-    (tasks/blinding/hold.py): what the screen then masks (reviews/screen.py)."""
+    """The item's outputs in the arbiter's label order, with an admin's hand masks applied to
+    the answer and the transcript (tasks/blinding/parts.py): what the screen then masks
+    (reviews/screen.py)."""
     shown = item.outputs.values_list(
         "pk",
         "generation__output",
@@ -124,11 +122,17 @@ def _outputs_read(item: ReviewItem, labels: dict[str, str]) -> list[OutputRead]:
         "generation__transcript",
         "generation__reasoning",
     )
-    read = {pk: (masks_applied(text, masks), t, r) for pk, text, masks, t, r in shown}
+    read = {
+        pk: hand_masked(output=text, transcript=t, reasoning=r, masks=masks)
+        for pk, text, masks, t, r in shown
+    }
     outputs = []
     for label, pk in labels.items():
-        text, transcript, reasoning = read.get(int(pk), ("", None, None))
-        outputs.append(OutputRead(label, text or "", reasoning, transcript))
+        one = read.get(int(pk))
+        if one is None:
+            outputs.append(OutputRead(label, "", None, None))
+        else:
+            outputs.append(OutputRead(label, one.text, one.reasoning, one.transcript))
     return outputs
 
 
@@ -146,7 +150,9 @@ def _task_entry(shown: dict) -> dict:
     }
 
 
-def _reviewer_row(*, n: int, review: Review, labels: dict, label_of: dict, terms) -> dict:
+def _reviewer_row(
+    *, n: int, review: Review, labels: dict, label_of: dict, terms: tuple[str, ...]
+) -> dict:
     """One review as "Reviewer <n>": scores, preference and flags keyed by the arbiter's labels."""
     scores: dict[str, dict[str, float | None]] = {label: {} for label in labels}
     for s in review.scores.all():
@@ -185,18 +191,21 @@ def _rubric_entry(dim: Dimension, shown: dict) -> dict:
     }
 
 
-def _grid_row(
-    *,
-    dim,
-    label: str,
-    labels: dict,
-    reviewer_rows: list[dict],
-    agreed_scores: dict,
-    cells: set,
-) -> dict:
+@dataclass(frozen=True)
+class _ReviewsShown:
+    """The item's reviews as the arbiter reads them: the labels ({"A": "<output id>"}), one row
+    per reviewer, and the disputed cells."""
+
+    labels: dict
+    rows: list[dict]
+    cells: set
+
+
+def _grid_row(*, dim: Dimension, label: str, reviews: _ReviewsShown, agreed_scores: dict) -> dict:
     """One dimension's row of the score grid: per label, each reviewer's value and the agreed one."""
+    labels, reviewer_rows, cells = reviews.labels, reviews.rows, reviews.cells
     key = dim.key
-    row = {"key": key, "label": label, "cells": [], "disputed": False}
+    row: dict[str, Any] = {"key": key, "label": label, "cells": [], "disputed": False}
     for out_label, pk in labels.items():
         disputed = (key, pk) in cells
         row["disputed"] = row["disputed"] or disputed
@@ -207,11 +216,11 @@ def _grid_row(
                 "name": f"score-{out_label}-{key}",
                 "disputed": disputed,
                 "reviewers": [
-                    {"name": r["name"], "value": _fmt(v)}
+                    {"name": r["name"], "value": score_text(v)}
                     for r, v in zip(reviewer_rows, values, strict=True)
                 ],
                 "agreed": None if disputed else agreed_scores[out_label].get(key),
-                "agreed_text": "" if disputed else _fmt(agreed_scores[out_label].get(key)),
+                "agreed_text": "" if disputed else score_text(agreed_scores[out_label].get(key)),
                 "choices": list(dim.points),
                 "na": dim.allow_na or any(v is None for v in values),
             }
@@ -383,7 +392,7 @@ def _by_label(values: dict | None, label_of: dict) -> dict:
     return dict(sorted(pairs, key=lambda kv: kv[0]))
 
 
-def arbiter_queue(*, arbiter) -> list[dict]:
+def arbiter_queue(*, arbiter: User) -> list[dict]:
     """Per campaign with disputes: what this arbiter can take, holds and has resolved."""
     campaigns = (
         Campaign.objects.visible_to(arbiter, ARBITER)  # the roster (tasks/campaigns/rosters.py)
@@ -401,7 +410,7 @@ def arbiter_queue(*, arbiter) -> list[dict]:
     ]
 
 
-def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
+def arbiter_counts(*, campaign: Campaign, arbiter: User) -> dict:
     base = Arbitration.objects.filter(item__campaign=campaign)
     claimable = base.filter(item__state="disputed").filter(
         Q(state="open") | Q(state="active", lease_expires_at__lte=Now())
@@ -422,7 +431,7 @@ def arbiter_counts(*, campaign: Campaign, arbiter) -> dict:
     }
 
 
-def held_token(*, campaign: Campaign, arbiter) -> str | None:
+def held_token(*, campaign: Campaign, arbiter: User) -> str | None:
     return (
         Arbitration.objects.filter(item__campaign=campaign, arbiter=arbiter, state="active")
         .order_by("pk")
@@ -441,7 +450,7 @@ class DisputeFilter:
     status: str = ""  # open | in_progress | resolved
 
 
-def dispute_status(arbitration: Arbitration, now) -> str:
+def dispute_status(arbitration: Arbitration, now: datetime) -> str:
     if arbitration.state == Arbitration.State.RESOLVED:
         return "resolved"
     if (
@@ -513,7 +522,7 @@ def campaign_disputes(*, campaign: Campaign, filters: DisputeFilter) -> dict:
     }
 
 
-def dispute_rows(*, arbitrations, now) -> list[dict]:
+def dispute_rows(*, arbitrations: Sequence[Arbitration], now: datetime) -> list[dict]:
     """One page of the lead's list as plain rows (leads see contender names)."""
     items = [a.item_id for a in arbitrations]
     contender_of = {
@@ -562,3 +571,14 @@ def dispute_rows(*, arbitrations, now) -> list[dict]:
             }
         )
     return rows
+
+
+def arbiter_resolved(*, arbiter: User, limit: int = 20) -> list[dict]:
+    """The arbiter's latest resolved items, by token (their item pages)."""
+    rows = (
+        Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)
+        .filter(item__campaign__in=Campaign.objects.visible_to(arbiter, ARBITER))
+        .order_by("-resolved_at", "-pk")
+        .values_list("token", "item__campaign__name", "resolved_at")[:limit]
+    )
+    return [{"token": t, "campaign": name, "resolved_at": at} for t, name, at in rows]

@@ -19,16 +19,27 @@ from __future__ import annotations
 
 import copy
 import secrets
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, QuerySet, When
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
 
-from reviews.arbitration.disputes import disputed_cells, unknown_field_errors
+from reviews.disputes.rules import disputed_cells, unknown_field_errors
 from reviews.models import COMMENT_MAX_CHARS, Arbitration, Review, ReviewItem, Score, new_token
 from reviews.review import LeaseGone, lease_extended
-from reviews.rubric import WORDING, Rubric, answers_check, label_map
+from reviews.rubric import (
+    WORDING,
+    Answers,
+    CheckOptions,
+    Dimension,
+    Rubric,
+    answers_check,
+    label_map,
+)
 from reviews.rubric import Mode as AnswerMode
 from tasks.models import Campaign, Mode
 
@@ -71,15 +82,15 @@ def lease_length(campaign: Campaign) -> timedelta:
     return timedelta(minutes=max(1, campaign.lease_minutes))
 
 
-def _lease_end(campaign: Campaign):
+def _lease_end(campaign: Campaign) -> ExpressionWrapper[CombinedExpression]:
     return ExpressionWrapper(Now() + lease_length(campaign), output_field=DateTimeField())
 
 
-def _reviewed_by(item_id: int, user) -> bool:
+def _reviewed_by(item_id: int, user: User) -> bool:
     return Review.objects.filter(item_id=item_id, reviewer=user).exists()
 
 
-def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None:
+def arbitration_claim_next(*, campaign: Campaign, arbiter: User) -> Arbitration | None:
     """The arbiter's current arbitration in this campaign, else the next claimable one, else None."""
     with transaction.atomic():
         held = _held_resume(campaign=campaign, arbiter=arbiter)
@@ -88,7 +99,7 @@ def arbitration_claim_next(*, campaign: Campaign, arbiter) -> Arbitration | None
         return _claimable_take(campaign=campaign, arbiter=arbiter)
 
 
-def _held_resume(*, campaign: Campaign, arbiter) -> Arbitration | None:
+def _held_resume(*, campaign: Campaign, arbiter: User) -> Arbitration | None:
     """The arbitration this arbiter holds, locked, its lease renewed; None if none. Inside the
     claim's transaction."""
     # Resume what this arbiter holds, even past its lease if nobody took it meanwhile: the
@@ -111,7 +122,7 @@ def _held_resume(*, campaign: Campaign, arbiter) -> Arbitration | None:
     return held
 
 
-def _claimable_take(*, campaign: Campaign, arbiter) -> Arbitration | None:
+def _claimable_take(*, campaign: Campaign, arbiter: User) -> Arbitration | None:
     """Lock and take the oldest claimable dispute the arbiter did not review (five tries),
     with a fresh output order; None if there is none. Inside the claim's transaction."""
     skipped: list[int] = []
@@ -161,7 +172,7 @@ def _claimable_take(*, campaign: Campaign, arbiter) -> Arbitration | None:
     return None
 
 
-def _locked_for(token: str, arbiter) -> Arbitration:
+def _locked_for(token: str, arbiter: User) -> Arbitration:
     arbitration = (
         Arbitration.objects.select_for_update(of=("self",), no_key=True)
         .select_related("item__campaign")
@@ -178,7 +189,7 @@ LEASE_LAPSED = (
 )
 
 
-def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
+def arbitration_heartbeat(*, token: str, arbiter: User) -> datetime | None:
     """Extend a live lease (the page is open); None if the lease is already gone.
 
     The same rule as a review's heartbeat: one more lease length from now, never past
@@ -215,7 +226,7 @@ def arbitration_heartbeat(*, token: str, arbiter) -> datetime | None:
     return new_expiry if updated else None
 
 
-def arbitration_release(*, token: str, arbiter) -> None:
+def arbitration_release(*, token: str, arbiter: User) -> None:
     """Hand an arbitration back to the queue (the token dies with it)."""
     with transaction.atomic():
         arbitration = _locked_for(token, arbiter)
@@ -224,7 +235,7 @@ def arbitration_release(*, token: str, arbiter) -> None:
         _requeue(Arbitration.objects.filter(pk=arbitration.pk, token=token))
 
 
-def _requeue(arbitrations) -> int:
+def _requeue(arbitrations: QuerySet[Arbitration]) -> int:
     """Active arbitrations back to the open queue, each under a new token (the old link dies)."""
     done = 0
     active = arbitrations.filter(state=Arbitration.State.ACTIVE)
@@ -242,7 +253,7 @@ def _requeue(arbitrations) -> int:
     return done
 
 
-def arbitrations_requeue(*, campaign, item_ids: list[int]) -> int:
+def arbitrations_requeue(*, campaign: Campaign, item_ids: list[int]) -> int:
     """A lead's or admin's bulk action on the disputes list: the chosen disputes an arbiter
     holds go back to the queue (new tokens: the arbiter's open page says it is gone and saves
     nothing). Open and resolved ones are left as they are. Returns how many went back."""
@@ -250,14 +261,14 @@ def arbitrations_requeue(*, campaign, item_ids: list[int]) -> int:
         return _requeue(Arbitration.objects.filter(item__campaign=campaign, item_id__in=item_ids))
 
 
-def arbiter_arbitrations_release(*, arbiter) -> int:
+def arbiter_arbitrations_release(*, arbiter: User) -> int:
     """Every dispute the arbiter holds back to the queue, each with a new token (a deactivated
     account, or one that lost the arbiter role, cannot resolve them). Returns how many."""
     with transaction.atomic():
         return _requeue(Arbitration.objects.filter(arbiter=arbiter).order_by("pk"))
 
 
-def arbiter_campaign_release(*, campaign: Campaign, arbiter) -> int:
+def arbiter_campaign_release(*, campaign: Campaign, arbiter: User) -> int:
     """The disputes the arbiter holds in one campaign back to the queue, each with a new
     token (taken off the campaign's arbiter roster). Returns how many."""
     with transaction.atomic():
@@ -266,7 +277,7 @@ def arbiter_campaign_release(*, campaign: Campaign, arbiter) -> int:
         )
 
 
-def note_checked(note) -> tuple[str, str | None]:
+def note_checked(note: object) -> tuple[str, str | None]:
     """The arbiter's note, stripped, and what is wrong with it (every resolution needs one)."""
     answers = answers_check(
         rubric=Rubric(), labels=[], data={"note": note}, mode=AnswerMode.RESOLUTION
@@ -274,21 +285,31 @@ def note_checked(note) -> tuple[str, str | None]:
     return answers.comment, answers.errors.get("note")
 
 
-def resolution_build(
-    *,
-    arbitration: Arbitration,
-    scores: dict | None,
-    preference: str | None,
-    flags: dict | None,
-    note: str | None,
-    unknown_fields: tuple[str, ...] = (),
-) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class Resolution:
+    """An arbiter's label-keyed values, as the page, the API or a record gives them;
+    `unknown_fields`: fields of the request a resolution does not have."""
+
+    scores: dict | None
+    preference: str | None = None
+    flags: dict | None = None
+    note: str | None = None
+    unknown_fields: tuple[str, ...] = ()
+
+
+def resolution_build(*, arbitration: Arbitration, resolution: Resolution) -> tuple[dict, dict]:
     """Validate label-keyed values against the dispute; return (item final, final_values).
 
     Pure apart from reading the item's reviews for N/A permission. Raises ResolveInvalid with
-    every problem at once (`unknown_fields`: fields of the request a resolution does not have).
-    The values are parsed by reviews/rubric.py; what is disputed is checked here.
+    every problem at once (the resolution's `unknown_fields` among them). The values are
+    parsed by reviews/rubric.py; what is disputed is checked here.
     """
+    scores, preference, flags, note = (
+        resolution.scores,
+        resolution.preference,
+        resolution.flags,
+        resolution.note,
+    )
     item = arbitration.item
     labels = label_map(arbitration.order)
     by_output = {v: k for k, v in labels.items()}
@@ -297,15 +318,12 @@ def resolution_build(
     final = copy.deepcopy(item.final or {})
     final.setdefault("scores", {})
     final.setdefault("flags", {})
+    outcome = _Outcome(cells=cells, final=final)
     data = {"scores": scores, "preference": preference, "flags": flags, "note": note}
-    answers = _answers_checked(
-        item=item, rubric=rubric, labels=labels, cells=cells, final=final, data=data
-    )
-    errors = unknown_field_errors(unknown_fields, RESOLVE_FIELDS) | answers.errors
-    arbitrated: set[str] = set()
-    corrections: list[dict] = []
+    answers = _answers_checked(item=item, rubric=rubric, labels=labels, outcome=outcome, data=data)
+    errors = unknown_field_errors(resolution.unknown_fields, RESOLVE_FIELDS) | answers.errors
     given_scores = {labels[label]: dims for label, dims in answers.scores.items() if dims}
-    _apply_scores(given_scores, cells, final, arbitrated, corrections)
+    _apply_scores(given_scores, outcome)
     # Errors in the arbiter's label order: output-id order would tell the letters' contenders.
     in_label_order = sorted(cells, key=lambda c: (c[0], by_output.get(c[1], "")))
     for part, output in in_label_order:
@@ -313,9 +331,9 @@ def resolution_build(
             errors.setdefault(f"scores.{by_output.get(output, '?')}.{part}", VALUE_REQUIRED)
     choice = answers.preference
     mapped_preference = labels.get(choice, choice) if choice else None
-    _apply_preference(mapped_preference, cells, final, arbitrated, corrections, errors)
+    _apply_preference(mapped_preference, outcome, errors)
     given_flags = {labels[label]: sorted(set(f)) for label, f in answers.flags.items()}
-    _apply_flags(given_flags, cells, final, arbitrated, corrections)
+    _apply_flags(given_flags, outcome)
     for part, output in in_label_order:
         if part.startswith("flag:") and output not in given_flags:
             errors[f"flags.{by_output.get(output, '?')}"] = (
@@ -323,21 +341,32 @@ def resolution_build(
             )
     if errors:
         raise ResolveInvalid(errors)
-    final["arbitrated"] = sorted(arbitrated)
-    final["corrections"] = corrections
+    final["arbitrated"] = sorted(outcome.arbitrated)
+    final["corrections"] = outcome.corrections
     values = {
         "scores": given_scores,
         "preference": mapped_preference,
         "flags": given_flags,
-        "corrected": corrections,
+        "corrected": outcome.corrections,
         "note": answers.comment,
     }
     return final, values
 
 
+@dataclass
+class _Outcome:
+    """The item's final outcome as the arbiter's values go into it: the disputed `cells`, the
+    `final` being built, the parts the arbiter decided and the agreed values they corrected."""
+
+    cells: set
+    final: dict
+    arbitrated: set[str] = field(default_factory=set)
+    corrections: list[dict] = field(default_factory=list)
+
+
 def _answers_checked(
-    *, item: ReviewItem, rubric: Rubric, labels: dict, cells: set, final: dict, data: dict
-):
+    *, item: ReviewItem, rubric: Rubric, labels: dict, outcome: _Outcome, data: dict
+) -> Answers:
     """The arbiter's values parsed as a resolution (reviews/rubric.py): N/A where a reviewer
     gave N/A, a fraction only where it keeps the agreed value."""
     # A reviewer's N/A makes N/A a legitimate final value for that cell.
@@ -348,66 +377,71 @@ def _answers_checked(
         )
     }
 
-    def kept(label: str, dim, value: float) -> bool:
+    def kept(label: str, dim: Dimension, value: float) -> bool:
         # A new value must be a point of the scale; keeping an agreed one (the mean of the
         # reviews, so maybe 3.5) is not a new value.
         output = labels[label]
-        current = final["scores"].get(output, {}).get(dim.key)
-        return (dim.key, output) not in cells and value == current
+        current = outcome.final["scores"].get(output, {}).get(dim.key)
+        return (dim.key, output) not in outcome.cells and value == current
 
     return answers_check(
         rubric=rubric,
         labels=list(labels),
         data=data,
         mode=AnswerMode.RESOLUTION,
-        wants_preference=item.campaign.mode != Mode.RUBRIC,
-        na_ok=lambda label, dim: (dim.key, labels[label]) in na_cells,
-        fraction_ok=kept,
+        options=CheckOptions(
+            wants_preference=item.campaign.mode != Mode.RUBRIC,
+            na_ok=lambda label, dim: (dim.key, labels[label]) in na_cells,
+            fraction_ok=kept,
+        ),
     )
 
 
-def _apply_preference(
-    mapped: str | None, cells: set, final: dict, arbitrated: set, corrections: list, errors: dict
-) -> None:
+def _apply_preference(mapped: str | None, outcome: _Outcome, errors: dict) -> None:
     """The arbiter's preference (an output id, tie or both_bad) into `final`: required when
     disputed; a change to an agreed one is a correction."""
+    cells, final = outcome.cells, outcome.final
     if ("preference", None) in cells:
         if mapped is None and "preference" not in errors:
             errors["preference"] = CHOOSE_PREFERENCE
         elif mapped is not None:
-            arbitrated.add("preference")
+            outcome.arbitrated.add("preference")
             final["preference"] = mapped
     elif mapped is not None and mapped != final.get("preference"):
-        corrections.append(
+        outcome.corrections.append(
             {"part": "preference", "output": None, "from": final.get("preference"), "to": mapped}
         )
-        arbitrated.add("preference")
+        outcome.arbitrated.add("preference")
         final["preference"] = mapped
 
 
-def _apply_scores(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+def _apply_scores(given: dict, outcome: _Outcome) -> None:
     """The arbiter's scores into `final`; a change to an agreed value is a correction."""
+    cells, final = outcome.cells, outcome.final
     for output, dims in given.items():
         for key, value in dims.items():
             current = final["scores"].setdefault(output, {}).get(key)
             if (key, output) in cells:
-                arbitrated.add(key)
+                outcome.arbitrated.add(key)
             elif value != current:
-                corrections.append({"part": key, "output": output, "from": current, "to": value})
-                arbitrated.add(key)
+                outcome.corrections.append(
+                    {"part": key, "output": output, "from": current, "to": value}
+                )
+                outcome.arbitrated.add(key)
             final["scores"][output][key] = value
 
 
-def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, corrections: list):
+def _apply_flags(given: dict, outcome: _Outcome) -> None:
     """The arbiter's flags into `final`; a change to a flag the reviewers agreed on is a
     correction, recorded as such."""
+    cells, final = outcome.cells, outcome.final
     for output, names in given.items():
         before, after = set(final["flags"].get(output, [])), set(names)
         decided = {part[5:] for part, out in cells if out == output and part.startswith("flag:")}
         if decided:
-            arbitrated.add("flag")
+            outcome.arbitrated.add("flag")
         for name in sorted((before ^ after) - decided):
-            corrections.append(
+            outcome.corrections.append(
                 {
                     "part": "flag",
                     "output": output,
@@ -416,14 +450,14 @@ def _apply_flags(given: dict, cells: set, final: dict, arbitrated: set, correcti
                     "to": name in after,
                 }
             )
-            arbitrated.add("flag")
+            outcome.arbitrated.add("flag")
         final["flags"][output] = sorted(after)
 
 
 def arbitration_resolve(
     *,
     token: str,
-    arbiter,
+    arbiter: User,
     scores: dict | None,
     preference: str | None = None,
     flags: dict | None = None,
@@ -436,13 +470,7 @@ def arbitration_resolve(
     False; a resolve with other values raises AlreadyResolved, so they are never dropped
     without a word.
     """
-    request = {
-        "scores": scores,
-        "preference": preference,
-        "flags": flags,
-        "note": note,
-        "unknown_fields": unknown_fields,
-    }
+    request = Resolution(scores, preference, flags, note, unknown_fields)
     with transaction.atomic():
         arbitration = _locked_for(token, arbiter)
         if arbitration.state == Arbitration.State.RESOLVED:
@@ -451,7 +479,7 @@ def arbitration_resolve(
             return arbitration, False
         if arbitration.state != Arbitration.State.ACTIVE:
             raise ArbitrationGone
-        final, values = resolution_build(arbitration=arbitration, **request)
+        final, values = resolution_build(arbitration=arbitration, resolution=request)
         note_text = values.pop("note")
         done = Arbitration.objects.filter(
             pk=arbitration.pk, token=token, state=Arbitration.State.ACTIVE, arbiter=arbiter
@@ -469,11 +497,11 @@ def arbitration_resolve(
         return arbitration, True
 
 
-def _same_resolution(arbitration: Arbitration, request: dict) -> bool:
+def _same_resolution(arbitration: Arbitration, request: Resolution) -> bool:
     """Whether a resolve request carries the values its resolved arbitration stored: the same
     label -> output mapping (the token, hence the order, is unchanged) and the same rules."""
     try:
-        _final, values = resolution_build(arbitration=arbitration, **request)
+        _final, values = resolution_build(arbitration=arbitration, resolution=request)
     except ResolveInvalid:
         return False
     return arbitration.has_values(

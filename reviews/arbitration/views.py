@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, ARBITER, LEAD, role_required
 from evalsite.text import counted
 from reviews.arbitration.selectors import (
     DisputeFilter,
     arbiter_counts,
     arbiter_queue,
+    arbiter_resolved,
     arbitration_workspace,
     campaign_dispute_counts,
     campaign_disputes,
@@ -40,7 +42,6 @@ from reviews.arbitration.services import (
 )
 from reviews.comments import item_comments
 from reviews.identity_reports.services import REPORTED, NothingToReport, arbiter_report
-from reviews.items.selectors import arbiter_resolved
 from reviews.models import FLAGS, Arbitration
 from reviews.rubric import Rubric, label_map
 from tasks.models import Campaign
@@ -48,7 +49,7 @@ from tasks.models import Campaign
 PAGE = "reviews/arbitration.html"
 
 
-def _mine(token: str, user) -> Arbitration:
+def _mine(token: str, user: User) -> Arbitration:
     """The arbiter's own active arbitration, else 404 (someone else's, stale or unknown)."""
     arbitration = (
         Arbitration.objects.filter(token=token, arbiter=user, state=Arbitration.State.ACTIVE)
@@ -60,7 +61,7 @@ def _mine(token: str, user) -> Arbitration:
     return arbitration
 
 
-def _form_values(request: HttpRequest, labels: list[str], keys: list[str]) -> dict:
+def _form_values(request: AuthedHttpRequest, labels: list[str], keys: list[str]) -> dict:
     """The POSTed form as the service's label-keyed shape; "" (keep) is left out."""
     scores: dict[str, dict] = {}
     for label in labels:
@@ -130,7 +131,11 @@ def _error_list(ws: dict, errors: dict[str, str]) -> list[str]:
 
 
 def _workspace_context(
-    arbitration: Arbitration, campaign: Campaign, *, errors=None, values=None
+    arbitration: Arbitration,
+    campaign: Campaign,
+    *,
+    errors: dict[str, str] | None = None,
+    values: dict | None = None,
 ) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
     # Worded as on the review page: "All bad" when more than two outputs are shown.
@@ -196,7 +201,7 @@ def _same(option: str, selected: str) -> bool:
 @never_cache  # live counts: Back must not show them from before the last resolve
 @role_required(ARBITER)
 @require_GET
-def arbiter_home(request: HttpRequest) -> HttpResponse:
+def arbiter_home(request: AuthedHttpRequest) -> HttpResponse:
     context = {
         "campaigns": arbiter_queue(arbiter=request.user),
         "resolved": arbiter_resolved(arbiter=request.user),
@@ -206,7 +211,7 @@ def arbiter_home(request: HttpRequest) -> HttpResponse:
 
 @role_required(ARBITER)
 @require_POST
-def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
+def arbitration_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Claim (or resume) the next disputed item of a campaign (one on the arbiter's roster:
     another is a 404, as a campaign that does not exist)."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, ARBITER), slug=slug)
@@ -227,7 +232,7 @@ def arbitration_next(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(ARBITER)
 @require_GET
-def arbitration_page(request: HttpRequest, token: str) -> HttpResponse:
+def arbitration_page(request: AuthedHttpRequest, token: str) -> HttpResponse:
     try:
         arbitration = _mine(token, request.user)
     except Http404:
@@ -242,7 +247,7 @@ def arbitration_page(request: HttpRequest, token: str) -> HttpResponse:
 
 @role_required(ARBITER)
 @require_POST
-def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
+def arbitration_resolve_view(request: AuthedHttpRequest, token: str) -> HttpResponse:
     arbitration = (
         Arbitration.objects.filter(token=token, arbiter=request.user)
         .select_related("item__campaign")
@@ -273,7 +278,7 @@ def arbitration_resolve_view(request: HttpRequest, token: str) -> HttpResponse:
 
 @role_required(ARBITER)
 @require_POST
-def arbitration_release_view(request: HttpRequest, token: str) -> HttpResponse:
+def arbitration_release_view(request: AuthedHttpRequest, token: str) -> HttpResponse:
     try:
         arbitration_release(token=token, arbiter=request.user)
     except ArbitrationGone:
@@ -288,7 +293,7 @@ def arbitration_release_view(request: HttpRequest, token: str) -> HttpResponse:
 
 @role_required(ARBITER)
 @require_POST
-def arbitration_report_identity_view(request: HttpRequest, token: str) -> HttpResponse:
+def arbitration_report_identity_view(request: AuthedHttpRequest, token: str) -> HttpResponse:
     """ "This answer reveals the model": the dispute waits, out of every queue, for an admin."""
     try:
         arbiter_report(token=token, arbiter=request.user, note=request.POST.get("note", ""))
@@ -302,7 +307,7 @@ def arbitration_report_identity_view(request: HttpRequest, token: str) -> HttpRe
 
 @role_required(ARBITER)
 @require_POST
-def arbitration_heartbeat_view(request: HttpRequest, token: str) -> JsonResponse:
+def arbitration_heartbeat_view(request: AuthedHttpRequest, token: str) -> JsonResponse:
     """Keep the lease while the page is open: the new expiry, or a "gone" answer to show."""
     try:
         expires = arbitration_heartbeat(token=token, arbiter=request.user)
@@ -326,7 +331,7 @@ RESOLVED = "You resolved this dispute: your decision is saved. Nothing more to d
 
 
 def _gone(
-    request: HttpRequest, message: str = ArbitrationGone.message, resolved: bool = False
+    request: AuthedHttpRequest, message: str = ArbitrationGone.message, resolved: bool = False
 ) -> HttpResponse:
     # 200 for htmx (htmx 2 does not swap 4xx), 404 for a plain request (200 once resolved).
     context = {"message": message, "resolved": resolved}
@@ -338,7 +343,7 @@ def _gone(
 
 @role_required(LEAD, ADMIN)
 @require_POST
-def campaign_disputes_requeue(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_disputes_requeue(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Bulk: the ticked disputes in progress back to the arbitration queue."""
     campaign = get_object_or_404(Campaign, slug=slug)
     ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit()]
@@ -353,7 +358,7 @@ def campaign_disputes_requeue(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(LEAD, ADMIN)
 @require_GET
-def campaign_disputes_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_disputes_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Disputes with reasons, status, arbiter and note; filter by dimension, reviewer, status."""
     campaign = get_object_or_404(Campaign, slug=slug)
     filters = DisputeFilter(

@@ -6,6 +6,10 @@ that answer masked, as the review showed it, and the contenders' names in alphab
 never a label, so nothing ties a name to the A, B, ... of any item. Until it is answered the
 reviewer gets no next item on the page; the API's submit answer carries the question.
 
-services.py writes (asks, records the answer), selectors.py reads (the question, the report's
-`blinding` key and the campaign page's sentence, on reviews.stats.blinding).
+services.py writes (asks, records the answer), selectors.py reads (the question and the
+figures, on reviews.stats.blinding).
+
+May import: reviews.models, reviews.stats (blinding), tasks.models, tasks.blinding; the
+review loop (reviews.review) imports it, so it imports neither the loop nor the identity
+reports (which read its figures).
 """

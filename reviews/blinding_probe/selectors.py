@@ -1,22 +1,21 @@
 """The probe's question for a reviewer (blinded but for the names it asks about) and its
-figures for admins and leads: the report's `blinding` key and the campaign page's sentence."""
+figures for admins and leads (with the identity reports, the report's `blinding` key and the
+campaign page's lines: reviews/identity_reports/selectors.py)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, F, Q
 
-from reviews.identity_reports.selectors import campaign_report_counts
 from reviews.models import BlindingGuess
 from reviews.stats.blinding import MIN_GUESSES, bang_index, verdict
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.blinding.hold import output_shown
-from tasks.campaigns.selectors import held_outputs
 from tasks.models import Campaign, Generation
 
 
-def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> BlindingGuess | None:
+def pending_probe(*, campaign: Campaign, reviewer: User) -> BlindingGuess | None:
     """The reviewer's unanswered question in this campaign (no query when it asks none)."""
     if not (campaign.blinding_probe or {}).get("every"):
         return None
@@ -30,7 +29,7 @@ def pending_probe(*, campaign: Campaign, reviewer: AbstractBaseUser) -> Blinding
 def probe_question(*, probe: BlindingGuess, campaign: Campaign) -> dict:
     """What the question shows: the answer as the review showed it (masked), and the names to
     choose from in alphabetical order, with no label anywhere."""
-    generation = Generation.objects.only("output", "identity_masks").get(
+    generation = Generation.objects.only("output", "identity_masks", "transcript", "reasoning").get(
         item_outputs__pk=probe.output_id
     )
     text, html, _ = blinding.render_output(
@@ -66,18 +65,6 @@ def probe_figures(*, campaign: Campaign) -> dict:
             "reason": index["reason"],
         }
     return figures
-
-
-def blinding_report(*, campaign: Campaign) -> dict:
-    """The report's `blinding` key: identity reports, outputs held now, and the probe."""
-    held = held_outputs(campaign).count()
-    every = (campaign.blinding_probe or {}).get("every")
-    return {
-        "reports": campaign_report_counts(campaign=campaign)["reports"],
-        "held": held,
-        "probe_every": every,
-        "probe": probe_figures(campaign=campaign) if every else {},
-    }
 
 
 def probe_sentence(figures: dict) -> str:
@@ -117,15 +104,3 @@ def probe_sentence(figures: dict) -> str:
         "Reviewers could not tell the contenders apart: their guesses of who wrote an answer "
         f"were no better than chance ({total} guesses). Blinding held."
     )
-
-
-def blinding_summary(*, campaign: Campaign) -> dict:
-    """The campaign page's blinding lines (tasks.review_side.blinding_summary)."""
-    counts = campaign_report_counts(campaign=campaign)
-    every = (campaign.blinding_probe or {}).get("every")
-    return {
-        "reports": counts["reports"],
-        "open": counts["open"],
-        "dropped": counts["dropped"],
-        "probe": probe_sentence(probe_figures(campaign=campaign)) if every else None,
-    }

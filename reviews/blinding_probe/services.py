@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -20,9 +20,7 @@ class GuessInvalid(ValueError):
     """The answer is not one of the campaign's contenders."""
 
 
-def probe_after_submit(
-    *, campaign: Campaign, reviewer: AbstractBaseUser, item_id: int
-) -> BlindingGuess | None:
+def probe_after_submit(*, campaign: Campaign, reviewer: User, item_id: int) -> BlindingGuess | None:
     """After a saved review: the question to ask when this was the reviewer's Nth, 2Nth, ...
     item in the campaign (a random answer of it), else None. A retried submit asks nothing new
     (one question per reviewer and item)."""
@@ -53,7 +51,7 @@ def probe_after_submit(
         return None  # asked already (a retried submit)
 
 
-def probe_answer(*, token: str, reviewer: AbstractBaseUser, guess: str) -> BlindingGuess:
+def probe_answer(*, token: str, reviewer: User, guess: str) -> BlindingGuess:
     """Record the reviewer's guess (a contender's name) once; ProbeGone for someone else's or
     an answered question, GuessInvalid for a name that is not a contender of the campaign."""
     probe = (

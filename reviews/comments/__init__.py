@@ -2,7 +2,9 @@
 
 Owns writing (`item_comment_add`) and reading (`item_comments`: names for leads and admins,
 masked text and roles only for an arbiter). Reviewers have no way in: no view of theirs reads
-it. Imports reviews.models and tasks' masking only.
+it.
+
+May import: reviews.models and tasks' masking (tasks.blinding) only.
 """
 
 from reviews.comments.selectors import item_comments

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from reviews.models import ItemComment, ReviewItem
 from tasks.blinding.campaign_texts import campaign_identity_terms, words_shown
@@ -10,7 +10,7 @@ from tasks.blinding.campaign_texts import campaign_identity_terms, words_shown
 ROLE_WORDS = {"admin": "an admin", "lead": "a lead", "arbiter": "the arbiter"}
 
 
-def item_comments(*, item: ReviewItem, for_arbiter: AbstractBaseUser | None = None) -> list[dict]:
+def item_comments(*, item: ReviewItem, for_arbiter: User | None = None) -> list[dict]:
     """The thread, oldest first: {author, role, text, created_at}. For an arbiter
     (`for_arbiter`), texts masked with the campaign's words and authors by role only ("You"
     for their own): a lead's name could be a reviewer's, and a lead may name a model."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from reviews.models import ItemComment, ReviewItem
 
@@ -14,9 +14,7 @@ class CommentInvalid(ValueError):
     """Said to the author; nothing was written."""
 
 
-def item_comment_add(
-    *, item: ReviewItem, author: AbstractBaseUser, role: str, text: str
-) -> ItemComment:
+def item_comment_add(*, item: ReviewItem, author: User, role: str, text: str) -> ItemComment:
     """Add `author`'s comment (written as `role`) to `item`'s thread."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reviews.dashboards.tables import Column, Table
+from reviews.dashboards.tables import Column, Table, interval_chart
 
 CALLS_NOTE = (
     "Tool-call accuracy: share of samples whose tool_calls check passed (n = samples that ran "
@@ -33,7 +33,18 @@ def _rate_cells(r: dict | None) -> list:
 
 def tools_page(report: dict) -> dict:
     tools = report.get("tools") or {}
-    return {"tables": [_tool_calls_table(tools), _tool_recovery_table(tools)]}
+    chart = interval_chart(
+        [
+            (name, acc.get("rate"), acc.get("ci95") or acc.get("reason"))
+            for name, t in tools.items()
+            for acc in [t.get("tool_call_accuracy") or {}]
+        ],
+        title="Tool-call accuracy",
+        interval="Wilson 95% interval",
+        domain=(0.0, 1.0),
+        fmt="{:.0%}",
+    )
+    return {"chart": chart, "tables": [_tool_calls_table(tools), _tool_recovery_table(tools)]}
 
 
 def _tool_calls_table(tools: dict) -> Table:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from reviews.dashboards.tables import Column, Table, _nice_ticks
+from reviews.dashboards.tables import Column, Table, nice_ticks
 
 
 @dataclass
@@ -87,7 +87,7 @@ def pareto_chart(report: dict) -> ScatterChart | None:
         height=height + 10,
         points=points,
         front=" ".join(f"{p['x']},{p['y']}" for p in front),
-        x_ticks=[{"x": x(t), "label": f"{t:.3g}"} for t in _nice_ticks(c_lo, c_hi)],
+        x_ticks=[{"x": x(t), "label": f"{t:.3g}"} for t in nice_ticks(c_lo, c_hi)],
         y_ticks=[{"y": y(t), "label": f"{t:.2f}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
         title="Quality against cost per task; the line joins the Pareto front",
         x_label=f"cost per task (one answer, {currency})",

@@ -30,16 +30,20 @@ def _agreement_note(a: dict) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _agreement(report: dict) -> dict:
+def agreement_section(report: dict) -> dict:
     rows = [
         _agreement_row(dim, a, a.get("ac1", a.get("ac2"))) for dim, a in report["agreement"].items()
     ]
     pa = report.get("preference_agreement") or {}
     if pa:
         rows.append(_agreement_row("preference", pa, pa.get("ac1")))
+    reasons = [a.get("ci_reason") or a.get("reason") for a in report["agreement"].values()]
+    if pa:
+        reasons.append(pa.get("ci_reason") or pa.get("reason"))
     chart = interval_chart(
-        [(r[0], r[2], r[3]) for r in rows],
-        title="Krippendorff's alpha with 95% bootstrap interval",
+        [(r[0], r[2], r[3] or why) for r, why in zip(rows, reasons, strict=True)],
+        title="Krippendorff's alpha",
+        interval="95% bootstrap interval",
         domain=(min([-0.2] + [x for r in rows if r[3] for x in r[3] if x is not None]), 1.0),
         marks=[(0.667, "0.667"), (0.8, "0.800")],
         fmt="{:.2f}",
@@ -100,14 +104,28 @@ def _thresholds(value) -> str:
     return str(value)
 
 
-def _stability(report: dict) -> dict:
+def stability_section(report: dict) -> dict:
+    chart = interval_chart(
+        [
+            (
+                c,
+                s.get("stability"),
+                s.get("stability_ci95") or s.get("ci_reason") or s.get("reason"),
+            )
+            for c, s in report["stability"].items()
+        ],
+        title="Stability over samples (0-1)",
+        domain=(0.0, 1.0),
+        fmt="{:.2f}",
+    )
     return {
+        "chart": chart,
         "tables": [
             _stability_table(report),
             _pass_bases_table(report),
             _flaky_table(report),
             rates_table(report),
-        ]
+        ],
     }
 
 
@@ -218,7 +236,7 @@ def _pass_bases_table(report: dict) -> Table:
     )
 
 
-def _cost(report: dict) -> dict:
+def cost_section(report: dict) -> dict:
     lb = report["leaderboard"]
     decision = report["decision"]
     return {

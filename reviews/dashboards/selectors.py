@@ -14,12 +14,6 @@ few aggregate queries unless the data changed.
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-from django.core.cache import caches
-from django.db.models import Count, Max, Sum
-
 from reviews.dashboards.agentic import conversation_page, tools_page
 from reviews.dashboards.extras import (
     battle_rows,
@@ -29,10 +23,9 @@ from reviews.dashboards.extras import (
     separation_table,
     slices_table,
 )
-from reviews.dashboards.pages import _agreement, _cost, _stability
-from reviews.dashboards.tables import Column, Table, interval_chart
-from reviews.models import Arbitration, Review, ReviewItem, ReviewVersion
-from tasks.models import Campaign, Generation
+from reviews.dashboards.pages import agreement_section, cost_section, stability_section
+from reviews.dashboards.summary import SUMMARIES, head_to_head_summary, interval_text
+from reviews.dashboards.tables import Column, IntervalChart, Table, interval_chart
 
 PAGES = [
     ("overview", "Overview"),
@@ -60,103 +53,6 @@ def pages_for(report: dict) -> list[tuple[str, str]]:
         for key, title in PAGES
         if key not in SECTION_PAGES or report.get(SECTION_PAGES[key]) is not None
     ]
-
-
-# A day: a state's report never goes stale (a new state is a new key); this only frees space.
-REPORT_CACHE_SECONDS = 24 * 3600
-
-
-# --------------------------------------------------------------------------------------------
-# The report, cached by a fingerprint of its inputs
-
-
-def report_fingerprint(campaign: Campaign) -> str:
-    # Reviews are added (or removed with a reviewer): count, max and sum of ids change
-    # whenever the set does. A correction rewrites one in place and keeps the old answers as
-    # a version: the versions' count and last id change with every correction.
-    reviews = Review.objects.filter(item__campaign=campaign).aggregate(
-        n=Count("id"), last=Max("id"), total=Sum("id")
-    )
-    reviews["corrections"] = list(
-        ReviewVersion.objects.filter(review__item__campaign=campaign)
-        .aggregate(n=Count("id"), last=Max("id"))
-        .values()
-    )
-    items = list(
-        ReviewItem.objects.filter(campaign=campaign)
-        .values_list("state", "ready")
-        .annotate(n=Count("id"))
-        .order_by("state", "ready")
-    )
-    arbitrations = Arbitration.objects.filter(item__campaign=campaign).aggregate(
-        n=Count("id"), resolved=Max("resolved_at")
-    )
-    generations = list(
-        Generation.objects.filter(campaign=campaign)
-        .values_list("status")
-        .annotate(n=Count("id"), last=Max("finished_at"))
-        .order_by("status")
-    )
-    contenders = list(
-        campaign.contenders.order_by("id").values_list(
-            "id", "name", "price_in_per_mtok", "price_out_per_mtok"
-        )
-    )
-    settings = [
-        # With the primary key in the cache key: another database's campaign of the same id
-        # (a test run, a restored backup) is another campaign.
-        campaign.created_at,
-        campaign.slug,
-        campaign.name,
-        campaign.mode,
-        campaign.rubric,
-        campaign.weights,
-        campaign.pass_threshold,
-        campaign.samples_per_task,
-        campaign.reviewed_samples,
-        campaign.overlap,
-        campaign.score_turns,
-    ]
-    raw = json.dumps(
-        [reviews, items, arbitrations, generations, contenders, settings],
-        default=str,
-        sort_keys=True,
-    )
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
-def campaign_report_cached(campaign: Campaign) -> dict:
-    """The report of the campaign's current state: computed once per state, by whichever
-    process asks first (the worker's warm-up job, usually) and shared with the others."""
-    report, _ = campaign_report_warm(campaign)
-    return report
-
-
-def campaign_report_warm(campaign: Campaign) -> tuple[dict, bool]:
-    """(the report, whether it had to be computed now)."""
-    key = f"evalsite:report:{campaign.pk}:{report_fingerprint(campaign)}"
-    reports = caches["reports"]
-    report = reports.get(key)
-    if report is not None:
-        return report, False
-    # Imported here: pandas/numpy stay out of every process's start-up (URLconf import).
-    from reviews.report.campaign import campaign_report
-
-    report = campaign_report(campaign=campaign)
-    reports.set(key, report, REPORT_CACHE_SECONDS)
-    return report, True
-
-
-def reports_warm() -> int:
-    """Compute the reports of the campaigns whose state changed since theirs was cached, so
-    a lead's first look at the dashboards finds it ready. How many were computed."""
-    computed = 0
-    campaigns = Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN).filter(
-        items__submitted_count__gt=0
-    )
-    for campaign in campaigns.distinct().order_by("pk"):
-        computed += campaign_report_warm(campaign)[1]
-    return computed
 
 
 # --------------------------------------------------------------------------------------------
@@ -211,7 +107,16 @@ def _overview(report: dict) -> dict:
             empty="No disputed item so far.",
         ),
     ]
-    return {"tables": tables, "progress": p, "disputes": report["disputes"]}
+    return {
+        "tables": tables,
+        "progress": p,
+        "disputes": report["disputes"],
+        # " (95% interval ...)" without its parentheses: the card has a line of its own.
+        "dispute_interval": interval_text(
+            report["disputes"].get("ci95"), "pct", report["disputes"].get("ci_reason")
+        )[2:-1],
+        "chart": rating_chart(report, ranked(report)),
+    }
 
 
 def _reviewers(report: dict) -> dict:
@@ -242,7 +147,17 @@ def _reviewers(report: dict) -> dict:
         ]
         for name, r in sorted(report["reviewers"].items())
     ]
+    chart = interval_chart(
+        [
+            (name, r.get("mean_offset"), r.get("mean_offset_ci95") or r.get("offset_ci_reason"))
+            for name, r in sorted(report["reviewers"].items())
+        ],
+        title="Mean offset from the final score",
+        marks=[(0.0, "0")],
+        fmt="{:+.2f}",
+    )
     return {
+        "chart": chart,
         "tables": [
             Table(
                 "reviewers",
@@ -253,16 +168,17 @@ def _reviewers(report: dict) -> dict:
                 note="Offset: the reviewer's score minus the item's final score, on the rubric "
                 "scale; 95% interval over test cases (none below 10).",
             )
-        ]
+        ],
     }
 
 
-def _leaderboard(report: dict) -> dict:
+def ranked(report: dict) -> list[dict]:
+    """The leaderboard's rows in reading order."""
     # Contenders whose intervals overlap share a rank, so a higher rating can carry a lower
     # rank; reading down the table should never go 1, 2, 1: by rank, then rating.
     # A rank outside the contender's rank interval is not shown (null): such a row sorts by the
     # low end of its rank interval instead, not to the bottom.
-    lb = sorted(
+    return sorted(
         report["leaderboard"],
         key=lambda r: (
             r["rating"] is None,
@@ -270,16 +186,29 @@ def _leaderboard(report: dict) -> dict:
             -(r["rating"] or 0),
         ),
     )
-    tables = [_leaderboard_table(report, lb), _dimension_means_table(lb)]
-    rating = report["rating"]
-    chart = interval_chart(
-        [(r["contender"], r["rating"], r["ci95"]) for r in lb],
-        title="Rating with 95% interval",
+
+
+def rating_chart(report: dict, lb: list[dict]) -> IntervalChart | None:
+    """Each contender's rating with its interval (or why it has none), against 1000."""
+    why = (report["rating"].get("ci_reason") or "").rpartition(": ")[2] or None
+    return interval_chart(
+        [(r["contender"], r["rating"], r["ci95"] or r.get("rating_ci_reason") or why) for r in lb],
+        title="Rating",
         marks=[(1000.0, "1000")],
     )
+
+
+def _leaderboard(report: dict) -> dict:
+    lb = ranked(report)
+    tables = [_leaderboard_table(report, lb), _dimension_means_table(lb)]
+    rating = report["rating"]
+    chart = rating_chart(report, lb)
     quality_chart = interval_chart(
-        [(r["contender"], r["quality"], r.get("quality_ci95")) for r in lb],
-        title="Quality (0-1) with 95% interval",
+        [
+            (r["contender"], r["quality"], r.get("quality_ci95") or r.get("quality_reason"))
+            for r in lb
+        ],
+        title="Quality (0-1)",
         domain=(0.0, 1.0),
         fmt="{:.2f}",
     )
@@ -454,8 +383,9 @@ def _bias(report: dict) -> dict:
     if b.get("reason"):
         rows.append(["note", b["reason"]])
     chart = interval_chart(
-        [("position A wins", b.get("first_position_win_rate"), b.get("ci95"))],
-        title="Position A win rate with Wilson 95% interval",
+        [("position A wins", b.get("first_position_win_rate"), b.get("ci95") or b.get("reason"))],
+        title="Position A win rate",
+        interval="Wilson 95% interval",
         domain=(0.0, 1.0),
         marks=[(b["expected"], "chance")] if b.get("expected") is not None else None,
         fmt="{:.2f}",
@@ -567,8 +497,18 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
                 empty=f"No task where {b} scored higher than {a}.",
             ),
         ]
+    chart = None
+    if pair and pair.get("mean_diff") is not None:
+        chart = interval_chart(
+            [(f"{b} - {a}", pair["mean_diff"], pair.get("ci95") or pair.get("ci_reason"))],
+            title="Mean quality difference",
+            marks=[(0.0, "0")],
+            fmt="{:+.2f}",
+        )
     return {
         "tables": tables,
+        "chart": chart,
+        "summary": head_to_head_summary(pair),
         "pair": pair,
         "a": a,
         "b": b,
@@ -580,17 +520,20 @@ def _head_to_head(report: dict, a: str | None, b: str | None) -> dict:
 def dashboard_page(report: dict, page: str, *, a: str | None = None, b: str | None = None) -> dict:
     builders = {
         "overview": _overview,
-        "agreement": _agreement,
+        "agreement": agreement_section,
         "reviewers": _reviewers,
         "leaderboard": _leaderboard,
         "capability": _capability,
-        "stability": _stability,
-        "cost": _cost,
+        "stability": stability_section,
+        "cost": cost_section,
         "bias": _bias,
         "tools": tools_page,
         "conversation": conversation_page,
     }
-    data = _head_to_head(report, a, b) if page == "head-to-head" else builders[page](report)
+    if page == "head-to-head":
+        data = _head_to_head(report, a, b)
+    else:
+        data = {**builders[page](report), "summary": SUMMARIES[page](report)}
     return {**data, "warnings": page_warnings(report["warnings"], page)}
 
 

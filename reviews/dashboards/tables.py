@@ -120,7 +120,8 @@ def heat_class(cell) -> str:
 
 @dataclass
 class IntervalChart:
-    """Horizontal interval plot: one row per label with a point and its 95% interval."""
+    """Horizontal interval plot: one row per label with a point and its 95% interval. `narrow`:
+    the same chart for a phone, each label above its row, so it fits 390 px legibly."""
 
     width: int
     height: int
@@ -129,9 +130,10 @@ class IntervalChart:
     ticks: list[dict]
     marks: list[dict]
     title: str
+    narrow: IntervalChart | None = None
 
 
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     span = hi - lo
     if span <= 0:
         return [lo]
@@ -148,43 +150,68 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def interval_chart(
-    points: list[tuple[str, float | None, list | None]],
+    points: list[tuple[str, float | None, list | str | None]],
     *,
     title: str,
+    interval: str = "95% interval",
     domain: tuple[float, float] | None = None,
     marks: list[tuple[float, str]] | None = None,
     fmt: str = "{:.0f}",
 ) -> IntervalChart | None:
-    """points: (label, value, [low, high]); None values are listed as 'no data'."""
+    """points: (label, value, [low, high] or why there is none); None values are listed as
+    'no data'. The caption is `title` with `interval` where every point has one drawn, and
+    says which points have none, and why, otherwise."""
+    reasons = {label: ci for label, _, ci in points if isinstance(ci, str)}
+    points = [(label, v, None if isinstance(ci, str) else ci) for label, v, ci in points]
     known = [(v, ci) for _, v, ci in points if v is not None]
     if not known:
         return None
     lo, hi = _chart_domain(known, domain, marks)
-    width, left, right, row_h, top = 720, 190, 30, 30, 16
+    wide = _drawn(points, lo=lo, hi=hi, marks=marks, fmt=fmt, narrow=False)
+    wide.narrow = _drawn(points, lo=lo, hi=hi, marks=marks, fmt=fmt, narrow=True)
+    wide.title = wide.narrow.title = chart_caption(title, interval, wide.rows, reasons)
+    return wide
+
+
+def _drawn(points: list[tuple], *, lo: float, hi: float, marks, fmt: str, narrow: bool):
+    """The geometry at one width: 720 units with labels on the left, or 360 with each label
+    above its row (a phone draws it at its own width, so 12 px text stays about 11 px)."""
+    if narrow:
+        width, left, right, row_h, top, n_ticks = 360, 12, 18, 42, 16, 4
+    else:
+        width, left, right, row_h, top, n_ticks = 720, 190, 30, 30, 16, 5
     plot = width - left - right
     x = _x_scale(lo, hi, left, plot)
-    rows = [
-        _chart_row(label, value, ci, y=top + i * row_h + row_h / 2, x=x, fmt=fmt, span=(left, plot))
-        for i, (label, value, ci) in enumerate(points)
-    ]
+    rows = []
+    for i, (label, value, ci) in enumerate(points):
+        y = top + i * row_h + (row_h - 10 if narrow else row_h / 2)
+        row = _chart_row((label, value, ci), y=y, x=x, fmt=fmt, span=(left, plot))
+        row["lx"], row["ly"] = (left, y - 12) if narrow else (left - 10, y + 4)
+        rows.append(row)
     height = top + len(points) * row_h + 28
     axis_y = top + len(points) * row_h + 4
     ticks = [
         {"x": x(t), "label": fmt.format(t), "y": axis_y + 16, "y0": top, "y1": axis_y}
-        for t in _nice_ticks(lo, hi)
+        for t in nice_ticks(lo, hi, n_ticks)
     ]
     drawn_marks = [
         {"x": x(v), "label": label, "y0": top - 6, "y1": axis_y} for v, label in marks or []
     ]
     return IntervalChart(
-        width=width,
-        height=height,
-        left=left,
-        rows=rows,
-        ticks=ticks,
-        marks=drawn_marks,
-        title=title,
+        width=width, height=height, left=left, rows=rows, ticks=ticks, marks=drawn_marks, title=""
     )
+
+
+def chart_caption(title: str, interval: str, rows: list[dict], reasons: dict[str, str]) -> str:
+    """'Rating with 95% interval' only where every point has its interval drawn; else which
+    points have none and why ('too few test cases' unless the report said)."""
+    missing = [r["label"] for r in rows if r["x"] is not None and r["x_lo"] is None]
+    if not missing:
+        return f"{title} with {interval}"
+    why = sorted({reasons.get(label) or "too few test cases" for label in missing})
+    if len(missing) == sum(r["x"] is not None for r in rows):
+        return f"{title} (no {interval}: {'; '.join(why)})"
+    return f"{title} with {interval} (none for {', '.join(missing)}: {'; '.join(why)})"
 
 
 def _chart_domain(known: list[tuple], domain, marks) -> tuple[float, float]:
@@ -213,9 +240,10 @@ def _x_scale(lo: float, hi: float, left: int, plot: int):
     return x
 
 
-def _chart_row(label: str, value, ci, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
-    """One point's row: its value's x, its interval's ends (one open side for an undefeated
-    or winless contender) and its text."""
+def _chart_row(point: tuple, *, y: float, x, fmt: str, span: tuple[int, int]) -> dict:
+    """One point's row (`point`: label, value, interval): its value's x, its interval's ends
+    (one open side for an undefeated or winless contender) and its text."""
+    label, value, ci = point
     left, plot = span
     row = {
         "label": label,

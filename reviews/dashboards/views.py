@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.csvsafe import csv_response
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from reviews.dashboards.selectors import (
     PAGE_TITLES,
-    campaign_report_cached,
     dashboard_page,
     pages_for,
 )
@@ -28,6 +27,7 @@ from reviews.records import (
     too_big_problem,
 )
 from reviews.records.api import export_response
+from reviews.report.cache import campaign_report_cached
 from tasks.models import Campaign
 
 
@@ -40,7 +40,7 @@ def _report_for(campaign: Campaign, page: str) -> dict:
     return report
 
 
-def _context(request: HttpRequest, campaign: Campaign, page: str) -> dict:
+def _context(request: AuthedHttpRequest, campaign: Campaign, page: str) -> dict:
     report = _report_for(campaign, page)
     data = dashboard_page(report, page, a=request.GET.get("a"), b=request.GET.get("b"))
     return {
@@ -67,7 +67,9 @@ def _import_limit() -> dict:
 
 @role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-def campaign_dashboard(request: HttpRequest, slug: str, page: str = "overview") -> HttpResponse:
+def campaign_dashboard(
+    request: AuthedHttpRequest, slug: str, page: str = "overview"
+) -> HttpResponse:
     if page not in PAGE_TITLES:
         raise Http404
     campaign = get_object_or_404(Campaign, slug=slug)
@@ -80,7 +82,9 @@ def campaign_dashboard(request: HttpRequest, slug: str, page: str = "overview") 
 
 @role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-def dashboard_table_csv(request: HttpRequest, slug: str, page: str, table: str) -> HttpResponse:
+def dashboard_table_csv(
+    request: AuthedHttpRequest, slug: str, page: str, table: str
+) -> StreamingHttpResponse:
     """Any dashboard table as CSV, from the same rows the page shows (formula-escaped)."""
     if page not in PAGE_TITLES:
         raise Http404
@@ -96,7 +100,7 @@ def dashboard_table_csv(request: HttpRequest, slug: str, page: str, table: str) 
 
 @role_required(ADMIN, LEAD)  # deny first: outsiders get 403 whatever the method
 @require_GET
-def campaign_reviews_download(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_reviews_download(request: AuthedHttpRequest, slug: str) -> StreamingHttpResponse:
     """Review records as a streamed file; identities only for leads (`unblind=1`)."""
     campaign = get_object_or_404(Campaign, slug=slug)
     fmt = request.GET.get("format", "jsonl")
@@ -110,7 +114,7 @@ def campaign_reviews_download(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(ADMIN, LEAD)
 @require_POST
-def campaign_reviews_upload(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_reviews_upload(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Import a review-record file (all or nothing); problems are listed under the form."""
     campaign = get_object_or_404(Campaign, slug=slug)
     upload = request.FILES.get("file")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, ARBITER, LEAD, REVIEWER
 from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
 from reviews.identity_reports.services import (
@@ -32,7 +33,7 @@ REPORT_BODY = {
 }
 
 
-def _note(request: HttpRequest) -> str:
+def _note(request: AuthedHttpRequest) -> str:
     data = json_body(request)
     unknown = sorted(set(data) - {"note"})
     if unknown:
@@ -56,7 +57,7 @@ def _note(request: HttpRequest) -> str:
         "404": "no such assignment of yours in review",
     },
 )
-def assignment_report_identity(request: HttpRequest, token: str) -> JsonResponse:
+def assignment_report_identity(request: AuthedHttpRequest, token: str) -> JsonResponse:
     note = _note(request)
     try:
         reviewer_report(token=token, reviewer=request.user, note=note)
@@ -78,7 +79,7 @@ def assignment_report_identity(request: HttpRequest, token: str) -> JsonResponse
         "404": "no such arbitration of yours in progress",
     },
 )
-def arbitration_report_identity(request: HttpRequest, token: str) -> JsonResponse:
+def arbitration_report_identity(request: AuthedHttpRequest, token: str) -> JsonResponse:
     note = _note(request)
     try:
         arbiter_report(token=token, arbiter=request.user, note=note)
@@ -105,7 +106,7 @@ def arbitration_report_identity(request: HttpRequest, token: str) -> JsonRespons
         "404": "no such campaign",
     },
 )
-def campaign_identity_reports(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_identity_reports(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = found_or_404(Campaign.objects.all(), "campaign", slug=slug)
     state = request.GET.get("state") or None
     if state is not None and state not in IdentityReport.State.values:
@@ -128,7 +129,8 @@ RESOLVE_SCHEMA = {
         "mask": {
             "type": "object",
             "description": 'approve only: {"<output id>": [[start, end], ...]} spans masked '
-            "by hand first",
+            'by hand first, each [start, end] in the final answer or {"part", "start", "end"} '
+            "in a text of its transcript (parts as the held outputs list names them)",
         },
     },
 }
@@ -148,7 +150,9 @@ RESOLVE_SCHEMA = {
         "409": "the report was resolved already",
     },
 )
-def identity_report_resolve_api(request: HttpRequest, slug: str, report_id: int) -> JsonResponse:
+def identity_report_resolve_api(
+    request: AuthedHttpRequest, slug: str, report_id: int
+) -> JsonResponse:
     campaign = found_or_404(Campaign.objects.all(), "campaign", slug=slug)
     report = found_or_404(IdentityReport.objects.filter(campaign=campaign), "report", pk=report_id)
     data = json_body(request)

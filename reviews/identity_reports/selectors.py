@@ -1,14 +1,17 @@
 """Identity reports for admins and leads (contenders named, the original text beside what
-reviewers saw) and the campaign's counts."""
+reviewers saw) and the campaign's counts; with the blinding probe's figures, whether blinding
+held: the campaign page's lines and the report's `blinding` key."""
 
 from __future__ import annotations
 
 from django.db.models import Count
 
+from reviews.blinding_probe.selectors import probe_figures, probe_sentence
 from reviews.models import IdentityReport, ItemOutput
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.blinding.hold import output_shown
+from tasks.campaigns.selectors import held_outputs
 from tasks.models import Campaign
 
 
@@ -26,7 +29,7 @@ def campaign_report_counts(*, campaign: Campaign) -> dict[str, int]:
     }
 
 
-def _outputs(item_id: int, terms) -> list[dict]:
+def _outputs(item_id: int, terms: tuple[str, ...]) -> list[dict]:
     rows = (
         ItemOutput.objects.filter(item_id=item_id)
         .select_related("generation__contender")
@@ -74,3 +77,27 @@ def identity_reports(*, campaign: Campaign, state: str | None = None) -> list[di
         }
         for r in reports
     ]
+
+
+def blinding_summary(*, campaign: Campaign) -> dict:
+    """The campaign page's blinding lines (tasks.review_side.blinding_summary)."""
+    counts = campaign_report_counts(campaign=campaign)
+    every = (campaign.blinding_probe or {}).get("every")
+    return {
+        "reports": counts["reports"],
+        "open": counts["open"],
+        "dropped": counts["dropped"],
+        "probe": probe_sentence(probe_figures(campaign=campaign)) if every else None,
+    }
+
+
+def blinding_report(*, campaign: Campaign) -> dict:
+    """The report's `blinding` key: identity reports, outputs held now, and the probe."""
+    held = held_outputs(campaign).count()
+    every = (campaign.blinding_probe or {}).get("every")
+    return {
+        "reports": campaign_report_counts(campaign=campaign)["reports"],
+        "held": held,
+        "probe_every": every,
+        "probe": probe_figures(campaign=campaign) if every else {},
+    }

@@ -5,13 +5,19 @@ one short transaction, and hands the leases back in a second one, assignment row
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from reviews.models import Arbitration, Assignment, IdentityReport, ItemOutput, Review, ReviewItem
+from reviews.models import Arbitration, Assignment, IdentityReport, Review, ReviewItem
 from reviews.review import item_leases_release
-from tasks.blinding.hold import MaskInvalid, generation_identity_mask, mask_spans_checked
+from tasks.blinding.hold import (
+    MaskInvalid,
+    Span,
+    generation_identity_mask,
+    generation_texts,
+    mask_spans_checked,
+)
 from tasks.models import Generation
 
 NOTE_MAX_CHARS = 2000
@@ -36,7 +42,7 @@ class ResolveInvalid(ValueError):
 
 
 def identity_report_file(
-    *, item_id: int, reporter: AbstractBaseUser, role: str, note: str = ""
+    *, item_id: int, reporter: User, role: str, note: str = ""
 ) -> IdentityReport:
     """Report that item `item_id`'s answer reveals its model. The item leaves every queue at
     once: no claim can take it after this returns, and whoever held it gets their lease or
@@ -69,7 +75,7 @@ class NothingToReport(LookupError):
     """No item of yours under this token (someone else's, unknown, or no longer yours)."""
 
 
-def reviewer_report(*, token: str, reviewer: AbstractBaseUser, note: str = "") -> IdentityReport:
+def reviewer_report(*, token: str, reviewer: User, note: str = "") -> IdentityReport:
     """A reviewer's report on the item of their assignment (in review, or reviewed by them)."""
     item_id = (
         Assignment.objects.filter(token=token, reviewer=reviewer, state__in=(Assignment.LIVE))
@@ -83,7 +89,7 @@ def reviewer_report(*, token: str, reviewer: AbstractBaseUser, note: str = "") -
     )
 
 
-def arbiter_report(*, token: str, arbiter: AbstractBaseUser, note: str = "") -> IdentityReport:
+def arbiter_report(*, token: str, arbiter: User, note: str = "") -> IdentityReport:
     """An arbiter's report on the item of the arbitration they hold."""
     item_id = (
         Arbitration.objects.filter(token=token, arbiter=arbiter, state=Arbitration.State.ACTIVE)
@@ -97,16 +103,15 @@ def arbiter_report(*, token: str, arbiter: AbstractBaseUser, note: str = "") -> 
     )
 
 
-def masks_checked(masks, *, item_id: int) -> dict[int, list[tuple[int, int]]]:
-    """{"<output id>": [[start, end], ...]} as an admin gives it: each output one of the
-    item's, each span inside its text. Raises ResolveInvalid with every problem."""
+def masks_checked(masks: object, *, item_id: int) -> dict[int, list[Span]]:
+    """{"<output id>": [[start, end] or {"part", "start", "end"}, ...]} as an admin gives it:
+    each output one of the item's, each span inside its text. Raises ResolveInvalid with
+    every problem."""
     if not isinstance(masks, dict):
         raise ResolveInvalid(['mask: must be {"<output id>": [[start, end], ...]}'])
-    outputs = dict(
-        ItemOutput.objects.filter(item_id=item_id).values_list(
-            "generation_id", "generation__output"
-        )
-    )
+    outputs = {
+        g.pk: generation_texts(g) for g in Generation.objects.filter(item_outputs__item_id=item_id)
+    }
     errors, checked = [], {}
     for key, spans in masks.items():
         gid = int(key) if str(key).isdigit() else None
@@ -114,7 +119,7 @@ def masks_checked(masks, *, item_id: int) -> dict[int, list[tuple[int, int]]]:
             errors.append(f"mask: {key} is not an output of this item")
             continue
         try:
-            checked[gid] = mask_spans_checked(spans, outputs[gid] or "")
+            checked[gid] = mask_spans_checked(spans, outputs[gid])
         except MaskInvalid as exc:
             errors += [f"output {gid}: {e}" for e in exc.errors]
     if errors:
@@ -126,9 +131,9 @@ def identity_report_resolve(
     *,
     report: IdentityReport,
     action: str,
-    user: AbstractBaseUser,
+    user: User,
     reason: str = "",
-    masks: dict[int, list[tuple[int, int]]] | None = None,
+    masks: dict[int, list[Span]] | None = None,
 ) -> int:
     """Resolve a report, and with it every open report of its item: `approve` returns the
     item to the queues (after masking `masks`, {generation id: spans}, by hand), `drop` takes

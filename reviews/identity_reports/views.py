@@ -1,24 +1,34 @@
 """The identity reports page: each report beside the item's texts, approve (with words masked
-by hand) or drop with a reason (admins; leads read)."""
+by hand) or drop with a reason (admins; leads read); and a reviewer's "this answer reveals the
+model" on the review page (the arbiter's is on the arbitration page)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from evalsite.roles import ADMIN, LEAD, has_role, role_required
+from evalsite.htmx import AuthedHttpRequest
+from evalsite.roles import ADMIN, LEAD, REVIEWER, has_role, role_required
 from reviews.identity_reports.selectors import campaign_report_counts, identity_reports
-from reviews.identity_reports.services import ReportNotOpen, ResolveInvalid, identity_report_resolve
-from reviews.models import IdentityReport, ItemOutput
-from tasks.blinding.hold import MaskInvalid, mask_spans_of_words
-from tasks.models import Campaign
+from reviews.identity_reports.services import (
+    REPORTED,
+    NothingToReport,
+    ReportNotOpen,
+    ResolveInvalid,
+    identity_report_resolve,
+    reviewer_report,
+)
+from reviews.models import IdentityReport
+from reviews.review.views import next_response, own_assignment
+from tasks.blinding.hold import MaskInvalid, generation_texts, mask_spans_of_words
+from tasks.models import Campaign, Generation
 
 
 @role_required(ADMIN, LEAD)
 @require_GET
-def campaign_identity_reports_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_identity_reports_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     reports = identity_reports(campaign=campaign)
     context = {
@@ -31,21 +41,21 @@ def campaign_identity_reports_view(request: HttpRequest, slug: str) -> HttpRespo
     return render(request, "reviews/identity_reports.html", context)
 
 
-def _masks_from_words(request: HttpRequest, item_id: int) -> dict[int, list]:
+def _masks_from_words(request: AuthedHttpRequest, item_id: int) -> dict[int, list]:
     """{generation id: spans} from the page's "mask these words" field of each output."""
     masks = {}
-    for gid, text in ItemOutput.objects.filter(item_id=item_id).values_list(
-        "generation_id", "generation__output"
-    ):
-        words = request.POST.get(f"mask-{gid}", "").strip()
+    for generation in Generation.objects.filter(item_outputs__item_id=item_id):
+        words = request.POST.get(f"mask-{generation.pk}", "").strip()
         if words:
-            masks[gid] = mask_spans_of_words(words, text or "")
+            masks[generation.pk] = mask_spans_of_words(words, generation_texts(generation))
     return masks
 
 
 @role_required(ADMIN)
 @require_POST
-def identity_report_resolve_view(request: HttpRequest, slug: str, report_id: int) -> HttpResponse:
+def identity_report_resolve_view(
+    request: AuthedHttpRequest, slug: str, report_id: int
+) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     report = get_object_or_404(IdentityReport, campaign=campaign, pk=report_id)
     action = request.POST.get("action", "")
@@ -70,3 +80,18 @@ def identity_report_resolve_view(request: HttpRequest, slug: str, report_id: int
             else "Dropped: the item is out of the campaign and its figures.",
         )
     return redirect("campaign_identity_reports", slug=campaign.slug)
+
+
+@role_required(REVIEWER)
+@require_POST
+def review_report_identity(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
+    """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
+    campaign = get_object_or_404(Campaign, slug=slug)
+    own_assignment(request, slug, token)  # someone else's token stays a 404
+    try:
+        reviewer_report(token=token, reviewer=request.user, note=request.POST.get("note", ""))
+    except NothingToReport:
+        notice = {"level": "warn", "text": "This item was no longer yours to report."}
+    else:
+        notice = {"level": "ok", "text": REPORTED}
+    return next_response(request, campaign, notice=notice)

@@ -7,15 +7,17 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.http import Http404
 
 from evalsite.roles import ARBITER
 from reviews import transcript_shown
-from reviews.arbitration.disputes import disputed_cells
-from reviews.arbitration.selectors import _fmt, arbitration_workspace
+from reviews.arbitration.selectors import arbitration_workspace
 from reviews.comments import item_comments
+from reviews.disputes.rules import disputed_cells
 from reviews.models import Arbitration, ReviewItem
 from reviews.rubric import Rubric
+from reviews.screen import score_text
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms, words_shown
 from tasks.blinding.render import labels
@@ -44,7 +46,7 @@ def _transcripts(item: ReviewItem, outputs: list, name_of: dict) -> tuple[list, 
         candidates=candidates,
         transcripts=[o.generation.transcript for o in outputs],
         task_turns=item.task.turns,
-        terms=None,
+        reader=transcript_shown.Reader(None),
     )
     names = {c["label"]: name_of[str(o.pk)] for c, o in zip(candidates, outputs, strict=True)}
     for row in rows or []:
@@ -53,7 +55,7 @@ def _transcripts(item: ReviewItem, outputs: list, name_of: dict) -> tuple[list, 
     return [c["turns"] for c in candidates], rows
 
 
-def _choice(review_or_final_pref: str | None, output_id, name_of: dict) -> str:
+def _choice(review_or_final_pref: str | None, output_id: int | None, name_of: dict) -> str:
     if review_or_final_pref == "output" and output_id is not None:
         return name_of.get(str(output_id), "?")
     if review_or_final_pref in (None, ""):
@@ -129,7 +131,7 @@ def _item_reviews(item: ReviewItem, outputs: list, name_of: dict, dims: list[str
                 "rows": [
                     {
                         "contender": name_of[str(o.pk)],
-                        "scores": [_fmt(scores.get((str(o.pk), d))) for d in dims],
+                        "scores": [score_text(scores.get((str(o.pk), d))) for d in dims],
                         "flags": [
                             f.replace("_", " ") for f in (review.flags or {}).get(str(o.pk), [])
                         ],
@@ -152,7 +154,7 @@ def _final_rows(
             "contender": name_of[str(o.pk)],
             "scores": [
                 {
-                    "value": _fmt(scores.get(str(o.pk), {}).get(d))
+                    "value": score_text(scores.get(str(o.pk), {}).get(d))
                     if d in scores.get(str(o.pk), {})
                     else "—",
                     "arbiter": (d, str(o.pk)) in by_arbiter,
@@ -203,7 +205,7 @@ def _disagreements(item: ReviewItem, rubric: Rubric, name_of: dict, reviews: lis
             ]
         else:
             what = labels.get(part, part)
-            values = [(r["reviewer"], _fmt(r["values"].get((output, part)))) for r in reviews]
+            values = [(r["reviewer"], score_text(r["values"].get((output, part)))) for r in reviews]
         out.append(
             {
                 "what": what,
@@ -285,7 +287,7 @@ def task_detail(*, campaign: Campaign, task_id: str) -> dict:
     }
 
 
-def arbiter_item(*, token: str, arbiter) -> dict:
+def arbiter_item(*, token: str, arbiter: User) -> dict:
     """An arbiter's own item (open, at work or resolved by them), blinded as they saw it."""
     arbitration = (
         Arbitration.objects.filter(token=token, arbiter=arbiter)
@@ -297,7 +299,7 @@ def arbiter_item(*, token: str, arbiter) -> dict:
     ws = arbitration_workspace(arbitration=arbitration)
     terms = campaign_identity_terms(arbitration.item.campaign)
     labels = {pk: label for label, pk in zip(ws["labels"], arbitration.order, strict=False)}
-    checks = {label: [] for label in ws["labels"]}
+    checks: dict[str, list] = {label: [] for label in ws["labels"]}
     for pk, results in arbitration.item.outputs.values_list("pk", "generation__check_results"):
         label = labels.get(pk) or labels.get(str(pk))
         if label:
@@ -311,14 +313,3 @@ def arbiter_item(*, token: str, arbiter) -> dict:
     ws["note"] = arbitration.note
     ws["resolved_at"] = arbitration.resolved_at
     return ws
-
-
-def arbiter_resolved(*, arbiter, limit: int = 20) -> list[dict]:
-    """The arbiter's latest resolved items, by token (their item pages)."""
-    rows = (
-        Arbitration.objects.filter(arbiter=arbiter, state=Arbitration.State.RESOLVED)
-        .filter(item__campaign__in=Campaign.objects.visible_to(arbiter, ARBITER))
-        .order_by("-resolved_at", "-pk")
-        .values_list("token", "item__campaign__name", "resolved_at")[:limit]
-    )
-    return [{"token": t, "campaign": name, "resolved_at": at} for t, name, at in rows]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, ARBITER, LEAD, has_role, role_required
 from reviews.comments import CommentInvalid, item_comment_add, item_comments
 from reviews.items.selectors import arbiter_item, task_detail
@@ -19,7 +20,7 @@ THREAD = "reviews/_item_comments.html"
 
 @role_required(ADMIN, LEAD)
 @require_GET
-def campaign_item(request: HttpRequest, slug: str, task_id: str) -> HttpResponse:
+def campaign_item(request: AuthedHttpRequest, slug: str, task_id: str) -> HttpResponse:
     """Task, outputs with their contenders, every review, final values, arbitration, checks."""
     campaign = get_object_or_404(Campaign, slug=slug)
     context = {"campaign": campaign, **task_detail(campaign=campaign, task_id=task_id)}
@@ -28,7 +29,7 @@ def campaign_item(request: HttpRequest, slug: str, task_id: str) -> HttpResponse
 
 @role_required(ARBITER)
 @require_GET
-def arbitration_item(request: HttpRequest, token: str) -> HttpResponse:
+def arbitration_item(request: AuthedHttpRequest, token: str) -> HttpResponse:
     """The arbiter's own item, read-only and blinded (labels A, B; Reviewer 1, 2)."""
     return render(
         request,
@@ -37,7 +38,9 @@ def arbitration_item(request: HttpRequest, token: str) -> HttpResponse:
     )
 
 
-def _comment_posted(request: HttpRequest, *, item: ReviewItem, role: str, thread: dict, back: str):
+def _comment_posted(
+    request: AuthedHttpRequest, *, item: ReviewItem, role: str, thread: dict, back: str
+) -> HttpResponse:
     """Add the posted comment; htmx gets the thread again (with the refusal, the text kept),
     a plain form post goes back to the page it came from."""
     text = request.POST.get("text", "")
@@ -62,7 +65,7 @@ def _comment_posted(request: HttpRequest, *, item: ReviewItem, role: str, thread
 
 @role_required(ADMIN, LEAD)
 @require_POST
-def campaign_item_comment(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+def campaign_item_comment(request: AuthedHttpRequest, slug: str, item_id: int) -> HttpResponse:
     """A lead's or admin's comment on one item of the campaign."""
     item = get_object_or_404(
         ReviewItem.objects.select_related("task", "campaign"), pk=item_id, campaign__slug=slug
@@ -78,7 +81,7 @@ def campaign_item_comment(request: HttpRequest, slug: str, item_id: int) -> Http
 
 @role_required(ARBITER)
 @require_POST
-def arbitration_comment(request: HttpRequest, token: str) -> HttpResponse:
+def arbitration_comment(request: AuthedHttpRequest, token: str) -> HttpResponse:
     """The item's arbiter's comment, from the arbitration page or its item page."""
     arbitration = (
         Arbitration.objects.filter(token=token, arbiter=request.user)

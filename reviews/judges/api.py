@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD
 from reviews.judges.calibration import judge_calibration, judging_progress
 from reviews.judges.services import JudgingError, judging_enqueue
-from reviews.report.campaign import clean
+from reviews.stats.rounding import clean
 from tasks.models import Campaign, Judge
 
 
@@ -24,7 +25,7 @@ from tasks.models import Campaign, Judge
         "404": "no such campaign or judge",
     },
 )
-def judge_runs(request: HttpRequest, slug: str, name: str) -> JsonResponse:
+def judge_runs(request: AuthedHttpRequest, slug: str, name: str) -> JsonResponse:
     campaign = found_or_404(Campaign.objects.all(), "campaign", slug=slug)
     judge = found_or_404(Judge.objects.all(), "judge", name=name)
     try:
@@ -45,7 +46,7 @@ def judge_runs(request: HttpRequest, slug: str, name: str) -> JsonResponse:
     "(the report's `judges` entry).",
     responses={"200": "progress and calibration", "403": "role", "404": "no campaign or judge"},
 )
-def judge_on_campaign(request: HttpRequest, slug: str, name: str) -> JsonResponse:
+def judge_on_campaign(request: AuthedHttpRequest, slug: str, name: str) -> JsonResponse:
     campaign = found_or_404(Campaign.objects.all(), "campaign", slug=slug)
     judge = found_or_404(Judge.objects.all(), "judge", name=name)
     return JsonResponse(

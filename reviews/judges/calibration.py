@@ -11,9 +11,7 @@ import pandas as pd
 from django.db.models import Count, Q, Sum
 
 from reviews.judges.models import Judgement
-from reviews.models import Review, ReviewItem, Score
-from reviews.report.outcomes import SETTLED
-from reviews.review import campaign_wants
+from reviews.models import SETTLED, Review, ReviewItem, Score
 from reviews.rubric import Rubric
 from reviews.stats import calibration
 from tasks.models import Campaign, Judge
@@ -185,7 +183,7 @@ def judge_calibration(
     progress = judging_progress(campaign=campaign, judge=judge)
     judged = _judgements(campaign, judge)
     settled = _settled(campaign)
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     return {
         "items": progress["items"],
         "judgements": progress["done"],

@@ -10,6 +10,8 @@ point above the truth (so its tone is biased and not calibrated); its preference
 scores. The judge points at the local fake endpoint (http://127.0.0.1:8001/v1, as the demo
 monitor's contenders do): *Judge* on the page queues real judgements against it.
 
+Then the demo monitor grades with the judge (demo_monitor.py).
+
 Deterministic (a fixed seed); idempotent: an existing `judge-demo` campaign is left alone.
 """
 
@@ -21,7 +23,8 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
+from reviews.judges.demo_monitor import monitor_judged
 from reviews.judges.models import Judgement
 from reviews.models import Review, ReviewItem, Score
 from reviews.review.readiness import review_items_sync
@@ -46,6 +49,14 @@ def load(context: dict, stdout) -> dict:
     if Campaign.objects.filter(slug=SLUG).exists():
         stdout.write(f"Judge demo {SLUG}: already present, left as it is.")
         return {}
+    made = _judge_demo(context, stdout)
+    if made:
+        # The demo monitor grades with the judge just calibrated (reviews/judges/demo_monitor.py).
+        monitor_judged(judge=_judge(), calibration=made["judge_demo"], stdout=stdout)
+    return made
+
+
+def _judge_demo(context: dict, stdout) -> dict:
     testset = TestSet.objects.filter(name="support-demo").order_by("-version").first()
     source = Campaign.objects.filter(slug="support-demo").first()
     users = context.get("users") or {}

@@ -1,6 +1,6 @@
 """Judging a campaign on the generation machinery: rows, enqueue, claim, call, store, reconcile.
 
-As for generation (tasks/generation/services.py), the database is the source of truth and a message
+As for generation (tasks/generation/run.py), the database is the source of truth and a message
 only says "look at row N":
 - one row per (judge, item, sample, order), made once (a unique constraint); its order drawn
   at random when it is made, the swapped row showing the reverse;
@@ -27,21 +27,23 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+from evalsite.broker import broker_queued
 from reviews.judges.models import Judgement
-from reviews.judges.screen import answer_shape, judge_view
+from reviews.judges.screen import answer_shape, judge_view, versus_baseline
 from reviews.judges.sql import judgement_claim
 from reviews.models import ItemOutput, ReviewItem
 from reviews.policy.services import policy_item_route
 from tasks.blinding import render as blinding
 from tasks.generation import providers
 from tasks.generation.prices import call_costs, flat_table
+from tasks.generation.providers.base import ProviderResult
 from tasks.generation.providers.structured import structured_call
-from tasks.generation.services import RunOutcome, backoff_seconds
-from tasks.judges.answer import AnswerError, answer_read, answer_schema
+from tasks.generation.run import RunOutcome, backoff_seconds
+from tasks.judges.answer import AnswerError, JudgeAnswer, answer_read, answer_schema
 from tasks.judges.prompt import judge_messages
 from tasks.models import Campaign, Judge
 
@@ -60,14 +62,16 @@ class JudgingError(Exception):
 # -- rows and enqueueing -----------------------------------------------------------------------
 
 
-def judgement_rows_create(*, campaign: Campaign, judge: Judge) -> int:
-    """One row per ready item x sample x order; existing rows are kept. Returns rows made."""
+def judgement_rows_create(
+    *, campaign: Campaign, judge: Judge, item_ids: list[int] | None = None
+) -> int:
+    """One row per ready item (of `item_ids` only, when given) x sample x order; existing
+    rows are kept. Returns rows made."""
     outputs: dict[int, list[int]] = {}
-    for item_id, output_id in (
-        ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
-        .order_by("item_id", "pk")
-        .values_list("item_id", "pk")
-    ):
+    shown = ItemOutput.objects.filter(item__campaign=campaign, item__ready=True)
+    if item_ids is not None:
+        shown = shown.filter(item_id__in=item_ids)
+    for item_id, output_id in shown.order_by("item_id", "pk").values_list("item_id", "pk"):
         outputs.setdefault(item_id, []).append(output_id)
     shuffler = random.SystemRandom()
     rows = []
@@ -126,6 +130,23 @@ def judging_enqueue(*, campaign: Campaign, judge: Judge) -> int:
     return len(ids)
 
 
+def judging_enqueue_items(*, campaign: Campaign, judge: Judge, item_ids: list[int]) -> int:
+    """Make the rows of these ready items and queue those never queued (a review policy's
+    judge starting on the items that just became ready; failed rows stay failed, the *Judge*
+    button retries them). The caller checks judging_problems first. Returns rows queued."""
+    with transaction.atomic():
+        judgement_rows_create(campaign=campaign, judge=judge, item_ids=item_ids)
+        rows = Judgement.objects.filter(
+            campaign=campaign, judge=judge, item_id__in=item_ids, status=S.PENDING
+        ).filter(queued_at__isnull=True)
+        ids = list(rows.values_list("pk", flat=True))
+        Judgement.objects.filter(pk__in=ids, queued_at__isnull=True).update(
+            queued_at=timezone.now()
+        )
+        _enqueue(ids)
+    return len(ids)
+
+
 def _enqueue(ids: list[int]) -> None:
     """One message per row once the rows are committed (a worker must find them)."""
     transaction.on_commit(functools.partial(_send, list(ids)))
@@ -169,7 +190,12 @@ def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     if outcome is not None:
         return outcome
     try:
-        view = judge_view(campaign=row.campaign, item_id=row.item_id, order=row.order)
+        view = judge_view(
+            campaign=row.campaign,
+            item_id=row.item_id,
+            order=row.order,
+            preference_only=versus_baseline(row.item.pair_key),
+        )
         shape = answer_shape(view)
         messages = judge_messages(view, judge_instructions=row.judge.instructions)
         raw, result = structured_call(row.judge, messages, answer_schema(shape))
@@ -191,7 +217,7 @@ def _attempt(judgement_id: int, claim_wait: float) -> RunOutcome:
     return _store(row, token, answer, raw=raw, spent={**spent, "latency_ms": result.latency_ms})
 
 
-def _spent(judge: Judge, result) -> dict:
+def _spent(judge: Judge, result: ProviderResult) -> dict:
     cost = call_costs(
         flat_table(judge.price_in_per_mtok, judge.price_out_per_mtok), result.usage()
     )[0]
@@ -236,7 +262,7 @@ def _claim_read(judgement_id: int) -> tuple[Judgement | None, RunOutcome | None]
     """The row to claim, or why not (at the attempt cap the row fails here)."""
     now = timezone.now()
     row = (
-        Judgement.objects.select_related("judge", "campaign")
+        Judgement.objects.select_related("judge", "campaign", "item")
         .defer("raw_answer", "reasoning", "scores")
         .filter(pk=judgement_id)
         .first()
@@ -271,12 +297,12 @@ def _claim_update(row: Judgement) -> str:
     return token if claimed else ""
 
 
-def _fenced(row: Judgement, token: str):
+def _fenced(row: Judgement, token: str) -> QuerySet[Judgement]:
     """The row, only while our claim holds (the store's fence)."""
     return Judgement.objects.filter(pk=row.pk, claim_token=token, status=S.RUNNING)
 
 
-def _store(row: Judgement, token: str, answer, *, raw: str, spent: dict) -> RunOutcome:
+def _store(row: Judgement, token: str, answer: JudgeAnswer, *, raw: str, spent: dict) -> RunOutcome:
     """Store the answer un-permuted: labels become the ItemOutput ids they stood for."""
     by_label = dict(zip(blinding.labels(len(row.order)), row.order, strict=True))
     scores = (
@@ -359,8 +385,6 @@ def _discard(row: Judgement, spent: dict | None) -> RunOutcome:
 
 
 def _broker_idle() -> bool:
-    from evalsite.celery import broker_queued
-
     try:
         return broker_queued() == 0
     except BrokerError:

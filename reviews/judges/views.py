@@ -5,12 +5,13 @@ the POST that starts judging (admins)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from reviews.judges.calibration import (
@@ -19,8 +20,8 @@ from reviews.judges.calibration import (
     judging_failures,
     judging_progress,
 )
+from reviews.judges.policy_start import policy_state
 from reviews.judges.services import JudgingError, judging_enqueue
-from reviews.policy.selectors import policy_summary
 from reviews.rubric import Rubric
 from reviews.stats.calibration import EPSILON
 from tasks.models import Campaign, Judge
@@ -28,7 +29,7 @@ from tasks.models import Campaign, Judge
 
 @require_GET
 @role_required(ADMIN, LEAD)
-def campaign_judges_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_judges_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Every judge with its progress on this campaign; `?summary=1` is the campaign page's
     section (htmx), the rest the page."""
     campaign = get_object_or_404(Campaign, slug=slug)
@@ -40,7 +41,7 @@ def campaign_judges_view(request: HttpRequest, slug: str) -> HttpResponse:
         "campaign": campaign,
         "rows": rows,
         "is_admin": has_role(request.user, ADMIN),
-        "policy": policy_summary(campaign=campaign),
+        "policy": policy_state(campaign=campaign),
         # The section polls while a judge works on the campaign.
         "polling": any(r["progress"]["pending"] or r["progress"]["running"] for r in rows),
     }
@@ -51,7 +52,7 @@ def campaign_judges_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 @role_required(ADMIN, LEAD)
-def campaign_judge_view(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+def campaign_judge_view(request: AuthedHttpRequest, slug: str, name: str) -> HttpResponse:
     """One judge on one campaign: progress (polled while it runs), then the calibration."""
     campaign = get_object_or_404(Campaign, slug=slug)
     judge = get_object_or_404(Judge, name=name)
@@ -86,7 +87,7 @@ def campaign_judge_view(request: HttpRequest, slug: str, name: str) -> HttpRespo
 
 @require_POST
 @role_required(ADMIN)
-def campaign_judge_run(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+def campaign_judge_run(request: AuthedHttpRequest, slug: str, name: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
     judge = get_object_or_404(Judge, name=name)
     try:

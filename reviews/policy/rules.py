@@ -7,7 +7,7 @@ import math
 import statistics
 from collections.abc import Iterable
 
-from reviews.arbitration.disputes import ReviewData, settle
+from reviews.disputes.rules import ReviewData, settle
 from reviews.rubric import Rubric
 from reviews.stats.calibration import majority
 

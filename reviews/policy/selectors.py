@@ -7,18 +7,21 @@ from collections import Counter
 from django.db.models import Count, Q
 
 from reviews.models import ReviewItem
-from reviews.policy.services import review_policy
 from tasks.models import Campaign
 
 S = ReviewItem.State
+# What the campaign page and report say of a policy whose judge was let in uncalibrated.
+UNCALIBRATED = "judge not calibrated"
 
 
 def policy_summary(*, campaign: Campaign) -> dict | None:
     """The policy and where its items went: {"judge", "humans", "audit_share", "items",
     "judging" (waiting for the judge), "people" (routed to people), "judge_settled",
-    "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items}}; None
-    without a policy."""
-    policy = review_policy(campaign)
+    "reviews_saved" (the judge-settled items' k reviews each), "reasons" {rule: items},
+    "calibration" (the campaign the judge was calibrated on), "allow_uncalibrated", "note"
+    ("judge not calibrated" when let in uncalibrated, else "")}; None without a policy. The
+    judge's own state is added by reviews/judges/policy_start.py `policy_state`."""
+    policy = campaign.review_policy()
     if policy is None:
         return None
     items = ReviewItem.objects.filter(campaign=campaign).exclude(state=S.DROPPED)
@@ -34,7 +37,10 @@ def policy_summary(*, campaign: Campaign) -> dict | None:
         for reason in listed
     )
     return {
+        "calibration": None,
+        "allow_uncalibrated": False,
         **policy,
+        "note": UNCALIBRATED if policy.get("allow_uncalibrated") else "",
         "items": counts["total"],
         "judging": counts["judging"],
         "people": counts["people"],

@@ -20,12 +20,6 @@ from tasks.models import Campaign, Judge
 S = ReviewItem.State
 
 
-def review_policy(campaign: Campaign) -> dict | None:
-    """The campaign's checked review policy, or None (people review every item)."""
-    policy = (campaign.weights or {}).get("review_policy")
-    return policy if isinstance(policy, dict) and policy.get("judge") else None
-
-
 def opening_state(weights: dict | None) -> str:
     """The state a ready item takes: judging under a review policy, else open."""
     policy = (weights or {}).get("review_policy")
@@ -42,7 +36,7 @@ def policy_item_route(*, item_id: int) -> str | None:
     )
     if item is None:
         return None
-    policy = review_policy(item.campaign)
+    policy = item.campaign.review_policy()
     judge = Judge.objects.filter(name=(policy or {}).get("judge")).first()
     if policy is None or judge is None:
         return None

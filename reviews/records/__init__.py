@@ -13,6 +13,10 @@ reviews as records with `"arbitration": true` (judge = the arbiter, comment = th
 
 Import is all-or-nothing: every problem comes back in one run as "line L, field F: message"
 and nothing is kept if any line has one.
+
+May import: reviews.models, reviews.rubric, reviews.disputes (settle imported items),
+reviews.review (item rotations), reviews.arbitration (replaying resolutions), tasks.models,
+tasks.blinding, evalsite. Imported by reviews.dashboards (downloads) and the URLconf.
 """
 
 from reviews.records.export import (

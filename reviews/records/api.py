@@ -1,8 +1,9 @@
 """JSON API for review records: streamed export and all-or-nothing import."""
 
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from reviews.records import (
     FORMATS,
@@ -29,7 +30,7 @@ def export_response(*, campaign: Campaign, fmt: str, unblind: bool) -> Streaming
     return response
 
 
-def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
+def _format_of_upload(request: AuthedHttpRequest) -> tuple[bytes, str | None, str | None]:
     fmt = request.GET.get("format") or None
     content_type = request.content_type or ""
     if content_type == "multipart/form-data":
@@ -88,7 +89,7 @@ def _format_of_upload(request: HttpRequest) -> tuple[bytes, str | None, str]:
         "404": "no such campaign",
     },
 )
-def campaign_reviews(request: HttpRequest, slug: str):
+def campaign_reviews(request: AuthedHttpRequest, slug: str) -> JsonResponse | StreamingHttpResponse:
     campaign = found_or_404(Campaign.objects, "campaign", slug=slug)
     if request.method == "GET":
         fmt = request.GET.get("format", "jsonl")

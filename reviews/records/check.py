@@ -20,7 +20,7 @@ from reviews.records.format import (
     USERNAME_RE,
     RecordError,
 )
-from reviews.rubric import Mode, Rubric, TurnScoring, answers_check
+from reviews.rubric import CheckOptions, Mode, Rubric, TurnScoring, answers_check
 from tasks.blinding.render import labels
 from tasks.models import Campaign
 
@@ -31,7 +31,7 @@ BLIND_FILE = (
 
 
 @dataclass
-class _Record:
+class Record:
     line: int
     task_id: str
     sample: int
@@ -53,7 +53,7 @@ class _Record:
 
 def records_check(
     *, campaign: Campaign, parsed: list[tuple[int, dict]], text: str, errors: list[RecordError]
-) -> tuple[list[_Record], dict, dict]:
+) -> tuple[list[Record], dict, dict]:
     """The clean records, the test set's tasks and the contenders by name; every problem of a
     line goes to `errors` (the file's own, and those against the campaign)."""
     # A judge's record (a review policy settled the item) is the judge's answer, not a
@@ -61,12 +61,8 @@ def records_check(
     parsed = [(n, raw) for n, raw in parsed if raw.get("source") != "judge"]
     rubric = Rubric.of(campaign)  # a record's "scores": the rubric without per-turn scores
     tasks = {t.external_id: t for t in campaign.testset.tasks.all()}
-    turns = _TurnCheck(campaign, tasks)
-    records = [
-        r
-        for r in (_check_record(n, raw, campaign, rubric, turns, errors) for n, raw in parsed)
-        if r
-    ]
+    against = _Against(campaign, rubric, _TurnCheck(campaign, tasks))
+    records = [r for r in (_check_record(n, raw, against, errors) for n, raw in parsed) if r]
     if parsed and not any(raw.get("models") for _, raw in parsed):
         # A blind export: one line says so, not "models: required" on every line.
         errors[:] = [e for e in errors if e.field != "models"]
@@ -109,9 +105,18 @@ def _check_against_campaign(campaign, records, tasks, contenders, errors) -> Non
         seen.setdefault(key, rec.line)
 
 
-def _check_record(
-    line: int, raw: dict, campaign: Campaign, rubric: Rubric, turns: _TurnCheck, errors: list
-) -> _Record | None:
+@dataclass(frozen=True)
+class _Against:
+    """What each record is checked against: the campaign, its rubric (without per-turn
+    scores) and the per-turn check of its conversations."""
+
+    campaign: Campaign
+    rubric: Rubric
+    turns: _TurnCheck
+
+
+def _check_record(line: int, raw: dict, against: _Against, errors: list) -> Record | None:
+    campaign, rubric, turns = against.campaign, against.rubric, against.turns
     before = len(errors)
 
     def err(fld: str, message: str) -> None:
@@ -130,7 +135,7 @@ def _check_record(
         mode=Mode.RECORD,
         # An arbitration record may keep an agreed mean (3.5), or a reviewer's N/A, and its
         # comment is the arbiter's note: the arbitration rules judge them when it is replayed.
-        lenient=arbitration is True,
+        options=CheckOptions(lenient=arbitration is True),
     )
     for where, message in answers.errors.items():
         err(where, message)
@@ -139,7 +144,7 @@ def _check_record(
     when, seconds = _check_timing(raw, err)
     if len(errors) > before:
         return None
-    return _Record(
+    return Record(
         line=line,
         task_id=task_id,
         sample=sample,
@@ -207,7 +212,7 @@ class _TurnCheck:
             labels=names or None,
             data={"scores": scores},
             mode=Mode.RECORD,
-            lenient=arbitration,
+            options=CheckOptions(lenient=arbitration),
         )
         for where, message in answers.errors.items():
             # "scores.A.turn_quality@2" -> field turn_scores.A, "turn 2: ..."

@@ -3,6 +3,11 @@
 Streams: a server-side cursor over the reviews plus one batched lookup of scores and outputs
 per chunk, so memory does not depend on the campaign's size. Exports are blind (no `models`
 key / columns) unless `unblind=True`, which only leads may ask for.
+
+An item an admin dropped (reported as revealing its model: reviews/identity_reports) is out
+of the campaign and its figures, so its reviews, its arbitration and a judge's outcome are
+out of the export too: the record format has no place to mark them, and a re-import of the
+export then reproduces the report's figures.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db.models import Count, Max
@@ -20,6 +26,9 @@ from reviews.records.format import CSV_FIXED, EXPORT_CHUNK, FORMATS
 from reviews.rubric import TURN_MARK, Rubric, TurnScoring
 from tasks.blinding.render import labels
 from tasks.models import Campaign
+
+# An item dropped by an admin is in no export (the module's docstring).
+DROPPED = ReviewItem.State.DROPPED
 
 
 def _number(value: float | None):
@@ -46,6 +55,7 @@ def records_iter(
     turns = _Turns.of(campaign)
     rows = (
         Review.objects.filter(item__campaign=campaign)
+        .exclude(item__state=DROPPED)
         .order_by(
             "item__task__position",
             "item__sample_index",
@@ -90,6 +100,7 @@ def _judge_records(campaign, unblind, dim_rank, contender_names) -> Iterator[dic
     labels of the outputs' id order, marked `"source": "judge"` and `judge` its name."""
     items = (
         ReviewItem.objects.filter(campaign=campaign, source="judge", final__isnull=False)
+        .exclude(state=DROPPED)
         .order_by("task__position", "sample_index", "pair_key", "pk")
         .values_list("pk", "task__external_id", "task__category", "sample_index", "final")
     )
@@ -186,6 +197,7 @@ def _arbitration_records(
     reproduces the final outcomes too. Marked `"arbitration": true`; `comment` is the note."""
     rows = (
         Arbitration.objects.filter(item__campaign=campaign, state=Arbitration.State.RESOLVED)
+        .exclude(item__state=DROPPED)
         .order_by("item__task__position", "item__sample_index", "item__pair_key", "item_id")
         .values_list(
             "item_id",
@@ -268,12 +280,10 @@ def _arbitration_record(row, dim_rank, contender_names, unblind, output_contende
 
 
 def _records_for_batch(batch, dim_rank, contender_names, unblind) -> Iterator[dict]:
-    scores = _batch_scores([r[0] for r in batch])
     item_outputs, output_contender = _batch_outputs({r[1] for r in batch})
+    read = _BatchRead(_batch_scores([r[0] for r in batch]), item_outputs, output_contender)
     for row in batch:
-        yield _review_record(
-            row, scores, item_outputs, output_contender, dim_rank, contender_names, unblind
-        )
+        yield _review_record(row, read, dim_rank, contender_names, unblind)
 
 
 def _batch_scores(review_ids: list[int]) -> dict[int, dict[int, dict[str, float | None]]]:
@@ -300,9 +310,17 @@ def _batch_outputs(item_ids: set[int]) -> tuple[dict[int, list[int]], dict[int, 
     return item_outputs, output_contender
 
 
-def _review_record(
-    row, scores, item_outputs, output_contender, dim_rank, contender_names, unblind
-) -> dict:
+@dataclass(frozen=True)
+class _BatchRead:
+    """What a batch of reviews reads besides their rows: each review's scores, each item's
+    outputs in id order, each output's contender."""
+
+    scores: dict[int, dict[int, dict[str, float | None]]]
+    item_outputs: dict[int, list[int]]
+    output_contender: dict[int, int]
+
+
+def _review_record(row, read: _BatchRead, dim_rank, contender_names, unblind) -> dict:
     """One review as a record, under the labels of the order its reviewer saw (the outputs'
     id order when none was stored); models named only when `unblind`."""
     (
@@ -320,6 +338,7 @@ def _review_record(
         order,
         seconds,
     ) = row
+    scores, item_outputs, output_contender = read.scores, read.item_outputs, read.output_contender
     order = [int(o) for o in (order or [])] or item_outputs[item_id]
     names = labels(len(order))
     label_of = dict(zip(order, names, strict=True))

@@ -13,6 +13,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -21,7 +22,13 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from evalsite.bulk import rows_update
-from reviews.arbitration.disputes import items_settle
+from reviews.arbitration.services import (
+    Resolution,
+    ResolveInvalid,
+    note_checked,
+    resolution_build,
+)
+from reviews.disputes.rules import items_settle
 from reviews.models import (
     Arbitration,
     Assignment,
@@ -31,7 +38,7 @@ from reviews.models import (
     ReviewItem,
     Score,
 )
-from reviews.records.check import _Record, records_check, review_signature
+from reviews.records.check import Record, records_check, review_signature
 from reviews.records.format import (
     FORMATS,
     RecordError,
@@ -82,12 +89,7 @@ def reviews_import(
             # _write checks the records against what is stored too and raises every problem,
             # these above and its own, before it writes anything.
             summary = _write(
-                campaign=campaign,
-                records=records,
-                tasks=tasks,
-                contenders=contenders,
-                errors=errors,
-                raw_lines=dict(parsed),
+                _Import(campaign, records, tasks, contenders, errors), raw_lines=dict(parsed)
             )
     except IntegrityError:
         # Another import (or the review engine) wrote the same rows meanwhile; nothing of
@@ -102,6 +104,18 @@ def reviews_import(
             ]
         ) from None
     return summary
+
+
+@dataclass
+class _Import:
+    """One import: the campaign, the file's checked records with the tasks and contenders they
+    name, and every problem found so far."""
+
+    campaign: Campaign
+    records: list[Record]
+    tasks: dict  # task external id -> Task
+    contenders: dict  # contender name -> Contender
+    errors: list[RecordError]
 
 
 @dataclass
@@ -139,23 +153,16 @@ def _stored(campaign: Campaign, contenders: dict, judge_names: list[str]) -> _St
     return _Stored(existing, outputs_by_item, users, signatures, in_review)
 
 
-def _write(
-    *,
-    campaign: Campaign,
-    records: list[_Record],
-    tasks: dict,
-    contenders: dict,
-    errors: list[RecordError],
-    raw_lines: dict[int, dict],
-) -> ImportSummary:
+def _write(job: _Import, *, raw_lines: dict[int, dict]) -> ImportSummary:
     """Check the records against the stored reviews, store them, check the arbitration
     records against the disputes they make, and raise every problem (`errors` included), so
     that nothing is kept unless no line has one. Records whose task or models are unknown are
     in `errors` already; they match no stored item and are checked like new ones."""
+    campaign, records, errors = job.campaign, job.records, job.errors
     summary = ImportSummary(records=len(records))
     arbitration_records = [r for r in records if r.arbitration]
     judge_names = sorted({r.judge for r in records})
-    stored = _stored(campaign, contenders, judge_names)
+    stored = _stored(campaign, job.contenders, judge_names)
     twins = _case_twins(records, stored.users, errors)
     judge_names = [name for name in judge_names if name not in twins]
     to_create = _reviews_to_create(
@@ -172,28 +179,20 @@ def _write(
     to_create = [rec for rec in to_create if rec.line not in bad_lines]
     _judges_create(judge_names, stored.users, summary)
     now = timezone.now()
-    new_items = _items_create(campaign, to_create, stored, tasks, contenders, now, summary)
+    new_items = _items_create(job, to_create, stored, now, summary)
     items_by_key = {**stored.existing, **new_items}
     _reviews_create(to_create, items_by_key, stored, now, summary)
     if arbitration_records:
-        _write_arbitrations(
-            arbitration_records,
-            items_by_key,
-            stored.outputs_by_item,
-            stored.users,
-            now,
-            summary,
-            errors,
-            unsettled,
-        )
+        replay = _Replay(items_by_key, stored, now, summary, errors)
+        _write_arbitrations(arbitration_records, replay, unsettled)
     if errors:
         raise RecordImportError(errors)
     return summary
 
 
 def _reviews_to_create(
-    records: list[_Record], stored: _Stored, summary: ImportSummary, errors: list[RecordError]
-) -> list[_Record]:
+    records: list[Record], stored: _Stored, summary: ImportSummary, errors: list[RecordError]
+) -> list[Record]:
     """The review records to write: not stored yet, on an item that may take them."""
     out = []
     for rec in records:
@@ -209,7 +208,7 @@ def _reviews_to_create(
     return out
 
 
-def _review_conflict(rec: _Record, item: ReviewItem, stored: _Stored, summary) -> tuple | None:
+def _review_conflict(rec: Record, item: ReviewItem, stored: _Stored, summary) -> tuple | None:
     """(field, message) if `rec` cannot be added to the stored `item`; () if it can; None if
     the same review is stored already (counted as unchanged)."""
     by_label = rec.models
@@ -236,7 +235,7 @@ def _review_conflict(rec: _Record, item: ReviewItem, stored: _Stored, summary) -
     return ()
 
 
-def _case_twins(records: list[_Record], users: dict, errors: list[RecordError]) -> set[str]:
+def _case_twins(records: list[Record], users: dict, errors: list[RecordError]) -> set[str]:
     """Judge names that differ only in case from a user (or from a judge earlier in the
     file): user names ignore case, so such a judge cannot be created. Each of its records gets
     that reason (it used to fail on the unique index as "the campaign changed")."""
@@ -273,9 +272,10 @@ def _judges_create(judge_names: list[str], users: dict, summary: ImportSummary) 
             summary.judges_created.append(name)
 
 
-def _items_create(campaign, to_create, stored: _Stored, tasks, contenders, now, summary) -> dict:
+def _items_create(job: _Import, to_create, stored: _Stored, now, summary) -> dict:
     """Items and their outputs for records of items not stored yet (with imported-style
     generations where none exist yet). Returns {item key: new item}."""
+    campaign, tasks, contenders = job.campaign, job.tasks, job.contenders
     generations = {
         (g.task_id, g.contender_id, g.sample_index): g
         for g in Generation.objects.filter(campaign=campaign)
@@ -422,72 +422,82 @@ def _unsettled_tasks(bad_lines: set[int], raw_lines: dict[int, dict]) -> set[str
     return tasks
 
 
-def _write_arbitrations(
-    records: list[_Record],
-    items_by_key: dict,
-    outputs_by_item: dict,
-    users: dict,
-    now,
-    summary: ImportSummary,
-    errors: list[RecordError],
-    unsettled: set[str] | None,
-) -> None:
+@dataclass
+class _Replay:
+    """What replaying the arbitration records works on: the items the file's reviews are on
+    (stored or just created), their outputs and the judges, the import's time, its summary
+    and its problems."""
+
+    items_by_key: dict[tuple, ReviewItem]
+    stored: _Stored
+    now: datetime
+    summary: ImportSummary
+    errors: list[RecordError]
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """One arbitration record, its arbiter and its labels mapped to the item's outputs."""
+
+    rec: Record
+    arbiter: object
+    out_of: dict
+
+
+def _write_arbitrations(records: list[Record], replay: _Replay, unsettled: set[str] | None) -> None:
     """Replay arbiters' decisions through the arbitration rules (`resolution_build`): the same
     validation as the arbitration page, and the same final outcome as the original. Problems
     go to `errors`; a record of an `unsettled` task (None: every task) is checked only where
     its item's reviews do not matter, so their problems are not echoed as its own."""
-    from reviews.arbitration.services import note_checked
-
+    errors = replay.errors
     for rec in records:
         if unsettled is None or rec.task_id in unsettled:
             _text, problem = note_checked(rec.comment)
             if problem:
                 errors.append(RecordError(rec.line, "comment", problem))
             continue
-        item = items_by_key.get(rec.item_key)
+        item = replay.items_by_key.get(rec.item_key)
         if item is None:
             errors.append(RecordError(rec.line, "task_id", "no reviews of this item to arbitrate"))
             continue
         item.refresh_from_db()
-        arbiter = users[rec.judge]
-        out_of = {label: outputs_by_item[item.pk][rec.models[label]] for label in rec.labels}
+        outputs = replay.stored.outputs_by_item[item.pk]
+        decision = _Decision(
+            rec=rec,
+            arbiter=replay.stored.users[rec.judge],
+            out_of={label: outputs[rec.models[label]] for label in rec.labels},
+        )
         arbitration = Arbitration.objects.filter(item=item).first()
         if item.state == ReviewItem.State.RESOLVED and arbitration is not None:
-            _arbitration_again(rec, arbitration, arbiter, out_of, summary, errors)
+            _arbitration_again(decision, arbitration, replay)
             continue
-        problem = _arbitration_refused(rec, item, arbitration, arbiter)
+        problem = _arbitration_refused(rec, item, arbitration, decision.arbiter)
         if problem is not None:
             errors.append(problem)
             continue
-        if _arbitration_resolve(rec, item, arbitration, arbiter, out_of, now, errors):
-            summary.arbitrations_created += 1
+        if _arbitration_resolve(decision, item, arbitration, replay):
+            replay.summary.arbitrations_created += 1
 
 
-def _arbitration_again(
-    rec: _Record,
-    arbitration: Arbitration,
-    arbiter,
-    out_of: dict,
-    summary: ImportSummary,
-    errors: list[RecordError],
-) -> None:
+def _arbitration_again(decision: _Decision, arbitration: Arbitration, replay: _Replay) -> None:
     """A record of an item already resolved: unchanged when the same arbiter decided the same
     values, else an error."""
+    rec, arbiter, out_of = decision.rec, decision.arbiter, decision.out_of
     if arbitration.arbiter_id == arbiter.pk and arbitration.has_values(
         scores={out_of[label]: dims for label, dims in rec.scores.items()},
         preference=str(out_of.get(rec.preference, rec.preference)) if rec.preference else None,
         flags={out_of[label]: f for label, f in rec.flags.items()},
         note=rec.comment,
     ):
-        summary.arbitrations_unchanged += 1
+        replay.summary.arbitrations_unchanged += 1
     else:
-        errors.append(
+        replay.errors.append(
             RecordError(rec.line, "arbitration", "this item was already arbitrated differently")
         )
 
 
 def _arbitration_refused(
-    rec: _Record, item: ReviewItem, arbitration: Arbitration | None, arbiter
+    rec: Record, item: ReviewItem, arbitration: Arbitration | None, arbiter
 ) -> RecordError | None:
     """Why the record cannot arbitrate this item: it is not disputed, or the arbiter reviewed
     it. None when it can."""
@@ -503,39 +513,36 @@ def _arbitration_refused(
 
 
 def _arbitration_resolve(
-    rec: _Record,
-    item: ReviewItem,
-    arbitration: Arbitration,
-    arbiter,
-    out_of: dict,
-    now,
-    errors: list[RecordError],
+    decision: _Decision, item: ReviewItem, arbitration: Arbitration, replay: _Replay
 ) -> bool:
     """Resolve the item's arbitration with the record's decision, as the arbitration page
-    would. False (problems in `errors`) when the rules refuse it."""
-    from reviews.arbitration.services import ResolveInvalid, resolution_build
-
+    would. False (problems in the replay's `errors`) when the rules refuse it."""
+    rec, out_of = decision.rec, decision.out_of
     arbitration.order = [out_of[label] for label in rec.labels]
     try:
         final, values = resolution_build(
             arbitration=arbitration,
-            scores=rec.scores,
-            preference=rec.preference,
-            flags=rec.flags or None,
-            note=rec.comment,
+            resolution=Resolution(
+                scores=rec.scores,
+                preference=rec.preference,
+                flags=rec.flags or None,
+                note=rec.comment,
+            ),
         )
     except ResolveInvalid as exc:
         for where, message in exc.errors.items():
-            errors.append(RecordError(rec.line, "comment" if where == "note" else where, message))
+            replay.errors.append(
+                RecordError(rec.line, "comment" if where == "note" else where, message)
+            )
         return False
     note = values.pop("note")
     Arbitration.objects.filter(pk=arbitration.pk).update(
         state=Arbitration.State.RESOLVED,
-        arbiter=arbiter,
+        arbiter=decision.arbiter,
         order=arbitration.order,
         final_values=values,
         note=note,
-        resolved_at=rec.submitted_at or now,
+        resolved_at=rec.submitted_at or replay.now,
         lease_expires_at=None,
     )
     ReviewItem.objects.filter(pk=item.pk).update(final=final, state=ReviewItem.State.RESOLVED)

@@ -1,8 +1,9 @@
 """JSON API for the campaign report (leads and admins: it names the contenders)."""
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 
 from evalsite.api import api_endpoint, found_or_404
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD
 from tasks.models import Campaign
 
@@ -23,7 +24,7 @@ from tasks.models import Campaign
     ),
     responses={"200": "the report", "403": "role does not allow this", "404": "no such campaign"},
 )
-def campaign_report_api(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_report_api(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     # Imported here: pandas/scipy add about a second to every process that loads the URLconf
     # (manage.py commands included), and only this view needs them.
     from reviews.report.campaign import campaign_report, report_json

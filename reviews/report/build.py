@@ -48,8 +48,11 @@ def build_report(f, meta: dict, *, n_boot: int, seed: int) -> dict:
     pass_figs, based = sec.pass_section(ctx, sec.sample_frame(ctx, outq))
     _seeds_pinned(ctx, f, stab, s_boot, pass_figs)
     flaky = _flaky_tasks(ctx, based, pass_figs, stab)
-    decision, decision_meta = _cost_decision(ctx, f, gens, weighted, q_boot, stab, s_boot)
-    board = leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full)
+    decision, decision_meta = _cost_decision(
+        ctx, f, gens, fig.Boot(weighted, q_boot), fig.Boot(stab, s_boot)
+    )
+    standing = Standing(quality=weighted, stability=stab, passes=pass_figs, decision=decision)
+    board = leaderboard(ctx, bt, standing, final_full)
     top = [r["contender"] for r in board if r["rating"] is not None][:2]
     _outcome_warnings(ctx, prog, weighted)
     both_regimes = agentic.done_generations(ctx, f_all)
@@ -156,7 +159,7 @@ def _named_generations(f):
     return gens
 
 
-def _cost_decision(ctx, f, gens, weighted: dict, q_boot, stab: dict, s_boot):
+def _cost_decision(ctx, f, gens, quality: fig.Boot, stability: fig.Boot):
     """(the decision score per contender, the decision section) from the done generations'
     costs at the contenders' prices."""
     done = gens[gens["status"] == Generation.Status.DONE].copy()
@@ -164,7 +167,7 @@ def _cost_decision(ctx, f, gens, weighted: dict, q_boot, stab: dict, s_boot):
     done["price_in"] = done["contender"].map(prices["price_in"])
     done["price_out"] = done["contender"].map(prices["price_out"])
     done["answer_cost"] = costs.answer_costs(done) if len(done) else np.nan
-    return fig.cost_decision(ctx, done, weighted, q_boot, stab, s_boot)
+    return fig.cost_decision(ctx, done, quality, stability)
 
 
 def _outcome_warnings(ctx, prog: dict, weighted: dict) -> None:
@@ -290,7 +293,24 @@ def _rating_meta(bt: dict, sources: dict) -> dict:
     }
 
 
-def leaderboard(ctx, bt, weighted, stab, pass_figs, decision, final_full) -> list:
+@dataclasses.dataclass(frozen=True)
+class Standing:
+    """Each contender's figures a leaderboard row shows beside its rating: weighted quality,
+    stability, pass rates and the decision score."""
+
+    quality: dict
+    stability: dict
+    passes: dict
+    decision: dict
+
+
+def leaderboard(ctx, bt, standing: Standing, final_full) -> list:
+    weighted, stab, pass_figs, decision = (
+        standing.quality,
+        standing.stability,
+        standing.passes,
+        standing.decision,
+    )
     dims = fig.dimension_scores(ctx, final_full, ctx.meta["rubric"])
     rows = []
     for name in ctx.names:

@@ -16,20 +16,21 @@ rounded (12 decimals, 10 significant digits) and NaN becomes null, so the same d
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 from django.db.models.functions import Length
 
+from reviews.identity_reports.selectors import blinding_report
 from reviews.judges.calibration import campaign_judges
+from reviews.judges.policy_start import policy_state
 from reviews.models import ItemOutput, Review, ReviewItem, Score
-from reviews.policy.selectors import policy_summary
-from reviews.report.basis import basis_apply, outcome_basis
+from reviews.report.basis import BASES, basis_apply, frames_of_basis, outcome_basis
 from reviews.report.build import build_report as _build
 from reviews.report.outcomes import output_quality_frame
 from reviews.stats import head_to_head
+from reviews.stats.rounding import clean
+from tasks.generation.served import served_models
 from tasks.models import Campaign, Generation, Task
 
 SEED = 20261130
@@ -335,19 +336,27 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
     verdict, reason, ...}}, preference {n, agreement, position_consistency, verdict, reason,
     ...} | null}} (reviews/judges/calibration.py).
     ``basis`` {outcomes ("human"|"judge"|"mixed"|null), items {human, judge}, figures
-    [section]} (also ``basis`` in each leaderboard row, ``outcome_basis`` in rating and
-    quality: reviews/report/basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
+    [section], figures_basis (the basis of the report's own figures: people's on a mixed
+    basis), by_basis {human|judge: {section: ...}} (mixed only: each figure apart)} (also
+    ``basis`` in each leaderboard row, ``outcome_basis`` in rating and quality:
+    reviews/report/basis.py); ``review_policy`` (reviews/policy/selectors.py) | null;
     ``blinding`` {reports, held, probe_every, probe {contender: {guesses, correct, chance,
     bang_index {value, ci95}, reason}}}.
     """
-    from reviews.blinding_probe.selectors import blinding_report
-    from tasks.generation.served import served_models
-
     frames = campaign_frames(campaign)
-    report = build_report(frames, campaign_meta(campaign), n_boot=n_boot, seed=seed)
-    # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both.
-    basis_apply(report, outcome_basis(frames.items))
-    report["review_policy"] = policy_summary(campaign=campaign)
+    meta = campaign_meta(campaign)
+    report = build_report(frames, meta, n_boot=n_boot, seed=seed)
+    # Whose final outcomes the figures rest on: people's, a review policy's judge's, or both;
+    # on both, each figure is computed apart on each basis, never pooled.
+    counts = outcome_basis(frames.items)
+    apart = None
+    if counts["basis"] == "mixed":
+        apart = {
+            basis: build_report(frames_of_basis(frames, basis), meta, n_boot=n_boot, seed=seed)
+            for basis in BASES
+        }
+    basis_apply(report, counts, apart)
+    report["review_policy"] = policy_state(campaign=campaign)
     # {contender: {served model id: outputs}}: what the endpoints really answered with.
     report["served_models"] = served_models(campaign_id=campaign.pk)
     # {judge: progress, cost and calibration against the panel}: the judges' figures, apart
@@ -361,27 +370,6 @@ def campaign_report(*, campaign: Campaign, n_boot: int = N_BOOT, seed: int = SEE
 
 def report_json(report: dict) -> str:
     return json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False)
-
-
-def clean(value):
-    """Round floats (see below), NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean(v) for v in value]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        v = float(value)
-        if not math.isfinite(v):
-            return None
-        # 12 decimals absolute (float noise like 1e-17 becomes 0), then 10 significant digits
-        # (small costs per task such as 0.0000345 keep their precision).
-        r = float(f"{round(v, 12):.10g}")
-        return 0.0 if r == 0 else r
-    return value
 
 
 def campaign_head_to_head(*, campaign: Campaign, a: str, b: str, limit: int | None = None) -> dict:

@@ -8,6 +8,7 @@ interval is null and ``small_sample`` below 30 test cases.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -229,9 +230,19 @@ def separation(ctx: Context, outq: pd.DataFrame, top: list) -> dict | None:
     }
 
 
-def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, stab: dict, s_boot):
+@dataclass(frozen=True)
+class Boot:
+    """A section's figures per contender and its bootstrap rounds (rounds x contenders)."""
+
+    figures: dict
+    rounds: np.ndarray
+
+
+def cost_decision(ctx: Context, done: pd.DataFrame, quality: Boot, stability: Boot):
     """Cost per task (point and per round), decision score with its interval, the quality
     floor and the cost-quality Pareto front. Returns (per-contender dict, decision meta)."""
+    quality_fig, q_boot = quality.figures, quality.rounds
+    stab, s_boot = stability.figures, stability.rounds
     weights = ctx.meta["weights"]
     wq, ws = float(weights.get("quality", 0.7)), float(weights.get("stability", 0.3))
     cost_lat = costs.cost_latency(done)
@@ -240,7 +251,10 @@ def cost_decision(ctx: Context, done: pd.DataFrame, quality_fig: dict, q_boot, s
     known = {n: cost_lat.get(n, {}).get("cost_per_task") for n in ctx.names}
     normalized, cost_reason, free = _normalized(ctx, known)
     formula, lacking = _decision_formula(ctx, stab, free)
-    d_boot = _decision_boot(c_boot, q_boot, s_boot, weights=(wq, ws), free=free, lacking=lacking)
+    # A contender lacking stability: the formula leaves stability out for every contender.
+    d_boot = _decision_boot(
+        c_boot, q_boot, None if lacking else s_boot, weights=(wq, ws), free=free
+    )
     floor = _floor(ctx.meta)
     out = {}
     for i, name in enumerate(ctx.names):
@@ -323,14 +337,15 @@ def _decision_formula(ctx: Context, stab: dict, free: bool) -> tuple[str, list[s
     return (formula if free else f"{formula} / normalized_cost"), lacking
 
 
-def _decision_boot(c_boot, q_boot, s_boot, *, weights: tuple, free: bool, lacking: list):
-    """The decision score in every bootstrap round (rounds x contenders)."""
+def _decision_boot(c_boot, q_boot, s_boot, *, weights: tuple, free: bool):
+    """The decision score in every bootstrap round (rounds x contenders); `s_boot` None: the
+    formula without stability."""
     wq, ws = weights
     with np.errstate(divide="ignore", invalid="ignore"):
         cheapest = joint.nanmin_rows(np.where(c_boot > 0, c_boot, np.nan))
         norm_boot = np.ones_like(c_boot) if free else c_boot / cheapest
-        top = wq * q_boot + (0 if lacking else ws * s_boot)
-        return (top / (wq if lacking else 1.0)) / norm_boot
+        top = wq * q_boot + (0 if s_boot is None else ws * s_boot)
+        return (top / (wq if s_boot is None else 1.0)) / norm_boot
 
 
 def _floor(meta: dict) -> float:

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from reviews.models import ReviewItem
+from reviews.models import SETTLED
 from reviews.stats import bias, quality
 from tasks.models import Generation
 
 if TYPE_CHECKING:
     from reviews.report.campaign import CampaignFrames
-
-SETTLED = (ReviewItem.State.AGREED, ReviewItem.State.RESOLVED)
 
 
 def output_table(f: CampaignFrames) -> pd.DataFrame:

@@ -12,12 +12,20 @@ order of importance (docs/decisions/0003-claims-count-on-the-item-row.md):
 
 One module per concern: claim, leases (expiry, heartbeat, skip, release), submit, correct
 (a submitted review changed before its item settles), answers
-(a submit's parsing), standing (who may review), order (presented order). Every name other
-modules use is importable from `reviews.review`; the masking words of a campaign are
-`tasks.blinding.campaign_texts.campaign_identity_terms`.
+(a submit's parsing), standing (who may review), order (presented order), readiness (items
+opening as outputs arrive), sql (the loop's raw reads); selectors.py and history.py read for
+the reviewer's pages and API (views.py, api.py), assignment_views.py the lead's assignments
+page. Every name other modules use is importable from `reviews.review`; the masking words of
+a campaign are `tasks.blinding.campaign_texts.campaign_identity_terms`.
+
+May import: reviews.models, reviews.rubric, reviews.disputes (the settle in the k-th submit),
+reviews.policy (the state an item opens in), reviews.blinding_probe (the question after a
+submit), the blinded screen (reviews.screen, reviews.transcript_shown), tasks.models,
+tasks.blinding, tasks.campaigns (rosters), evalsite. Never reviews.arbitration,
+reviews.identity_reports, reviews.judges or reviews.report: they build on the loop.
 """
 
-from reviews.review.answers import SUBMIT_FIELDS, campaign_wants, review_payload_parse
+from reviews.review.answers import SUBMIT_FIELDS, review_payload_parse
 from reviews.review.claim import (
     CLAIM_ATTEMPTS,
     Claim,
@@ -96,7 +104,6 @@ __all__ = [
     "assignment_sweep_expired",
     "item_leases_release",
     "barred_message",
-    "campaign_wants",
     "lease_extended",
     "presented_order",
     "review_correct",

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import math
 
-from reviews.arbitration.disputes import unknown_field_errors
+from reviews.disputes.rules import unknown_field_errors
 from reviews.models import Assignment, Preference, Review, ReviewItem
+from reviews.rubric import CheckOptions, Rubric, answers_check
 from reviews.rubric import Mode as AnswerMode
-from reviews.rubric import Rubric, answers_check
 from tasks.blinding import render as blinding
-from tasks.models import Campaign, Mode
-
-
-def campaign_wants(campaign: Campaign) -> tuple[bool, bool]:
-    """(wants rubric scores, wants a preference) for the campaign's mode."""
-    scores = campaign.mode in (Mode.RUBRIC, Mode.BOTH) and bool(campaign.rubric)
-    preference = campaign.mode in (Mode.PAIRWISE, Mode.BOTH)
-    return scores, preference
-
+from tasks.models import Campaign
 
 SUBMIT_FIELDS = ("scores", "preference", "flags", "comment", "seconds_spent", "key")
 
@@ -36,7 +28,7 @@ def review_payload_parse(
     """
     labels = blinding.labels(len(order))
     by_label = dict(zip(labels, order, strict=True))
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     errors = unknown_field_errors(data, SUBMIT_FIELDS)
     if not isinstance(data.get("key"), str | None):
         errors["key"] = "must be a string"
@@ -45,8 +37,7 @@ def review_payload_parse(
         labels=labels,
         data=data,
         mode=AnswerMode.REVIEW,
-        wants_scores=wants_scores,
-        wants_preference=wants_preference,
+        options=CheckOptions(wants_scores=wants_scores, wants_preference=wants_preference),
     )
     errors.update(answers.errors)
     preference, preferred = answers.preference or "", None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.contrib.auth.models import User
+from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
 
 from evalsite.api import ApiError, api_endpoint, json_body, no_content
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import REVIEWER
 from reviews import review as services
 from reviews.blinding_probe.selectors import probe_question
@@ -90,7 +92,7 @@ SUBMIT_STATUS = {
         "503": "every candidate item was taken concurrently; retry",
     },
 )
-def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     context = services.claim_context(reviewer=request.user, slug=slug)
     # Not on the campaign's reviewer roster: the same 404 as a campaign that does not exist.
     campaign = context.campaign
@@ -135,7 +137,7 @@ def campaign_next(request: HttpRequest, slug: str) -> HttpResponse:
         "or the assignment was submitted, skipped or released (the message says which)",
     },
 )
-def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
+def assignment_heartbeat(request: AuthedHttpRequest, token: str) -> JsonResponse:
     try:
         expires = services.assignment_heartbeat(token=token, reviewer=request.user)
     except Assignment.DoesNotExist:
@@ -168,7 +170,7 @@ def assignment_heartbeat(request: HttpRequest, token: str) -> JsonResponse:
         "503": "the item kept changing while saving; retry with the same key",
     },
 )
-def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
+def assignment_submit(request: AuthedHttpRequest, token: str) -> JsonResponse:
     data = json_body(request)
     # The key stays in `data`: the service refuses one that is not a string with the rest.
     key = data.get("key")
@@ -183,7 +185,7 @@ def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
         ) from None
     status = SUBMIT_STATUS[result.code]
     if result.ok:
-        body = {"status": result.code, "message": result.message}
+        body: dict[str, object] = {"status": result.code, "message": result.message}
         probe = _probe_after(result, reviewer=request.user)
         if probe is not None:
             body["blinding_probe"] = probe
@@ -194,7 +196,7 @@ def assignment_submit(request: HttpRequest, token: str) -> JsonResponse:
     return JsonResponse(body, status=status)
 
 
-def _probe_after(result, *, reviewer) -> dict | None:
+def _probe_after(result: services.SubmitResult, *, reviewer: User) -> dict | None:
     """A saved review that was the reviewer's Nth in a campaign with a blinding probe: the
     question (reviews.blinding_probe), with where to answer it."""
     if result.code not in ("saved", "saved_late"):
@@ -234,7 +236,7 @@ def _probe_after(result, *, reviewer) -> dict | None:
         "404": "no open question of yours under this token",
     },
 )
-def blinding_probe_answer(request: HttpRequest, token: str) -> JsonResponse:
+def blinding_probe_answer(request: AuthedHttpRequest, token: str) -> JsonResponse:
     data = json_body(request)
     try:
         probe_answer(token=token, reviewer=request.user, guess=data.get("guess"))

@@ -16,11 +16,13 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Final
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Case, Exists, F, OuterRef, Value, When
+from django.db.models import Case, Exists, F, OuterRef, QuerySet, Value, When
 from django.db.models.functions import Now
 
 from reviews.models import Assignment, ReviewItem
@@ -65,7 +67,13 @@ class ClaimContext:
     held: int | None  # the live lease the reviewer already holds, or None
 
 
-RETRY = object()
+class Retry(Enum):
+    """An attempt lost a race (a constraint, a deadlock, a momentary lock): try again."""
+
+    RETRY = "retry"
+
+
+RETRY: Final = Retry.RETRY
 
 
 def retryable(exc: OperationalError) -> bool:
@@ -76,7 +84,7 @@ def retryable(exc: OperationalError) -> bool:
 
 
 def claim_context(
-    *, reviewer: AbstractBaseUser, campaign: Campaign | None = None, slug: str | None = None
+    *, reviewer: User, campaign: Campaign | None = None, slug: str | None = None
 ) -> ClaimContext:
     """The campaign (by the one given, read again, or by its slug) with the reviewer's
     standing in it: what a claim needs before it looks for an item."""
@@ -87,7 +95,7 @@ def claim_context(
 
 def assignment_claim_next(
     *,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     campaign: Campaign | None = None,
     slug: str | None = None,
     context: ClaimContext | None = None,
@@ -144,7 +152,7 @@ def _lapsed_slots_returned(campaign: Campaign) -> bool:
     return True
 
 
-def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+def _claim_once(*, campaign: Campaign, reviewer: User, lease: timedelta) -> Claim | Retry | None:
     try:
         return _claim_in_transaction(campaign=campaign, reviewer=reviewer, lease=lease)
     except IntegrityError as exc:
@@ -154,7 +162,9 @@ def _claim_once(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timede
         return RETRY
 
 
-def candidates(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
+def candidates(
+    *, campaign: Campaign, reviewer: User, offset: int
+) -> tuple[QuerySet[ReviewItem], ...]:
     """The claim's offer order in the ORM, pass by pass: the twin of `sql.claim_candidate`
     (tests/reviews/test_sql.py holds them equal). Breadth first, items already in review (so
     pairs complete), then fresh items in this reviewer's order, from their `offset` to the
@@ -170,7 +180,9 @@ def candidates(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
     )
 
 
-def _first(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
+def _first(
+    *, campaign: Campaign, reviewer: User, offset: int
+) -> tuple[int, int, int, int, datetime] | None:
     """The first item of the offer order this reviewer may take, locked (sql.claim_candidate)."""
     for pass_index in range(3):
         found = sql.claim_candidate(
@@ -182,7 +194,9 @@ def _first(*, campaign: Campaign, reviewer: AbstractBaseUser, offset: int):
 
 
 @transaction.atomic
-def _claim_in_transaction(*, campaign: Campaign, reviewer: AbstractBaseUser, lease: timedelta):
+def _claim_in_transaction(
+    *, campaign: Campaign, reviewer: User, lease: timedelta
+) -> Claim | Retry | None:
     offset = shuffle_offset(campaign=campaign, reviewer=reviewer)
     found = _first(campaign=campaign, reviewer=reviewer, offset=offset)
     if found is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models.functions import Now
 
@@ -46,7 +46,7 @@ def settled_message(state: str) -> str:
     )
 
 
-def review_correct(*, token: str, reviewer: AbstractBaseUser, data: dict) -> CorrectResult:
+def review_correct(*, token: str, reviewer: User, data: dict) -> CorrectResult:
     """Replace the answers of `reviewer`'s submitted review on assignment `token` with `data`
     (a submit's shape), keeping the old ones. Raises Assignment.DoesNotExist for a token that
     is not the reviewer's."""

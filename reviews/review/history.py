@@ -4,7 +4,7 @@ texts only, never an id, a contender or another reviewer."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max
 
@@ -24,7 +24,7 @@ STATE_WORDS = {
 
 
 def reviewer_history(
-    *, campaign: Campaign, reviewer: AbstractBaseUser, page: int | str = 1, may_review: bool
+    *, campaign: Campaign, reviewer: User, page: int | str = 1, may_review: bool
 ) -> Page:
     """The reviewer's submitted reviews in `campaign`, newest first, a page of them: when,
     which task (its opening words, masked), whether the item is settled, how often corrected,

@@ -12,7 +12,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
@@ -113,7 +113,7 @@ class LeaseGone(Exception):
     """A heartbeat for a lease that is no longer live; the message says what became of it."""
 
 
-def assignment_heartbeat(*, token: str, reviewer: AbstractBaseUser) -> datetime:
+def assignment_heartbeat(*, token: str, reviewer: User) -> datetime:
     """Extend a live lease (the page is open); LeaseGone if there is none to extend."""
     assignment = (
         Assignment.objects.select_related("item__campaign")
@@ -144,7 +144,7 @@ def assignment_state_message(assignment: Assignment) -> str:
     return assignment.state_message
 
 
-def assignment_skip(*, token: str, reviewer: AbstractBaseUser, reason: str) -> bool:
+def assignment_skip(*, token: str, reviewer: User, reason: str) -> bool:
     """Give an item back with a reason; the reviewer will not be offered it again."""
     reason = (reason or "").strip()[:200]
     if not reason:
@@ -159,7 +159,7 @@ def assignment_release(*, campaign: Campaign, token: str) -> bool:
     return _end_active(assignment, state=Assignment.State.RELEASED)
 
 
-def _end_active(assignment: Assignment, **changes) -> bool:
+def _end_active(assignment: Assignment, **changes: object) -> bool:
     """End the assignment if it is still active and return its slot (the conditional UPDATE
     locks the assignment row first, then the item's: the lock order above)."""
     with transaction.atomic():
@@ -169,14 +169,14 @@ def _end_active(assignment: Assignment, **changes) -> bool:
     return bool(done)
 
 
-def reviewer_leases_release(*, reviewer: AbstractBaseUser) -> int:
+def reviewer_leases_release(*, reviewer: User) -> int:
     """Every open lease the reviewer holds, in every campaign, back to the pool (a deactivated
     account, or one that lost the reviewer role, cannot finish them). Returns how many."""
     with transaction.atomic():
         return leases_release(reviewer=reviewer)
 
 
-def leases_release(*, reviewer: AbstractBaseUser, campaign: Campaign | None = None) -> int:
+def leases_release(*, reviewer: User, campaign: Campaign | None = None) -> int:
     leases = Assignment.objects.filter(reviewer=reviewer).active()
     if campaign is not None:
         leases = leases.filter(campaign=campaign)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from tasks.models import Campaign
 
 SHUFFLE_SPACE = 2**31  # shuffle_key is drawn from [0, 2**31)
 
 
-def shuffle_offset(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
+def shuffle_offset(*, campaign: Campaign, reviewer: User) -> int:
     """Where in the campaign's random item order this reviewer starts (stable per reviewer).
 
     Items carry a random `shuffle_key`; a reviewer is offered fresh items in key order starting

@@ -6,9 +6,9 @@ offering an item with a missing side would tell the reviewer which model failed 
 An output held for an admin's approval (it names a model: tasks/blinding/hold.py) counts as
 not done yet. The single-turn rows of a conversation task are never in an item.
 
-The generation side never calls this module: it sends tasks/signals.py's `outputs_changed`
-and `generation_finished` (received below), or asks tasks/review_side.py where it needs the
-count; reviews/apps.py connects and registers both (docs/decisions/0007).
+The generation side never imports this module: it calls tasks/review_side.py's
+`review_items_sync` and `review_items_open_for` where its rows change, and reviews/apps.py
+registers the functions below there (docs/decisions/0009-cross-app-workflows.md).
 
 Pairwise mode with more than two contenders shows one pair per item. Pairs are dealt round
 robin from a shuffled list of all pairs over the tasks grouped by category and tier (see
@@ -139,7 +139,8 @@ def review_items_sync(
     if wanted:
         _items_create(campaign=campaign, items=items, wanted=wanted, gen_ids=gen_ids)
         created = len(wanted)
-    opened = _items_open(items=items, state=opening_state(campaign.weights))
+    state = opening_state(campaign.weights)
+    opened = _items_open(items=items, state=state)
     if opened:
         campaign_open_for_review(Campaign.objects.filter(pk=campaign.pk))
     return {"created": created, "ready": opened}
@@ -262,16 +263,6 @@ def review_items_open_for(*, generation_id: int) -> int:
         generation = Generation.objects.filter(pk=generation_id).values("campaign_id")
         campaign_open_for_review(Campaign.objects.filter(pk__in=generation))
     return opened
-
-
-def outputs_changed_received(sender, *, campaign: Campaign, **kwargs) -> None:
-    """tasks.signals.outputs_changed: the campaign's rows or outputs changed."""
-    review_items_sync(campaign=campaign)
-
-
-def generation_finished_received(sender, *, generation_id: int, **kwargs) -> None:
-    """tasks.signals.generation_finished: one row is done, its items may open."""
-    review_items_open_for(generation_id=generation_id)
 
 
 def review_item_progress(*, campaign: Campaign) -> dict[str, int]:

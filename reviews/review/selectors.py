@@ -11,24 +11,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, IntegerField, Q, Subquery
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.functions import Now
 
 from evalsite.roles import REVIEWER
 from reviews import transcript_shown
 from reviews.models import FLAGS, Assignment, ReviewerRemoval, ReviewItem
-from reviews.review import BLOCKING, REVIEWABLE, SKIP_REASONS, campaign_wants, sql, stale_leases_q
+from reviews.review import sql
+from reviews.review.leases import SKIP_REASONS
+from reviews.review.standing import REVIEWABLE
 from reviews.rubric import Rubric
-from reviews.screen import OutputRead, Viewer, candidates_shown, rubric_shown, task_shown
+from reviews.screen import (
+    OutputRead,
+    Viewer,
+    candidates_shown,
+    rubric_shown,
+    task_json,
+    task_shown,
+)
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import instructions_shown
-from tasks.blinding.hold import output_shown
+from tasks.blinding.hold import generation_hand_masked
 from tasks.models import Campaign, Generation, Task
 
 
-def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
+def reviewer_campaigns(*, reviewer: User) -> list[dict]:
     """The reviewer's home: campaigns open to them, with their own progress only."""
     removed = ReviewerRemoval.objects.filter(reviewer=reviewer).values("campaign_id")
     campaigns = (
@@ -59,16 +77,16 @@ def reviewer_campaigns(*, reviewer: AbstractBaseUser) -> list[dict]:
     return rows
 
 
-def _available(*, campaign: Campaign, reviewer: AbstractBaseUser):
+def _available(*, campaign: Campaign, reviewer: User) -> QuerySet[ReviewItem]:
     blocked = Assignment.objects.filter(
-        reviewer=reviewer, campaign=campaign, state__in=BLOCKING
+        reviewer=reviewer, campaign=campaign, state__in=Assignment.BLOCKING
     ).values("item_id")
     return ReviewItem.objects.filter(
         campaign=campaign, ready=True, state=ReviewItem.State.OPEN, live_count__lt=F("overlap")
     ).exclude(pk__in=blocked)
 
 
-def available_for(*, campaign: Campaign, reviewer: AbstractBaseUser) -> int:
+def available_for(*, campaign: Campaign, reviewer: User) -> int:
     """Items this reviewer could still be given (an upper bound: others may take slots first)."""
     return _available(campaign=campaign, reviewer=reviewer).count()
 
@@ -80,9 +98,7 @@ class _Count(Subquery):
     output_field = IntegerField()
 
 
-def reviewer_progress(
-    *, campaign: Campaign, reviewer: AbstractBaseUser, with_available: bool = True
-) -> dict:
+def reviewer_progress(*, campaign: Campaign, reviewer: User, with_available: bool = True) -> dict:
     """The reviewer's own progress: reviews done and, `with_available`, the items that may
     still come to them, both in one statement (the review page after a claim shows them)."""
     done = Assignment.objects.filter(
@@ -113,7 +129,7 @@ class ReviewPage:
     generations: dict[int, Generation]  # ItemOutput pk -> its generation's text and leak flag
 
 
-def review_page_data(*, slug: str, token: str, reviewer: AbstractBaseUser) -> ReviewPage | None:
+def review_page_data(*, slug: str, token: str, reviewer: User) -> ReviewPage | None:
     """The assignment `token` of `reviewer` in campaign `slug`, with what its page shows, or
     None (no such token, or someone else's: as if it did not exist). Two queries written as
     SQL: the page runs for every reviewed item (reviews/review/sql.py)."""
@@ -153,13 +169,15 @@ def review_screen(
         task, generations = sql.item_outputs(assignment.item_id)
     viewer = Viewer.of(campaign, html=html)
     labels = blinding.labels(len(assignment.order))
+    # An admin's hand masks first, in the answer and the transcript's steps alike
+    # (tasks/blinding/hold.py), then the screen's masking.
+    shown = {pk: generation_hand_masked(generations[pk]) for pk in assignment.order}
     outputs = [
         OutputRead(
             label=label,
-            # An admin's hand masks first (tasks/blinding/hold.py), then the screen's masking.
-            text=output_shown(generations[output_id]),
-            reasoning=generations[output_id].reasoning,
-            transcript=generations[output_id].transcript,
+            text=shown[output_id].text,
+            reasoning=shown[output_id].reasoning,
+            transcript=shown[output_id].transcript,
         )
         for label, output_id in zip(labels, assignment.order, strict=True)
     ]
@@ -167,7 +185,7 @@ def review_screen(
     # reasoning where shown; a conversation turn by turn.
     candidates, turns = candidates_shown(outputs, task.turns, viewer)
     rubric = Rubric.for_task(campaign, task)
-    wants_scores, wants_preference = campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     return {
         "token": assignment.token,
         "state": assignment.state,
@@ -310,29 +328,6 @@ def _inline_keys(screen: dict) -> set[str]:
     return keys
 
 
-def task_json(
-    *,
-    category: str,
-    multi_turn: bool,
-    conversation: list,
-    reference: str | None,
-    turns: list[str] | None = None,
-):
-    """A task as the API shows it, to reviewers and arbiters alike: `messages` for a multi-turn
-    task (tool calls and tool messages included, masked), else `prompt`; `turns`, the scripted
-    user's messages of a conversation; `reference` where the campaign shows it."""
-    task = {"category": category}
-    if multi_turn:
-        task["messages"] = [m["json"] for m in conversation]
-    else:
-        task["prompt"] = conversation[0]["content"] if conversation else ""
-    if turns:
-        task["turns"] = turns
-    if reference:
-        task["reference"] = reference
-    return task
-
-
 def review_api_payload(*, screen: dict, resumed: bool, submit_url: str) -> dict:
     """The JSON shape of the reviewer loop's API (docs/reviewing.md): labels and text only."""
     shown = screen["task"]
@@ -407,7 +402,7 @@ def _reviewer_counts(*, campaign: Campaign) -> list[dict]:
         .values("reviewer_id", "reviewer__username")
         .annotate(
             active=Count("pk", filter=Q(state=Assignment.State.ACTIVE, lease_expires_at__gt=Now())),
-            stale=Count("pk", filter=stale_leases_q()),
+            stale=Count("pk", filter=Assignment.stale_q()),
             submitted=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),
             skipped=Count("pk", filter=Q(state=Assignment.State.SKIPPED)),
             expired=Count("pk", filter=Q(state=Assignment.State.EXPIRED)),
@@ -440,7 +435,7 @@ def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
     for a in (
         Assignment.objects.filter(item__in=items)
         .select_related("reviewer")
-        .annotate(is_stale=ExpressionWrapper(stale_leases_q(), output_field=BooleanField()))
+        .annotate(is_stale=ExpressionWrapper(Assignment.stale_q(), output_field=BooleanField()))
         .order_by("slot", "created_at")
     ):
         by_item.setdefault(a.item_id, []).append(
@@ -473,7 +468,7 @@ def _item_rows(*, items: list[ReviewItem]) -> list[dict]:
 def _stale_rows(*, campaign: Campaign) -> list[dict]:
     """The campaign's stale leases, oldest first (the first 200)."""
     stale = (
-        Assignment.objects.filter(stale_leases_q(), campaign=campaign)
+        Assignment.objects.filter(Assignment.stale_q(), campaign=campaign)
         .select_related("reviewer", "item__task")
         .order_by("lease_expires_at")[:200]
     )

@@ -13,11 +13,11 @@ Kept because correctness needs SQL:
 
 Kept because the review loop's budget needs them (every claim, page and submit runs them; the
 ORM's query building costs several times what the database spends): `claim_context`,
-`item_slots`, `item_outputs`, `review_page`, `submit_assignment` and `item_reviews`. Written
-with the ORM they cost more Django CPU per review than as SQL each time they were measured
-side by side (docs/decisions/0004 has the figures). Their rows become model instances as the
-ORM makes them (`_instance`: the fields' own converters). Everything else in the app goes
-through the ORM.
+`item_slots`, `item_outputs`, `review_page`, `submit_assignment` (and the settle's
+`item_reviews`, reviews/disputes/sql.py). Written with the ORM they cost more Django CPU per
+review than as SQL each time they were measured side by side (docs/decisions/0004 has the
+figures). Their rows become model instances as the ORM makes them (`_instance`: the fields'
+own converters). Everything else in the app goes through the ORM.
 """
 
 from __future__ import annotations
@@ -264,24 +264,6 @@ def review_page(*, token: str, slug: str) -> tuple[Assignment, Campaign, bool, i
         bool(removed),
         done,
     )
-
-
-def item_reviews(item_id: int) -> list[tuple]:
-    """An item's reviews, one row per score (a review without scores has one row with the
-    score columns None): (review id, preference, preferred output id, flags, output id,
-    dimension, value), in submit order. The settle reads it in the submit of every k-th
-    review. Its ORM twin: Review.objects.values_list(..., "scores__output_id", ...)."""
-    rows = _fetch(
-        f"SELECT r.id, r.preference, r.preferred_output_id, r.flags, s.output_id, s.dimension, "
-        f"s.value FROM {_table(Review)} r LEFT JOIN {_table(Score)} s ON s.review_id = r.id "
-        "WHERE r.item_id = %s ORDER BY r.submitted_at, r.id, s.id",
-        [item_id],
-    )
-    # SQLite returns JSON as text; PostgreSQL's jsonb comes decoded.
-    return [
-        (pk, pref, preferred, json.loads(flags) if isinstance(flags, str) else flags, *score)
-        for pk, pref, preferred, flags, *score in rows
-    ]
 
 
 @cache

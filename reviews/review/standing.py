@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from reviews.models import ReviewerRemoval
@@ -12,11 +12,11 @@ from tasks.models import Campaign
 REVIEWABLE = (Campaign.Status.GENERATING, Campaign.Status.REVIEWING)
 
 
-def reviewer_may_review(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+def reviewer_may_review(*, campaign: Campaign, reviewer: User) -> bool:
     return not reviewer_barred_message(campaign=campaign, reviewer=reviewer)
 
 
-def reviewer_barred_message(*, campaign: Campaign, reviewer: AbstractBaseUser) -> str:
+def reviewer_barred_message(*, campaign: Campaign, reviewer: User) -> str:
     """Why `reviewer` may not review `campaign` any more, for them to read ('' if they may)."""
     if campaign.status not in REVIEWABLE:
         return barred_message(removed=False)
@@ -25,7 +25,7 @@ def reviewer_barred_message(*, campaign: Campaign, reviewer: AbstractBaseUser) -
     return ""
 
 
-def reviewer_removed(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+def reviewer_removed(*, campaign: Campaign, reviewer: User) -> bool:
     return ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists()
 
 
@@ -39,7 +39,7 @@ def barred_message(*, removed: bool) -> str:
 
 
 def reviewer_remove_from_campaign(
-    *, campaign: Campaign, reviewer: AbstractBaseUser, by: AbstractBaseUser | None = None
+    *, campaign: Campaign, reviewer: User, by: User | None = None
 ) -> int:
     """Admin/lead: no more items for this reviewer here; their open leases return to the pool.
 
@@ -53,5 +53,5 @@ def reviewer_remove_from_campaign(
         return leases_release(reviewer=reviewer, campaign=campaign)
 
 
-def reviewer_restore_to_campaign(*, campaign: Campaign, reviewer: AbstractBaseUser) -> bool:
+def reviewer_restore_to_campaign(*, campaign: Campaign, reviewer: User) -> bool:
     return ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).delete()[0] > 0

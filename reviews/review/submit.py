@@ -12,16 +12,16 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.models import Assignment, Review, ReviewItem, Score
 from reviews.review import sql
 from reviews.review.answers import review_payload_parse, same_answers
-from reviews.review.claim import RETRY, ClaimBusy, retryable
+from reviews.review.claim import RETRY, ClaimBusy, Retry, retryable
 from reviews.review.leases import LIVE
 
 SUBMIT_KEY_MAX = Assignment._meta.get_field("submit_key").max_length
@@ -75,7 +75,7 @@ def _closed_result(assignment: Assignment) -> SubmitResult:
     )
 
 
-def reviewer_assignment(*, token: str, reviewer: AbstractBaseUser) -> tuple[Assignment, bool]:
+def reviewer_assignment(*, token: str, reviewer: User) -> tuple[Assignment, bool]:
     """The reviewer's assignment `token` with its item and campaign, and whether they were
     removed from the campaign, in one statement; someone else's token is as if it did not
     exist (Assignment.DoesNotExist)."""
@@ -87,7 +87,7 @@ def reviewer_assignment(*, token: str, reviewer: AbstractBaseUser) -> tuple[Assi
 
 def assignment_submit(
     *,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     key: str,
     data: dict,
     token: str | None = None,
@@ -104,7 +104,7 @@ def assignment_submit(
     """
     key = (key or "").strip()
     if assignment is None:
-        assignment, _ = reviewer_assignment(token=token, reviewer=reviewer)
+        assignment, _ = reviewer_assignment(token=token or "", reviewer=reviewer)
     refused = _submit_refused(assignment=assignment, key=key, data=data)
     if refused is not None:
         return refused
@@ -149,7 +149,7 @@ def _submit_refused(*, assignment: Assignment, key: str, data: dict) -> SubmitRe
 
 
 def _submit_store(
-    *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed
+    *, assignment: Assignment, reviewer: User, key: str, parsed: dict
 ) -> SubmitResult:
     """Store the checked answers: fenced in one transaction, else by the late path; a lost
     race is retried (three times, then ClaimBusy)."""
@@ -177,8 +177,8 @@ def _submit_store(
 
 
 def _submit_late(
-    *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed: dict
-) -> SubmitResult:
+    *, assignment: Assignment, reviewer: User, key: str, parsed: dict
+) -> SubmitResult | Retry:
     """A submit whose fence failed: a double click's twin, or a lease that ran out."""
     with transaction.atomic():
         item = (
@@ -232,7 +232,7 @@ def _submit_late(
 
 
 def _review_store_fenced(
-    *, assignment: Assignment, reviewer: AbstractBaseUser, key: str, parsed: dict
+    *, assignment: Assignment, reviewer: User, key: str, parsed: dict
 ) -> Review | None:
     """The fence, then the review: None (nothing written) unless the assignment was still this
     reviewer's active one, which the fence marks submitted under `key`.
@@ -264,7 +264,7 @@ def _review_store_fenced(
     )
 
 
-def _review_of(assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
+def _review_of(assignment: Assignment, reviewer: User, parsed: dict) -> Review:
     return Review(
         item_id=assignment.item_id,
         assignment=assignment,
@@ -288,7 +288,7 @@ def _score_rows(parsed: dict) -> list[tuple]:
     ]
 
 
-def _review_store(*, assignment: Assignment, reviewer: AbstractBaseUser, parsed: dict) -> Review:
+def _review_store(*, assignment: Assignment, reviewer: User, parsed: dict) -> Review:
     """Write the review and its scores; settle the item when this was its k-th review."""
     review = _review_of(assignment, reviewer, parsed)
     review.save(force_insert=True)

@@ -1,4 +1,5 @@
-"""Reviewer pages (blind) and the admin/lead view of assignment state.
+"""Reviewer pages (blind): the campaign's start page, the review page, submit, skip, correct,
+the probe question and the heartbeat (the lead's assignments page: assignment_views.py).
 
 Reviewer views only ever pass the plain, blinded dicts from `selectors` to templates.
 Assignments are looked up by (token, request.user): someone else's token is a 404.
@@ -7,12 +8,11 @@ Assignments are looked up by (token, request.user): someone else's token is a 40
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from functools import cache
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -20,9 +20,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, replace_url
 
-from evalsite.htmx import wants_fragment
-from evalsite.roles import ADMIN, LEAD, REVIEWER, role_required
-from evalsite.text import counted
+from evalsite.htmx import AuthedHttpRequest
+from evalsite.roles import REVIEWER, role_required
 from reviews import review as services
 from reviews.blinding_probe.selectors import pending_probe, probe_question
 from reviews.blinding_probe.services import (
@@ -31,7 +30,6 @@ from reviews.blinding_probe.services import (
     probe_after_submit,
     probe_answer,
 )
-from reviews.identity_reports.services import REPORTED, NothingToReport, reviewer_report
 from reviews.models import FLAGS, Assignment, ReviewItem
 from reviews.review import history as history_selectors
 from reviews.review import selectors
@@ -39,7 +37,6 @@ from reviews.rubric import Rubric
 from reviews.screen import Viewer, rubric_shown
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms, instructions_shown
-from tasks.campaigns.rosters import roster_exclude, roster_include
 from tasks.models import Campaign
 
 REVIEW_TEMPLATE = "reviews/review.html"
@@ -58,7 +55,7 @@ def answers_preview_html(*, campaign: Campaign, terms: tuple[str, ...], labels: 
     """The answer grid as a reviewer gets it, blank, for an unsaved campaign's rubric and mode
     and one output per label: the new-campaign form's live preview (tasks/campaigns/rubric_builder.py,
     through tasks.review_side)."""
-    wants_scores, wants_preference = services.campaign_wants(campaign)
+    wants_scores, wants_preference = campaign.wants()
     screen = {
         # The review page's reading of a campaign's rubric (labels, anchors masked), for a
         # task of one reply (no per-turn questions).
@@ -104,7 +101,9 @@ def _skip_options() -> str:
     return render_to_string(SKIP_OPTIONS_TEMPLATE, {"skip_reasons": services.SKIP_REASONS})
 
 
-def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool) -> HttpResponse:
+def _closed_for_good(
+    request: AuthedHttpRequest, campaign: Campaign, *, removed: bool
+) -> HttpResponse:
     """A campaign this reviewer may no longer review, on one of its pages: say why."""
     return render(
         request,
@@ -118,7 +117,7 @@ def _closed_for_good(request: HttpRequest, campaign: Campaign, *, removed: bool)
     )
 
 
-def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
+def own_assignment(request: AuthedHttpRequest, slug: str, token: str) -> Assignment:
     return get_object_or_404(
         Assignment.objects.select_related("item"),
         token=token,
@@ -127,7 +126,7 @@ def _assignment(request: HttpRequest, slug: str, token: str) -> Assignment:
     )
 
 
-def _may_review(request: HttpRequest, campaign: Campaign) -> bool:
+def _may_review(request: AuthedHttpRequest, campaign: Campaign) -> bool:
     """On the campaign's roster (tasks/campaigns/rosters.py), not removed, and the campaign open."""
     return campaign.on_roster(request.user, REVIEWER) and services.reviewer_may_review(
         campaign=campaign, reviewer=request.user
@@ -138,7 +137,7 @@ def _review_url(slug: str, token: str) -> str:
     return reverse("review_page", args=[slug, token])
 
 
-def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def _barred(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """The reviewer's own item, in a campaign they may no longer review (removed, or it
     closed while they worked): not saved, and the item's page says why. A bare 404 here
     read as a server fault, and "try again" could never succeed."""
@@ -147,27 +146,36 @@ def _barred(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What the review page says besides the item: a notice, the answers as the reviewer
+    `entered` them with their `errors`, `busy` (every candidate taken concurrently: not
+    "finished"), and `correcting`: the reviewer's own submitted review, its answers in
+    `entered`, sent to review_correct instead of a submit."""
+
+    notice: dict | None = None
+    entered: dict | None = None
+    errors: dict | None = None
+    busy: bool = False
+    correcting: bool = False
+
+
 def _render_review(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     *,
     campaign: Campaign,
     assignment: Assignment | None,
-    notice: dict | None = None,
-    entered: dict | None = None,
-    errors: dict | None = None,
-    status: int = 200,
-    busy: bool = False,
     page: selectors.ReviewPage | None = None,
-    correcting: bool = False,
+    shown: _Shown = _Shown(),
     answer: tuple | None = None,
 ) -> HttpResponse:
     """The review page, or only its #review region for htmx requests.
 
     `page` is what review_page already read (task, outputs, progress), `answer` the claim's
     (the item's task and outputs, Claim.answer): neither is read again.
-    `correcting`: the reviewer's own submitted review, its answers in `entered`, sent to
-    review_correct instead of a submit.
     """
+    notice, entered, errors = shown.notice, shown.entered, shown.errors
+    busy, correcting = shown.busy, shown.correcting
     progress = (
         {"done": page.done}
         if page is not None
@@ -207,13 +215,13 @@ def _render_review(
             heartbeat_ms=min(60_000, campaign.lease_minutes * 20_000),
         )
     template = f"{REVIEW_TEMPLATE}#review" if request.htmx else REVIEW_TEMPLATE
-    response = render(request, template, context, status=status)
+    response = render(request, template, context)
     response["Cache-Control"] = "no-store"
     return response
 
 
-def _next_response(
-    request: HttpRequest,
+def next_response(
+    request: AuthedHttpRequest,
     campaign: Campaign,
     notice: dict | None = None,
     context: services.ClaimContext | None = None,
@@ -255,8 +263,7 @@ def _next_response(
         request,
         campaign=campaign,
         assignment=claim.assignment if claim else None,
-        notice=notice,
-        busy=busy,
+        shown=_Shown(notice=notice, busy=busy),
         # The new item's task and outputs as the claim read them (None when it resumed one).
         answer=claim.answer if claim else None,
     )
@@ -271,7 +278,7 @@ def _next_response(
 @never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
-def reviewer_home(request: HttpRequest) -> HttpResponse:
+def reviewer_home(request: AuthedHttpRequest) -> HttpResponse:
     campaigns = selectors.reviewer_campaigns(reviewer=request.user)
     return render(request, "reviews/reviewer_home.html", {"campaigns": campaigns})
 
@@ -279,7 +286,7 @@ def reviewer_home(request: HttpRequest) -> HttpResponse:
 @never_cache  # live counts: Back must not show them from before the last review
 @role_required(REVIEWER)
 @require_GET
-def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
+def review_campaign(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """A campaign's entry: resume the open item, or offer to start, or say the queue is done.
     A campaign whose roster does not hold the reviewer is a 404, as one that does not exist."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
@@ -311,7 +318,7 @@ def review_campaign(request: HttpRequest, slug: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_next(request: HttpRequest, slug: str) -> HttpResponse:
+def review_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     # The claim itself refuses a campaign that is not open to this reviewer (-> 404); one
     # whose roster does not hold them is refused before it. The campaign and the reviewer's
     # standing are read once, here, and passed to the claim.
@@ -319,12 +326,12 @@ def review_next(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = context.campaign
     if campaign is None or not campaign.on_roster(request.user, REVIEWER, named=context.named):
         raise Http404
-    return _next_response(request, campaign, context=context)
+    return next_response(request, campaign, context=context)
 
 
 @role_required(REVIEWER)
 @require_GET
-def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_page(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     page = selectors.review_page_data(slug=slug, token=token, reviewer=request.user)
     if page is None or not page.campaign.on_roster(request.user, REVIEWER):
         raise Http404
@@ -344,7 +351,7 @@ def review_page(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     return _render_review(request, campaign=campaign, assignment=assignment, page=page)
 
 
-def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) -> dict:
+def _submitted_data(request: AuthedHttpRequest, labels: list[str], dims: list[str]) -> dict:
     post = request.POST
     scores = {
         label: {
@@ -369,7 +376,7 @@ def _submitted_data(request: HttpRequest, labels: list[str], dims: list[str]) ->
 
 @role_required(REVIEWER)
 @require_POST
-def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_submit(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     # The assignment with its item and campaign and the reviewer's removal, in one read that
     # the submit uses too.
     try:
@@ -401,7 +408,10 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
             "text": "Busy right now: not saved yet. Submit again; it will never be saved twice.",
         }
         return _render_review(
-            request, campaign=campaign, assignment=assignment, notice=notice, entered=data
+            request,
+            campaign=campaign,
+            assignment=assignment,
+            shown=_Shown(notice=notice, entered=data),
         )
     if result.code == "invalid":
         # htmx 2 swaps only 2xx: the form comes back with its errors and status 200.
@@ -410,20 +420,18 @@ def review_submit(request: HttpRequest, slug: str, token: str) -> HttpResponse:
             request,
             campaign=campaign,
             assignment=assignment,
-            notice=notice,
-            entered=data,
-            errors=result.errors,
+            shown=_Shown(notice=notice, entered=data, errors=result.errors),
         )
     if result.code in ("saved", "saved_late"):
         probe_after_submit(campaign=campaign, reviewer=request.user, item_id=assignment.item_id)
     level = "ok" if result.ok else "warn"
-    return _next_response(request, campaign, notice={"level": level, "text": result.message})
+    return next_response(request, campaign, notice={"level": level, "text": result.message})
 
 
 @never_cache  # corrections change it
 @role_required(REVIEWER)
 @require_GET
-def review_history(request: HttpRequest, slug: str) -> HttpResponse:
+def review_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """The reviewer's own submitted reviews in a campaign, each correctable until settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     may_review = services.reviewer_may_review(campaign=campaign, reviewer=request.user)
@@ -444,17 +452,17 @@ def review_history(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _to_history(request: HttpRequest, slug: str) -> HttpResponse:
+def _to_history(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     url = reverse("review_history", args=[slug])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
-def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_correct(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """A submitted review, its answers filled in, to correct until its item is settled."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
-    assignment = _assignment(request, slug, token)  # someone else's token stays a 404
+    assignment = own_assignment(request, slug, token)  # someone else's token stays a 404
     if assignment.state == Assignment.State.ACTIVE:
         return redirect(_review_url(slug, token))  # not submitted yet: the item itself
     if assignment.state != Assignment.State.SUBMITTED:
@@ -476,10 +484,7 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
                 request,
                 campaign=campaign,
                 assignment=assignment,
-                notice=notice,
-                entered=data,
-                errors=result.errors,
-                correcting=True,
+                shown=_Shown(notice=notice, entered=data, errors=result.errors, correcting=True),
             )
         (messages.success if result.ok else messages.warning)(request, result.message)
         return _to_history(request, slug)
@@ -488,13 +493,16 @@ def review_correct(request: HttpRequest, slug: str, token: str) -> HttpResponse:
         return _to_history(request, slug)
     entered = history_selectors.review_entered(assignment)
     return _render_review(
-        request, campaign=campaign, assignment=assignment, entered=entered, correcting=True
+        request,
+        campaign=campaign,
+        assignment=assignment,
+        shown=_Shown(entered=entered, correcting=True),
     )
 
 
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
-def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_probe(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     """The blinding probe's question (reviews.blinding_probe): answered, the next item."""
     campaign = get_object_or_404(Campaign.objects.visible_to(request.user, REVIEWER), slug=slug)
     probe = pending_probe(campaign=campaign, reviewer=request.user)
@@ -509,7 +517,7 @@ def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
         except GuessInvalid:
             error = "Choose one of the names."
         else:
-            return _next_response(request, campaign, notice={"level": "ok", "text": "Thank you."})
+            return next_response(request, campaign, notice={"level": "ok", "text": "Thank you."})
     context = {
         "campaign": campaign,
         "question": probe_question(probe=probe, campaign=campaign),
@@ -520,9 +528,9 @@ def review_probe(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 @role_required(REVIEWER)
 @require_POST
-def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def review_skip(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
-    _assignment(request, slug, token)  # someone else's token stays a 404
+    own_assignment(request, slug, token)  # someone else's token stays a 404
     if not _may_review(request, campaign):
         return _barred(request, slug, token)
     code = request.POST.get("reason", "")
@@ -531,40 +539,27 @@ def review_skip(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     if detail:
         reason = f"{reason}: {detail}" if reason else detail
     if not reason:
-        assignment = _assignment(request, slug, token)
+        assignment = own_assignment(request, slug, token)
         notice = {"level": "error", "text": "Choose a reason to skip this item."}
-        return _render_review(request, campaign=campaign, assignment=assignment, notice=notice)
+        return _render_review(
+            request, campaign=campaign, assignment=assignment, shown=_Shown(notice=notice)
+        )
     skipped = services.assignment_skip(token=token, reviewer=request.user, reason=reason)
     text = (
         "Skipped; you will not get this item again."
         if skipped
         else "This item was no longer yours to skip."
     )
-    return _next_response(
+    return next_response(
         request, campaign, notice={"level": "ok" if skipped else "warn", "text": text}
     )
 
 
 @role_required(REVIEWER)
 @require_POST
-def review_report_identity(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    """ "This answer reveals the model": the item leaves every queue; the next one is shown."""
+def review_heartbeat(request: AuthedHttpRequest, slug: str, token: str) -> JsonResponse:
     campaign = get_object_or_404(Campaign, slug=slug)
-    _assignment(request, slug, token)  # someone else's token stays a 404
-    try:
-        reviewer_report(token=token, reviewer=request.user, note=request.POST.get("note", ""))
-    except NothingToReport:
-        notice = {"level": "warn", "text": "This item was no longer yours to report."}
-    else:
-        notice = {"level": "ok", "text": REPORTED}
-    return _next_response(request, campaign, notice=notice)
-
-
-@role_required(REVIEWER)
-@require_POST
-def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    _assignment(request, slug, token)
+    own_assignment(request, slug, token)
     barred = services.reviewer_barred_message(campaign=campaign, reviewer=request.user)
     if not campaign.on_roster(request.user, REVIEWER):
         barred = services.barred_message(removed=True)  # taken off the roster
@@ -576,70 +571,3 @@ def review_heartbeat(request: HttpRequest, slug: str, token: str) -> JsonRespons
     except services.LeaseGone as gone:
         return JsonResponse({"ok": False, "message": str(gone)}, status=409)
     return JsonResponse({"ok": True, "lease_expires_at": expires.isoformat()})
-
-
-# --- admin / lead -----------------------------------------------------------------------------
-
-
-@role_required(ADMIN, LEAD)
-@require_GET
-def campaign_assignments(request: HttpRequest, slug: str) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    try:
-        page = int(request.GET.get("page", "1"))
-    except ValueError:
-        page = 1
-    state = request.GET.get("state", "")
-    overview = selectors.assignment_overview(campaign=campaign, page=page, item_state=state)
-    context = {"campaign": campaign, **overview}
-    template = (
-        "reviews/assignments.html#items" if wants_fragment(request) else "reviews/assignments.html"
-    )
-    return render(request, template, context)
-
-
-def _back_to_assignments(request: HttpRequest, slug: str) -> HttpResponse:
-    """Back to the page as the user left it: the item filter and page it pushed into its URL."""
-    url = reverse("campaign_assignments", args=[slug])
-    came_from = urlsplit(request.headers.get("Referer", ""))
-    if came_from.path == url:
-        kept = [(k, v) for k, v in parse_qsl(came_from.query) if k in ("state", "page")]
-        url += f"?{urlencode(kept)}" if kept else ""
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
-@role_required(ADMIN, LEAD)
-@require_POST
-def assignment_release(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    try:
-        released = services.assignment_release(campaign=campaign, token=token)
-    except Assignment.DoesNotExist:
-        raise Http404 from None
-    if released:
-        messages.success(request, "Lease released; the slot is back in the pool.")
-    else:
-        messages.warning(request, "That lease had already ended.")
-    return _back_to_assignments(request, slug)
-
-
-@role_required(ADMIN, LEAD)
-@require_POST
-def reviewer_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    reviewer = get_object_or_404(get_user_model(), pk=user_id)
-    if request.POST.get("restore"):
-        services.reviewer_restore_to_campaign(campaign=campaign, reviewer=reviewer)
-        # and back on the campaign's reviewer list, where it names its reviewers
-        roster_include(campaign=campaign, user=reviewer, role=REVIEWER)
-        messages.success(request, f"{reviewer.get_username()} may review this campaign again.")
-    else:
-        n = services.reviewer_remove_from_campaign(
-            campaign=campaign, reviewer=reviewer, by=request.user
-        )
-        roster_exclude(campaign=campaign, user=reviewer, role=REVIEWER)
-        messages.success(
-            request,
-            f"{reviewer.get_username()} was removed from this campaign; {counted(n, 'open lease')} returned to the pool.",
-        )
-    return _back_to_assignments(request, slug)

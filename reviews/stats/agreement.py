@@ -67,7 +67,7 @@ def _distances(domain: np.ndarray, level: str, n_v: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown level of measurement {level!r}")
 
 
-def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
+def unit_coincidences(counts: np.ndarray) -> np.ndarray:
     """Per-unit coincidence matrices (units x V x V) for units with >= 2 ratings."""
     m = counts.sum(axis=1)
     o = counts[:, :, None] * counts[:, None, :]
@@ -76,8 +76,10 @@ def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
     return o / (m - 1)[:, None, None]
 
 
-def _alpha_from_coincidences(o: np.ndarray, domain: np.ndarray, level: str) -> np.ndarray:
-    """Alpha for one or many (..., V, V) coincidence matrices; NaN where undefined."""
+def alpha_from_coincidences(o: np.ndarray, domain: np.ndarray, level: str) -> np.ndarray:
+    """Alpha for one or many (..., V, V) coincidence matrices over `domain` (NaN where
+    undefined): the module's own formula, also for statistics that build their own matrices
+    (calibration, reliability)."""
     n_v = o.sum(axis=-1)
     n = n_v.sum(axis=-1)
     d = _distances(domain, level, n_v)
@@ -174,11 +176,11 @@ def _bootstrap_ci(counts: np.ndarray, domain: np.ndarray, level: str, *, n_boot:
     if n_boot <= 0:
         return None
     patterns, freq = unique_rows(counts)
-    per_pattern = _unit_coincidences(patterns)  # P x V x V, computed once
+    per_pattern = unit_coincidences(patterns)  # P x V x V, computed once
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(len(counts), freq / freq.sum(), size=n_boot).astype(float)  # B x P
     o = np.einsum("bp,pij->bij", draws, per_pattern)
-    boot = _alpha_from_coincidences(o, domain, level)
+    boot = alpha_from_coincidences(o, domain, level)
     boot = boot[np.isfinite(boot)]
     if len(boot) < n_boot * 0.5:
         return None
@@ -192,7 +194,7 @@ def coincidence_alpha(ratings: pd.DataFrame, level: str) -> float | None:
     pairable = counts[counts.sum(axis=1) >= 2]
     if len(pairable) == 0 or len(domain) < 2:
         return None
-    value = _alpha_from_coincidences(_unit_coincidences(pairable).sum(axis=0), domain, level)
+    value = alpha_from_coincidences(unit_coincidences(pairable).sum(axis=0), domain, level)
     return float(value) if np.isfinite(value) else None
 
 
@@ -210,9 +212,3 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     view = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     _, first, freq = np.unique(view, return_index=True, return_counts=True)
     return rows[first], freq
-
-
-def alpha_from_coincidences(o: np.ndarray, domain: np.ndarray, level: str) -> np.ndarray:
-    """Alpha for one or many (..., V, V) coincidence matrices over `domain` (NaN where
-    undefined): the module's own formula, for statistics that build their own matrices."""
-    return _alpha_from_coincidences(o, domain, level)

@@ -86,9 +86,7 @@ def mle_exists(w: np.ndarray) -> np.ndarray:
     return ok.reshape(w.shape[:-2]) if w.ndim > 2 else bool(ok[0])
 
 
-def _newton(
-    theta: np.ndarray, w: np.ndarray, ridge: np.ndarray, iterations: int = 60
-) -> np.ndarray:
+def newton(theta: np.ndarray, w: np.ndarray, ridge: np.ndarray, iterations: int = 60) -> np.ndarray:
     """Batched Newton on (B, K) starting points, (B, K, K) wins and (B,) ridge; theta centred."""
     b, k = theta.shape
     n = w + np.swapaxes(w, 1, 2)
@@ -122,7 +120,7 @@ def fit(w: np.ndarray, *, ridge: float = 0.0) -> np.ndarray:
     concave, and strictly so with the gauge term, so the damped steps converge; an L-BFGS
     start cost 100 ms a fit and added nothing)."""
     k = len(w)
-    return _newton(np.zeros((1, k)), w[None].astype(float), np.array([ridge]), iterations=200)[0]
+    return newton(np.zeros((1, k)), w[None].astype(float), np.array([ridge]), iterations=200)[0]
 
 
 def to_elo(theta: np.ndarray) -> np.ndarray:
@@ -205,7 +203,9 @@ def _bradley_terry(battles: pd.DataFrame, contenders: list, *, n_boot: int, seed
         )
         return out
     theta = _bt_rate(out, w, contenders)
-    _bt_intervals(out, battles, contenders, theta, n_boot=n_boot, seed=seed)
+    lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
+    if _bt_intervals(out, contenders, lo, hi):
+        out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
     return out
 
 
@@ -248,24 +248,21 @@ def _bt_rate(out: dict, w, contenders: list):
     return theta
 
 
-def _bt_intervals(
-    out: dict, battles: pd.DataFrame, contenders: list, theta, *, n_boot: int, seed: int
-) -> None:
+def _bt_intervals(out: dict, contenders: list, lo, hi) -> bool:
     """The bootstrap's 95% intervals and the ranks they give, into `out` (or the reason there
-    are none)."""
-    lo, hi, ridge_rounds = _bootstrap(battles, contenders, theta, n_boot=n_boot, seed=seed)
+    are none: False)."""
     if lo is None:
         # The rank rule needs intervals; ranking bare point estimates would claim a precision
         # that one item (or no bootstrap) cannot give.
         out["reason"] = (
             "no confidence intervals (fewer than two items, or no bootstrap rounds): no ranks"
         )
-        return
+        return False
     out["ci95"].update(
         (c, [float(a), float(b)]) for c, a, b in zip(contenders, lo, hi, strict=True)
     )
     out["rank"].update(zip(contenders, ranks(lo, hi), strict=True))
-    out["bootstrap"] = {"rounds": n_boot, "ridge_rounds": ridge_rounds, "seed": seed}
+    return True
 
 
 def _bootstrap(
@@ -292,6 +289,6 @@ def _bootstrap(
     exists = mle_exists(w)
     ridge = np.where(exists, 0.0, RIDGE)
     start = np.repeat(theta[None, :], n_boot, axis=0)
-    boot = to_elo(_newton(start, w, ridge))
+    boot = to_elo(newton(start, w, ridge))
     lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
     return lo, hi, int((~exists).sum())

@@ -19,6 +19,8 @@ round's weighted gradient and Hessian. Both are sums over test cases, so a round
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -108,7 +110,8 @@ def length_controlled(
     out["ratings"] = {c: float(CENTER + ELO * beta[i]) for c, i in index.items()}
     out["coefficient"]["value"] = float(beta[k])
     n = int(known["cluster"].nunique())
-    rounds = _one_step_rounds(x, y, known["cluster"].to_numpy(dtype=int), beta, weights, ridge)
+    data = _Data(x=x, y=y, cluster=known["cluster"].to_numpy(dtype=int))
+    rounds = _one_step_rounds(data, beta, weights, ridge)
     for c, i in index.items():
         ci, _ = joint.interval(None if rounds is None else CENTER + ELO * rounds[:, i], n)
         out["ci95"][c] = ci
@@ -117,10 +120,21 @@ def length_controlled(
     return out
 
 
-def _one_step_rounds(x, y, cluster, beta, weights: np.ndarray, ridge: float):
+@dataclass(frozen=True)
+class _Data:
+    """The regression's data: the design (one row per battle), the outcomes and each row's
+    cluster (its test case, the bootstrap's unit)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    cluster: np.ndarray
+
+
+def _one_step_rounds(data: _Data, beta, weights: np.ndarray, ridge: float):
     """(rounds x (K + 1)) one Newton step per bootstrap round from the full-data estimate."""
     if len(weights) == 0:
         return None
+    x, y, cluster = data.x, data.y, data.cluster
     w = weights[:ROUNDS]
     k = x.shape[1] - 1
     t = w.shape[1]

@@ -33,9 +33,9 @@ from reviews.stats.bradley_terry import (
     CENTER,
     ELO,
     RIDGE,
-    _newton,
     bradley_terry,
     mle_exists,
+    newton,
     ranks,
     to_elo,
 )
@@ -167,7 +167,7 @@ def _boot_elo(battles: pd.DataFrame, rated: list, bt: dict, weights: np.ndarray)
     elo = np.array([bt["ratings"][c] for c in rated])
     theta = (elo - elo.mean()) / ELO
     start = np.repeat(theta[None, :], len(weights), axis=0)
-    return {"elo": to_elo(_newton(start, w, ridge)), "ridge_rounds": int((~exists).sum())}
+    return {"elo": to_elo(newton(start, w, ridge)), "ridge_rounds": int((~exists).sum())}
 
 
 def holm(p_values: list) -> list:

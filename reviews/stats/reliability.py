@@ -39,9 +39,9 @@ from reviews.stats.agreement import (
     LEVELS,
     RELIABLE,
     TENTATIVE,
-    _alpha_from_coincidences,
-    _unit_coincidences,
+    alpha_from_coincidences,
     krippendorff_alpha,
+    unit_coincidences,
 )
 
 DISAGREE = 0.2  # |alpha - AC| beyond which the report notes the two disagree
@@ -170,10 +170,10 @@ def agreement_figures(
     base[f"{ac_key}_ci95"], _ = joint.interval(ac_boot, n_items)
     if base["alpha"] is not None:
         o_c = np.zeros((t, len(domain), len(domain)))
-        np.add.at(o_c, cluster[paired], _unit_coincidences(counts[paired]))
+        np.add.at(o_c, cluster[paired], unit_coincidences(counts[paired]))
         o = (weights @ o_c.reshape(t, -1)).reshape(len(weights), len(domain), len(domain))
         base["ci95"], base["ci_reason"] = joint.interval(
-            _alpha_from_coincidences(o, domain, level), n_items
+            alpha_from_coincidences(o, domain, level), n_items
         )
         # a resample of identical values: the interval is the point itself
         same = (base["ci_reason"] or "").startswith("all equal")

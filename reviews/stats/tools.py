@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from reviews.stats.rates import rate
-from tasks.generation import transcripts
+from tasks.checks import transcripts
 
 TOOL_CHECK = "tool_calls"
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from reviews.stats import joint
-from tasks.generation import transcripts
+from tasks.checks import transcripts
 
 SPREAD_MIN_SAMPLES = 2
 

@@ -26,8 +26,9 @@ import pyromark
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
-from tasks.blinding import masking
+from tasks.blinding import masking, suspects
 from tasks.blinding import terms as data
+from tasks.blinding.catalog import COMMON_ZIPF, zipf
 from tasks.blinding.masking import Finding
 from tasks.blinding.skeleton import skeleton
 
@@ -146,8 +147,6 @@ def _aliases(value: str) -> list[str]:
 
 
 def _only_common_words(alias: str) -> bool:
-    from tasks.blinding.catalog import COMMON_ZIPF, zipf
-
     words = [w for w in _ALIAS_SPLIT.split(alias.casefold().lstrip(masking.CONTEXT_ONLY)) if w]
     return all(w.isalpha() and zipf(w) >= COMMON_ZIPF for w in words)
 
@@ -209,8 +208,6 @@ def check_identity(text: str, terms: Iterable[str] = ()) -> Masked:
     leaves, every suspect span an admin should look at before reviewers see the output
     (tasks/blinding/suspects.py), and "too long to check" for a text beyond the checks'
     bound. Run when an output is stored, not on a reviewer's request."""
-    from tasks.blinding import suspects
-
     text = text or ""
     shown = mask_identity(text, terms)
     more = suspects.holds(text, tuple(terms), shown.findings)

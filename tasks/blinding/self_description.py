@@ -17,6 +17,8 @@ from functools import lru_cache
 from ahocorasick_rs import AhoCorasick
 
 from tasks.blinding import terms as data
+from tasks.blinding.languages import LANGUAGES, Language
+from tasks.blinding.patterns import alternation  # the names' patterns: the same rules for vendors
 from tasks.blinding.skeleton import read_as
 
 _VERBS = (
@@ -83,10 +85,6 @@ def may_occur(folded: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    from tasks.blinding.masking import (
-        alternation,  # the names' patterns: the same rules for vendors
-    )
-
     vendors = alternation(data.VENDORS)
     suffixes = "|".join(data.VENDOR_SUFFIXES)
     maker = re.compile(
@@ -250,9 +248,6 @@ def _words_pattern(words) -> re.Pattern:
 def language_patterns() -> tuple[tuple[re.Pattern, re.Pattern | None, tuple[str, ...], bool], ...]:
     """(pattern, the sentence words it needs or None when it names the speaker itself,
     hints, some hint is ASCII) for every template."""
-    from tasks.blinding.languages import LANGUAGES, Language
-    from tasks.blinding.masking import alternation
-
     english = next(lang for lang in LANGUAGES if lang.code == "en")
     vendors = alternation(data.VENDORS)
     suffixes = "|".join(data.VENDOR_SUFFIXES)
@@ -336,8 +331,6 @@ def language_spans(view: str, folded: str):
 @lru_cache(maxsize=1)
 def _ai_words() -> re.Pattern:
     """Every language's words for an AI (not for the speaker), as the view reads them."""
-    from tasks.blinding.languages import LANGUAGES
-
     words = {w for lang in LANGUAGES for w in lang.ai} - {"model", "modell", "modelo", "modèle"}
     words |= {"A.I.", "LLM", "LLMs", "chatbot", "language model", "AI model", "AI assistant",
               "neural network", "generative AI", "large language model", "foundation model"}  # fmt: skip

@@ -3,35 +3,23 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
-from tasks.blinding.hold import (
-    IdentityNotHeld,
-    MaskInvalid,
-    generation_identity_approve,
-    generations_identity_approve,
-    mask_spans_checked,
-)
 from tasks.campaigns.definition import (
     CONTENDER_KEYS,
-    ENV_RE,
     INSTRUCTIONS_MAX_CHARS,
-    KEY_RE,
-    LEVELS,
-    MAX_PRICE,
-    MAX_WEIGHT,
-    PROBE_EVERY_MAX,
-    SCALE_LIMIT,
-    SLUG_RE,
     DefinitionError,
     campaign_create,
     campaign_instructions_set,
 )
+from tasks.campaigns.definition_schema import DEFINITION_SCHEMA
 from tasks.campaigns.rosters import (
     ROSTER_KEYS,
     ROSTER_SCHEMA,
@@ -39,14 +27,12 @@ from tasks.campaigns.rosters import (
     rosters_json,
     rosters_read,
 )
-from tasks.campaigns.score_turns import SCORE_TURNS_SCHEMA
 from tasks.campaigns.selectors import (
-    campaign_held_outputs,
     campaign_list,
     campaign_progress,
-    held_outputs,
 )
 from tasks.generation.outputs_export import export_filename, outputs_jsonl
+from tasks.generation.outputs_import import outputs_import
 from tasks.generation.prices import definition_prices, from_data
 from tasks.generation.providers.imported import ImportErrors
 from tasks.generation.services import (
@@ -55,12 +41,11 @@ from tasks.generation.services import (
     generation_cancel,
     generation_enqueue,
     generation_retry_failed,
-    outputs_import,
 )
-from tasks.models import Campaign, Generation, Mode, Provider
+from tasks.models import Campaign, Contender
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, dict):
@@ -70,7 +55,7 @@ def _jsonable(value):
     return value
 
 
-def definition_value(contender, key: str):
+def definition_value(contender: Contender, key: str) -> Any:
     """One key of a contender as its definition gives it: prices read from the price data
     are given as the data to match (the flat prices null), so posting them back matches."""
     if key == "prices":
@@ -123,195 +108,7 @@ def campaign_json(campaign: Campaign, *, progress: bool = False) -> dict:
     return data
 
 
-# The create_campaign format (tasks.campaigns.definition validates it and lists every problem). A null
-# is refused where a value has a default: leave the key out instead.
-_INTEGER, _NUMBER, _OPTIONAL_NUMBER = (
-    {"type": "integer"},
-    {"type": "number"},
-    {"type": ["number", "null"]},
-)
-PRICE = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_PRICE, "description": "null: 0"}
-_RATES = {
-    "cache_read_per_mtok": PRICE,
-    "cache_write_per_mtok": PRICE,
-    "reasoning_per_mtok": PRICE,
-}
-PRICES = {
-    "type": ["object", "null"],
-    "description": "prices beyond the two flat ones (any price given replaces the price "
-    "data's), or which price data to match (provider, model)",
-    "additionalProperties": False,
-    "properties": {
-        "provider": {"type": "string", "maxLength": 200},
-        "model": {"type": "string", "maxLength": 200},
-        **_RATES,
-        "tiers": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["above_input_tokens"],
-                "additionalProperties": False,
-                "properties": {
-                    "above_input_tokens": {"type": "integer", "minimum": 0},
-                    "price_in_per_mtok": PRICE,
-                    "price_out_per_mtok": PRICE,
-                    **_RATES,
-                },
-            },
-        },
-    },
-}
-DEFINITION_SCHEMA = {
-    "type": "object",
-    "required": ["slug", "testset", "contenders"],
-    "additionalProperties": False,
-    "properties": {
-        "slug": {"type": "string", "pattern": SLUG_RE.pattern},
-        "name": {"type": "string", "maxLength": 200},
-        "testset": {
-            "description": "a test set's name (its latest version) or {name, version}",
-            "oneOf": [
-                {"type": "string", "minLength": 1},
-                {
-                    "type": "object",
-                    "required": ["name"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "name": {"type": "string"},
-                        "version": {"type": ["integer", "null"], "description": "null: latest"},
-                    },
-                },
-            ],
-        },
-        "contenders": {
-            "type": "array",
-            "minItems": 1,
-            "description": "a contender's name (an existing one) or its definition",
-            "items": {
-                "oneOf": [
-                    {"type": "string", "minLength": 1},
-                    {
-                        "type": "object",
-                        "required": ["name"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "name": {"type": "string", "maxLength": 100},
-                            "provider": {"type": "string", "enum": list(Provider.values)},
-                            "base_url": {"type": "string", "maxLength": 200},
-                            "model": {"type": "string", "maxLength": 200},
-                            "api_key_env": {"type": "string", "pattern": f"^$|{ENV_RE.pattern}"},
-                            "params": {
-                                "type": ["object", "null"],
-                                "description": "passed to the provider as given",
-                                "properties": {
-                                    "temperature": {**_OPTIONAL_NUMBER, "minimum": 0, "maximum": 2},
-                                    "top_p": {**_OPTIONAL_NUMBER, "minimum": 0, "maximum": 1},
-                                    "max_tokens": {"type": ["integer", "null"], "minimum": 1},
-                                    "seed": {"type": ["integer", "null"]},
-                                },
-                            },
-                            "system_prompt": {"type": "string", "maxLength": 20000},
-                            "price_in_per_mtok": PRICE,
-                            "price_out_per_mtok": PRICE,
-                            "prices": PRICES,
-                            "version_label": {"type": "string", "maxLength": 100},
-                            "max_concurrency": {**_INTEGER, "minimum": 1, "maximum": 1000},
-                        },
-                    },
-                ]
-            },
-        },
-        "samples_per_task": {**_INTEGER, "minimum": 1, "maximum": 100},
-        "reviewed_samples": {**_INTEGER, "minimum": 1},
-        "overlap": {**_INTEGER, "minimum": 1, "maximum": 20},
-        "mode": {"type": "string", "enum": list(Mode.values)},
-        "rubric": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["key"],
-                "additionalProperties": False,
-                "properties": {
-                    "key": {"type": "string", "pattern": KEY_RE.pattern},
-                    "label": {"type": "string", "maxLength": 100},
-                    "description": {"type": "string", "maxLength": 2000},
-                    "min": {**_INTEGER, "minimum": -SCALE_LIMIT, "maximum": SCALE_LIMIT},
-                    "max": {**_INTEGER, "minimum": -SCALE_LIMIT, "maximum": SCALE_LIMIT},
-                    "anchors": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "level": {"type": "string", "enum": list(LEVELS)},
-                    "direction": {"type": "string", "enum": ["higher", "lower"]},
-                    "max_gap": {**_NUMBER, "minimum": 0, "maximum": 2 * SCALE_LIMIT},
-                    "allow_na": {"type": "boolean"},
-                },
-            },
-        },
-        "weights": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "categories": {
-                    "type": "object",
-                    "additionalProperties": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
-                },
-                "quality": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
-                "stability": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
-                "min_quality": {
-                    **_NUMBER,
-                    "minimum": 0,
-                    "maximum": 1,
-                    "description": "quality floor of the decision score (default: the pass "
-                    "threshold)",
-                },
-            },
-        },
-        "redact": {"type": "array", "items": {"type": "string", "minLength": 1}},
-        "lease_minutes": {**_INTEGER, "minimum": 1, "maximum": 24 * 60},
-        "pass_threshold": {
-            "oneOf": [
-                {**_NUMBER, "minimum": 0, "maximum": 1},
-                {
-                    "type": "object",
-                    "properties": {
-                        t: {**_NUMBER, "minimum": 0, "maximum": 1}
-                        for t in ("base", "advanced", "boundary")
-                    },
-                    "additionalProperties": False,
-                },
-            ],
-            "description": "final quality a sample needs to pass, or one per tier",
-        },
-        "show_reference": {"type": "boolean"},
-        "show_reasoning": {"type": "boolean"},
-        "flags_dispute": {"type": "boolean"},
-        "blinding_probe": {
-            "type": ["object", "null"],
-            "additionalProperties": False,
-            "required": ["every"],
-            "properties": {"every": {**_INTEGER, "minimum": 1, "maximum": PROBE_EVERY_MAX}},
-            "description": "after every N items a reviewer is asked which contender wrote one "
-            "answer of that item (null or absent: never)",
-        },
-        "hold_identity_leaks": {
-            "type": "boolean",
-            "default": True,
-            "description": "an output that names a model keeps its items from reviewers "
-            "until an admin approves its masked view",
-        },
-        "instructions": {"type": "string", "maxLength": INSTRUCTIONS_MAX_CHARS},
-        "reviewers": {
-            **ROSTER_SCHEMA,
-            "description": 'who may review: "all" (everyone with the reviewer role) or usernames',
-        },
-        "arbiters": {
-            **ROSTER_SCHEMA,
-            "description": 'who may arbitrate: "all" (everyone with the arbiter role) or usernames',
-        },
-        "score_turns": SCORE_TURNS_SCHEMA,
-    },
-}
-
-
-def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
+def _admin_campaign(request: AuthedHttpRequest, slug: str) -> Campaign:
     return found_or_404(Campaign.objects.select_related("testset"), "campaign", slug=slug)
 
 
@@ -328,7 +125,7 @@ def _admin_campaign(request: HttpRequest, slug: str) -> Campaign:
         "403": "role",
     },
 )
-def campaigns(request: HttpRequest) -> JsonResponse:
+def campaigns(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(
             {
@@ -392,7 +189,7 @@ roster changed, `returned`: the leases and disputes of people taken off it, back
         "404": "no such campaign",
     },
 )
-def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_detail(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     if request.method == "GET":
         return JsonResponse(campaign_json(campaign, progress=True))
@@ -435,7 +232,7 @@ def campaign_detail(request: HttpRequest, slug: str) -> JsonResponse:
         "reconciler sends them once it is back",
     },
 )
-def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_generate(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     campaign = _admin_campaign(request, slug)
     try:
         queued = generation_enqueue(campaign=campaign)
@@ -453,7 +250,7 @@ def campaign_generate(request: HttpRequest, slug: str) -> JsonResponse:
     "again); with nothing queued or running, nothing changes.",
     responses={"200": '{"cancelled": n}', "404": "no such campaign"},
 )
-def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_cancel(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     return JsonResponse({"cancelled": generation_cancel(campaign=_admin_campaign(request, slug))})
 
 
@@ -468,7 +265,7 @@ def campaign_cancel(request: HttpRequest, slug: str) -> JsonResponse:
         "503": '{"error": "...", "queued": n}: queued, but the broker is unreachable',
     },
 )
-def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
+def campaign_retry_failed(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     try:
         count = generation_retry_failed(campaign=_admin_campaign(request, slug))
     except GenerationNotSent as exc:
@@ -514,7 +311,7 @@ def campaign_retry_failed(request: HttpRequest, slug: str) -> JsonResponse:
     too_big="import a bigger file on the server with "
     "`manage.py import_outputs FILE --campaign SLUG --contender NAME`",
 )
-def campaign_outputs(request: HttpRequest, slug: str) -> HttpResponseBase:
+def campaign_outputs(request: AuthedHttpRequest, slug: str) -> HttpResponseBase:
     campaign = _admin_campaign(request, slug)
     name = request.GET.get("contender", "")
     if request.method == "GET":
@@ -544,7 +341,7 @@ def _outputs_download(campaign: Campaign, contender: str | None) -> StreamingHtt
     return response
 
 
-def _outputs_file(request: HttpRequest) -> bytes:
+def _outputs_file(request: AuthedHttpRequest) -> bytes:
     if request.content_type != "multipart/form-data":
         return request.body
     # A form upload (curl -F file=@vendor.jsonl), as the test-set and review-record imports
@@ -555,130 +352,3 @@ def _outputs_file(request: HttpRequest) -> bytes:
     if upload.size > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
         raise RequestDataTooBig  # the 413 a raw body of that size gets
     return upload.read()
-
-
-@api_endpoint(
-    ADMIN,
-    methods=("POST",),
-    summary="Approve the masked view of an output held because it names a model or vendor "
-    "(campaign setting hold_identity_leaks): reviewers then get it masked, and its review "
-    "items open once their other outputs are ready. No body.",
-    responses={
-        "200": '{"output": id, "approved_by": "...", "approved_at": "...", "items_opened": n}',
-        "404": "no such campaign, or no such self-identifying output in it",
-        "409": "the output is not held (already approved, or never held)",
-    },
-)
-def campaign_output_approve_identity(
-    request: HttpRequest, slug: str, output_id: int
-) -> JsonResponse:
-    campaign = _admin_campaign(request, slug)
-    generation = found_or_404(
-        Generation.objects.filter(campaign=campaign, identity_leak=True),
-        "self-identifying output",
-        pk=output_id,
-    )
-    try:
-        opened = generation_identity_approve(generation=generation, user=request.user)
-    except IdentityNotHeld as exc:
-        raise ApiError(str(exc), status=409) from None
-    generation.refresh_from_db(fields=["identity_approved_at"])
-    return JsonResponse(
-        {
-            "output": generation.pk,
-            "approved_by": request.user.get_username(),
-            "approved_at": generation.identity_approved_at.isoformat(),
-            "items_opened": opened,
-        }
-    )
-
-
-@api_endpoint(
-    ADMIN,
-    LEAD,
-    summary="The outputs reviewers will be shown that are held, waiting for an admin to "
-    "approve their masked view: id, task, contender, sample, reasons "
-    '[{"text", "reason", "start", "end"}] (offsets in the output as stored; past its end: in '
-    "its transcript), masks (spans an admin masked by hand, with who and when) and the text "
-    "reviewers will get.",
-    responses={"200": '{"outputs": [...]}', "404": "no such campaign"},
-)
-def campaign_held_outputs_view(request: HttpRequest, slug: str) -> JsonResponse:
-    campaign = _admin_campaign(request, slug)
-    rows = campaign_held_outputs(campaign=campaign)
-    return JsonResponse(
-        {"outputs": [{k: v for k, v in row.items() if k != "parts"} for row in rows]}
-    )
-
-
-HELD_APPROVE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
-        "all": {"type": "boolean", "description": "approve every held output of the campaign"},
-        "mask": {
-            "type": "array",
-            "items": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-            "description": "with exactly one id: [start, end] spans of its output (offsets "
-            "in characters) masked for reviewers before it is approved",
-        },
-    },
-}
-
-
-@api_endpoint(
-    ADMIN,
-    methods=("POST",),
-    summary='Approve held outputs in bulk: {"ids": [...]} or {"all": true}. With one id, '
-    '{"mask": [[start, end], ...]} masks those spans of its output for reviewers first '
-    "(recorded with who and when). Their review items open once their other outputs are ready.",
-    body={"application/json": {"schema": HELD_APPROVE_SCHEMA}},
-    responses={
-        "200": '{"approved": [ids], "items_opened": n}',
-        "400": "neither ids nor all, both, a mask with more than one id, or a span that does "
-        "not fit the output",
-        "404": "no such campaign, or an id that is not a held output of it",
-        "409": "the output to mask is not held (approved meanwhile)",
-    },
-)
-def campaign_held_outputs_approve(request: HttpRequest, slug: str) -> JsonResponse:
-    campaign = _admin_campaign(request, slug)
-    body = json_body(request)
-    ids, everything, mask = body.get("ids"), body.get("all"), body.get("mask")
-    unknown = sorted(set(body) - {"ids", "all", "mask"})
-    if unknown:
-        raise ApiError(f"unknown keys: {', '.join(unknown)}")
-    if (ids is None) == (everything is not True):
-        raise ApiError('give either "ids": [...] or "all": true')
-    if ids is not None and (
-        not isinstance(ids, list)
-        or not ids
-        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-    ):
-        raise ApiError("ids: must be a non-empty list of output ids")
-    if mask is not None:
-        return _approve_masked(request, campaign, ids or [], mask)
-    if ids is not None:
-        held = set(held_outputs(campaign).filter(pk__in=ids).values_list("pk", flat=True))
-        missing = [i for i in ids if i not in held]
-        if missing:
-            raise ApiError(
-                f"not held outputs of this campaign: {', '.join(map(str, missing))}", status=404
-            )
-    return JsonResponse(generations_identity_approve(campaign=campaign, ids=ids, user=request.user))
-
-
-def _approve_masked(request: HttpRequest, campaign: Campaign, ids: list, mask) -> JsonResponse:
-    """One output's approve with hand-masked spans."""
-    if len(ids) != 1:
-        raise ApiError('mask: give exactly one output in "ids"')
-    generation = found_or_404(held_outputs(campaign), "held output", pk=ids[0])
-    try:
-        spans = mask_spans_checked(mask, generation.output or "")
-        opened = generation_identity_approve(generation=generation, user=request.user, mask=spans)
-    except MaskInvalid as exc:
-        raise ApiError("nothing approved", errors=exc.errors) from None
-    except IdentityNotHeld as exc:
-        raise ApiError(str(exc), status=409) from None
-    return JsonResponse({"approved": [generation.pk], "items_opened": opened})

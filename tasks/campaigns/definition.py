@@ -15,6 +15,7 @@ import yaml
 from django.db import IntegrityError, transaction
 
 from evalsite.uploads import strict_json, strict_yaml, yaml_problem
+from tasks import review_side
 from tasks.blinding.campaign_texts import (
     blinding_refusals,
     blinding_terms,
@@ -26,19 +27,18 @@ from tasks.campaigns.definition_reader import DefinitionReader
 from tasks.campaigns.gates import read_gates
 from tasks.campaigns.policy import read_review_policy
 from tasks.campaigns.rosters import ROSTER_KEYS, Roster, roster_users_store, rosters_read
-from tasks.campaigns.score_turns import score_turns_read
+from tasks.campaigns.rubric import rubric_validate
+from tasks.campaigns.score_turns import score_turns_read, score_turns_warnings
 from tasks.campaigns.thresholds import read_pass_threshold
 from tasks.generation.prices import pricing_read, same_prices, table_of
 from tasks.generation.sample_seed import DERIVED, FIXED
 from tasks.generation.sample_seed import MODES as SEED_MODES
+from tasks.generation.services import generation_rows_create
 from tasks.models import Campaign, Contender, Mode, Provider, TestSet
-from tasks.signals import outputs_changed
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$")
 RESERVED_SLUGS = {"new"}  # /campaigns/new/ is the creation page
-KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-LEVELS = ("ordinal", "interval", "ratio", "nominal")
 CAMPAIGN_KEYS = {
     "slug",
     "name",
@@ -83,18 +83,6 @@ CONTENDER_KEYS = {
     "version_label",
     "max_concurrency",
 }
-DIMENSION_KEYS = {
-    "key",
-    "label",
-    "description",
-    "min",
-    "max",
-    "anchors",
-    "level",
-    "direction",
-    "max_gap",
-    "allow_na",
-}
 
 
 class DefinitionError(Exception):
@@ -136,92 +124,10 @@ def campaign_definition_load(text: str, *, filename: str = "") -> dict:
 
 # Bounds that keep every number storable and every figure computable: prices fit
 # Contender's DecimalField(12, 6), and the statistics work in floats.
-SCALE_LIMIT = 1000
-MAX_SCALE_STEPS = 100
 MAX_PRICE = 999_999
 MAX_WEIGHT = 1000
-# Sane bounds of what a reviewer's page carries: a rubric past them is a mistake (a pasted
-# file), and each dimension is drawn, masked and checked on every review page.
-MAX_DIMENSIONS = 50
-ANCHOR_MAX_CHARS = 2000
+# A sane bound of what a reviewer's page carries: each word is masked on every review page.
 MAX_REDACT_WORDS = 1000
-
-
-def _dimension(raw, index: int, r: DefinitionReader) -> dict | None:
-    where = f"rubric[{index}]."
-    if not isinstance(raw, dict):
-        r.errors.append(f"rubric[{index}]: must be an object")
-        return None
-    r.unknown(raw, DIMENSION_KEYS, where)
-    key = r.string(raw, "key", where, required=True, max_len=63)
-    if key and not KEY_RE.match(key):
-        r.errors.append(f"{where}key: lowercase letters, digits and _ (starting with a letter)")
-    lo = r.integer(raw, "min", where, default=1, lo=-SCALE_LIMIT, hi=SCALE_LIMIT)
-    hi = r.integer(raw, "max", where, default=5, lo=-SCALE_LIMIT, hi=SCALE_LIMIT)
-    if isinstance(lo, int) and isinstance(hi, int) and hi <= lo:
-        r.errors.append(f"{where}max: must be greater than min")
-    elif isinstance(lo, int) and isinstance(hi, int) and hi - lo > MAX_SCALE_STEPS:
-        # The review page draws one button per point.
-        r.errors.append(f"{where}max: a scale has at most {MAX_SCALE_STEPS + 1} points")
-    anchors_raw = raw.get("anchors") or {}
-    anchors = {}
-    if not isinstance(anchors_raw, dict):
-        r.errors.append(f"{where}anchors: must be an object mapping a point to its text")
-    else:
-        for point, text in anchors_raw.items():
-            try:
-                number = int(str(point))
-            except ValueError:
-                r.errors.append(f"{where}anchors.{point}: must be a point of the scale")
-                continue
-            if isinstance(lo, int) and isinstance(hi, int) and not lo <= number <= hi:
-                r.errors.append(f"{where}anchors.{point}: outside {lo}..{hi}")
-            if not isinstance(text, str):
-                r.errors.append(f"{where}anchors.{point}: must be a string")
-                continue
-            if len(text) > ANCHOR_MAX_CHARS:
-                r.errors.append(
-                    f"{where}anchors.{point}: at most {ANCHOR_MAX_CHARS:,} characters "
-                    f"(this one has {len(text):,})"
-                )
-                continue
-            anchors[str(number)] = text
-    level = raw.get("level", "ordinal")
-    if level not in LEVELS:
-        r.errors.append(f"{where}level: one of {', '.join(LEVELS)}")
-    direction = raw.get("direction", "higher")
-    if direction not in ("higher", "lower"):
-        r.errors.append(f"{where}direction: 'higher' or 'lower' (which end is better)")
-    return {
-        "key": key,
-        "label": r.string(raw, "label", where, max_len=100) or key.replace("_", " ").capitalize(),
-        "description": r.string(raw, "description", where, max_len=2000),
-        "min": lo,
-        "max": hi,
-        "anchors": dict(sorted(anchors.items(), key=lambda kv: int(kv[0]))),
-        "level": level,
-        "direction": direction,
-        "max_gap": r.number(raw, "max_gap", where, default=1, lo=0, hi=2 * SCALE_LIMIT),
-        "allow_na": r.boolean(raw, "allow_na", where, False),
-    }
-
-
-def rubric_validate(raw) -> tuple[list[dict], list[str]]:
-    """A definition's rubric read once: its dimensions with every default filled in, and every
-    problem as "rubric[1].max: must be greater than min". Definition files, the API, the
-    campaign form's text box and its rubric builder (tasks/campaigns/rubric_builder.py) all read a
-    rubric here."""
-    errors: list[str] = []
-    if not isinstance(raw, list):
-        return [], ["rubric: must be a list of dimensions"]
-    if len(raw) > MAX_DIMENSIONS:
-        return [], [f"rubric: at most {MAX_DIMENSIONS} dimensions (this one has {len(raw)})"]
-    r = DefinitionReader(errors)
-    rubric = [dim for i, item in enumerate(raw) if (dim := _dimension(item, i, r)) is not None]
-    keys = [d["key"] for d in rubric]
-    for key in sorted({k for k in keys if keys.count(k) > 1}):
-        errors.append(f"rubric: dimension {key!r} appears twice")
-    return rubric, errors
 
 
 def _decimal(value) -> Decimal:
@@ -333,23 +239,17 @@ def campaign_definition_validate(data: dict) -> ValidDefinition:
     read_gates(data, weights, errors)  # into weights["gates"], as the per-tier thresholds
     _sample_seeds_read(data, weights, errors)
     _slice_by_read(data, weights, errors)
-    read_review_policy(data, weights, testset, errors)  # into weights["review_policy"]
+    # into weights["review_policy"]; its judge calibrated for this mode and rubric
+    read_review_policy(data, weights, testset, errors, asked=(mode, rubric))
     redact = _redact_read(data, errors)
     instructions = r.string(data, "instructions", "", max_len=INSTRUCTIONS_MAX_CHARS).strip()
-    _blinding_check(
-        slug=slug,
-        name=name,
-        rubric=rubric,
-        instructions=instructions,
-        redact=redact,
-        contenders=contenders,
-        testset=testset,
-        errors=errors,
+    shown = ShownTexts(
+        slug=slug, name=name, rubric=rubric, instructions=instructions, redact=redact
     )
+    _blinding_check(shown, contenders=contenders, testset=testset, errors=errors)
     rosters = rosters_read(data, errors, warnings)
-    score_turns = score_turns_read(
-        data, rubric=rubric, mode=mode, testset=testset, errors=errors, warnings=warnings
-    )
+    score_turns = score_turns_read(data, rubric=rubric, mode=mode, errors=errors)
+    warnings += score_turns_warnings(score_turns, testset)
     campaign = {
         "slug": slug,
         "name": name,
@@ -539,32 +439,36 @@ def _redact_read(data: dict, errors: list[str]) -> list:
     return redact
 
 
+@dataclass
+class ShownTexts:
+    """A definition's texts reviewers read that could name a contender, and its own words to
+    mask (`redact`, as given)."""
+
+    slug: str
+    name: str
+    rubric: list[dict]
+    instructions: str
+    redact: list
+
+
 def _blinding_check(
-    *,
-    slug: str,
-    name: str,
-    rubric: list[dict],
-    instructions: str,
-    redact: list,
-    contenders: list[dict],
-    testset: TestSet | None,
-    errors: list[str],
+    shown: ShownTexts, *, contenders: list[dict], testset: TestSet | None, errors: list[str]
 ) -> None:
     """What reviewers read that could name a contender is refused, with the words found: the
     slug (in every reviewer's URL), the name (every page's title and heading), the rubric's
     keys, labels, descriptions and anchors, the instructions and the test set's categories.
     Masking would hide most of them, but a masked heading or question tells as much as the
     name (a campaign "[redacted] vs the rest"), and keys and names are shown as written."""
-    terms = blinding_terms(redact=redact, contenders=contenders)
-    if slug and (named := quoted_identity_words(slug, terms)):
+    terms = blinding_terms(redact=shown.redact, contenders=contenders)
+    if shown.slug and (named := quoted_identity_words(shown.slug, terms)):
         # The slug is in every reviewer's URL (page, form actions, API), where nothing can
         # mask it.
         errors.append(
             f"slug: names a model, a vendor or a redacted term ({named}); it is in every "
             "reviewer's URL, where it cannot be masked: choose a neutral slug"
         )
-    texts = {"name": name, "instructions": instructions}
-    for i, d in enumerate(rubric):
+    texts = {"name": shown.name, "instructions": shown.instructions}
+    for i, d in enumerate(shown.rubric):
         texts[f"rubric[{i}].key"] = d.get("key") or ""
         texts[f"rubric[{i}].label"] = d.get("label") or ""
         texts[f"rubric[{i}].description"] = d.get("description") or ""
@@ -629,8 +533,6 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     Contenders are created or reused by name; the test set is frozen; one generation row per
     (task, contender, sample) is created (pending, not yet queued).
     """
-    from tasks.generation.services import generation_rows_create
-
     valid = (
         definition
         if isinstance(definition, ValidDefinition)
@@ -659,7 +561,7 @@ def campaign_create(*, definition: dict | ValidDefinition, user=None) -> tuple[C
     roster_users_store(campaign=campaign, rosters=valid.rosters)
     generation_rows_create(campaign=campaign)
     # Review items exist (waiting) from the start; finishing generations only open them.
-    outputs_changed.send(sender=Campaign, campaign=campaign)
+    review_side.review_items_sync(campaign=campaign)
     return campaign, valid.warnings
 
 

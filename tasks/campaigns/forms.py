@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import re
 
-import yaml
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from evalsite.roles import ARBITER, REVIEWER
-from evalsite.uploads import strict_yaml, yaml_problem
 from tasks.campaigns import rubric_builder
 from tasks.campaigns.definition import (
     INSTRUCTIONS_MAX_CHARS,
@@ -25,6 +23,7 @@ from tasks.campaigns.definition import (
     contender_validate,
 )
 from tasks.campaigns.rosters import ALL, rosters_read
+from tasks.campaigns.structured import structured_value
 from tasks.models import Contender, Mode, Provider, TestSet
 
 PROVIDER_CHOICES = Provider.choices
@@ -33,22 +32,6 @@ PROVIDER_CHOICES = Provider.choices
 def _field_of(error: str, fields) -> str | None:
     head = re.split(r"[.\[:]", error, maxsplit=1)[0].strip()
     return head if head in fields else None
-
-
-def _structured(text: str, label: str):
-    text = (text or "").strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return strict_yaml(text)
-    except yaml.YAMLError as exc:
-        raise forms.ValidationError(
-            f"{label} is neither valid JSON nor valid YAML ({yaml_problem(exc)})"
-        ) from None
 
 
 def _stock_messages(label: str, field: forms.Field) -> dict[str, str]:
@@ -191,7 +174,7 @@ class ContenderForm(LabelledForm):
             self.fields[price].help_text = self[price].help_text = text
 
     def clean_params(self):
-        value = _structured(self.cleaned_data.get("params", ""), "Params")
+        value = structured_value(self.cleaned_data.get("params", ""), "Params")
         if value is not None and not isinstance(value, dict):
             raise forms.ValidationError("Params must be an object")
         return value or {}
@@ -457,7 +440,7 @@ class CampaignForm(LabelledForm):
             if self.cleaned_data.get("mode") == Mode.PAIRWISE:
                 return []
             return rubric_builder.rubric_from_post(self.data)
-        value = _structured(self.cleaned_data.get("rubric", ""), "Rubric")
+        value = structured_value(self.cleaned_data.get("rubric", ""), "Rubric")
         if value is not None and not isinstance(value, list):
             raise forms.ValidationError("Rubric must be a list of dimensions")
         return value or []

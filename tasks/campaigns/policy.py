@@ -3,20 +3,28 @@ review only the items its rules select, plus a random audit share (the review si
 ``reviews/policy/``).
 
 ```json
-"review_policy": {"judge": "judge-a",
+"review_policy": {"judge": "judge-a", "calibration": "panel-campaign",
                   "humans": ["judge_uncertain", "checks_failed", "tier:boundary", "case_type:edge"],
                   "audit_share": 0.1}
 ```
+
+A judge settles items only where people have shown it agrees with them: it must be
+`calibrated` on the campaign named by ``calibration`` for every rubric dimension of this
+campaign (and for the preference when this campaign asks one), unless
+``"allow_uncalibrated": true`` lets it in on purpose, which the campaign page and report then
+repeat. A policy that names neither key lets the judge in the same way, said the same way; one
+that sets ``"allow_uncalibrated": false`` must name its calibration. The verdicts are the review side's (tasks/review_side.py): tasks never imports reviews.
 
 Read into ``weights["review_policy"]`` (beside the gates), every problem reported at once.
 """
 
 from __future__ import annotations
 
+from tasks import review_side
 from tasks.campaigns.definition_reader import DefinitionReader
-from tasks.models import CaseType, Judge, TestSet, Tier
+from tasks.models import Campaign, CaseType, Judge, Mode, TestSet, Tier
 
-POLICY_KEYS = {"judge", "humans", "audit_share"}
+POLICY_KEYS = {"judge", "humans", "audit_share", "calibration", "allow_uncalibrated"}
 # Rules without an argument; "tier:<tier>" and "case_type:<case type>" name one of the test
 # set's tiers or case types.
 PLAIN_RULES = ("judge_uncertain", "checks_failed")
@@ -25,10 +33,16 @@ DEFAULT_AUDIT_SHARE = 0.1
 
 
 def read_review_policy(
-    data: dict, weights: dict, testset: TestSet | None, errors: list[str]
+    data: dict,
+    weights: dict,
+    testset: TestSet | None,
+    errors: list[str],
+    *,
+    asked: tuple[str, list[dict]],
 ) -> None:
     """Check ``data["review_policy"]`` and store the checked policy in
-    ``weights["review_policy"]`` (absent or null: no policy, people review every item)."""
+    ``weights["review_policy"]`` (absent or null: no policy, people review every item).
+    ``asked``: the campaign's mode and rubric, which its judge must be calibrated for."""
     weights.pop("review_policy", None)
     policy = data.get("review_policy")
     if policy is None:
@@ -46,8 +60,84 @@ def read_review_policy(
     humans = _rules_read(policy.get("humans", []), testset, errors)
     # Out of range or not a number: the reader records why (and the definition is refused).
     share = r.number(policy, "audit_share", where, default=DEFAULT_AUDIT_SHARE, lo=0, hi=1)
-    if judge and humans is not None and share is not None:
-        weights["review_policy"] = {"judge": judge, "humans": humans, "audit_share": float(share)}
+    trust = _calibration_read(policy, judge, asked, errors)
+    if judge and humans is not None and share is not None and trust is not None:
+        weights["review_policy"] = {
+            "judge": judge,
+            "humans": humans,
+            "audit_share": float(share),
+            **trust,
+        }
+
+
+def _calibration_read(
+    policy: dict, judge: str, asked: tuple[str, list[dict]], errors: list[str]
+) -> dict | None:
+    """{"calibration": slug | None, "allow_uncalibrated": bool}, or None when the judge may
+    not settle this campaign's items (each reason appended to `errors`)."""
+    allow = policy.get("allow_uncalibrated", False)
+    if not isinstance(allow, bool):
+        errors.append("review_policy.allow_uncalibrated: must be true or false")
+        return None
+    slug = policy.get("calibration")
+    if slug is None and (allow or "allow_uncalibrated" not in policy):
+        # A policy naming neither (the definition's first form) lets the judge in unchecked:
+        # the campaign page and report then say so, as for allow_uncalibrated.
+        return {"calibration": None, "allow_uncalibrated": True}
+    if not isinstance(slug, str) or not slug:
+        errors.append(
+            "review_policy.calibration: required (the slug of the campaign whose reviewers "
+            'the judge was calibrated against), or "allow_uncalibrated": true to let an '
+            "uncalibrated judge settle items"
+        )
+        return None
+    source = Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN).filter(slug=slug).first()
+    if source is None:
+        errors.append(f"review_policy.calibration: no campaign {slug!r}")
+        return None
+    judge_row = Judge.objects.filter(name=judge).first()
+    if judge_row is None:
+        return None  # the judge's own error is reported
+    verdicts = review_side.judge_verdicts(judge=judge_row, campaign=source)
+    problems = calibration_refusals(verdicts, asked, allow=allow, names=(judge, slug))
+    errors += problems
+    return None if problems else {"calibration": slug, "allow_uncalibrated": allow}
+
+
+def calibration_refusals(
+    verdicts: dict, asked: tuple[str, list[dict]], *, allow: bool, names: tuple[str, str]
+) -> list[str]:
+    """Why the judge may not settle a campaign of this mode and rubric (pure): a dimension
+    the calibration campaign's rubric lacks, a preference it never asked for, or (unless
+    ``allow``) a verdict other than calibrated, each in words."""
+    judge, slug = names
+    mode, rubric = asked
+    keys = [d["key"] for d in rubric or [] if isinstance(d, dict) and d.get("key")]
+    problems = [
+        f"review_policy.calibration: {slug}'s rubric has no dimension {key!r} (it has "
+        f"{', '.join(verdicts['rubric']) or 'none'}), so {judge} was never checked on it"
+        for key in keys
+        if key not in verdicts["rubric"]
+    ]
+    wants_preference = mode != Mode.RUBRIC
+    if wants_preference and verdicts["preference"] is None:
+        problems.append(
+            f"review_policy.calibration: {slug} asks reviewers no preference, so {judge}'s "
+            "preference was never checked; name a campaign in pairwise or both mode"
+        )
+    if problems or allow:
+        return problems
+    found = [(key, verdicts["dimensions"].get(key) or {}) for key in keys]
+    if wants_preference:
+        found.append(("the preference", verdicts["preference"]))
+    return [
+        f"review_policy.judge: {judge} is not calibrated on {slug} for {what} "
+        f"({v.get('verdict') or 'not judged'}: {v.get('reason') or 'no judgement of it'}); "
+        'judge that campaign and settle more items, or set "allow_uncalibrated": true to let '
+        "it settle items anyway (the campaign page and report will say so)"
+        for what, v in found
+        if v.get("verdict") != "calibrated"
+    ]
 
 
 def _judge_read(policy: dict, r: DefinitionReader) -> str:

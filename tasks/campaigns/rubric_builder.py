@@ -26,8 +26,9 @@ from evalsite.roles import ADMIN, role_required
 from tasks import review_side
 from tasks.blinding.campaign_texts import blinding_terms
 from tasks.blinding.render import labels
-from tasks.campaigns.definition import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
+from tasks.campaigns.rubric import DIMENSION_KEYS, LEVELS, MAX_SCALE_STEPS, rubric_validate
 from tasks.campaigns.rubric_templates import DEFAULT_TEMPLATE, TEMPLATES
+from tasks.campaigns.structured import structured_value
 from tasks.models import Campaign, Contender, Mode
 
 TEMPLATE = "tasks/_rubric_builder.html"
@@ -273,9 +274,7 @@ def error_slots(rows: list[dict]) -> list[dict]:
 
 
 def _read_text(text: str):
-    from tasks.campaigns.forms import _structured  # the form's own YAML/JSON reading
-
-    return _structured(text, "Rubric")
+    return structured_value(text, "Rubric")
 
 
 def _mode(data: Mapping) -> str:

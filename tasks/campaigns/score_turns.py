@@ -11,6 +11,7 @@ be given too. Definition files, the API and the campaign form all read it here.
 from __future__ import annotations
 
 from tasks.campaigns.definition_reader import DefinitionReader
+from tasks.campaigns.rubric import KEY_RE, MAX_SCALE_STEPS, SCALE_LIMIT
 from tasks.models import Mode, TestSet
 
 SCORE_TURNS_KEYS = ("dimension", "label", "min", "max", "max_gap")
@@ -31,18 +32,10 @@ SHAPE = '{"dimension": "turn_quality", "min": 1, "max": 5}'
 
 
 def score_turns_read(
-    data: dict,
-    *,
-    rubric: list[dict],
-    mode: str,
-    testset: TestSet | None,
-    errors: list[str],
-    warnings: list[str],
+    data: dict, *, rubric: list[dict], mode: str, errors: list[str]
 ) -> dict | None:
-    """The definition's `score_turns` with its defaults filled in, or None (off). Problems go
-    to `errors` as "score_turns.max: must be greater than min", notes to `warnings`."""
-    from tasks.campaigns.definition import KEY_RE, MAX_SCALE_STEPS, SCALE_LIMIT
-
+    """The definition's `score_turns` with its defaults filled in, or None (off or refused).
+    Problems go to `errors` as "score_turns.max: must be greater than min"."""
     raw = data.get("score_turns")
     if raw is None:
         return None
@@ -75,13 +68,6 @@ def score_turns_read(
         )
     if len(errors) > before:
         return None
-    if testset is not None and not any(
-        turns for turns in testset.tasks.values_list("turns", flat=True)
-    ):
-        warnings.append(
-            f"score_turns: {testset} has no conversation task (none has turns), so no turn "
-            "is scored; only the final reply is"
-        )
     return {
         "dimension": dimension,
         "label": label or dimension.replace("_", " ").capitalize(),
@@ -89,3 +75,15 @@ def score_turns_read(
         "max": hi,
         "max_gap": gap,
     }
+
+
+def score_turns_warnings(score_turns: dict | None, testset: TestSet | None) -> list[str]:
+    """The note for per-turn scores of a test set with no conversation task."""
+    if score_turns is None or testset is None:
+        return []
+    if any(turns for turns in testset.tasks.values_list("turns", flat=True)):
+        return []
+    return [
+        f"score_turns: {testset} has no conversation task (none has turns), so no turn "
+        "is scored; only the final reply is"
+    ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, LEAD, role_required
 from tasks.campaigns.search import campaign_search
 from tasks.campaigns.selectors import campaign_get
@@ -14,7 +14,7 @@ from tasks.campaigns.selectors import campaign_get
 
 @require_GET
 @role_required(ADMIN, LEAD)
-def campaign_search_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_search_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """A GET form (the query in the URL, to share); htmx swaps only the results as one types."""
     campaign = campaign_get(slug=slug)
     results = campaign_search(campaign=campaign, query=request.GET.get("q", ""))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, Sum
+from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -12,8 +14,13 @@ from django.utils import timezone
 from tasks import review_side
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
-from tasks.blinding.hold import output_shown
+from tasks.blinding.hold import generation_hand_masked, generation_texts, output_shown
+from tasks.blinding.masking import Finding
+from tasks.blinding.parts import ANSWER, mask_part, part_label, shown_texts
 from tasks.models import Campaign, Contender, Generation
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 S = Generation.Status
 RATE_WINDOW = 60  # seconds of finished rows the rate is measured over
@@ -36,7 +43,16 @@ def campaign_get(*, slug: str) -> Campaign:
     return get_object_or_404(Campaign.objects.select_related("testset"), slug=slug)
 
 
-def campaign_list() -> list[dict]:
+class CampaignCounts(TypedDict):
+    """What campaign_list annotates on each campaign."""
+
+    total: int
+    done: int
+    failed: int
+    n_contenders: int
+
+
+def campaign_list() -> list[WithAnnotations[Campaign, CampaignCounts]]:
     campaigns = (
         Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN)
         .select_related("testset")
@@ -100,7 +116,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     }
 
 
-def _done_rate(done: int, first, *, now, since) -> float:
+def _done_rate(done: int, first: datetime | None, *, now: datetime, since: datetime) -> float:
     """Outputs done per second since `first` (the earliest start among them)."""
     if not done or first is None:
         return 0.0
@@ -108,7 +124,9 @@ def _done_rate(done: int, first, *, now, since) -> float:
     return done / max(elapsed, RATE_MIN_SECONDS)
 
 
-def _contender_counts(*, campaign: Campaign, since, now):
+def _contender_counts(
+    *, campaign: Campaign, since: datetime, now: datetime
+) -> QuerySet[Generation, Mapping[str, Any]]:
     """Per contender (by name): its rows by state (running under a live lease at `now`, or
     stalled), those done since `since` and the earliest start among them, retries, timings,
     cost, checks and identity leaks."""
@@ -144,7 +162,7 @@ def _contender_counts(*, campaign: Campaign, since, now):
     )
 
 
-def _contender_progress(row: dict, rate: float) -> dict:
+def _contender_progress(row: Mapping[str, Any], rate: float) -> dict:
     """One contender's line: its counts, what remains, its rate and ETA, timings and checks."""
     remaining = row["queued"] + row["running"] + row["stalled"]
     eta = remaining / rate if rate and remaining else None
@@ -169,7 +187,7 @@ def _contender_progress(row: dict, rate: float) -> dict:
     }
 
 
-def campaign_failures(*, campaign: Campaign, limit: int = 50) -> list[dict]:
+def campaign_failures(*, campaign: Campaign, limit: int = 50) -> list[Mapping[str, Any]]:
     """Failed rows with the provider's message: admins only (never reviewers)."""
     return list(
         Generation.objects.filter(campaign=campaign, status=S.FAILED)
@@ -224,7 +242,9 @@ OUTPUT_FILTERS = {
 }
 
 
-def campaign_outputs(*, campaign: Campaign, only: str = "", contender: str = ""):
+def campaign_outputs(
+    *, campaign: Campaign, only: str = "", contender: str = ""
+) -> QuerySet[Generation]:
     """The campaign's generations for reading (admins and leads): done ones with their text,
     or the failed ones, optionally one contender's; in task order."""
     rows = Generation.objects.filter(campaign=campaign).filter(OUTPUT_FILTERS[only][1])
@@ -237,13 +257,13 @@ def campaign_outputs(*, campaign: Campaign, only: str = "", contender: str = "")
 
 def finding_rows(findings: list[dict] | None) -> list[dict]:
     """A stored output's findings, each matched text and reason once (in order of appearance)."""
-    rows = {}
+    rows: dict[tuple[str, str], None] = {}
     for f in findings or []:
         rows.setdefault((f.get("text", ""), f.get("reason", "")), None)
     return [{"text": text, "reason": reason} for text, reason in rows]
 
 
-def held_outputs(campaign: Campaign):
+def held_outputs(campaign: Campaign) -> QuerySet[Generation]:
     """The campaign's outputs waiting for an admin, reviewers' ones only (a hold never waits
     on a sample no review item shows), in task order."""
     return Generation.objects.filter(
@@ -255,18 +275,25 @@ def held_outputs(campaign: Campaign):
     ).order_by("task__position", "contender__name", "sample_index")
 
 
-def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict]) -> list[dict]:
+def highlighted_parts(
+    text: str, *, reasons: list[dict], found: Iterable[Finding], masks: list[dict]
+) -> list[dict]:
     """The masked view of `text` as parts {"text", "reason", "masked"}: what the masking
     (`found`, current findings) and the admin's hand `masks` hide shows as the mask, and a
     stored hold reason left readable (the text is suspect, not certain) shows as written, each
-    with its reason; the rest as written, with no reason. Reasons past the end of `text` (in
-    a transcript) are not parts."""
+    with its reason; the rest as written, with no reason. Only the reasons and masks of the
+    final answer are parts (a reason stored before parts were named: within its length)."""
     spans = [(f.start, f.end, f.reason, True) for f in found]
-    spans += [(m["start"], m["end"], "masked by hand", True) for m in masks or []]
+    spans += [
+        (m["start"], m["end"], "masked by hand", True)
+        for m in masks or []
+        if mask_part(m) == ANSWER
+    ]
     spans += [
         (r["start"], r["end"], r.get("reason", ""), False)
         for r in reasons or []
-        if isinstance(r.get("start"), int)
+        if r.get("part", ANSWER) == ANSWER
+        and isinstance(r.get("start"), int)
         and isinstance(r.get("end"), int)
         and r["end"] <= len(text)
     ]
@@ -286,10 +313,51 @@ def highlighted_parts(text: str, *, reasons: list[dict], found, masks: list[dict
     return parts
 
 
-def _held_row(gen: Generation, terms) -> dict:
+def held_steps(
+    gen: Generation, *, terms: tuple[str, ...], reasons: list[dict], show_reasoning: bool
+) -> list[dict]:
+    """The texts other than the final answer (a tool's result, a call's arguments, an
+    intermediate turn, the reasoning) that a hold reason was found in or an admin masked by
+    hand, each {"part", "label", "parts"} as reviewers will read it: the hand masks applied,
+    what the masking hides as the mask and each suspect span left as written marked with its
+    reason (found again in that text)."""
+    wanted = {r.get("part") for r in reasons} | {mask_part(m) for m in gen.identity_masks or []}
+    wanted.discard(ANSWER)
+    shown = generation_hand_masked(gen)
+    rows = []
+    for part, text in shown_texts(
+        output=shown.text,
+        transcript=shown.transcript,
+        reasoning=shown.reasoning or "",
+        show_reasoning=show_reasoning,
+    ):
+        # A mask names a string inside a JSON value: its value's text is the one shown.
+        if part == ANSWER or not any(w == part or w.startswith(part + "/") for w in wanted if w):
+            continue
+        checked = blinding.check_identity(text, terms)
+        suspects = [
+            {"text": f.text, "reason": f.reason, "start": f.start, "end": f.end}
+            for f in checked.holds
+        ]
+        # The transcript is masked strictly for reviewers (reviews/transcript_shown.py).
+        found = blinding.mask_identity(text, terms, strict=True).findings
+        rows.append(
+            {
+                "part": part,
+                "label": part_label(part),
+                "parts": highlighted_parts(text, reasons=suspects, found=found, masks=[]),
+            }
+        )
+    return rows
+
+
+def _held_row(gen: Generation, terms: tuple[str, ...], show_reasoning: bool) -> dict:
     found = blinding.mask_identity(gen.output, terms).findings
     reasons = [
-        {k: r.get(k) for k in ("text", "reason", "start", "end")}
+        {
+            k: r.get(k, ANSWER if k == "part" else None)
+            for k in ("text", "reason", "part", "start", "end")
+        }
         for r in gen.identity_findings or []
     ]
     return {
@@ -299,24 +367,28 @@ def _held_row(gen: Generation, terms) -> dict:
         "sample": gen.sample_index,
         "reasons": reasons,
         "findings": finding_rows(reasons),
-        "masks": gen.identity_masks or [],
+        "masks": [{**m, "label": part_label(mask_part(m))} for m in gen.identity_masks or []],
         "masked": blinding.mask_identity(output_shown(gen), terms).text,
+        "texts": generation_texts(gen),
         "parts": highlighted_parts(
             gen.output, reasons=reasons, found=found, masks=gen.identity_masks
         ),
+        "steps": held_steps(gen, terms=terms, reasons=reasons, show_reasoning=show_reasoning),
     }
 
 
-def campaign_held_outputs(*, campaign: Campaign, ids=None) -> list[dict]:
+def campaign_held_outputs(*, campaign: Campaign, ids: list[int] | None = None) -> list[dict]:
     """The outputs waiting for an admin to approve their masked view (admins and leads: the
-    contender is named), each with its hold reasons ({"text", "reason", "start", "end"}, as
-    stored when it was found), the admin's hand masks, the text reviewers will get and that
-    masked view as highlighted parts (`highlighted_parts`)."""
+    contender is named), each with its hold reasons ({"text", "reason", "part", "start",
+    "end"}, as stored when it was found), the admin's hand masks (each with its part's
+    `label`), every text a hand mask may name (`texts`), the transcript's texts with a reason
+    or a mask as reviewers will read them (`steps`: held_steps), the text reviewers will get
+    and that masked view as highlighted parts (`highlighted_parts`)."""
     terms = campaign_identity_terms(campaign)
     rows = held_outputs(campaign).select_related("task", "contender")
     if ids is not None:  # one page of them
         rows = rows.filter(pk__in=ids)
-    return [_held_row(gen, terms) for gen in rows]
+    return [_held_row(gen, terms, campaign.show_reasoning) for gen in rows]
 
 
 def identity_review(*, campaign: Campaign, pk: int) -> dict:

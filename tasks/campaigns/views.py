@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from tasks import review_side
@@ -51,6 +54,7 @@ from tasks.campaigns.selectors import (
     format_eta,
     identity_review,
 )
+from tasks.generation.outputs_import import outputs_import
 from tasks.generation.providers.imported import ImportErrors
 from tasks.generation.served import served_model_drift, served_models
 from tasks.generation.services import (
@@ -58,20 +62,19 @@ from tasks.generation.services import (
     generation_cancel,
     generation_enqueue,
     generation_retry_failed,
-    outputs_import,
 )
 from tasks.models import Campaign, Contender, Generation, Provider
 
 PROGRESS_TARGET = "generation-progress"
 
 
-def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+def _redirect(request: AuthedHttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def contender_list_view(request: HttpRequest) -> HttpResponse:
+def contender_list_view(request: AuthedHttpRequest) -> HttpResponse:
     """The contenders table and the "new contender" form (htmx: errors re-render the form)."""
     form = ContenderForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -86,7 +89,7 @@ def contender_list_view(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def contender_edit(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     contender = get_object_or_404(Contender, pk=pk)
     # Outputs already generated belong to the configuration that made them.
     locked = contender.generations.filter(status=Generation.Status.DONE).exists()
@@ -108,7 +111,7 @@ def contender_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def contender_test_view(request: HttpRequest, pk: int) -> HttpResponse:
+def contender_test_view(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     """One short call to the contender's endpoint: status, served model, latency, or the error
     in words (POST: it spends a few tokens)."""
     contender = get_object_or_404(Contender, pk=pk)
@@ -122,7 +125,7 @@ def contender_test_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def contender_duplicate_view(request: HttpRequest, pk: int) -> HttpResponse:
+def contender_duplicate_view(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     """Copy a contender (a locked one's configuration can only change this way) and open the
     copy's edit form."""
     copy = contender_duplicate(contender=get_object_or_404(Contender, pk=pk))
@@ -130,7 +133,7 @@ def contender_duplicate_view(request: HttpRequest, pk: int) -> HttpResponse:
     return _redirect(request, reverse("contender_edit", args=[copy.pk]))
 
 
-def _instructions_preview(campaign: Campaign):
+def _instructions_preview(campaign: Campaign) -> str | None:
     """The instructions as reviewers see them: masked (None without any)."""
     shown = instructions_shown(campaign, campaign_identity_terms(campaign))
     return shown["html"] if shown else None
@@ -138,7 +141,7 @@ def _instructions_preview(campaign: Campaign):
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def campaign_list_view(request: HttpRequest) -> HttpResponse:
+def campaign_list_view(request: AuthedHttpRequest) -> HttpResponse:
     campaigns = campaign_list()
     for campaign in campaigns:
         campaign.lifecycle = campaign_lifecycle(campaign)
@@ -151,7 +154,7 @@ def campaign_list_view(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def campaign_new(request: HttpRequest) -> HttpResponse:
+def campaign_new(request: AuthedHttpRequest) -> HttpResponse:
     # ?testset=<id>: "New campaign from this set" on a test set's page.
     chosen = request.GET.get("testset", "")
     initial = {"testset": int(chosen)} if chosen.isdigit() else {}
@@ -177,7 +180,7 @@ def _stages(campaign: Campaign) -> list[tuple[str, str]]:
     return [(s, LABELS[s]) for s in STAGES[:5]] + closed
 
 
-def _detail_context(request: HttpRequest, campaign) -> dict:
+def _detail_context(request: AuthedHttpRequest, campaign: Campaign) -> dict:
     progress = campaign_progress(campaign=campaign)
     for row in [*progress["contenders"], progress["totals"]]:
         row["eta"] = format_eta(row["eta_seconds"])
@@ -226,7 +229,7 @@ def _detail_context(request: HttpRequest, campaign) -> dict:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_detail(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """The campaign page; an htmx poll of the progress region gets only that partial, with the
     header's status badge and review-item counts swapped out of band."""
     campaign = campaign_get(slug=slug)
@@ -237,7 +240,9 @@ def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "tasks/campaign_detail.html", context)
 
 
-def _campaign_action(request: HttpRequest, slug: str, action) -> HttpResponse:
+def _campaign_action(
+    request: AuthedHttpRequest, slug: str, action: Callable[[Campaign], str]
+) -> HttpResponse:
     campaign = campaign_get(slug=slug)
     try:
         message = action(campaign)
@@ -273,7 +278,7 @@ def _retry_failed(campaign: Campaign) -> str:
 
 @role_required(ADMIN)
 @require_POST
-def campaign_instructions(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_instructions(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Save the reviewers' instructions; htmx gets the section back with what was saved."""
     campaign = campaign_get(slug=slug)
     form = InstructionsForm(request.POST)
@@ -314,7 +319,7 @@ def _returned_note(returned: dict) -> str:
 
 @role_required(ADMIN)
 @require_POST
-def campaign_rosters(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_rosters(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Save who may review and arbitrate (also while the campaign runs); the work of people
     taken off goes back to the queues. htmx gets the section back, and the stage's warnings."""
     campaign = campaign_get(slug=slug)
@@ -351,25 +356,25 @@ def campaign_rosters(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def campaign_generate(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_generate(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _generate)
 
 
 @require_POST
 @role_required(ADMIN)
-def campaign_cancel(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_cancel(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _cancel)
 
 
 @require_POST
 @role_required(ADMIN)
-def campaign_retry_failed(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_retry_failed(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _retry_failed)
 
 
 @require_POST
 @role_required(ADMIN)
-def campaign_retry_selected(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_retry_selected(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Bulk action of the outputs list: retry the failed generations ticked on it."""
     campaign = campaign_get(slug=slug)
     ids = [int(v) for v in request.POST.getlist("ids") if v.isdigit()]
@@ -398,19 +403,19 @@ def _reopen(campaign: Campaign) -> str:
 
 @require_POST
 @role_required(ADMIN)
-def campaign_close_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_close_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _close)
 
 
 @require_POST
 @role_required(ADMIN)
-def campaign_reopen_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_reopen_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     return _campaign_action(request, slug, _reopen)
 
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def campaign_outputs_view(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_outputs_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Read the generated outputs, filtered (failed checks, self-identifying, failed) and paged.
     Texts render through the reviewers' Markdown pipeline (unmasked: leads see identities)."""
     campaign = campaign_get(slug=slug)
@@ -442,7 +447,7 @@ def campaign_outputs_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def campaign_import_outputs(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_import_outputs(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     campaign = campaign_get(slug=slug)
     context = _detail_context(request, campaign)
     form = OutputsUploadForm(request.POST, request.FILES, contenders=context["imported_contenders"])
@@ -472,7 +477,7 @@ def campaign_import_outputs(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def campaign_output_identity(request: HttpRequest, slug: str, output_id: int) -> HttpResponse:
+def campaign_output_identity(request: AuthedHttpRequest, slug: str, output_id: int) -> HttpResponse:
     """One self-identifying output side by side: the original with what was found marked, and
     the masked text as reviewers see it; admins approve a held one here (leads only read)."""
     campaign = campaign_get(slug=slug)
@@ -486,7 +491,7 @@ def campaign_output_identity(request: HttpRequest, slug: str, output_id: int) ->
 
 @require_POST
 @role_required(ADMIN)
-def campaign_output_approve(request: HttpRequest, slug: str, output_id: int) -> HttpResponse:
+def campaign_output_approve(request: AuthedHttpRequest, slug: str, output_id: int) -> HttpResponse:
     """Approve a held output's masked view: its items open for reviewers if all else is ready.
     htmx gets the decision region back; without JavaScript, the page again with a message."""
     campaign = campaign_get(slug=slug)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from tasks.checks import transcripts
 from tasks.checks.json_schema import (
     CHECKS_TIMEOUT_SECONDS,
     BudgetExceeded,
@@ -35,7 +36,6 @@ from tasks.checks.json_schema import (
 )
 from tasks.checks.reference import reference_check
 from tasks.checks.tools import tool_calls_check
-from tasks.generation import transcripts
 
 # The order the checks run in: the linear ones first, so the budget a pattern or a schema
 # used up never costs an output its length, term and reference results.

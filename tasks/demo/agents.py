@@ -23,7 +23,7 @@ from pathlib import Path
 from tasks.blinding.hold import generation_identity_approve
 from tasks.campaigns.definition import campaign_create
 from tasks.demo.campaign import CONTENDERS, RUBRIC
-from tasks.generation.services import outputs_import
+from tasks.generation.outputs_import import outputs_import
 from tasks.intake.services import testset_import
 from tasks.models import Campaign
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tasks.blinding.hold import generation_identity_approve
 from tasks.campaigns.definition import campaign_create
-from tasks.generation.services import outputs_import
+from tasks.generation.outputs_import import outputs_import
 from tasks.models import Campaign
 
 OUTPUTS = Path(__file__).resolve().parent / "demo_data" / "support-demo-outputs.jsonl"

@@ -6,7 +6,9 @@ for the next steps (reviews.demo). Add further steps below the test-set import.
 
 from pathlib import Path
 
+from tasks.demo import campaign as campaign_demo
 from tasks.intake.services import PiiChoice, testset_import
+from tasks.monitors import demo as monitor_demo
 
 DEMO_TESTSET = Path(__file__).resolve().parent / "demo_data" / "support-demo.jsonl"
 DEMO_TESTSET_NAME = "support-demo"
@@ -30,10 +32,6 @@ def load(context: dict, stdout) -> dict:
     )
     context = {**context, "testset": testset}
     # The support-demo campaign (three imported contenders, outputs from a shipped file).
-    from tasks.demo import campaign as campaign_demo
-
     campaign = campaign_demo.load(context, stdout)
     # The support-golden monitor: four past runs, one regression, one served-model change.
-    from tasks.monitors import demo as monitor_demo
-
     return {"testset": testset, **campaign, **monitor_demo.load(context, stdout)}

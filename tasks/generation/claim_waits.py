@@ -1,4 +1,4 @@
-"""Per-process wake-ups for generation claims waiting on a contender's slot (tasks/generation/services.py,
+"""Per-process wake-ups for generation claims waiting on a contender's slot (tasks/generation/run.py,
 `_claim`): which threads of a worker process may wait, and when a waiting one tries again.
 """
 
@@ -67,9 +67,9 @@ class _SlotReleases:
             return True
 
 
-_slot_releases = _SlotReleases()
+slot_releases = _SlotReleases()
 
 
 def claim_waiters_configure(*, threads: int) -> None:
     """Tell this process how many task threads its worker runs (see CLAIM_THREADS_PER_WAITER)."""
-    _slot_releases.threads = threads
+    slot_releases.threads = threads

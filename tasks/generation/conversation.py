@@ -25,8 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from tasks.checks import transcripts
 from tasks.checks.tools import args_match, call_record
-from tasks.generation import providers, transcripts
+from tasks.generation import providers
 from tasks.generation.prices import Usage, call_costs, table_of
 from tasks.generation.providers.base import (
     MAX_OUTPUT_CHARS,
@@ -355,30 +356,3 @@ def _tool_message(answer: dict) -> dict:
     if answer["error"]:
         message["is_error"] = True
     return message
-
-
-def transcript_text(transcript) -> str:
-    """Everything the contender wrote or was shown by its tools in a transcript (texts, tool
-    names, arguments, results and errors), for the identity findings: a model name hidden in
-    a tool's arguments is found as surely as one in the answer. Odd entries of an imported
-    transcript are skipped, as the transcript readers skip them."""
-    parts = []
-    for step in transcripts.steps(transcript):
-        parts.append(_shown(step.get("text")))
-        for call in _dicts(step.get("tool_calls")):
-            parts.extend([_shown(call.get("name")), _shown(call.get("raw"))])
-            if call.get("raw") is None:
-                parts.append(_shown(call.get("arguments")))
-        for result in _dicts(step.get("tool_results")):
-            parts.extend([_shown(result.get("result")), _shown(result.get("error"))])
-    return "\n".join(p for p in parts if p)
-
-
-def _dicts(value) -> list[dict]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _shown(value) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

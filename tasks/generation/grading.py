@@ -5,8 +5,8 @@ checks, the task's checks, and the identity findings (docs/tools.md, "Checks and
 from __future__ import annotations
 
 from tasks.blinding.hold import identity_fields, shown_to_reviewers
+from tasks.blinding.parts import scanned
 from tasks.checks.automatic import normalize, run_checks, turn_checks_run
-from tasks.generation.conversation import transcript_text
 from tasks.models import Campaign, Generation
 
 
@@ -33,16 +33,21 @@ def graded_fields(
     check_results, checks_passed = run_checks(
         output, task.checks, transcript=transcript, tools=task.tools, reference=reference
     )
-    shown = f"{output}\n{transcript_text(transcript)}" if transcript else output
-    if campaign.show_reasoning and reasoning:  # reviewers read it: held like the answer
-        shown = f"{shown}\n{reasoning}"
+    # Every text reviewers read, as they read it: the answer, the reasoning where the campaign
+    # shows it (a reasoning model often names itself there) and every text of the transcript.
+    shown = scanned(
+        output=output,
+        transcript=transcript,
+        reasoning=reasoning,
+        show_reasoning=campaign.show_reasoning,
+    )
     return {
         "transcript": transcript or [],
         "check_results": check_results,
         "checks_passed": checks_passed,
         # What masking hides, and whether the items wait for an admin (identity_hold).
         **identity_fields(
-            text=shown,
+            parts=shown,
             campaign=campaign,
             reviewed=shown_to_reviewers(
                 campaign=campaign, sample_index=generation.sample_index, single_turn=single_turn

@@ -11,7 +11,7 @@ tasks/generation/conversation.py, LoopAbandoned.)
 
 Only worker processes run the thread (evalsite/celery.py enables it where the jobs run). In
 any other process (the CLI, tests calling the services directly) a claim is not tracked, and
-a tool loop renews its lease with each step it saves (tasks/generation/services.py, `_progress_save`).
+a tool loop renews its lease with each step it saves (tasks/generation/run.py, `_progress_save`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ a line with "single_turn": true.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,8 +27,9 @@ from tasks.generation.providers.imported import (
     capped,
     parse_outputs_collect,
 )
+from tasks.generation.services import campaign_status_refresh, generation_rows_create
 from tasks.images.parts import content_text
-from tasks.models import Campaign, Generation, Provider, Task
+from tasks.models import Campaign, Contender, Generation, Provider, Task
 
 S = Generation.Status
 
@@ -37,9 +40,6 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     Rows already done with the same text are left alone (re-importing is idempotent); a
     different text for a done row is an error, so reviewed outputs never change under reviewers.
     """
-    # tasks.generation.services re-exports this function, so its names are imported when it runs.
-    from tasks.generation.services import campaign_status_refresh, generation_rows_create
-
     contender = _imported_contender(campaign=campaign, contender_name=contender_name)
     generation_rows_create(campaign=campaign)
     existing = {
@@ -50,10 +50,10 @@ def outputs_import(*, campaign: Campaign, contender_name: str, raw: bytes) -> di
     }
     tasks = {g.task.external_id: g.task for g in existing.values()}
 
+    target = ImportTarget(campaign=campaign, contender=contender, existing=existing, tasks=tasks)
+
     def check(line: int, fields: dict) -> list[str]:
-        return _line_problems(
-            line, fields, campaign=campaign, contender=contender, existing=existing, tasks=tasks
-        )
+        return _line_problems(line, fields, target)
 
     rows, errors = parse_outputs_collect(raw, check=check)
     if errors:
@@ -88,18 +88,23 @@ def _imported_contender(*, campaign: Campaign, contender_name: str):
     return contender
 
 
-def _line_problems(
-    line: int,
-    fields: dict,
-    *,
-    campaign: Campaign,
-    contender,
-    existing: dict[tuple, Generation],
-    tasks: dict[str, Task],
-) -> list[str]:
+@dataclass
+class ImportTarget:
+    """What an import's lines are checked against: the campaign, its imported contender, that
+    contender's rows by (task external id, sample, single_turn) and the tasks by external id."""
+
+    campaign: Campaign
+    contender: Contender
+    existing: dict[tuple, Generation]
+    tasks: dict[str, Task]
+
+
+def _line_problems(line: int, fields: dict, target: ImportTarget) -> list[str]:
     """A line's problems against the campaign: its contender, task, sample, single-turn
     answer, transcript, and a done output it would change."""
     # Only the fields that parsed are here: every problem of a line in one run, no knock-ons.
+    campaign, contender = target.campaign, target.contender
+    existing, tasks = target.existing, target.tasks
     problems = []
     named = fields.get("contender", contender.name)
     if named != contender.name:

@@ -12,8 +12,10 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+from evalsite.broker import broker_queued
+from tasks import review_side
+from tasks.generation.services import GenerationNotSent, campaign_status_refresh, generations_send
 from tasks.models import Campaign, Generation, Provider
-from tasks.signals import outputs_changed
 
 S = Generation.Status
 
@@ -33,16 +35,11 @@ def generation_reconcile(
       only after `requeue_after` (GENERATION_REQUEUE_AFTER), so a long backlog is not sent
       twice. Duplicates are harmless anyway: the claim lets one through.
     """
-    # tasks.generation.services re-exports this function, so its names are imported when it runs.
-    from tasks.generation.services import campaign_status_refresh
-
     requeue_after = settings.GENERATION_REQUEUE_AFTER if requeue_after is None else requeue_after
     if broker_idle is None:
         broker_idle = _broker_idle()
     if broker_idle:
         requeue_after = min(requeue_after, settings.GENERATION_REQUEUE_IDLE_AFTER)
-    from tasks.generation.services import _enqueue
-
     lapsed = generation_lapsed_requeue(limit=limit)
     now = timezone.now()
     stale: list[int] = []
@@ -56,10 +53,10 @@ def generation_reconcile(
                 .values_list("pk", flat=True)[:limit]
             )
             Generation.objects.filter(pk__in=stale, status=S.PENDING).update(queued_at=now)
-            _enqueue(stale)
+            generations_send(stale)
     for campaign in Campaign.objects.filter(status=Campaign.Status.GENERATING):
         # Safety net: review items missed by a crash between steps.
-        outputs_changed.send(sender=Campaign, campaign=campaign)
+        review_side.review_items_sync(campaign=campaign)
         campaign_status_refresh(campaign_id=campaign.pk)
     return {"lapsed": lapsed, "requeued": len(stale)}
 
@@ -72,8 +69,6 @@ def generation_lapsed_requeue(*, limit: int = 5000) -> int:
     """Beat job (every GENERATION_LAPSED_SWEEP_SECONDS): running rows whose lease lapsed (no
     worker renews it: the worker died, or lost the database) go back to pending and are
     queued again. One indexed read when there are none. Returns how many."""
-    from tasks.generation.services import _enqueue
-
     now = timezone.now()
     with _not_sent():
         with transaction.atomic():
@@ -86,21 +81,17 @@ def generation_lapsed_requeue(*, limit: int = 5000) -> int:
                 Generation.objects.filter(
                     pk__in=lapsed, status=S.RUNNING, lease_expires_at__lt=now
                 ).update(status=S.PENDING, claim_token="", lease_expires_at=None, queued_at=now)
-                _enqueue(lapsed)
+                generations_send(lapsed)
     return len(lapsed)
 
 
 def _not_sent():
     """Around a transaction that queues rows: a broker that did not take their messages is
     logged by the sender, and the rows stay queued in the database for the next pass."""
-    from tasks.generation.services import GenerationNotSent  # it imports this module
-
     return contextlib.suppress(GenerationNotSent)
 
 
 def _broker_idle() -> bool:
-    from evalsite.celery import broker_queued
-
     try:
         return broker_queued() == 0
     except BrokerError:

@@ -1,5 +1,5 @@
-"""The raw SQL of the tasks app (docs/decisions/0004-raw-sql-only-where-correctness-needs-it.md):
-the generation semaphore, and the test-set import's bulk insert.
+"""The raw SQL of generation (docs/decisions/0004-raw-sql-only-where-correctness-needs-it.md):
+the generation semaphore (the test-set import's bulk insert is tasks/intake/sql.py).
 
 A contender's `max_concurrency` is a semaphore made of the generation rows themselves: a row
 is claimed only while fewer than that many rows of the contender hold a live lease. The count
@@ -7,24 +7,15 @@ and the claim are one conditional UPDATE; on PostgreSQL claims of one contender 
 a lock of the contender row taken in the same round trip, so the lock is never held while a
 client waits (docs/architecture.md, "Flow of a generation"). The ORM cannot send the lock and
 the UPDATE as one message.
-
-`tasks_insert` writes a test set's tasks with COPY (PostgreSQL) or one executemany (SQLite):
-bulk_create builds and compiles a model instance per task, which costs twice the CPU of the
-whole import and puts a 10,000-task import over its one-second budget (the ADR has the
-figures). tests/tasks/test_sql.py holds both to their ORM twins.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import JSONField
 
-from tasks.models import Contender, Generation, Task, TestSet
-
-INSERT_BATCH = 2000
+from tasks.models import Contender, Generation
 
 S = Generation.Status
 
@@ -104,42 +95,3 @@ def _claim_postgresql(contender_id: int, update: str, params: list) -> int:
             if not cursor.nextset():
                 raise RuntimeError("the claim UPDATE returned no result")
             return cursor.rowcount
-
-
-def tasks_insert(*, testset: TestSet, tasks: list[dict]) -> None:
-    """Insert a test set's validated `tasks` (in file order) fast: COPY on PostgreSQL,
-    executemany on SQLite, bulk_create elsewhere (its ORM twin). Columns come from the model;
-    fields the intake does not know get their model default."""
-    fields = [f for f in Task._meta.concrete_fields if not f.primary_key]
-    columns = [connection.ops.quote_name(f.column) for f in fields]
-    dumps = json.dumps
-
-    def value(f, i: int, task: dict):
-        if f.name == "testset":
-            return testset.pk
-        if f.name == "position":
-            return i
-        v = task[f.name] if f.name in task else f.get_default()
-        if isinstance(f, JSONField):
-            return None if v is None else dumps(v)
-        return v
-
-    rows = [tuple(value(f, i, task) for f in fields) for i, task in enumerate(tasks)]
-    table = connection.ops.quote_name(Task._meta.db_table)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            # The Django wrapper's .cursor is psycopg's own cursor, in the same transaction.
-            with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-    elif connection.vendor == "sqlite":
-        placeholders = ", ".join(["%s"] * len(columns))
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
-            )
-    else:
-        Task.objects.bulk_create(
-            (Task(testset=testset, position=i, **task) for i, task in enumerate(tasks)),
-            batch_size=INSERT_BATCH,
-        )

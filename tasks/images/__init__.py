@@ -6,4 +6,7 @@ type) and re-encodes it without its metadata under a neutral name; `bundle.py` r
 uploaded as a zip of JSONL + images, refusing paths outside its root and zip bombs;
 `parts.py` validates a message's content parts while a test set is parsed; `store.py` writes
 the checked images through Django's storage API and reads them back for providers and pages.
+
+May import: evalsite only (its row errors come from evalsite.uploads). Imported by intake,
+generation and the task pages.
 """

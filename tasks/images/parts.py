@@ -21,9 +21,9 @@ from typing import Any
 
 from django.urls import reverse
 
+from evalsite.uploads import RowError, kind
 from tasks.images.decode import CheckedImage, ImageProblem, image_checked
 from tasks.images.store import image_stored
-from tasks.intake.checks import RowError, kind
 
 PART_TYPES = ("text", "image")
 IMAGE_SOURCES = ("path", "url", "data")

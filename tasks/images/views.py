@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ROLES, role_required
 from tasks.images.store import image_bytes
 
@@ -17,7 +18,7 @@ CONTENT_TYPES = {"png": "image/png", "jpg": "image/jpeg"}
 
 @require_GET
 @role_required(*ROLES)
-def task_image(request: HttpRequest, image: str) -> HttpResponse:
+def task_image(request: AuthedHttpRequest, image: str) -> HttpResponse:
     """One stored image. Its name is the SHA-256 of its content, so it tells nothing of the
     file it came from and cannot be guessed; anything else is not found."""
     if not NAME_RE.match(image):

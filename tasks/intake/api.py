@@ -1,16 +1,20 @@
 """JSON API for test sets: import (multipart or JSON), list, detail."""
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 
 from evalsite.api import ApiError, api_endpoint, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.intake import selectors
 from tasks.intake.parse import oversize_request, oversize_result
 from tasks.intake.pii import PII_CHOICES
 from tasks.intake.services import PiiChoice, TestSetImportError, TestSetPiiFound, testset_import
 from tasks.intake.views import tasks_file_response
+from tasks.models import TestSet
 
 IMPORT_BODY = {
     "multipart/form-data": {
@@ -81,7 +85,7 @@ place as {"line", "field", "kind", "hint"}.""",
         },
     },
 )
-def testsets(request: HttpRequest) -> JsonResponse:
+def testsets(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse(
             {"testsets": [selectors.testset_as_dict(ts) for ts in selectors.testset_list()]}
@@ -118,7 +122,7 @@ def testsets(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=201 if result.created else 200)
 
 
-def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str, str]:
+def _import_input(request: AuthedHttpRequest) -> tuple[str, str | None, bytes, str, str]:
     too_big = oversize_request(request)  # before the body is read
     if too_big is not None:
         raise ApiError(too_big.errors[0], status=413, errors=too_big.errors, error_count=1)
@@ -146,7 +150,7 @@ def _import_input(request: HttpRequest) -> tuple[str, str | None, bytes, str, st
     return name.strip(), fmt, content.encode("utf-8"), f"{name}.{fmt}", _pii(body.get("pii"))
 
 
-def _pii(value) -> str:
+def _pii(value: Any) -> str:
     if value in (None, ""):
         return "refuse"
     if value not in PII_CHOICES:
@@ -154,7 +158,7 @@ def _pii(value) -> str:
     return value
 
 
-def _refuse_unknown_fields(fields, known: tuple[str, ...]) -> None:
+def _refuse_unknown_fields(fields: Iterable[str], known: tuple[str, ...]) -> None:
     # A field the import does not read ("version": 3, "fromat") was dropped without a word,
     # and the test set imported as something the client did not ask for.
     unknown = sorted(set(fields) - set(known))
@@ -174,7 +178,7 @@ VERSION = {
 NOT_FOUND = "no such test set, or no such version of it (the message lists the versions)"
 
 
-def _testset(request: HttpRequest, name: str):
+def _testset(request: AuthedHttpRequest, name: str) -> TestSet:
     """The version ?version=N asks for (the latest without it), or a 404 saying what exists."""
     version = request.GET.get("version")
     # ASCII digits only: str.isdigit() also takes '²' or '①', which int() refuses (a 500).
@@ -202,7 +206,7 @@ def _testset(request: HttpRequest, name: str):
     query={"version": VERSION},
     responses={"200": "the test set", "400": "version is not a number", "404": NOT_FOUND},
 )
-def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
+def testset_detail(request: AuthedHttpRequest, name: str) -> JsonResponse:
     testset = _testset(request, name)
     data = selectors.testset_as_dict(testset, counts=True)
     data["versions"] = list(selectors.testset_versions(name=name).values_list("version", flat=True))
@@ -224,7 +228,7 @@ def testset_detail(request: HttpRequest, name: str) -> JsonResponse:
         "404": NOT_FOUND,
     },
 )
-def testset_tasks(request: HttpRequest, name: str):
+def testset_tasks(request: AuthedHttpRequest, name: str) -> StreamingHttpResponse:
     fmt = request.GET.get("format", "jsonl")
     if fmt not in ("jsonl", "csv"):
         raise ApiError("format must be jsonl or csv")

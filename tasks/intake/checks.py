@@ -1,7 +1,5 @@
 """Intake of a task's `checks` and of each turn's checks in `turn_checks` (docs/testsets.md).
 
-Also the row-level pieces both intake modules share: RowError (a problem with one field of
-one row, reported as "line L, field F: message") and `kind` (a value's JSON type in words).
 The rules match what tasks/checks/automatic.py can run, so a test set is refused for exactly the checks
 that could not run: patterns compile with the checks' engine, schemas pass their metaschema,
 a tool check names declared tools only, a reference check needs a reference it can read.
@@ -14,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.uploads import RowError, kind
 from tasks.checks.automatic import schema_problem
 from tasks.checks.json_schema import PatternError, compile_pattern, schema_patterns
 from tasks.checks.reference import fold, reference_choice, reference_number
@@ -25,25 +24,6 @@ CHECK_KEYS = ("json_schema", "regex", "max_chars", "must_include", "tool_calls",
 TOOL_CHECK_KEYS = ("called", "not_called", "called_with", "order", "max_calls", "valid_args")
 REFERENCE_MODES = ("exact", "normalized", "choice")
 SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
-
-
-class RowError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field, self.message = field, message
-
-
-def kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        dict: "an object",
-        list: "an array",
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-    }.get(type(value), type(value).__name__)
 
 
 def positive_int(value: Any) -> bool:

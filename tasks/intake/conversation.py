@@ -19,16 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalsite.uploads import strict_json
+from evalsite.uploads import RowError, kind, strict_json
 from tasks.images.parts import parts_value
-from tasks.intake.checks import (
-    CheckContext,
-    RowError,
-    checks_value,
-    kind,
-    positive_int,
-    schema_value,
-)
+from tasks.intake.checks import CheckContext, checks_value, positive_int, schema_value
 
 MAX_TEXT_CHARS = 100_000  # prompt, reference, each message's content, each turn
 MAX_MESSAGES = 200

@@ -21,20 +21,14 @@ from typing import Any
 from django.conf import settings
 
 from evalsite.text import more_problems
-from evalsite.uploads import DuplicateKey, clean_id, decode_utf8, strict_json
+from evalsite.uploads import DuplicateKey, RowError, clean_id, decode_utf8, strict_json
+from evalsite.uploads import kind as _kind
 from tasks.images.bundle import BundleProblem, bundle_read, is_zip
 from tasks.images.parts import ImageSource, image_source_reset, image_source_set
-from tasks.intake.checks import MAX_MUST_INCLUDE, MAX_REGEX_CHARS, RowError, checks_value
-from tasks.intake.checks import kind as _kind
+from tasks.intake.checks import checks_value
 from tasks.intake.conversation import (
     CONVERSATION_FIELDS,
-    MAX_MESSAGES,
-    MAX_MOCKS,
-    MAX_STEPS,
     MAX_TEXT_CHARS,
-    MAX_TOOLS,
-    MAX_TURNS,
-    ROLES,
     conversation_fields,
     messages_value,
     turn_checks_value,
@@ -69,59 +63,6 @@ REQUIRED = ("external_id", "category", "tier", "case_type")
 JSON_COLUMNS = ("messages", "checks", "metadata", "tools", "tool_mocks", "turns", "turn_checks")
 INT_COLUMNS = ("max_steps",)  # a CSV cell of digits is read as the number
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-# What the upload page says about each field, from the limits above so it cannot drift from
-# the parser (README "Test sets" says the same in prose).
-FIELD_RULES = {
-    "external_id": f"unique in the file, up to {MAX_ID_CHARS} characters; stored NFC-normalized, "
-    "without invisible characters",
-    "category": f"free text up to {MAX_CATEGORY_CHARS} characters, e.g. billing",
-    "tier": " or ".join(TIERS),
-    "case_type": " or ".join(CASE_TYPES),
-    "prompt": f"the question, up to {MAX_TEXT_CHARS:,} characters",
-    "messages": f"a conversation instead of a prompt: up to {MAX_MESSAGES} {{role, content}} "
-    f"objects, role {', '.join(ROLES)} (system first only), at least one user; assistant "
-    "tool_calls each answered by a tool message; a user message's content may be text and "
-    "image parts (see Images)",
-    "reference": f"a reference answer, up to {MAX_TEXT_CHARS:,} characters",
-    "checks": f"an object with any of json_schema (an object), regex (up to {MAX_REGEX_CHARS:,} "
-    f"characters), max_chars (a positive integer), must_include (up to {MAX_MUST_INCLUDE} "
-    'strings), reference (exact, normalized, choice or {"number": tolerance}), tool_calls '
-    "(called, not_called, called_with, order, max_calls, valid_args)",
-    "metadata": f"any JSON object, up to {MAX_METADATA_CHARS:,} characters as JSON",
-    "tools": f"up to {MAX_TOOLS} {{name, description, parameters}} (OpenAI function format; "
-    "parameters a JSON Schema of an object)",
-    "tool_mocks": f"up to {MAX_MOCKS} {{tool, match, result or error, times}}, tried in order",
-    "max_steps": f"model calls per turn, 1 to {MAX_STEPS} (default 8)",
-    "turns": f"a scripted user: 1 to {MAX_TURNS} user messages, one per turn, after the optional "
-    "messages; no prompt then; a turn may be text and image parts",
-    "single_turn": "with turns: the same request stated in one message",
-    "turn_checks": 'with turns: checks per turn, {"3": {...checks...}} (1-based)',
-}
-EXAMPLE_TASKS = (
-    {
-        "external_id": "T-1",
-        "category": "billing",
-        "tier": "base",
-        "case_type": "typical",
-        "prompt": "Can I return unworn shoes?",
-        "reference": "Yes, within 30 days.",
-        "checks": {"must_include": ["30 days"]},
-    },
-    {
-        "external_id": "T-2",
-        "category": "account_access",
-        "tier": "advanced",
-        "case_type": "edge",
-        "messages": [
-            {"role": "system", "content": "Be concise."},
-            {"role": "user", "content": "My account is locked."},
-            {"role": "assistant", "content": "Did you see a security message?"},
-            {"role": "user", "content": "Yes, I'm abroad."},
-        ],
-        "metadata": {"source": "ZD-88121"},
-    },
-)
 
 
 def testset_name_problem(name: str) -> str | None:
@@ -546,7 +487,9 @@ def _parse_file(data: bytes, *, filename: str, format: str | None) -> ParsedTest
         return result
     limit = settings.TESTSET_MAX_BYTES
     if len(data) > limit:
-        result.add(1, "(file)", f"the file is {_size(len(data))}; the limit is {_size(limit)}")
+        result.add(
+            1, "(file)", f"the file is {size_text(len(data))}; the limit is {size_text(limit)}"
+        )
         return result
     text = _decode(data, result)
     if text is None:
@@ -566,7 +509,7 @@ def oversize_result(size: int, *, filename: str = "") -> ParsedTestSet | None:
     if size <= limit:
         return None
     result = ParsedTestSet(format=detect_format(filename, b""))
-    result.add(1, "(file)", f"the file is {_size(size)}; the limit is {_size(limit)}")
+    result.add(1, "(file)", f"the file is {size_text(size)}; the limit is {size_text(limit)}")
     return result
 
 
@@ -584,38 +527,15 @@ def oversize_request(request) -> ParsedTestSet | None:
         return None
     result = ParsedTestSet(format="")
     result.add(
-        1, "(file)", f"the upload is {_size(length)}; the limit for a file is {_size(limit)}"
+        1,
+        "(file)",
+        f"the upload is {size_text(length)}; the limit for a file is {size_text(limit)}",
     )
     return result
 
 
-def format_help() -> dict:
-    """The file format as the upload page explains it."""
-    one_of = ("prompt", "messages")
-    return {
-        "max_size": _size(settings.TESTSET_MAX_BYTES),
-        "max_bytes": settings.TESTSET_MAX_BYTES,
-        "max_tasks": MAX_TASKS,
-        "fields": [
-            {
-                "name": name,
-                "required": "yes"
-                if name in REQUIRED
-                else "prompt or messages, not both"
-                if name in one_of
-                else "instead of prompt"
-                if name == "turns"
-                else "no",
-                "rules": FIELD_RULES[name],
-            }
-            for name in FIELDS
-        ],
-        "example_jsonl": json.dumps(EXAMPLE_TASKS[0], ensure_ascii=False),
-        "csv_header": ",".join(FIELDS),
-    }
-
-
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """A size in words for a message: "1.5 MiB (1,572,864 bytes)", "512 bytes"."""
     if n >= 1024 * 1024:
         return f"{n / (1024 * 1024):.1f} MiB ({n:,} bytes)"
     return f"{n:,} bytes"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
 from django.db.models import CharField, Count, Q, QuerySet
@@ -59,15 +60,20 @@ def testset_counts(*, testset: TestSet) -> dict[str, list[tuple[str, int]]]:
     }
 
 
+@dataclass(frozen=True)
+class TaskFilters:
+    """The test-set page's filters of its tasks (blank: not filtered)."""
+
+    category: str = ""
+    tier: str = ""
+    case_type: str = ""
+    q: str = ""
+
+
 def testset_tasks_page(
-    *,
-    testset: TestSet,
-    category: str = "",
-    tier: str = "",
-    case_type: str = "",
-    q: str = "",
-    page: int | str = 1,
+    *, testset: TestSet, filters: TaskFilters = TaskFilters(), page: int | str = 1
 ) -> Page:
+    category, tier, case_type, q = filters.category, filters.tier, filters.case_type, filters.q
     tasks = Task.objects.filter(testset=testset).order_by("position")
     if category:
         tasks = tasks.filter(category=category)
@@ -126,18 +132,6 @@ def rows_as_csv_cells(rows: Iterable[dict]) -> Iterator[list]:
         ]
 
 
-def testset_pii_decision(testset: TestSet) -> dict | None:
-    """What was done with the personal data found on intake, and who chose it; None if none."""
-    if not testset.pii_count:
-        return None
-    return {
-        "found": testset.pii_count,
-        "action": testset.pii_action,
-        "decided_by": testset.pii_decided_by.get_username() if testset.pii_decided_by else None,
-        "via": testset.pii_decided_via,
-    }
-
-
 def testset_as_dict(testset: TestSet, *, counts: bool = False) -> dict:
     """The API shape of a test set."""
     data = {
@@ -149,7 +143,7 @@ def testset_as_dict(testset: TestSet, *, counts: bool = False) -> dict:
         "source_filename": testset.source_filename,
         "created_at": testset.created_at.isoformat(),
         "created_by": testset.created_by.get_username() if testset.created_by else None,
-        "personal_data": testset_pii_decision(testset),
+        "personal_data": testset.pii_decision(),
     }
     if counts:
         data["counts"] = {k: dict(v) for k, v in testset_counts(testset=testset).items()}

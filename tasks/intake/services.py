@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from evalsite.text import counted
-from tasks.generation.sql import tasks_insert
 from tasks.images.store import images_store
 from tasks.intake.parse import ParsedTestSet, parse_testset, testset_name_problem
 from tasks.intake.pii import PII_CHOICES, PiiScan, testset_pii_scan
+from tasks.intake.sql import tasks_insert
 from tasks.models import TestSet
 
 
@@ -100,7 +101,7 @@ def testset_import(
     name: str,
     data: bytes,
     filename: str = "",
-    user=None,
+    user: User | None = None,
     format: str | None = None,
     pii: PiiChoice | None = None,
 ) -> ImportResult:
@@ -140,7 +141,9 @@ def testset_import(
     raise AssertionError("unreachable")
 
 
-def _write(*, name: str, parsed: ParsedTestSet, checksum: str, filename: str, user) -> ImportResult:
+def _write(
+    *, name: str, parsed: ParsedTestSet, checksum: str, filename: str, user: User | None
+) -> ImportResult:
     same = TestSet.objects.filter(name=name, checksum=checksum).order_by("version").first()
     if same is not None:
         return ImportResult(testset=same, created=False, parsed=parsed)
@@ -160,7 +163,7 @@ def _write(*, name: str, parsed: ParsedTestSet, checksum: str, filename: str, us
     return ImportResult(testset=testset, created=True, parsed=parsed)
 
 
-def _record_pii(testset: TestSet, *, scan: PiiScan, pii: PiiChoice, user) -> None:
+def _record_pii(testset: TestSet, *, scan: PiiScan, pii: PiiChoice, user: User | None) -> None:
     testset.pii_action = pii.action
     testset.pii_count = scan.count
     testset.pii_decided_by = user

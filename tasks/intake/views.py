@@ -3,29 +3,21 @@ from collections.abc import Iterable
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from evalsite.csvsafe import csv_response
-from evalsite.htmx import wants_fragment
+from evalsite.htmx import AuthedHttpRequest, wants_fragment
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from tasks.images.parts import content_text
 from tasks.intake import selectors
 from tasks.intake.forms import TaskFilterForm, TestSetUploadForm
-from tasks.intake.parse import (
-    CASE_TYPES,
-    EXAMPLE_TASKS,
-    TIERS,
-    format_help,
-    oversize_request,
-    oversize_result,
-)
+from tasks.intake.parse import CASE_TYPES, TIERS, oversize_request, oversize_result
 from tasks.intake.pending import pending_upload_discard, pending_upload_load, pending_upload_save
 from tasks.intake.pii import PII_CHOICES
 from tasks.intake.services import (
@@ -37,6 +29,7 @@ from tasks.intake.services import (
     testset_pii,
     testset_validate,
 )
+from tasks.intake.upload_help import EXAMPLE_TASKS, format_help
 from tasks.models import TestSet
 
 PREVIEW_ROWS = 10
@@ -44,13 +37,9 @@ PII_ROWS = 200  # findings listed on the page; the count says how many more
 TESTSETS_PER_PAGE = 50
 
 
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
 @require_GET
 @role_required(ADMIN, LEAD)
-def testset_list(request: HtmxHttpRequest) -> HttpResponse:
+def testset_list(request: AuthedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.testset_list(), TESTSETS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -61,15 +50,17 @@ def testset_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 @role_required(ADMIN, LEAD)
-def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpResponse:
+def testset_detail(request: AuthedHttpRequest, name: str, version: int) -> HttpResponse:
     testset = selectors.testset_get(name=name, version=version)
     counts = selectors.testset_counts(testset=testset)
     form = TaskFilterForm(request.GET or None, categories=[c for c, _ in counts["category"]])
     filters = form.filters() if form.is_bound else {}
     page = selectors.testset_tasks_page(
         testset=testset,
+        filters=selectors.TaskFilters(
+            **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")}
+        ),
         page=request.GET.get("page", 1),
-        **{k: filters.get(k) or "" for k in ("category", "tier", "case_type", "q")},
     )
     page.object_list = list(page.object_list)
     for task in page.object_list:
@@ -105,7 +96,7 @@ def testset_detail(request: HtmxHttpRequest, name: str, version: int) -> HttpRes
 @require_GET
 @role_required(ADMIN, LEAD)
 def testset_download(
-    request: HttpRequest, name: str, version: int, fmt: str
+    request: AuthedHttpRequest, name: str, version: int, fmt: str
 ) -> StreamingHttpResponse:
     testset = selectors.testset_get(name=name, version=version)
     rows = selectors.testset_export_rows(testset=testset)
@@ -114,7 +105,7 @@ def testset_download(
 
 @require_GET
 @role_required(ADMIN)
-def testset_example(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
+def testset_example(request: AuthedHttpRequest, fmt: str) -> StreamingHttpResponse:
     """The upload page's example file: the same tasks it shows, written as a download is."""
     return tasks_file_response(f"example.{fmt}", fmt, EXAMPLE_TASKS)
 
@@ -135,7 +126,7 @@ def tasks_file_response(filename: str, fmt: str, rows: Iterable[dict]) -> Stream
 
 @require_POST
 @role_required(ADMIN)
-def testset_remove(request: HtmxHttpRequest, name: str, version: int) -> HttpResponse:
+def testset_remove(request: AuthedHttpRequest, name: str, version: int) -> HttpResponse:
     testset = selectors.testset_get(name=name, version=version)
     try:
         testset_delete(testset=testset)
@@ -153,7 +144,7 @@ def testset_remove(request: HtmxHttpRequest, name: str, version: int) -> HttpRes
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
 @csrf_exempt  # only so an oversize body is refused before anything reads it; see below
-def testset_upload(request: HtmxHttpRequest) -> HttpResponse:
+def testset_upload(request: AuthedHttpRequest) -> HttpResponse:
     """Choose a file -> validate (preview + every problem) -> confirm. Nothing is written
     before confirm; between the two steps the bytes wait in a per-session pending store."""
     too_big = oversize_request(request)
@@ -174,7 +165,7 @@ def testset_upload(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @csrf_protect
-def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
+def _testset_upload(request: AuthedHttpRequest) -> HttpResponse:
     context: dict = {"form": TestSetUploadForm(), "format": format_help()}
     if request.method == "POST":
         if request.POST.get("action") == "confirm":
@@ -188,7 +179,7 @@ def _testset_upload(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "tasks/testset_upload.html", context)
 
 
-def _upload_validate(request: HtmxHttpRequest) -> dict:
+def _upload_validate(request: AuthedHttpRequest) -> dict:
     form = TestSetUploadForm(request.POST, request.FILES)
     valid = form.is_valid()
     upload = form.cleaned_data.get("file")
@@ -228,7 +219,7 @@ def _upload_validate(request: HtmxHttpRequest) -> dict:
     return context
 
 
-def _upload_confirm(request: HtmxHttpRequest, context: dict) -> HttpResponse | None:
+def _upload_confirm(request: AuthedHttpRequest, context: dict) -> HttpResponse | None:
     token = request.POST.get("token", "")
     pending = pending_upload_load(session=request.session, token=token)
     if pending is None:

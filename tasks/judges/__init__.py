@@ -7,4 +7,6 @@ and the admin pages and API for judges. It sits in `tasks`, the lower layer: it 
 `tasks` and never `reviews`. Judging a campaign needs the blinded review screen and the
 people's final outcomes, which live in `reviews`; that part is `reviews/judges/`
 (docs/decisions/0008-judges-in-two-packages.md).
+
+May import: tasks.models, tasks.campaigns (a contender's definition and its readers), evalsite.
 """

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.campaigns.definition import DefinitionError
 from tasks.judges.definition import judge_create
@@ -62,7 +63,7 @@ def judge_json(judge: Judge) -> dict:
         "403": "role",
     },
 )
-def judges(request: HttpRequest) -> JsonResponse:
+def judges(request: AuthedHttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse({"judges": [judge_json(j) for j in Judge.objects.order_by("name")]})
     if not has_role(request.user, ADMIN):
@@ -80,5 +81,5 @@ def judges(request: HttpRequest) -> JsonResponse:
     summary="A judge's definition (admin, lead).",
     responses={"200": "the judge", "403": "role", "404": "no such judge"},
 )
-def judge_detail(request: HttpRequest, name: str) -> JsonResponse:
+def judge_detail(request: AuthedHttpRequest, name: str) -> JsonResponse:
     return JsonResponse(judge_json(found_or_404(Judge.objects.all(), "judge", name=name)))

@@ -5,8 +5,8 @@ Owns the Monitor, MonitorRun, MonitorAlert and AlertDelivery models (models.py, 
 tasks/models.py so Django registers them under the `tasks` app), monitor definitions, runs,
 grading, comparisons, alerts and their delivery, the monitor pages, API, forms and demo data.
 
-May import: the tasks app's models and its generation, campaigns, checks, intake and masking
-modules, and evalsite. Never `reviews` (tests/test_layers.py checks it). Other code uses the
+May import: the tasks app's models and its review_side, generation, campaigns, checks, intake
+and blinding packages, and evalsite. Never `reviews` (tests/test_layers.py checks it). Other code uses the
 public names of its modules (no `_private` name crosses a module boundary); this file
 re-exports nothing, so importing `tasks.monitors.models` stays light.
 
@@ -16,7 +16,8 @@ A run, module by module:
 2. run start: `runs.monitor_run_start` creates run N+1 and its hidden campaign, queued for
    generation (also from the page, the API and `run_monitor`);
 3. generation: the campaign pipeline (tasks/generation/services.py); when its last row ends it sends
-   `jobs.monitor_run_finish_job` (the tick grades runs whose message was lost);
+   `jobs.monitor_run_finish_job` by its registered name (the tick grades runs whose message was
+   lost);
 4. grading: `grading.monitor_run_finish` computes each contender's metrics (`metrics`);
 5. comparison: `compare.compare_runs` against the baseline (`runs.baseline_for`): paired
    bootstrap intervals and sign tests (`metrics`);

@@ -68,25 +68,30 @@ def alerts_record(*, run: MonitorRun, comparison: dict) -> list[dict]:
             if not threshold_crossed(threshold, entry["metrics"].get(metric), changed):
                 continue
             rule = next(k for k in threshold if k in RULES)
-            alert = _alert_once(run, name, metric, rule, threshold, base_value, run_value)
+            alert = _alert_once(
+                run,
+                {
+                    "contender": name,
+                    "metric": metric,
+                    "rule": rule,
+                    "threshold": threshold,
+                    "baseline_value": base_value,
+                    "run_value": run_value,
+                },
+            )
             out.append(alert_json(alert))
     return out
 
 
-def _alert_once(run, contender, metric, rule, threshold, base_value, run_value) -> MonitorAlert:
+def _alert_once(run, fields: dict) -> MonitorAlert:
+    """The run's alert with these `fields` (contender, metric, rule, threshold, baseline_value,
+    run_value), recorded once with a delivery per channel; the one recorded before if any."""
     try:
         with transaction.atomic():
-            alert = MonitorAlert.objects.create(
-                run=run,
-                contender=contender,
-                metric=metric,
-                rule=rule,
-                threshold=threshold,
-                baseline_value=base_value,
-                run_value=run_value,
-            )
+            alert = MonitorAlert.objects.create(run=run, **fields)
     except IntegrityError:
-        return MonitorAlert.objects.get(run=run, contender=contender, metric=metric, rule=rule)
+        key = {k: fields[k] for k in ("contender", "metric", "rule")}
+        return MonitorAlert.objects.get(run=run, **key)
     alerts = run.monitor.alerts or {}
     if alerts.get("webhook"):
         delivery = AlertDelivery.objects.create(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from typing import Any
+
+from django.http import HttpResponse, JsonResponse
 
 from evalsite.api import ApiError, api_endpoint, found_or_404, json_body, no_content
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role
 from tasks.campaigns.definition import DefinitionError
 from tasks.generation.services import GenerationError
@@ -95,7 +98,7 @@ def run_json(run: MonitorRun) -> dict:
     body={"application/json": {"schema": DEFINITION_SCHEMA}},
     responses={"201": "created", "400": "definition errors (all listed)", "403": "role"},
 )
-def monitors(request: HttpRequest) -> JsonResponse:
+def monitors(request: AuthedHttpRequest) -> JsonResponse:
     try:
         monitor = monitor_create(definition=json_body(request), user=request.user)
     except DefinitionError as exc:
@@ -140,7 +143,7 @@ pages, the API and the schedule, and its runs are kept.""",
         "404": "no such monitor",
     },
 )
-def monitor_detail(request: HttpRequest, slug: str) -> JsonResponse | HttpResponse:
+def monitor_detail(request: AuthedHttpRequest, slug: str) -> JsonResponse | HttpResponse:
     monitor = found_or_404(LIVE, "monitor", slug=slug)
     if request.method == "GET":
         return JsonResponse(monitor_json(monitor))
@@ -176,7 +179,7 @@ def monitor_detail(request: HttpRequest, slug: str) -> JsonResponse | HttpRespon
         "404": "no monitor",
     },
 )
-def monitor_runs(request: HttpRequest, slug: str) -> JsonResponse:
+def monitor_runs(request: AuthedHttpRequest, slug: str) -> JsonResponse:
     monitor = found_or_404(LIVE, "monitor", slug=slug)
     # The body is optional: {"baseline": n} in JSON, or nothing. Whatever else is sent is
     # refused, not ignored: a misspelt key would otherwise run against the wrong baseline.
@@ -203,11 +206,11 @@ def monitor_runs(request: HttpRequest, slug: str) -> JsonResponse:
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
-def _run_body(request: HttpRequest) -> dict:
+def _run_body(request: AuthedHttpRequest) -> dict:
     """A run request's fields: its JSON object, or a form's fields (an empty form, or no
     body at all, is "nothing")."""
     if request.content_type in FORM_TYPES:
-        body = {key: request.POST[key] for key in request.POST}
+        body: dict[str, Any] = {key: request.POST[key] for key in request.POST}
         if isinstance(body.get("baseline"), str) and body["baseline"].isdigit():
             body["baseline"] = int(body["baseline"])
         return body
@@ -220,7 +223,7 @@ def _run_body(request: HttpRequest) -> dict:
     summary="A run: status, progress, metrics, comparison with its baseline and alerts.",
     responses={"200": "the run", "403": "role", "404": "no such monitor or run"},
 )
-def monitor_run_detail(request: HttpRequest, slug: str, number: int) -> JsonResponse:
+def monitor_run_detail(request: AuthedHttpRequest, slug: str, number: int) -> JsonResponse:
     run = found_or_404(
         MonitorRun.objects.select_related("monitor"), "run", monitor__slug=slug, number=number
     )
@@ -239,7 +242,7 @@ delivery ids (`X-Evalsite-Delivery`), to the monitor's current webhook and addre
         "409": "nothing failed (delivered, or still being tried)",
     },
 )
-def monitor_alert_resend(request: HttpRequest, slug: str, alert_id: int) -> JsonResponse:
+def monitor_alert_resend(request: AuthedHttpRequest, slug: str, alert_id: int) -> JsonResponse:
     alert = found_or_404(
         MonitorAlert.objects.select_related("run__monitor"),
         "alert",

@@ -38,7 +38,9 @@ def compare_runs(
 ) -> dict:
     judge = run.monitor.judge
     if run_tables is None:
-        run_tables = campaign_tables(run.campaign, judge=judge)
+        # The preference was judged against the run's graded baseline only: against another
+        # run there is none (judge_preferences answers nothing), so it is left out.
+        run_tables = campaign_tables(run.campaign, judge=judge, baseline=base.campaign)
     # The confidence levels the monitor's thresholds ask for (their intervals are computed).
     levels = tuple(sorted({t["confidence"] for t in run.monitor.thresholds if "confidence" in t}))
     return {

@@ -37,7 +37,7 @@ CONTENDERS = {
 SAMPLES = 2
 
 
-def _answers() -> dict:
+def shipped_answers() -> dict:
     out = {}
     for line in (OUTPUTS / "support-demo-outputs.jsonl").read_text().splitlines():
         row = json.loads(line)
@@ -53,13 +53,13 @@ def load(context: dict, stdout) -> dict:
     testset = context["testset"]
     _contenders_create()
     monitor = _monitor_create(testset=testset, user=context.get("users", {}).get("admin"))
-    answers = _answers()
+    answers = shipped_answers()
     rng = random.Random(26)
     now = timezone.now()
     for number in range(1, 5):
         with transaction.atomic():  # the run number is taken under a lock of the monitor row
             run = monitor_run_create(monitor=monitor, scheduled_for=None, baseline=None)
-        _run_answer(run=run, number=number, answers=answers, rng=rng, now=now)
+        run_answer(run=run, number=number, answers=answers, rng=rng, now=now)
         monitor_run_finish(run_id=run.pk)
         when = now - timedelta(days=4 - number, hours=2)
         MonitorRun.objects.filter(pk=run.pk).update(created_at=when, finished_at=when)
@@ -108,7 +108,7 @@ def _monitor_create(*, testset, user) -> Monitor:
     )
 
 
-def _run_answer(*, run: MonitorRun, number: int, answers: dict, rng: random.Random, now) -> None:
+def run_answer(*, run: MonitorRun, number: int, answers: dict, rng: random.Random, now) -> None:
     """Write run `number`'s answers from the shipped outputs: run 3 regresses two tasks, run 4
     is served another model for one contender."""
     rows = Generation.objects.filter(campaign=run.campaign).select_related("task", "contender")

@@ -8,8 +8,8 @@ without a metric is an empty row (the page offers a few, so no script is needed 
 
 from __future__ import annotations
 
-from tasks.models import Contender, Provider, TestSet
-from tasks.monitors.metrics import metric_choices
+from tasks.models import Campaign, Contender, Judge, Provider, TestSet
+from tasks.monitors.metrics import PREFERENCE, metric_choices
 
 RULES = (
     ("max_drop", "may drop by at most"),
@@ -41,6 +41,10 @@ def form_definition(post, *, slug: str | None = None) -> dict:
         "baseline": post.get("baseline", "first").strip() or "first",
         "thresholds": _thresholds(post),
         "alerts": _alerts(post),
+        # No judge chosen: null, which an edit reads as "stop grading with a judge".
+        "judge": post.get("judge", "").strip() or None,
+        "calibration": post.get("calibration", "").strip() or None,
+        "allow_uncalibrated": post.get("allow_uncalibrated") == "on",
     }
     if slug is None:
         data["slug"] = post.get("slug", "").strip()
@@ -78,6 +82,18 @@ def _alerts(post) -> dict:
     return out
 
 
+def _judge_metrics(calibration: str | None) -> list[str]:
+    """The judge's metrics a threshold may name: one per rubric dimension of the calibration
+    campaign (the judge scores with its rubric), and the preference over the baseline."""
+    rubric = (
+        Campaign.objects.filter(slug=calibration).values_list("rubric", flat=True).first()
+        if calibration
+        else None
+    )
+    keys = [d["key"] for d in rubric or [] if isinstance(d, dict) and d.get("key")]
+    return [*(f"judge.{key}" for key in keys), PREFERENCE]
+
+
 def form_context(definition: dict) -> dict:
     """What the form template shows: the choices and the current values (a definition)."""
     rows = []
@@ -102,7 +118,13 @@ def form_context(definition: dict) -> dict:
         "threshold_count": len(rows),
         "webhook": alerts.get("webhook", ""),
         "email": ", ".join(alerts.get("email") or []),
-        "metrics": metric_choices(),
+        "metrics": [*metric_choices(), *_judge_metrics(definition.get("calibration"))],
+        "judge_choices": list(Judge.objects.order_by("name").values_list("name", flat=True)),
+        "calibration_choices": list(
+            Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN)
+            .order_by("slug")
+            .values_list("slug", flat=True)
+        ),
         "rules": RULES,
         "contender_choices": list(
             Contender.objects.exclude(provider=Provider.IMPORTED)

@@ -16,7 +16,7 @@ from tasks import review_side
 from tasks.models import Campaign
 from tasks.monitors.alerts import alerts_record
 from tasks.monitors.compare import compare_runs
-from tasks.monitors.judging import judge_note
+from tasks.monitors.judging import judge_note, wants_preference
 from tasks.monitors.metrics import run_metrics
 from tasks.monitors.models import MonitorRun
 from tasks.monitors.runs import baseline_for, campaign_tables, monitor_run_active
@@ -31,12 +31,16 @@ def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
     run = MonitorRun.objects.select_related("monitor", "campaign").get(pk=run_id)
     if run.status != R.GENERATING or monitor_run_active(run):
         return None
-    judging = monitor_run_judging(run)
+    baseline = baseline_for(run)
+    judging = monitor_run_judging(run, baseline)
     if judging is None:
         return None  # the judge is still at it: the beat tick grades the run once it is done
-    tables = campaign_tables(run.campaign, judge=run.monitor.judge)
+    tables = campaign_tables(
+        run.campaign,
+        judge=run.monitor.judge,
+        baseline=baseline.campaign if baseline and wants_preference(run.monitor) else None,
+    )
     metrics = {name: run_metrics(table) for name, table in tables.items()}
-    baseline = baseline_for(run)
     comparison = compare_runs(baseline, run, run_tables=tables) if baseline else None
     with transaction.atomic():
         if not MonitorRun.objects.filter(pk=run.pk, status=R.GENERATING).update(
@@ -57,13 +61,17 @@ def monitor_run_finish(*, run_id: int) -> MonitorRun | None:
     return run
 
 
-def monitor_run_judging(run: MonitorRun) -> dict | None:
-    """A judged monitor's run: judge its outputs (queued once), then what judging cost; None
-    while judgements are still to come. {} for a monitor without a judge."""
+def monitor_run_judging(run: MonitorRun, baseline: MonitorRun | None) -> dict | None:
+    """A judged monitor's run: judge its outputs (queued once) and, when the monitor grades
+    judge.preference_win_rate, each against the baseline run's output; then what judging
+    cost. None while judgements are still to come; {} for a monitor without a judge."""
     monitor = run.monitor
     if not monitor.judge_id:
         return {}
-    progress = review_side.judge_outputs(judge=monitor.judge, campaign=run.campaign)
+    against = baseline.campaign if baseline and wants_preference(monitor) else None
+    progress = review_side.judge_outputs(
+        judge=monitor.judge, campaign=run.campaign, baseline=against
+    )
     if not progress["finished"]:
         return None
     return {
@@ -74,6 +82,7 @@ def monitor_run_judging(run: MonitorRun) -> dict | None:
         "input_tokens": progress["input_tokens"],
         "output_tokens": progress["output_tokens"],
         "cost": progress["cost"],
+        "against_baseline": against is not None,
         "note": judge_note(monitor),
     }
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from tasks import review_side
 from tasks.models import Campaign, Judge
+from tasks.monitors.metrics import PREFERENCE
 
-PREFERENCE = "judge.preference_win_rate"
 UNCALIBRATED = "judge not calibrated"
 
 
@@ -30,12 +30,6 @@ def judge_definition(data: dict, metrics: list[str], errors: list[str]) -> dict:
     thresholds name. Problems are appended to `errors`, each naming its field."""
     none = {"judge": None, "calibration": None, "allow_uncalibrated": False}
     judge_metrics = [m for m in metrics if m.startswith("judge.")]
-    if PREFERENCE in judge_metrics:
-        # Not graded yet: a threshold on it would never fire, so it is refused outright.
-        errors.append(
-            f"thresholds: {PREFERENCE} is not graded yet (a judge grades judge.<dimension>)"
-        )
-        judge_metrics = [m for m in judge_metrics if m != PREFERENCE]
     allow = data.get("allow_uncalibrated", False)
     if not isinstance(allow, bool):
         errors.append("allow_uncalibrated: must be true or false")
@@ -83,15 +77,23 @@ def calibration_problems(
         for d in dims
         if d not in verdicts["rubric"]
     ]
+    if PREFERENCE in judge_metrics and verdicts["preference"] is None:
+        problems.append(
+            f"thresholds: {PREFERENCE} needs a calibration campaign that asks reviewers for a "
+            f"preference; {campaign} asks none (its mode is rubric)"
+        )
     if problems or allow:
         return problems
     wanted = [d for d in dims if d in verdicts["rubric"]]
-    if not judge_metrics:
+    if not dims:
         wanted = list(verdicts["rubric"])
     for dim in dict.fromkeys(wanted):
         found = verdicts["dimensions"].get(dim) or {}
         if found.get("verdict") != "calibrated":
             problems.append(_refusal(judge, campaign, dim, found))
+    preference = verdicts["preference"] or {}
+    if PREFERENCE in judge_metrics and preference.get("verdict") != "calibrated":
+        problems.append(_refusal(judge, campaign, "the preference", preference))
     return problems
 
 
@@ -105,7 +107,59 @@ def _refusal(judge: str, campaign: str, what: str, found: dict) -> str:
     )
 
 
+def wants_preference(monitor) -> bool:
+    """Whether the monitor grades judge.preference_win_rate (a threshold names it): only
+    then is each run's output judged against the baseline's, which doubles what judging
+    costs."""
+    return bool(monitor.judge_id) and any(
+        t.get("metric") == PREFERENCE for t in monitor.thresholds or []
+    )
+
+
 def judge_note(monitor) -> str:
     """What every chart, alert and comparison of the monitor says of its judge ('' when
     calibrated or without a judge)."""
     return UNCALIBRATED if monitor.judge_id and monitor.allow_uncalibrated else ""
+
+
+def judge_form_state(*, judge: str, calibration: str, allow: bool) -> dict | None:
+    """What the monitor form says of a chosen judge: {"rows": [{"what", "verdict",
+    "reason"}] (each rubric dimension of the calibration campaign, then the preference),
+    "refusal" (in words, when a verdict is not calibrated and `allow` is not ticked),
+    "note", "problem" (no such judge or campaign)}; None when no judge is chosen."""
+    if not judge:
+        return None
+    found = Judge.objects.filter(name=judge).first()
+    if found is None:
+        return {"problem": f"no judge named {judge!r}"}
+    if not calibration:
+        return {"problem": "choose the campaign whose reviewers the judge was calibrated against"}
+    campaign = Campaign.objects.exclude(kind=Campaign.Kind.MONITOR_RUN).filter(slug=calibration)
+    campaign = campaign.first()
+    if campaign is None:
+        return {"problem": f"no campaign {calibration!r}"}
+    verdicts = review_side.judge_verdicts(judge=found, campaign=campaign)
+    rows = [
+        {"what": key, **_verdict_shown(verdicts["dimensions"].get(key))}
+        for key in verdicts["rubric"]
+    ]
+    if verdicts["preference"] is not None:
+        rows.append({"what": "the preference", **_verdict_shown(verdicts["preference"])})
+    short = [row["what"] for row in rows if row["verdict"] != "calibrated"]
+    refusal = ""
+    if short and not allow:
+        refusal = (
+            f"{judge} is not calibrated on {calibration} for {', '.join(short)}: a monitor "
+            "grading those with it is refused. Settle more items of that campaign and judge it "
+            "again, or tick allow_uncalibrated to grade with it anyway (every chart, alert and "
+            "comparison will say so)."
+        )
+    return {"rows": rows, "refusal": refusal, "note": UNCALIBRATED if short and allow else ""}
+
+
+def _verdict_shown(found: dict | None) -> dict:
+    found = found or {}
+    return {
+        "verdict": found.get("verdict") or "not judged",
+        "reason": found.get("reason") or "the judge has not judged this campaign",
+    }

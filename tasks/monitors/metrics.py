@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -75,6 +75,11 @@ PASS_METRICS = {"check_pass_rate", "pass_at_1", "pass_at_k", "pass_hat_k", "tool
 # output over the baseline's: points on the rubric's scale and a share, both moving in
 # absolute terms. The dimension's name is the rubric's key.
 JUDGE_METRIC = re.compile(r"^judge\.[A-Za-z0-9_-]{1,100}$")
+# The share of the run's outputs the judge prefers to the baseline run's output of the same
+# task and sample (a tie counts half). Against itself the baseline's share is 0.5 by
+# construction, so the comparison's delta is the win rate minus 0.5, resampled over tasks
+# like every other metric.
+PREFERENCE = "judge.preference_win_rate"
 
 
 def is_rate(metric: str) -> bool:
@@ -119,6 +124,9 @@ class RunTable:
     served: Counter = field(default_factory=Counter)
     fingerprints: Counter = field(default_factory=Counter)
     judge: dict[str, np.ndarray] = field(default_factory=dict)  # dimension -> judge's scores
+    # (tasks, samples): 1 the judge preferred the run's output to the baseline's, 0 the
+    # baseline's, 0.5 a tie; NaN not judged. None: not judged against a baseline.
+    preference: np.ndarray | None = None
 
 
 def judge_scores_add(table: RunTable, rows: list[dict]) -> RunTable:
@@ -133,6 +141,35 @@ def judge_scores_add(table: RunTable, rows: list[dict]) -> RunTable:
         shape = (len(table.tasks), table.samples)
         table.judge.setdefault(row["dimension"], np.full(shape, np.nan))[i, j] = row["value"]
     return table
+
+
+def judge_preferences_add(table: RunTable, rows: list[dict]) -> RunTable:
+    """Put the judge's preferences of the run's outputs over the baseline's into the table:
+    rows {task, sample, value} (1, 0 or 0.5), NaN where an output was not judged."""
+    index = {t: i for i, t in enumerate(table.tasks)}
+    values = np.full((len(table.tasks), table.samples), np.nan)
+    for row in rows:
+        i, j = index.get(row["task"]), row["sample"]
+        if i is not None and j < table.samples:
+            values[i, j] = row["value"]
+    table.preference = values
+    return table
+
+
+def even_preference(base: RunTable, run: RunTable) -> RunTable:
+    """The baseline's side of the preference: 0.5 (an output against itself) wherever the
+    run's output was judged, on the baseline's tasks; the table is left as it is when the
+    run has no preference (or the baseline has one of its own)."""
+    if run.preference is None or base.preference is not None:
+        return base
+    index = {t: i for i, t in enumerate(run.tasks)}
+    values = np.full((len(base.tasks), base.samples), np.nan)
+    width = min(base.samples, run.samples)
+    for i, task in enumerate(base.tasks):
+        if task in index:
+            judged = run.preference[index[task], :width]
+            values[i, :width] = np.where(np.isnan(judged), np.nan, 0.5)
+    return replace(base, preference=values)
 
 
 def run_table(rows: list[dict], *, tasks: list[str], samples: int) -> RunTable:
@@ -236,6 +273,8 @@ def _source(table: RunTable, metric: str) -> tuple[np.ndarray | None, str]:
         return table.arrays[name], stat
     if metric.startswith("check_pass_rate."):
         return table.kinds.get(metric.split(".", 1)[1]), "mean"
+    if metric == PREFERENCE:
+        return table.preference, "mean"
     if metric.startswith("judge."):
         return table.judge.get(metric.split(".", 1)[1]), "mean"
     if metric == "cost_per_task":
@@ -285,6 +324,7 @@ def metric_names(table: RunTable) -> list[str]:
         *SAMPLE_METRICS.keys() - {"check_pass_rate"},
         "cost_per_task",
         *(f"judge.{d}" for d in sorted(table.judge)),
+        *([PREFERENCE] if table.preference is not None else []),
     ]
 
 
@@ -359,6 +399,7 @@ def compare_tables(
     improvements, served models. `levels`: confidence levels (other than 0.95) whose
     intervals thresholds ask for, under each metric's "intervals" {"0.9": [lo, hi]}, from the
     same bootstrap rounds."""
+    base = even_preference(base, run)
     common = [t for t in run.tasks if t in set(base.tasks)]
     bi = np.array([base.tasks.index(t) for t in common], dtype=int)
     ri = np.array([run.tasks.index(t) for t in common], dtype=int)
@@ -369,8 +410,9 @@ def compare_tables(
     improved = [i for i in range(len(common)) if base_pass[i] == 0 and run_pass[i] == 1]
     metrics = {}
     caches = ({}, {})  # the resampled base and run tables, shared by the metrics
+    paired = Paired(base=base, run=run, common=common, bi=bi, ri=ri)
     for metric in sorted(set(metric_names(base)) | set(metric_names(run))):
-        metrics[metric] = _compare_metric(base, run, metric, bi, ri, picks, caches)
+        metrics[metric] = _compare_metric(paired, metric, picks, caches)
         boot = metrics[metric].pop("_boot", None)
         extra = [level for level in levels if level != 0.95]
         if extra and boot is not None and len(boot):
@@ -379,8 +421,8 @@ def compare_tables(
     base_served, run_served, changed = _served_change(base, run)
     return {
         "metrics": metrics,
-        "regressions": [_task_row(base, run, common, bi, ri, regressed, i) for i in regressed],
-        "improvements": [_task_row(base, run, common, bi, ri, regressed, i) for i in improved],
+        "regressions": [_task_row(paired, regressed, i) for i in regressed],
+        "improvements": [_task_row(paired, regressed, i) for i in improved],
         "served_models": {"baseline": base_served, "run": run_served},
         "fingerprints": {
             "baseline": dict(sorted(base.fingerprints.items())),
@@ -411,9 +453,22 @@ def _task_counts(n_regressed: int, n_improved: int) -> dict:
     }
 
 
-def _task_row(base: RunTable, run: RunTable, common: list, bi, ri, regressed: list, i: int) -> dict:
+@dataclass(frozen=True)
+class Paired:
+    """Two runs' tables on the tasks both ran: common task i is row bi[i] of the baseline's
+    arrays and row ri[i] of the run's."""
+
+    base: RunTable
+    run: RunTable
+    common: list
+    bi: np.ndarray
+    ri: np.ndarray
+
+
+def _task_row(paired: Paired, regressed: list, i: int) -> dict:
     """Common task i: both pass rates, and the failed checks of the run that failed it."""
-    t = common[i]
+    base, run, bi, ri = paired.base, paired.run, paired.bi, paired.ri
+    t = paired.common[i]
     return {
         "task_id": t,
         "baseline_pass_rate": _pass_rate(base.arrays["passed"][bi], i),
@@ -443,7 +498,8 @@ def _interval(boot: np.ndarray, level: float) -> list:
     return [_number(lo), _number(hi)]
 
 
-def _compare_metric(base, run, metric, bi, ri, picks, caches) -> dict:
+def _compare_metric(paired: Paired, metric: str, picks, caches) -> dict:
+    base, run, bi, ri = paired.base, paired.run, paired.bi, paired.ri
     b = _stat(base, metric, bi[None, :]) if len(bi) else None
     r = _stat(run, metric, ri[None, :]) if len(ri) else None
     b_value = None if b is None else _number(b[0])

@@ -19,7 +19,7 @@ from tasks import review_side
 from tasks.generation.services import GenerationNotSent, generation_enqueue, generation_rows_create
 from tasks.models import Campaign, Generation, Judge
 from tasks.monitors.definition import MonitorError
-from tasks.monitors.metrics import judge_scores_add, run_table
+from tasks.monitors.metrics import judge_preferences_add, judge_scores_add, run_table
 from tasks.monitors.models import Monitor, MonitorRun
 
 log = logging.getLogger(__name__)
@@ -148,8 +148,12 @@ def run_rows(campaign_id: int) -> dict[str, list[dict]]:
     return out
 
 
-def campaign_tables(campaign: Campaign, *, judge: Judge | None = None) -> dict:
-    """{contender: RunTable}; with `judge`, its scores of the outputs too (judge.<dimension>)."""
+def campaign_tables(
+    campaign: Campaign, *, judge: Judge | None = None, baseline: Campaign | None = None
+) -> dict:
+    """{contender: RunTable}; with `judge`, its scores of the outputs too (judge.<dimension>)
+    and, with `baseline` (the run it was judged against), its preferences of the outputs
+    over the baseline's (judge.preference_win_rate)."""
     tasks = list(
         campaign.testset.tasks.order_by("external_id").values_list("external_id", flat=True)
     )
@@ -163,6 +167,13 @@ def campaign_tables(campaign: Campaign, *, judge: Judge | None = None) -> dict:
             scores.setdefault(row["contender"], []).append(row)
         for name, table in tables.items():
             judge_scores_add(table, scores.get(name, []))
+    if judge is not None and baseline is not None:
+        preferences: dict[str, list[dict]] = {}
+        for row in review_side.judge_preferences(judge=judge, campaign=campaign, baseline=baseline):
+            preferences.setdefault(row["contender"], []).append(row)
+        for name, table in tables.items():
+            if preferences:
+                judge_preferences_add(table, preferences.get(name, []))
     return tables
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 
-from tasks.generation import transcripts
+from tasks.checks import transcripts
 from tasks.models import Generation
 from tasks.monitors.cron import ScheduleError, fire_times
 from tasks.monitors.format import metric_value
@@ -236,7 +237,7 @@ def _answer(g: Generation) -> dict:
     }
 
 
-def _turns(transcript) -> list[dict]:
+def _turns(transcript: list[dict] | None) -> list[dict]:
     out = []
     for number, turn in enumerate(transcripts.turns(transcript), start=1):
         steps = []
@@ -262,7 +263,7 @@ def _turns(transcript) -> list[dict]:
     return out if any(t["steps"] or t["user"] for t in out) else []
 
 
-def _json(value, raw: str = "") -> str:
+def _json(value: Any, raw: str = "") -> str:
     if value is None:
         return raw or ""
     return json.dumps(value, indent=2, ensure_ascii=False)
@@ -278,7 +279,7 @@ def _result(result: dict | None) -> str:
     return _json(result.get("result"))
 
 
-def _messages(messages) -> list[dict]:
+def _messages(messages: list | None) -> list[dict]:
     return [
         {"role": m.get("role", ""), "content": m.get("content") or ""}
         for m in (messages or [])

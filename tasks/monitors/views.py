@@ -4,11 +4,12 @@ a run (its comparison), a regressed task side by side; admins start runs and "re
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from tasks.campaigns.definition import DefinitionError
 from tasks.generation.services import GenerationError
@@ -23,6 +24,7 @@ from tasks.monitors.definition import (
     monitor_update,
 )
 from tasks.monitors.forms import form_context, form_definition
+from tasks.monitors.judging import judge_form_state
 from tasks.monitors.models import MonitorAlert
 from tasks.monitors.review import review_blind_create
 from tasks.monitors.runs import monitor_run_progress, monitor_run_start
@@ -41,7 +43,7 @@ from tasks.monitors.selectors import (
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_list_view(request: HttpRequest) -> HttpResponse:
+def monitor_list_view(request: AuthedHttpRequest) -> HttpResponse:
     return render(
         request,
         "tasks/monitor_list.html",
@@ -51,7 +53,7 @@ def monitor_list_view(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_detail_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     runs = list(monitor.runs.order_by("-number")[:50])
     latest_done = next((r for r in runs if r.status == "done"), None)
@@ -75,7 +77,7 @@ def monitor_detail_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_pause_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_pause_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Pause (paused=1) or resume (paused=0) the schedule."""
     monitor = monitor_get(slug=slug)
     paused = request.POST.get("paused") == "1"
@@ -88,7 +90,7 @@ def monitor_pause_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_delete_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     monitor_archive(monitor=monitor)
     messages.success(
@@ -101,7 +103,7 @@ def monitor_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def monitor_run_view(request: AuthedHttpRequest, slug: str, number: int) -> HttpResponse:
     """A run's page; while it generates, its body polls (htmx) and gets only that partial."""
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
@@ -119,7 +121,9 @@ def monitor_run_view(request: HttpRequest, slug: str, number: int) -> HttpRespon
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def monitor_task_view(request: HttpRequest, slug: str, number: int, task_id: str) -> HttpResponse:
+def monitor_task_view(
+    request: AuthedHttpRequest, slug: str, number: int, task_id: str
+) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
     return render(
@@ -131,7 +135,7 @@ def monitor_task_view(request: HttpRequest, slug: str, number: int, task_id: str
 
 @require_POST
 @role_required(ADMIN)
-def monitor_run_start_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_run_start_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     try:
         run = monitor_run_start(monitor=monitor)
@@ -144,7 +148,7 @@ def monitor_run_start_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_review_blind_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+def monitor_review_blind_view(request: AuthedHttpRequest, slug: str, number: int) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     run = run_get(monitor=monitor, number=number)
     try:
@@ -160,7 +164,7 @@ def monitor_review_blind_view(request: HttpRequest, slug: str, number: int) -> H
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def monitor_create_view(request: HttpRequest) -> HttpResponse:
+def monitor_create_view(request: AuthedHttpRequest) -> HttpResponse:
     definition = {"baseline": "first", "samples_per_task": 1, "thresholds": [], "alerts": {}}
     errors: list[str] = []
     if request.method == "POST":
@@ -175,13 +179,19 @@ def monitor_create_view(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "tasks/monitor_form.html",
-        {"monitor": None, "errors": errors, **form_context(definition), **_preview(definition)},
+        {
+            "monitor": None,
+            "errors": errors,
+            **form_context(definition),
+            **_preview(definition),
+            **_judge_state(definition),
+        },
     )
 
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
-def monitor_edit_view(request: HttpRequest, slug: str) -> HttpResponse:
+def monitor_edit_view(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     definition = monitor_definition(monitor)
     errors: list[str] = []
@@ -197,17 +207,46 @@ def monitor_edit_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "tasks/monitor_form.html",
-        {"monitor": monitor, "errors": errors, **form_context(definition), **_preview(definition)},
+        {
+            "monitor": monitor,
+            "errors": errors,
+            **form_context(definition),
+            **_preview(definition),
+            **_judge_state(definition),
+        },
     )
 
 
 @require_http_methods(["GET"])
 @role_required(ADMIN)
-def monitor_schedule_preview_view(request: HttpRequest) -> HttpResponse:
+def monitor_schedule_preview_view(request: AuthedHttpRequest) -> HttpResponse:
     """The schedule field's note (htmx, as the admin types): the next three due times, or why
     the expression cannot be used."""
     preview = _preview({"schedule": request.GET.get("schedule", "")})
     return render(request, "tasks/monitor_form.html#schedule-preview", preview)
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN)
+def monitor_judge_preview_view(request: AuthedHttpRequest) -> HttpResponse:
+    """The judge field's note (htmx, as the admin chooses): the judge's calibration on the
+    chosen campaign, dimension by dimension, and the refusal in words when it falls short."""
+    definition = {
+        "judge": request.GET.get("judge", ""),
+        "calibration": request.GET.get("calibration", ""),
+        "allow_uncalibrated": request.GET.get("allow_uncalibrated") == "on",
+    }
+    return render(request, "tasks/monitor_form.html#judge-state", _judge_state(definition))
+
+
+def _judge_state(definition: dict) -> dict:
+    return {
+        "judge_state": judge_form_state(
+            judge=definition.get("judge") or "",
+            calibration=definition.get("calibration") or "",
+            allow=bool(definition.get("allow_uncalibrated")),
+        )
+    }
 
 
 def _preview(definition: dict) -> dict:
@@ -225,7 +264,7 @@ def _preview(definition: dict) -> dict:
 
 @require_POST
 @role_required(ADMIN)
-def monitor_alert_resend_view(request: HttpRequest, slug: str, alert_id: int) -> HttpResponse:
+def monitor_alert_resend_view(request: AuthedHttpRequest, slug: str, alert_id: int) -> HttpResponse:
     monitor = monitor_get(slug=slug)
     alert = get_object_or_404(MonitorAlert, pk=alert_id, run__monitor=monitor)
     try:

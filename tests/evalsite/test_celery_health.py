@@ -29,8 +29,9 @@ def test_it_runs_a_job_through_a_worker_on_the_serverless_filesystem_broker():
         extra_env={"REDIS_URL": "", "EVALSITE_DATA_DIR": data_dir, "DATABASE_URL": ""},
     )
     try:
-        # A client configured exactly like the embedded mode's settings, on the same folder.
-        client = Celery(broker="filesystem://localhost/")
+        # A client configured exactly like the embedded mode's settings, on the same folder
+        # (not made this process's current app: the project's code sends through that one).
+        client = Celery(broker="filesystem://localhost/", set_as_current=False)
         folder = f"{data_dir}/broker/out"
         client.conf.broker_transport_options = {
             "data_folder_in": folder,

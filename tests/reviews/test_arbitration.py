@@ -8,7 +8,6 @@ from django.db import close_old_connections, connection
 from django.test import TestCase, TransactionTestCase
 from django.utils import timezone
 
-from reviews.arbitration.disputes import item_settle
 from reviews.arbitration.services import (
     AlreadyResolved,
     ArbitrationGone,
@@ -17,6 +16,7 @@ from reviews.arbitration.services import (
     arbitration_release,
     arbitration_resolve,
 )
+from reviews.disputes.rules import item_settle
 from reviews.models import Arbitration, ReviewItem, Score
 from reviews.rubric import label_map
 from tests.factories import CampaignFactory, ReviewItemFactory, UserFactory, personas, review_create

@@ -10,7 +10,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from evalsite.models import ApiToken
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.models import Arbitration, ItemOutput, ReviewItem
 from reviews.rubric import label_map
 from tasks.models import Contender, Generation

@@ -272,7 +272,7 @@ class DashboardTests(TestCase):
 
 @pytest.mark.django_db
 def test_it_reuses_the_cached_report_until_the_data_changes(django_assert_max_num_queries):
-    from reviews.dashboards.selectors import campaign_report_cached, report_fingerprint
+    from reviews.report.cache import campaign_report_cached, report_fingerprint
 
     campaign = make_campaign()
     records = sample_records()
@@ -524,7 +524,7 @@ def test_the_pareto_chart_joins_the_front_cheapest_first():
 
 
 def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
-    from reviews.dashboards.selectors import _cost
+    from reviews.dashboards.pages import cost_section
 
     def row(name, quality, decision, below):
         return {
@@ -549,7 +549,7 @@ def test_a_contender_below_the_quality_floor_is_listed_after_the_ranked_ones():
             "min_quality": 0.6,
         },
     }
-    decision = next(t for t in _cost(report)["tables"] if t.key == "decision")
+    decision = next(t for t in cost_section(report)["tables"] if t.key == "decision")
     assert [r[0] for r in decision.rows] == ["good", "cheap-bad"]
     assert decision.rows[1][7] == "below floor"
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from django.test import TestCase
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.report.campaign import campaign_report, report_json
 from tasks.models import Generation
 from tests.conftest import browser_login

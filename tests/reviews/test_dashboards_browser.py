@@ -33,13 +33,18 @@ def test_a_lead_opens_the_leaderboard_and_the_dashboards(browser_page):
     box = chart.bounding_box()
     assert box["width"] > 300 and box["height"] > 60
     page.screenshot(path=str(ARTIFACTS / "dashboard-leaderboard.png"), full_page=True)
-    hint = page.get_by_text("scroll sideways for all of it").first
-    assert not hint.is_visible()
-    # On a phone the chart keeps legible text and scrolls, and says so.
+    narrow = page.locator("svg.interval-chart.narrow-chart").first
+    assert not narrow.is_visible()
+    # On a phone the chart is drawn at the phone's width, each label above its row: legible,
+    # every point on the screen, nothing to scroll.
     page.set_viewport_size({"width": 390, "height": 844})
-    assert hint.is_visible()
+    assert narrow.is_visible() and not chart.is_visible()
+    assert narrow.locator("circle.point").count() == 2
+    assert SECRET_NAMES[0] in narrow.text_content()
     figure = page.locator("figure.dash-chart").first
-    assert figure.evaluate("el => el.scrollWidth > el.clientWidth")
+    assert figure.evaluate("el => el.scrollWidth <= el.clientWidth")
+    box = narrow.bounding_box()
+    assert box["width"] <= 390 and box["x"] >= 0
     page.goto(f"/campaigns/{campaign.slug}/dashboard/")
     cards = page.locator(".dash-stats > .card")
     first, second = cards.nth(0).bounding_box(), cards.nth(1).bounding_box()

@@ -4,8 +4,8 @@ state), long tables folded after the summaries, and charts that draw what their 
 import pytest
 
 from reviews import review as services
-from reviews.dashboards.selectors import campaign_report_warm, report_fingerprint, reports_warm
 from reviews.jobs import reports_warm_job
+from reviews.report.cache import campaign_report_warm, report_fingerprint, reports_warm
 from tests.factories import UserFactory, campaign_ready
 from tests.reviews.helpers import full_review
 from tests.reviews.test_review_corrections import claim_and_submit
@@ -101,3 +101,122 @@ def test_the_cost_chart_labels_its_quarter_ticks_as_they_are():
     labels = [t["label"] for t in pareto_chart({"leaderboard": rows}).y_ticks]
     # Python's "{:.1f}" rounds 0.25 and 0.75 to even: the ticks read 0.2 and 0.8.
     assert labels == ["0.00", "0.25", "0.50", "0.75", "1.00"]
+
+
+def test_an_interval_chart_promises_an_interval_only_where_it_draws_one():
+    from reviews.dashboards.tables import interval_chart
+
+    both = interval_chart([("a", 0.5, [0.4, 0.6]), ("b", 0.7, [0.6, 0.8])], title="Quality")
+    assert both.title == "Quality with 95% interval"
+    part = interval_chart(
+        [("a", 0.5, [0.4, 0.6]), ("b", 0.7, "too few items (n=7)")], title="Quality"
+    )
+    assert part.title == "Quality with 95% interval (none for b: too few items (n=7))"
+    assert [r["x_lo"] is None for r in part.rows] == [False, True]
+    none = interval_chart([("a", 0.5, None), ("b", 0.7, None)], title="Quality")
+    assert none.title == "Quality (no 95% interval: too few test cases)"
+
+
+def test_the_phone_s_interval_chart_keeps_every_point_and_label_inside_its_width():
+    from reviews.dashboards.tables import interval_chart
+
+    chart = interval_chart(
+        [("a-rather-long-contender-name", 1224.4, [1100.0, 1350.0]), ("b", 775.6, None)],
+        title="Rating",
+        marks=[(1000.0, "1000")],
+    ).narrow
+    assert chart.width == 360
+    for row in chart.rows:
+        assert row["x_lo"] is None or chart.left <= row["x_lo"] <= row["x_hi"] <= chart.width
+        assert chart.left <= row["x"] <= chart.width and row["lx"] == chart.left
+        assert row["ly"] < row["y"]  # the label sits above its row
+
+
+def _row(name, rating, ci, rank, **more):
+    return {"contender": name, "rating": rating, "ci95": ci, "rank": rank, **more}
+
+
+def test_the_summary_names_the_leader_only_as_surely_as_the_ranks_allow():
+    from reviews.dashboards.summary import leader_sentence
+
+    rating = {"ci_reason": None, "reason": None}
+    alone = [_row("a", 1200.0, [1100.0, 1300.0], 1), _row("b", 800.0, [700.0, 900.0], 2)]
+    assert leader_sentence({"leaderboard": alone, "rating": rating}) == (
+        "Ahead: a, rating 1200 (95% interval 1,100.0 – 1,300.0), the only contender ranked 1."
+    )
+    undefeated = [_row("a", 1400.0, [1262.0, None], 1), _row("b", 800.0, [700.0, 900.0], 2)]
+    assert leader_sentence({"leaderboard": undefeated, "rating": rating}) == (
+        "Ahead: a, rating 1400 (95% interval ≥ 1,262.0), the only contender ranked 1."
+    )
+    shared = [_row("a", 1050.0, [900.0, 1200.0], 1), _row("b", 950.0, [800.0, 1100.0], 1)]
+    assert leader_sentence({"leaderboard": shared, "rating": rating}) == (
+        "No clear leader: a and b share rank 1 (their 95% intervals overlap)."
+    )
+    unranked = [_row("a", 1224.4, None, None), _row("b", 775.6, None, None)]
+    said = leader_sentence(
+        {"leaderboard": unranked, "rating": {"ci_reason": "no ranks: too few items (n=7)"}}
+    )
+    assert said == "Highest rating so far: a (1224); no rank yet: too few items (n=7)."
+
+
+def test_the_cost_summary_never_names_a_contender_below_the_quality_floor_best():
+    from reviews.dashboards.summary import cost_summary
+
+    lb = [
+        {
+            "contender": "cheap-bad",
+            "decision_score": 0.9,
+            "below_floor": True,
+            "gates_pass": False,
+            "cost_per_task": 0.001,
+        },
+        {
+            "contender": "good",
+            "decision_score": 0.4,
+            "decision_ci95": [0.3, 0.5],
+            "decision_rank": 1,
+            "below_floor": False,
+            "gates_pass": True,
+            "cost_per_task": 0.01,
+        },
+    ]
+    said = cost_summary({"leaderboard": lb, "decision": {"pareto_front": ["cheap-bad", "good"]}})
+    assert said[0] == "Best decision score: good, 0.400 (95% interval 0.300 – 0.500)."
+    assert said[1] == "On the cost-quality Pareto front: cheap-bad and good."
+    assert said[2].startswith("Cheapest: cheap-bad, ")
+
+
+def test_the_overview_gives_the_dispute_rate_its_interval_or_says_why_not():
+    from reviews.dashboards.selectors import dashboard_page
+
+    report = {
+        "progress": {
+            "items": 12,
+            "ready": 12,
+            "reviews_done": 16,
+            "reviews_needed": 24,
+            "settled": 8,
+            "agreed": 5,
+            "disputed": 1,
+            "resolved": 2,
+            "open": 4,
+            "dispute_rate": 0.375,
+        },
+        "disputes": {
+            "disputed_items": 3,
+            "rate": 0.375,
+            "ci95": None,
+            "ci_reason": "too few items (n=8)",
+            "n_cases": 8,
+            "reasons": {},
+        },
+        "leaderboard": [],
+        "rating": {"reason": "no pairwise outcomes yet"},
+        "warnings": [],
+    }
+    page = dashboard_page(report, "overview")
+    assert page["dispute_interval"] == "no interval: too few items (n=8)"
+    report["disputes"]["ci95"] = [0.2, 0.55]
+    page = dashboard_page(report, "overview")
+    assert page["dispute_interval"] == "95% interval 20.0% – 55.0%"
+    assert page["summary"][1] == "No contender is rated yet: no pairwise outcomes yet."

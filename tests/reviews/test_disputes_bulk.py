@@ -1,9 +1,9 @@
-"""reviews/arbitration/disputes.py `items_settle` (the review-record import's settle, in bulk) stores what
+"""reviews/disputes/rules.py `items_settle` (the review-record import's settle, in bulk) stores what
 `item_settle` stores item by item: state, reasons, final outcome and arbitrations."""
 
 from django.test import TestCase
 
-from reviews.arbitration.disputes import item_settle, items_settle
+from reviews.disputes.rules import item_settle, items_settle
 from reviews.models import Arbitration, ReviewItem
 from tests.factories import (
     CampaignFactory,

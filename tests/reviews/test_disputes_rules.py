@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviews.arbitration.disputes import ReviewData, disputed_cells, settle
+from reviews.disputes.rules import ReviewData, disputed_cells, settle
 
 RUBRIC = [
     {"key": "accuracy", "min": 1, "max": 5},  # default max_gap 1

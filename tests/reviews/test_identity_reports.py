@@ -2,15 +2,17 @@
 every queue at once with its reviews kept and marked, admins approve (optionally masking) or
 drop it (out of the campaign and its figures), counted per campaign."""
 
+import io
 import json
 
+from django.core.management import call_command
 from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.models import ApiToken
 from reviews import review as services
-from reviews.arbitration.services import arbitration_claim_next
-from reviews.identity_reports.services import reviewer_report
+from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
+from reviews.identity_reports.services import identity_report_file, reviewer_report
 from reviews.models import Arbitration, Assignment, IdentityReport, ReviewItem
 from reviews.report.campaign import campaign_report
 from tests.factories import CampaignFactory, UserFactory, campaign_ready, personas
@@ -257,3 +259,66 @@ class ReportPageTests(TestCase):
         assert [m["text"] for m in leaky.identity_masks] == ["Orchid Pilot"]
         detail = self.client.get(reverse("campaign_detail", args=[self.campaign.slug]))
         assert "1 identity report (an answer that reveals its model)" in detail.content.decode()
+
+
+class DroppedItemExportTests(TestCase):
+    """A dropped item is out of the review-records export (API and command, JSONL and CSV) and
+    out of the report, its reviews and its arbitration alike; the other items' stay."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.users = personas()
+        cls.tokens = {who: ApiToken.issue(u) for who, u in cls.users.items()}
+
+    def export(self, fmt: str = "jsonl") -> str:
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {self.tokens['lead']}"}
+        url = f"/api/v1/campaigns/{self.campaign.slug}/reviews?format={fmt}"
+        answer = self.client.get(url, **auth)
+        assert answer.status_code == 200
+        return b"".join(answer.streaming_content).decode()
+
+    def test_a_dropped_items_reviews_and_arbitration_leave_the_export_and_the_report(self):
+        reviewers = self.users["reviewer_a"], self.users["reviewer_b"]
+        self.campaign = CampaignFactory()
+        dropped = disputed_item(self.campaign, *reviewers)
+        arbitration = arbitration_claim_next(campaign=self.campaign, arbiter=self.users["arbiter"])
+        label_of = dict(zip(["A", "B"], arbitration.order, strict=True))
+        first = next(
+            label for label, pk in label_of.items() if int(pk) == min(map(int, label_of.values()))
+        )
+        result, _ = arbitration_resolve(
+            token=arbitration.token,
+            arbiter=self.users["arbiter"],
+            scores={first: {"accuracy": 4}},
+            preference="A",
+            note="settled",
+        )
+        assert result.state == "resolved"
+        kept = disputed_item(self.campaign, *reviewers)
+        records = [json.loads(line) for line in self.export().splitlines()]
+        assert len(records) == 5  # two reviews of each item, then the arbitration
+        report = identity_report_file(
+            item_id=dropped.pk, reporter=self.users["reviewer_a"], role="reviewer", note="leak"
+        )
+        url = f"/api/v1/campaigns/{self.campaign.slug}/identity-reports/{report.pk}/resolve"
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {self.tokens['admin']}"}
+        answer = self.client.post(
+            url,
+            json.dumps({"action": "drop", "reason": "names its model"}),
+            "application/json",
+            **auth,
+        )
+        assert answer.status_code == 200
+        records = [json.loads(line) for line in self.export().splitlines()]
+        assert [r["task_id"] for r in records] == [kept.task.external_id] * 2
+        assert not any(r.get("arbitration") for r in records)
+        csv_rows = self.export("csv").splitlines()
+        assert len(csv_rows) == 3 and dropped.task.external_id not in "\n".join(csv_rows)
+        out = io.StringIO()
+        call_command("export_reviews", "--campaign", self.campaign.slug, stdout=out)
+        assert [json.loads(line)["task_id"] for line in out.getvalue().splitlines()] == [
+            kept.task.external_id
+        ] * 2
+        figures = campaign_report(campaign=self.campaign, n_boot=10)
+        assert figures["progress"]["items"] == 1 and figures["progress"]["reviews_done"] == 2
+        assert figures["progress"]["resolved"] == 0

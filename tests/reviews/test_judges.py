@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.test import TestCase, override_settings
 
 from evalsite.models import ApiToken
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.judges.calibration import judge_calibration
 from reviews.judges.models import Judgement
 from reviews.judges.services import (

@@ -50,8 +50,14 @@ class OneScreenTests(TestCase):
         )
         first.reasoning = f"As {SECRET}, I think a restart helps."
         first.save(update_fields=["reasoning"])
+        # A tool's result names it too: masked by hand in that step.
+        found = tool_call("search", {"q": "router"}, result=f"{HAND} manual, page 3")
+        with_transcript(second, transcript_turn("Restart.", transcript_step("Searching.", found)))
         second.output = f"{HAND} says: restart the router."
-        second.identity_masks = [{"start": 0, "end": len(HAND)}]
+        second.identity_masks = [
+            {"start": 0, "end": len(HAND)},
+            {"part": "transcript/0/steps/0/tool_results/0/result", "start": 0, "end": len(HAND)},
+        ]
         second.reasoning = "Short thought."
         second.save(update_fields=["output", "identity_masks", "reasoning"])
         cls.arbitration = arbitration_claim_next(campaign=cls.campaign, arbiter=users["arbiter"])

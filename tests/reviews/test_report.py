@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.test import TestCase
 
 from evalsite.models import ApiToken
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.models import ReviewItem
 from reviews.report.campaign import campaign_head_to_head, campaign_report, report_json
 from tasks.models import Generation

@@ -9,7 +9,7 @@ from django.test import TestCase, override_settings
 
 from reviews.report.campaign import campaign_report
 from reviews.stats.usage import usage_figures
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Generation
 from tasks.monitors.metrics import run_metrics, run_table
 from tests.factories import personas

@@ -4,12 +4,14 @@ judge settles the rest with source "judge". Against the fake endpoint's scripted
 
 import json
 import threading
+from unittest import mock
 
 import pytest
 from django.db import connection
 from django.test import TestCase, TransactionTestCase, override_settings
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
+from reviews.judges import services as judging
 from reviews.judges.calibration import judge_calibration
 from reviews.judges.models import Judgement
 from reviews.judges.services import judging_enqueue
@@ -19,7 +21,7 @@ from reviews.policy.services import policy_campaign_route, policy_item_route
 from reviews.records.export import records_iter
 from reviews.report.campaign import campaign_report
 from reviews.review import assignment_claim_next
-from reviews.review.readiness import review_items_sync
+from reviews.workflows import items_open_for, items_sync
 from tasks.campaigns.definition import DefinitionError, campaign_definition_validate
 from tasks.models import Generation, Judge
 from tests.factories import (
@@ -33,6 +35,15 @@ from tests.factories import (
 from tests.fake_llm import FakeLLM
 from tests.reviews.test_judges import RUBRIC, answer, better, make_judge, run_all, shown_quality
 from tests.tasks.test_campaigns import imported_pairwise, make_testset
+from tests.tasks.test_monitor_judges import (
+    TONE,
+    calibrated_on,
+    fair,
+    first_shown,
+    lenient,
+    run_inline,
+    settled_campaign,
+)
 
 ITEMS = 20
 BOUNDARY = {0, 1, 2, 3}  # items whose task is of the boundary tier
@@ -212,8 +223,18 @@ class ReviewPolicyTests(TestCase):
         report = campaign_report(campaign=campaign, n_boot=50)
         assert report["basis"]["outcomes"] == "mixed"
         assert report["basis"]["items"] == {"human": people, "judge": settled_by_judge}
-        assert report["quality"]["outcome_basis"] == "mixed"
-        assert any("Mixed basis" in w for w in report["warnings"])
+        # Never pooled: the report's own figures are people's, the judge's stand apart.
+        assert report["basis"]["figures_basis"] == "human"
+        assert report["quality"]["outcome_basis"] == "human"
+        assert all(row["basis"] == "human" for row in report["leaderboard"])
+        assert any("computed apart, never pooled" in w for w in report["warnings"])
+        apart = report["basis"]["by_basis"]
+        assert apart["human"]["rating"] == report["rating"]
+        assert apart["human"]["rating"]["n_items"] == people
+        assert apart["judge"]["rating"]["n_items"] == settled_by_judge
+        assert apart["judge"]["quality"]["outcome_basis"] == "judge"
+        assert all(row["basis"] == "judge" for row in apart["judge"]["leaderboard"])
+        assert set(apart["judge"]) == set(report["basis"]["figures"])
         assert report["review_policy"]["reviews_saved"] == settled_by_judge * 2
         # The judge is calibrated on people's outcomes only, never on its own settlements.
         calibration = judge_calibration(campaign=campaign, judge=judge, n_boot=50)
@@ -236,25 +257,83 @@ class ReviewPolicyTests(TestCase):
         page = self.client.get(f"/campaigns/{campaign.slug}/items/{judged.task.external_id}")
         assert "settled by the judge" in page.content.decode()
 
+    def test_the_policy_starts_its_judge_when_items_become_ready(self):
+        campaign, items = build(slug="self-starting", humans=["tier:boundary"])
+        make_judge(self.fake, "policy-judge", samples=1)
+        ReviewItem.objects.filter(campaign=campaign).update(state="waiting", ready=False)
+        fresh = items[0].outputs.order_by("pk").first().generation
+        Generation.objects.filter(pk=fresh.pk).update(status="running")
+        # Every item but items[0] opens now: the judge is queued on them, with no command.
+        with (
+            mock.patch.object(judging, "_send", run_inline),
+            self.captureOnCommitCallbacks(execute=True),
+        ):
+            items_sync(campaign=campaign)
+        states = dict(ReviewItem.objects.filter(campaign=campaign).values_list("pk", "state"))
+        assert states.pop(items[0].pk) == "waiting"
+        assert Judgement.objects.filter(campaign=campaign).count() == 2 * (ITEMS - 1)
+        assert not Judgement.objects.filter(item=items[0]).exists()
+        # Routed as the judgements landed: the boundary tier to people, most others settled.
+        assert set(states.values()) <= {"open", "agreed"} and "agreed" in states.values()
+        # The last output lands: its item opens to the judge, which is queued on it alone.
+        Generation.objects.filter(pk=fresh.pk).update(status="done")
+        with (
+            mock.patch.object(judging, "_send", run_inline),
+            self.captureOnCommitCallbacks(execute=True),
+        ):
+            assert items_open_for(generation_id=fresh.pk) == 1
+        assert Judgement.objects.filter(item=items[0], status="done").count() == 2
+        assert "tier:boundary" in ReviewItem.objects.get(pk=items[0].pk).policy_reasons
+
+    def test_a_judge_that_cannot_run_leaves_the_items_waiting_and_the_page_says_why(self):
+        campaign, items = build(slug="keyless", humans=[])
+        make_judge(self.fake, "policy-judge", api_key_env="NO_SUCH_JUDGE_KEY")
+        ReviewItem.objects.filter(campaign=campaign).update(state="waiting", ready=False)
+        with self.captureOnCommitCallbacks(execute=True):
+            items_sync(campaign=campaign)
+        assert not Judgement.objects.filter(campaign=campaign).exists()
+        assert set(
+            ReviewItem.objects.filter(campaign=campaign).values_list("state", flat=True)
+        ) == {"judging"}
+        self.client.force_login(self.users["lead"])
+        page = self.client.get(f"/campaigns/{campaign.slug}/judges/?summary=1").content.decode()
+        assert "Judging cannot start: judge policy-judge: environment variable " in page
+        assert "NO_SUCH_JUDGE_KEY is not set" in page
+
     def test_ready_items_of_a_policy_campaign_wait_for_the_judge(self):
         campaign, _ = build(slug="opening", humans=[])
         item = ReviewItemFactory(campaign=campaign, state="waiting", ready=False)
-        review_items_sync(campaign=campaign)
+        items_sync(campaign=campaign)
         item.refresh_from_db()
         assert item.ready and item.state == "judging"
 
 
 class PolicyDefinitionTests(TestCase):
     @classmethod
+    def setUpClass(cls):
+        cls.fake = FakeLLM()
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    @classmethod
     def setUpTestData(cls):
         make_testset()
         Judge.objects.create(
             name="judge-a", provider="openai", base_url="http://127.0.0.1:9/v1", model="m"
         )
+        panel = settled_campaign(personas(), slug="tone-panel")
+        calibrated_on(cls.fake, panel, "judge-fair", fair)
+        calibrated_on(cls.fake, panel, "judge-lenient", lenient)
+        calibrated_on(cls.fake, panel, "judge-first", first_shown)
+        CampaignFactory(slug="tone-only", rubric=TONE, mode="rubric")
 
-    def refused(self, review_policy) -> list[str]:
-        data = {**imported_pairwise("policed", ("vendor-a", "vendor-b"))}
-        data["review_policy"] = review_policy
+    def refused(self, review_policy, **campaign) -> list[str]:
+        data = {**imported_pairwise("policed", ("vendor-a", "vendor-b")), **campaign}
+        data["review_policy"] = {"allow_uncalibrated": True, **review_policy}
         try:
             campaign_definition_validate(data)
         except DefinitionError as exc:
@@ -263,13 +342,81 @@ class PolicyDefinitionTests(TestCase):
 
     def test_a_valid_policy_is_kept_with_the_default_audit_share(self):
         data = {**imported_pairwise("policed", ("vendor-a", "vendor-b"))}
-        data["review_policy"] = {"judge": "judge-a", "humans": ["judge_uncertain", "tier:base"]}
+        data["review_policy"] = {
+            "judge": "judge-fair",
+            "calibration": "tone-panel",
+            "humans": ["judge_uncertain", "tier:base"],
+        }
         valid = campaign_definition_validate(data)
         assert valid.campaign["weights"]["review_policy"] == {
-            "judge": "judge-a",
+            "judge": "judge-fair",
             "humans": ["judge_uncertain", "tier:base"],
             "audit_share": 0.1,
+            "calibration": "tone-panel",
+            "allow_uncalibrated": False,
         }
+
+    def test_a_judge_settles_items_only_where_it_is_calibrated(self):
+        # A pairwise campaign: the judge's preference must be calibrated; judge-first's is not.
+        [first] = self.refused(
+            {"judge": "judge-first", "calibration": "tone-panel", "allow_uncalibrated": False}
+        )
+        assert first.startswith(
+            "review_policy.judge: judge-first is not calibrated on tone-panel for the "
+            "preference (not_calibrated: "
+        )
+        assert '"allow_uncalibrated": true' in first
+        # A campaign scoring tone: judge-lenient's tone is biased.
+        [tone] = self.refused(
+            {"judge": "judge-lenient", "calibration": "tone-panel", "allow_uncalibrated": False},
+            mode="rubric",
+            rubric=TONE,
+        )
+        assert "judge-lenient is not calibrated on tone-panel for tone (not_calibrated:" in tone
+        assert "systematically higher" in tone
+        # Named, the calibration is required; it must exist and cover what is asked.
+        [missing] = self.refused({"judge": "judge-fair", "allow_uncalibrated": False})
+        assert missing.startswith("review_policy.calibration: required")
+        [unknown] = self.refused({"judge": "judge-fair", "calibration": "no-such"})
+        assert unknown == "review_policy.calibration: no campaign 'no-such'"
+        [lacking] = self.refused(
+            {"judge": "judge-fair", "calibration": "tone-panel"}, mode="rubric", rubric=RUBRIC
+        )
+        assert lacking == (
+            "review_policy.calibration: tone-panel's rubric has no dimension 'accuracy' (it has "
+            "tone), so judge-fair was never checked on it"
+        )
+        [no_preference] = self.refused({"judge": "judge-fair", "calibration": "tone-only"})
+        assert "tone-only asks reviewers no preference" in no_preference
+        # A calibration campaign nobody has settled an item of vouches for nothing.
+        [unsettled] = self.refused(
+            {"judge": "judge-fair", "calibration": "tone-only", "allow_uncalibrated": False},
+            mode="rubric",
+            rubric=TONE,
+        )
+        assert "judge-fair is not calibrated on tone-only for tone (insufficient: only 0" in (
+            unsettled
+        )
+        # Let in on purpose: kept, and said on the page and in the report.
+        data = {**imported_pairwise("policed", ("vendor-a", "vendor-b"))}
+        data["review_policy"] = {
+            "judge": "judge-first",
+            "calibration": "tone-panel",
+            "allow_uncalibrated": True,
+            "humans": [],
+        }
+        kept = campaign_definition_validate(data).campaign["weights"]["review_policy"]
+        assert kept["allow_uncalibrated"] is True and kept["calibration"] == "tone-panel"
+
+    def test_a_policy_naming_no_calibration_is_let_in_and_said_uncalibrated(self):
+        data = {**imported_pairwise("policed", ("vendor-a", "vendor-b"))}
+        data["review_policy"] = {
+            "judge": "judge-first",
+            "humans": ["judge_uncertain", "checks_failed"],
+            "audit_share": 0.1,
+        }
+        kept = campaign_definition_validate(data).campaign["weights"]["review_policy"]
+        assert kept["calibration"] is None and kept["allow_uncalibrated"] is True
 
     def test_bad_policies_are_refused_with_the_reason(self):
         [unknown_judge] = self.refused({"judge": "judge-z", "humans": []})
@@ -293,6 +440,8 @@ class PolicyDefinitionTests(TestCase):
         assert extra == "review_policy.share: unknown field"
         [missing] = self.refused({"humans": []})
         assert missing == "review_policy.judge: required"
+        [flag] = self.refused({"judge": "judge-a", "allow_uncalibrated": "yes"})
+        assert flag == "review_policy.allow_uncalibrated: must be true or false"
 
 
 @pytest.mark.postgres

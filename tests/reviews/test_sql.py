@@ -1,4 +1,5 @@
-"""reviews/review/sql.py: each raw statement against its ORM twin, on the same data.
+"""reviews/review/sql.py and reviews/disputes/sql.py: each raw statement against its ORM twin, on
+the same data.
 
 The raw SQL that stays is there for correctness (docs/decisions/0004); these tests hold it to
 what the ORM would do, so the two cannot drift apart.
@@ -11,6 +12,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 from django.test import TestCase
 
+from reviews.disputes import sql as disputes_sql
 from reviews.models import Assignment, ItemOutput, Review, ReviewerRemoval, ReviewItem
 from reviews.review import candidates, shuffle_offset, sql
 from reviews.review.submit import _review_store, _score_rows
@@ -196,7 +198,7 @@ class ReadTests(TestCase):
         )
         review_create(self.item, UserFactory(), scores={}, preference="tie")  # no scores
         orm = Review.objects.filter(item=self.item).order_by("submitted_at", "pk", "scores__pk")
-        assert sql.item_reviews(self.item.pk) == list(
+        assert disputes_sql.item_reviews(self.item.pk) == list(
             orm.values_list(
                 "pk",
                 "preference",
@@ -207,7 +209,7 @@ class ReadTests(TestCase):
                 "scores__value",
             )
         )
-        assert len(sql.item_reviews(self.item.pk)) == 4
+        assert len(disputes_sql.item_reviews(self.item.pk)) == 4
 
     def test_the_submits_assignment_is_the_orms(self):
         raw, removed = sql.submit_assignment(token=self.assignment.token)

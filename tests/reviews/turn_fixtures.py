@@ -1,7 +1,7 @@
 """Conversation tasks scored turn by turn (a campaign's score_turns), for the per-turn tests.
 
 A task with `turns` (its scripted user) and, per contender, a generation whose transcript has
-one entry per user turn, in the shape the generation stores (tasks/generation/transcripts.py reads it).
+one entry per user turn, in the shape the generation stores (tasks/checks/transcripts.py reads it).
 """
 
 from tasks.blinding import render as blinding

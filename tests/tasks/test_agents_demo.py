@@ -9,8 +9,8 @@ from django.test import TestCase
 from evalsite.demo import load_users
 from reviews.models import Assignment, ItemOutput
 from reviews.report.campaign import campaign_report
+from tasks.checks import transcripts
 from tasks.demo import agents as agents_demo
-from tasks.generation import transcripts
 from tasks.models import Generation, Task
 
 

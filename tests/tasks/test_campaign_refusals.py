@@ -14,7 +14,7 @@ from reviews import review as services
 from reviews.review.readiness import review_items_sync
 from reviews.review.selectors import review_screen
 from tasks.campaigns.definition import DefinitionError, campaign_create
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Campaign, Contender, Generation
 from tasks.monitors.definition import monitor_create
 from tasks.monitors.grading import monitor_run_finish

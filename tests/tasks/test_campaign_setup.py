@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from reviews.models import Assignment, ReviewItem
 from tasks.campaigns.definition import campaign_create
-from tasks.generation.services import outputs_import
+from tasks.generation.outputs_import import outputs_import
 from tasks.models import Campaign, Generation
 from tests.factories import CampaignFactory, personas
 from tests.tasks.test_campaigns import imported_pairwise, make_testset

@@ -453,7 +453,7 @@ class CommandTests(TestCase):
     def test_import_outputs_finds_a_task_whatever_invisible_characters_its_id_carries(self):
         # Intake stores ids NFC-normalized without invisible characters; an outputs file written
         # by another tool (a BOM, a zero-width space, a decomposed accent) names the same task.
-        from tasks.generation.services import outputs_import
+        from tasks.generation.outputs_import import outputs_import
 
         make_testset(n=2)
         campaign, _ = campaign_create(definition=imported_pairwise("clean", ("a", "b")))
@@ -467,8 +467,8 @@ class CommandTests(TestCase):
         ]
 
     def test_import_outputs_lists_field_and_campaign_problems_in_one_run(self):
+        from tasks.generation.outputs_import import outputs_import
         from tasks.generation.providers.imported import MAX_ERRORS, ImportErrors
-        from tasks.generation.services import outputs_import
 
         make_testset(n=2)
         campaign, _ = campaign_create(definition=imported_pairwise("every", ("a", "b")))

@@ -13,7 +13,8 @@ from tasks.campaigns.definition import campaign_create
 from tasks.generation.conversation import UNMOCKED
 from tasks.generation.prices import Usage
 from tasks.generation.providers.base import cost_of
-from tasks.generation.services import generation_rows_create, generation_run
+from tasks.generation.run import generation_run
+from tasks.generation.services import generation_rows_create
 from tasks.models import Campaign, Generation
 from tests.factories import TaskFactory, TestSetFactory
 from tests.fake_llm import FakeLLM, request_view

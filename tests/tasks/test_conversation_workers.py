@@ -10,7 +10,9 @@ import pytest
 from reviews.models import ReviewItem
 from tasks.generation.prices import Usage
 from tasks.generation.providers.base import cost_of
-from tasks.generation.services import generation_enqueue, generation_reconcile, generation_run
+from tasks.generation.reconcile import generation_reconcile
+from tasks.generation.run import generation_run
+from tasks.generation.services import generation_enqueue
 from tasks.models import Generation
 from tests.fake_llm import FakeLLM
 from tests.services import wait_until

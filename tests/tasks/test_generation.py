@@ -17,13 +17,14 @@ from reviews.review.readiness import item_plan, pair_key, review_items_open_for,
 from tasks.campaigns.definition import campaign_create
 from tasks.checks.automatic import run_checks
 from tasks.generation import claim_waits, providers
-from tasks.generation import services as gen_services
+from tasks.generation import run as gen_run
+from tasks.generation.reconcile import generation_reconcile
+from tasks.generation.run import generation_run
 from tasks.generation.services import (
+    campaign_status_refresh,
     generation_cancel,
     generation_enqueue,
-    generation_reconcile,
     generation_retry_failed,
-    generation_run,
 )
 from tasks.models import Campaign, Generation
 from tests.factories import TaskFactory, TestSetFactory
@@ -196,7 +197,7 @@ class ServiceTests(TestCase):
     def test_a_late_duplicate_call_is_discarded_and_counted(self):
         campaign = make_campaign(self.fake, tasks=1)
         row = Generation.objects.filter(campaign=campaign, contender__name="oa").first()
-        first, token, _ = gen_services._claim(row.pk)
+        first, token, _ = gen_run._claim(row.pk)
         # The first worker stalls past its lease; the row is claimed again and finished.
         Generation.objects.filter(pk=row.pk).update(
             lease_expires_at=timezone.now() - timedelta(seconds=1)
@@ -212,7 +213,7 @@ class ServiceTests(TestCase):
             ttft_ms=1,
             finish_reason="stop",
         )
-        assert gen_services._store(first, token, late).action == "discarded"
+        assert gen_run._store(first, token, late).action == "discarded"
         row.refresh_from_db()
         assert (
             row.output == "oa answers: Question number 1?"
@@ -226,7 +227,7 @@ class ServiceTests(TestCase):
             assert generation_enqueue(campaign=campaign) == 4
         assert len(callbacks) == 4
         row = Generation.objects.filter(campaign=campaign).first()
-        claimed, token, _ = gen_services._claim(row.pk)
+        claimed, token, _ = gen_run._claim(row.pk)
         assert generation_cancel(campaign=campaign) == 4
         assert Campaign.objects.get(pk=campaign.pk).status == "cancelled"
         from tasks.generation.conversation import RunResult
@@ -234,7 +235,7 @@ class ServiceTests(TestCase):
         result = RunResult(
             text="x", input_tokens=1, output_tokens=1, latency_ms=1, ttft_ms=1, finish_reason=""
         )
-        assert gen_services._store(claimed, token, result).action == "discarded"
+        assert gen_run._store(claimed, token, result).action == "discarded"
         assert not Generation.objects.filter(campaign=campaign, status="done").exists()
         with self.captureOnCommitCallbacks(execute=False) as callbacks:
             assert generation_enqueue(campaign=campaign) == 4
@@ -260,16 +261,16 @@ class ServiceTests(TestCase):
         with self.captureOnCommitCallbacks(execute=False):
             generation_enqueue(campaign=campaign)
         rows = list(Generation.objects.filter(campaign=campaign, contender__name="one"))
-        in_flight, token, _ = gen_services._claim(rows[0].pk)
+        in_flight, token, _ = gen_run._claim(rows[0].pk)
         assert generation_cancel(campaign=campaign) == 2
         with self.captureOnCommitCallbacks(execute=False):
             assert generation_enqueue(campaign=campaign) == 2
-        assert gen_services._claim(rows[1].pk)[2].action == "busy"
-        assert gen_services._claim(rows[0].pk)[2].action == "busy"  # nor the same row again
+        assert gen_run._claim(rows[1].pk)[2].action == "busy"
+        assert gen_run._claim(rows[0].pk)[2].action == "busy"  # nor the same row again
 
         result = providers.generate(in_flight.contender, in_flight.task.conversation())
-        assert gen_services._store(in_flight, token, result).action == "discarded"
-        claimed, _, outcome = gen_services._claim(rows[1].pk)
+        assert gen_run._store(in_flight, token, result).action == "discarded"
+        claimed, _, outcome = gen_run._claim(rows[1].pk)
         assert outcome is None and claimed.pk == rows[1].pk
         assert Generation.objects.get(pk=rows[0].pk).discarded_calls == 1
 
@@ -300,7 +301,7 @@ class ServiceTests(TestCase):
         assert generation_cancel(campaign=campaign) == 0  # never queued: not touched
         assert Campaign.objects.get(pk=campaign.pk).status == "draft"
         Generation.objects.filter(campaign=campaign).update(status="done", output="x")
-        gen_services.campaign_status_refresh(campaign_id=campaign.pk)
+        campaign_status_refresh(campaign_id=campaign.pk)
         assert Campaign.objects.get(pk=campaign.pk).status == "reviewing"
         assert generation_cancel(campaign=campaign) == 0
         # still open to its reviewers (a cancelled campaign is not reviewable)
@@ -350,9 +351,9 @@ class ServiceTests(TestCase):
             ],
         )
         rows = list(Generation.objects.filter(campaign=campaign, contender__name="narrow"))
-        assert gen_services._claim(rows[0].pk)[2] is None
-        assert gen_services._claim(rows[1].pk)[2] is None
-        assert gen_services._claim(rows[2].pk)[2].action == "busy"
+        assert gen_run._claim(rows[0].pk)[2] is None
+        assert gen_run._claim(rows[1].pk)[2] is None
+        assert gen_run._claim(rows[2].pk)[2].action == "busy"
         assert Generation.objects.get(pk=rows[2].pk).status == "pending"
 
 
@@ -865,20 +866,20 @@ def limited_campaign(fake, *, slug: str, name: str, limit: int, tasks: int):
 @pytest.mark.postgres
 def test_a_busy_claim_waits_for_the_slot_a_thread_releases(transactional_db, monkeypatch):
     # Only the wake-up can end this wait in time: the fallback poll is far longer.
-    monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
+    monkeypatch.setattr(gen_run, "CLAIM_POLL_SECONDS", 30)
     with FakeLLM() as fake:
         campaign, limited = limited_campaign(fake, slug="wait", name="w", limit=2, tasks=3)
         rows = list(limited)
-        first, token, _ = gen_services._claim(rows[0].pk)
-        assert gen_services._claim(rows[1].pk)[2] is None
+        first, token, _ = gen_run._claim(rows[0].pk)
+        assert gen_run._claim(rows[1].pk)[2] is None
         queued_at = rows[2].queued_at
-        waiter, results = _in_thread(gen_services._claim, rows[2].pk, wait=20)
+        waiter, results = _in_thread(gen_run._claim, rows[2].pk, wait=20)
         time.sleep(0.5)
         assert results == [] and Generation.objects.get(pk=rows[2].pk).status == "pending"
 
         started = time.monotonic()
         result = providers.generate(first.contender, first.task.conversation())
-        assert gen_services._store(first, token, result).action == "done"
+        assert gen_run._store(first, token, result).action == "done"
         waiter.join(10)
         assert time.monotonic() - started < 5
         claimed, claimed_token, outcome = results[0]
@@ -892,23 +893,23 @@ def test_a_busy_claim_waits_for_the_slot_a_thread_releases(transactional_db, mon
 
 @pytest.mark.postgres
 def test_only_a_few_threads_per_process_wait_for_one_contender(transactional_db, monkeypatch):
-    monkeypatch.setattr(gen_services, "CLAIM_POLL_SECONDS", 30)
+    monkeypatch.setattr(gen_run, "CLAIM_POLL_SECONDS", 30)
     monkeypatch.setattr(claim_waits, "CLAIM_WAITERS", 2)
     with FakeLLM() as fake:
         _, limited = limited_campaign(fake, slug="waiters", name="one", limit=1, tasks=4)
         rows = list(limited)
-        holder, token, _ = gen_services._claim(rows[0].pk)
-        waiting = [_in_thread(gen_services._claim, row.pk, wait=20) for row in rows[1:3]]
+        holder, token, _ = gen_run._claim(rows[0].pk)
+        waiting = [_in_thread(gen_run._claim, row.pk, wait=20) for row in rows[1:3]]
         time.sleep(0.5)
         # A third thread does not park (its thread stays free for other contenders' jobs).
         started = time.monotonic()
-        assert gen_services._claim(rows[3].pk, wait=20)[2].action == "busy"
+        assert gen_run._claim(rows[3].pk, wait=20)[2].action == "busy"
         assert time.monotonic() - started < 5
         # Each released slot goes to one of the waiting threads.
         finished = []
         for _ in waiting:
             result = providers.generate(holder.contender, holder.task.conversation())
-            assert gen_services._store(holder, token, result).action == "done"
+            assert gen_run._store(holder, token, result).action == "done"
 
             def newly_finished():
                 return [(t, r) for t, r in waiting if not t.is_alive() and t not in finished]
@@ -959,11 +960,11 @@ def test_a_worker_tells_the_claim_how_many_threads_it_runs():
         ]:
             worker = type("W", (), {"pool_cls": pool, "concurrency": concurrency})()
             count_task_threads(sender=worker)
-            assert gen_services._slot_releases.threads == threads
+            assert claim_waits.slot_releases.threads == threads
         one_task_thread()
-        assert gen_services._slot_releases.threads == 1
+        assert claim_waits.slot_releases.threads == 1
     finally:
-        gen_services._slot_releases.threads = None
+        claim_waits.slot_releases.threads = None
 
 
 @pytest.mark.postgres
@@ -1078,6 +1079,8 @@ def test_generate_wait_shows_progress_and_a_summary(workers, fake):
     text = out.getvalue()
     assert "Queued 4 generations for cli." in text
     assert "] 4/4  done 4  failed 0" in text  # the last progress line
+    # Not a terminal (a CI log): a line each time the progress changes, no carriage returns.
+    assert "\r" not in text
     assert "Status: reviewing." in text
     summary = {
         line.split()[0]: line.split() for line in text.splitlines() if line.startswith("cli-")

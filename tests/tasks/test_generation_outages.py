@@ -12,16 +12,12 @@ from django.db import connection
 from django.test import TestCase, TransactionTestCase, override_settings
 from django.utils import timezone
 
-from evalsite.celery import broker_queued
+from evalsite.broker import broker_queued
 from evalsite.models import ApiToken
 from tasks.campaigns.selectors import campaign_progress
-from tasks.generation.services import (
-    GenerationNotSent,
-    generation_enqueue,
-    generation_lapsed_requeue,
-    generation_reconcile,
-    generation_run,
-)
+from tasks.generation.reconcile import generation_lapsed_requeue, generation_reconcile
+from tasks.generation.run import generation_run
+from tasks.generation.services import GenerationNotSent, generation_enqueue
 from tasks.models import Generation
 from tests.factories import PASSWORD, personas
 from tests.services import CLOSED_REDIS_URL, broker_at, purge_broker, wait_until
@@ -267,7 +263,7 @@ class StoreFailureTests(TransactionTestCase):
     def test_a_store_refused_by_the_database_releases_the_row_at_once(self):
         row = Generation.objects.get(campaign=self.campaign)
         Generation.objects.filter(pk=row.pk).update(queued_at=timezone.now())
-        with self.assertLogs("tasks.generation.services", "WARNING"):
+        with self.assertLogs("tasks.generation.run", "WARNING"):
             outcome = generation_run(generation_id=row.pk)
         assert outcome.action == "retry" and outcome.countdown < 10
         row.refresh_from_db()

@@ -10,7 +10,7 @@ from django.urls import reverse
 from evalsite.models import ApiToken
 from reviews.models import ReviewItem
 from tasks.campaigns.definition import campaign_create
-from tasks.generation.services import outputs_import
+from tasks.generation.outputs_import import outputs_import
 from tasks.models import Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
 
@@ -81,9 +81,9 @@ class HeldOutputsTests(TestCase):
         outputs = answer.json()["outputs"]
         assert [o["id"] for o in outputs] == [g.pk for g in self.held]
         reasons = outputs[0]["reasons"]
-        assert reasons and set(reasons[0]) == {"text", "reason", "start", "end"}
+        assert reasons and set(reasons[0]) == {"text", "reason", "part", "start", "end"}
         for r in reasons:
-            assert LEAK[r["start"] : r["end"]] == r["text"]
+            assert r["part"] == "answer" and LEAK[r["start"] : r["end"]] == r["text"]
         assert "OpenAI" in [r["text"] for r in reasons]
         assert "OpenAI" not in outputs[0]["masked"]
 

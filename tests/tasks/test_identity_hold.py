@@ -10,7 +10,8 @@ from django.urls import reverse
 from evalsite.models import ApiToken
 from reviews.models import Assignment, ReviewItem
 from tasks.campaigns.definition import DefinitionError, campaign_create
-from tasks.generation.services import generation_run, outputs_import
+from tasks.generation.outputs_import import outputs_import
+from tasks.generation.run import generation_run
 from tasks.models import Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
 from tests.fake_llm import FakeLLM

@@ -15,7 +15,7 @@ from django.test import TestCase, override_settings
 from PIL import Image, PngImagePlugin
 
 from tasks.campaigns.definition import campaign_create
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.images.decode import image_checked
 from tasks.images.store import image_bytes
 from tasks.intake.services import TestSetImportError

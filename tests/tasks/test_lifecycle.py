@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from django.test import TestCase
 
-from reviews.arbitration.disputes import item_settle
 from reviews.arbitration.services import arbitration_claim_next, arbitration_resolve
+from reviews.disputes.rules import item_settle
 from reviews.models import ReviewItem
 from tasks.campaigns.lifecycle import campaign_lifecycle
 from tasks.models import Campaign

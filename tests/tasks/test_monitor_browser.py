@@ -9,7 +9,7 @@ import pytest
 from django.test import TestCase, override_settings
 from django.urls import reverse
 
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Generation, Monitor, MonitorRun
 from tasks.monitors.definition import monitor_create
 from tasks.monitors.grading import monitor_run_finish

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import TestCase, TransactionTestCase
 from django.urls import reverse
 
-from reviews.arbitration.disputes import item_settle
+from reviews.disputes.rules import item_settle
 from reviews.judges import services as judging
 from reviews.judges.models import Judgement
 from reviews.judges.services import judgement_run, judging_enqueue
@@ -18,7 +18,13 @@ from tasks.campaigns.definition import DefinitionError
 from tasks.models import Judge, Monitor, MonitorAlert
 from tasks.monitors.alerts import alert_json
 from tasks.monitors.definition import monitor_create, monitor_definition, monitor_update
-from tasks.monitors.metrics import compare_tables, judge_scores_add, run_metrics, run_table
+from tasks.monitors.metrics import (
+    compare_tables,
+    judge_preferences_add,
+    judge_scores_add,
+    run_metrics,
+    run_table,
+)
 from tasks.monitors.selectors import trend_charts
 from tests.factories import (
     CampaignFactory,
@@ -82,8 +88,12 @@ def tone_of(text: str) -> int:
 
 
 def fair(request) -> dict:
+    """Scores the tone an answer states; prefers the better one. A judgement against a
+    baseline asks no scores: then only the preference."""
     values = {label: tone_of(text) for label, text in request.answers.items()}
-    out = {"reasoning": "read the answers", "scores": {k: {"tone": v} for k, v in values.items()}}
+    out = {"reasoning": "read the answers"}
+    if request.dimensions:
+        out["scores"] = {k: {"tone": v} for k, v in values.items()}
     if request.choices:
         (la, a), (lb, b) = values.items()
         out["preference"] = la if a > b else lb if b > a else "tie"
@@ -93,6 +103,14 @@ def fair(request) -> dict:
 def lenient(request) -> dict:
     out = fair(request)
     out["scores"] = {k: {"tone": min(v["tone"] + 1, 5)} for k, v in out["scores"].items()}
+    return out
+
+
+def first_shown(request) -> dict:
+    """Fair on the scores, but always prefers whatever is shown first."""
+    out = fair(request)
+    if request.choices:
+        out["preference"] = request.labels[0]
     return out
 
 
@@ -141,6 +159,8 @@ class JudgeDefinitionTests(TestCase):
         cls.campaign = settled_campaign(personas(), slug="tone-panel")
         calibrated_on(cls.fake, cls.campaign, "judge-a", fair)
         calibrated_on(cls.fake, cls.campaign, "judge-lenient", lenient)
+        calibrated_on(cls.fake, cls.campaign, "judge-first", first_shown)
+        CampaignFactory(slug="tone-only", rubric=TONE, mode="rubric")
 
     @classmethod
     def tearDownClass(cls):
@@ -206,18 +226,128 @@ class JudgeDefinitionTests(TestCase):
             "thresholds: tone-panel's rubric has no dimension 'accuracy' (it has tone)"
         ]
 
-    def test_the_preference_win_rate_is_refused_until_it_is_graded(self):
+    def test_a_calibration_campaign_with_no_settled_items_is_refused_in_words(self):
+        # Judged, but nobody has settled an item: nothing to calibrate against.
+        unsettled = CampaignFactory(slug="unsettled", rubric=TONE, mode="both")
+        for _ in range(3):
+            ReviewItemFactory(campaign=unsettled, state="open")
+        judge = Judge.objects.get(name="judge-a")
+        with mock.patch.object(judging, "_send", run_inline):
+            judging_enqueue(campaign=unsettled, judge=judge)
+        run_inline(list(Judgement.objects.filter(campaign=unsettled).values_list("pk", flat=True)))
+        assert Judgement.objects.filter(campaign=unsettled, status="done").count() == 6
+        errors = self.refused(judged(judge="judge-a", calibration="unsettled"))
+        assert len(errors) == 1, errors
+        assert errors[0].startswith(
+            "judge: judge-a is not calibrated on unsettled for tone (insufficient: only 0 "
+            "settled items with a judgement: at least 30 are needed"
+        )
+
+    def test_the_preference_win_rate_needs_a_calibrated_preference(self):
+        preference = [{"metric": "judge.preference_win_rate", "max_drop": 0.1}]
+        # Its scores are fair, its preference follows the position: refused for the preference.
+        errors = self.refused(
+            judged(judge="judge-first", calibration="tone-panel", thresholds=preference)
+        )
+        assert len(errors) == 1, errors
+        assert "judge-first is not calibrated on tone-panel for the preference" in errors[0]
+        # A calibration campaign whose reviewers gave no preference cannot vouch for one.
         errors = self.refused(
             judged(
                 judge="judge-a",
-                calibration="tone-panel",
-                thresholds=[{"metric": "judge.preference_win_rate", "max_drop": 0.1}],
+                calibration="tone-only",
+                thresholds=preference,
+                allow_uncalibrated=True,
             )
         )
         assert errors == [
-            "thresholds: judge.preference_win_rate is not graded yet (a judge grades "
-            "judge.<dimension>)"
+            "thresholds: judge.preference_win_rate needs a calibration campaign that asks "
+            "reviewers for a preference; tone-only asks none (its mode is rubric)"
         ]
+        monitor = monitor_create(
+            definition=judged(judge="judge-a", calibration="tone-panel", thresholds=preference)
+        )
+        assert monitor.thresholds == preference
+
+
+class JudgeFormTests(TestCase):
+    """The monitor form's judge field: choose a judge, see its calibration, read the refusal."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fake = FakeLLM()
+        super().setUpClass()
+
+    @classmethod
+    def setUpTestData(cls):
+        make_testset()
+        ContenderFactory(name="oa", provider="openai", model="oa", base_url=cls.fake.base_url)
+        cls.users = personas()
+        campaign = settled_campaign(cls.users, slug="tone-panel")
+        calibrated_on(cls.fake, campaign, "judge-a", fair)
+        calibrated_on(cls.fake, campaign, "judge-lenient", lenient)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.close()
+        super().tearDownClass()
+
+    def form(self, **over) -> dict:
+        data = {
+            "slug": "golden", "name": "Golden", "testset": "golden@2", "contenders": ["oa"],
+            "samples_per_task": "1", "schedule": "", "baseline": "first",
+            "threshold_rows": "2", "t-0-metric": "judge.tone", "t-0-rule": "max_drop",
+            "t-0-value": "0.5", "t-1-metric": "", "webhook": "", "email": "",
+            "judge": "judge-lenient", "calibration": "tone-panel",
+        }  # fmt: skip
+        data.update(over)
+        return data
+
+    def test_it_shows_the_judges_calibration_and_refuses_an_uncalibrated_one_in_words(self):
+        self.client.force_login(self.users["admin"])
+        page = self.client.get(reverse("monitor_new")).content.decode()
+        assert '<option value="judge-lenient">' in page and '<option value="tone-panel">' in page
+        preview = reverse("monitor_judge_preview")
+        state = self.client.get(
+            preview, {"judge": "judge-lenient", "calibration": "tone-panel"}
+        ).content.decode()
+        assert "<strong>tone</strong>: not_calibrated" in state
+        assert "systematically higher" in state
+        assert "judge-lenient is not calibrated on tone-panel for tone" in state
+        assert "tick allow_uncalibrated" in state
+        state = self.client.get(
+            preview, {"judge": "judge-a", "calibration": "tone-panel"}
+        ).content.decode()
+        assert "<strong>tone</strong>: calibrated" in state and "judge-refusal" not in state
+        # Submitted uncalibrated: refused in the same words, nothing made.
+        response = self.client.post(reverse("monitor_new"), self.form())
+        page = response.content.decode()
+        assert response.status_code == 200 and 'data-testid="form-errors"' in page
+        assert "judge-lenient is not calibrated on tone-panel for tone" in page
+        assert 'data-testid="judge-refusal"' in page
+        assert not Monitor.objects.exists()
+        # Ticked: made, and said.
+        response = self.client.post(reverse("monitor_new"), self.form(allow_uncalibrated="on"))
+        assert response.status_code == 302, response.content.decode()[-2000:]
+        monitor = Monitor.objects.get()
+        assert monitor.judge.name == "judge-lenient" and monitor.allow_uncalibrated
+        page = self.client.get(reverse("monitor_edit", args=["golden"])).content.decode()
+        assert '<option value="judge-lenient" selected>' in page
+        assert "judge not calibrated: every chart, alert and comparison will say so" in page
+        # The edit form without a judge takes it off (the judge's threshold with it).
+        response = self.client.post(
+            reverse("monitor_edit", args=["golden"]),
+            self.form(judge="", calibration="", **{"t-0-metric": "check_pass_rate"}),
+        )
+        assert response.status_code == 302, response.content.decode()[-2000:]
+        assert Monitor.objects.get().judge is None
+
+    def test_only_admins_read_the_judge_preview(self):
+        self.client.force_login(self.users["lead"])
+        response = self.client.get(
+            reverse("monitor_judge_preview"), {"judge": "judge-a", "calibration": "tone-panel"}
+        )
+        assert response.status_code == 403
 
 
 class JudgeCatchesToneTests(TransactionTestCase):
@@ -273,6 +403,46 @@ class JudgeCatchesToneTests(TransactionTestCase):
         assert run.judging["judgements"] == 20 and run.judging["failed"] == 0
         assert run.judging["cost"] > 0
         assert "judge not calibrated" not in json.dumps(second)
+
+    def test_the_judge_prefers_the_baselines_courteous_answers(self):
+        calibrated_on(self.fake, self.campaign, "judge-a", fair)
+        thresholds = [
+            {"metric": "check_pass_rate", "max_drop": 0.05},
+            {"metric": "judge.preference_win_rate", "max_drop": 0.2},
+        ]
+        monitor = monitor_create(
+            definition=judged(judge="judge-a", calibration="tone-panel", thresholds=thresholds)
+        )
+        first, second, summary = self._two_runs()
+        # Run 1 has no baseline to be preferred to.
+        assert "judge.preference_win_rate" not in first["metrics"]["oa"]
+        entry = second["contenders"]["oa"]["metrics"]
+        assert entry["check_pass_rate"]["delta"] == 0.0
+        win = entry["judge.preference_win_rate"]
+        # Every curt answer loses to the baseline's; the baseline against itself is 0.5.
+        assert (win["baseline"], win["run"], win["delta"]) == (0.5, 0.0, -0.5)
+        assert win["ci95"] == [-0.5, -0.5] and win["p"] < 0.05
+        assert ("judge.preference_win_rate", "max_drop") in [
+            (a["metric"], a["rule"]) for a in second["alerts"]
+        ]
+        run = monitor.runs.get(number=2)
+        assert run.metrics["oa"]["judge.preference_win_rate"] == 0.0
+        # 10 outputs judged alone and 10 beside the baseline's, each in both orders; paid for.
+        assert run.judging["judgements"] == 40 and run.judging["against_baseline"] is True
+        assert run.judging["cost"] > 0
+        versus = Judgement.objects.filter(
+            campaign=run.campaign, item__pair_key__startswith="vs-baseline-"
+        )
+        assert versus.count() == 20 and not versus.filter(scores__isnull=False).exists()
+        for item in {j.item_id for j in versus}:
+            shown, swapped = (
+                versus.filter(item_id=item).order_by("swapped").values_list("order", flat=True)
+            )
+            assert swapped == shown[::-1]
+            generations = run.campaign.items.get(pk=item).outputs.values_list(
+                "generation__campaign__monitor_run__number", flat=True
+            )
+            assert sorted(generations) == [1, 2]
 
     def test_an_uncalibrated_judge_let_in_is_marked_everywhere(self):
         calibrated_on(self.fake, self.campaign, "judge-lenient", lenient)
@@ -336,3 +506,29 @@ def test_judge_scores_average_over_judged_outputs_and_compare_paired():
     # Resampling tasks: between T-1 or T-2 drawn alone (3 - 4 = -1) and T-3 alone (+0.5); a
     # resample of T-4 alone has no judged output on the run's side and is left out.
     assert -1.0 <= low < -0.4 < high <= 0.5
+
+
+def test_the_preference_win_rate_is_paired_against_an_even_baseline():
+    """Hand-computed: 4 tasks x 2 samples; the run's output won (1), lost (0) or tied (0.5)
+    against the baseline's. Unjudged outputs are left out, and the baseline's side is 0.5
+    exactly where the run's output was judged."""
+    tasks = ["T-1", "T-2", "T-3", "T-4"]
+    rows = [
+        {"task": t, "sample": s, "status": "done", "output": "ok"} for t in tasks for s in (0, 1)
+    ]
+    base = run_table(rows, tasks=tasks, samples=2)
+    run = run_table(rows, tasks=tasks, samples=2)
+    preferences = {("T-1", 0): 1.0, ("T-1", 1): 1.0, ("T-2", 0): 0.5, ("T-3", 0): 0.0}
+    judge_preferences_add(
+        run, [{"task": t, "sample": s, "value": v} for (t, s), v in preferences.items()]
+    )
+    # (1 + 1 + 0.5 + 0) / 4 judged outputs
+    assert run_metrics(run)["judge.preference_win_rate"] == 0.625
+    assert "judge.preference_win_rate" not in run_metrics(base)
+    entry = compare_tables(base, run)["metrics"]["judge.preference_win_rate"]
+    assert (entry["baseline"], entry["run"], entry["delta"]) == (0.5, 0.625, 0.125)
+    low, high = entry["ci95"]
+    # Per task, win rate - 0.5: T-1 +0.5, T-2 0, T-3 -0.5 (T-4 not judged: no value). A
+    # resample lies between all T-3 (-0.5) and all T-1 (+0.5).
+    assert -0.5 <= low < 0.125 < high <= 0.5
+    assert 0 < entry["p"] <= 1

@@ -6,7 +6,7 @@ from django.test import TestCase, override_settings
 from django.urls import reverse
 
 from evalsite.models import ApiToken
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Campaign, Generation, MonitorRun
 from tasks.monitors.definition import monitor_create
 from tasks.monitors.grading import monitor_run_finish

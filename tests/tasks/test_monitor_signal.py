@@ -4,7 +4,7 @@ difference lies wholly past the limit; comparisons read each task's own regime."
 from django.test import TestCase
 from django.urls import reverse
 
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Generation, MonitorAlert
 from tasks.monitors.definition import monitor_create, threshold_crossed
 from tasks.monitors.grading import monitor_run_finish

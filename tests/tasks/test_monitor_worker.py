@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from tasks.generation.services import generation_reconcile
+from tasks.generation.reconcile import generation_reconcile
 from tasks.models import Generation, MonitorRun
 from tasks.monitors.definition import monitor_create
 from tasks.monitors.runs import monitor_run_start

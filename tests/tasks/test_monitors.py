@@ -17,7 +17,7 @@ from django.db import connections
 from django.test import TestCase, TransactionTestCase, override_settings
 
 from tasks.campaigns.definition import DefinitionError
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import (
     AlertDelivery,
     Campaign,
@@ -248,7 +248,7 @@ def inline_pipeline():
             "tasks.generation.services._send", lambda pk, unsent: generation_run(generation_id=pk)
         ),
         mock.patch(
-            "tasks.monitors.jobs.monitor_run_finish_job.delay",
+            "tasks.generation.services._monitor_run_grade",
             lambda cid: monitor_campaign_finished(campaign_id=cid),
         ),
         mock.patch.object(
@@ -458,4 +458,6 @@ class DemoOutsideATransactionTests(TransactionTestCase):
     def test_the_demo_loads_its_monitor_runs(self):
         call_command("demo", stdout=io.StringIO())
         monitor = Monitor.objects.get()
-        assert sorted(monitor.runs.values_list("number", flat=True)) == [1, 2, 3, 4]
+        # Four past runs, and run 5 graded by the demo judge (reviews/judges/demo_monitor.py).
+        assert sorted(monitor.runs.values_list("number", flat=True)) == [1, 2, 3, 4, 5]
+        assert monitor.judge.name == "demo-judge"

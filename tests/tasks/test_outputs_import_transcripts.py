@@ -6,8 +6,8 @@ import json
 import pytest
 from django.test import TestCase
 
+from tasks.generation.outputs_import import outputs_import
 from tasks.generation.providers.imported import ImportErrors
-from tasks.generation.services import outputs_import
 from tasks.models import Generation
 from tests.tasks.test_conversation import MOCKS, TOOLS, campaign_for
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import TestCase, override_settings
 
 from tasks.campaigns.definition import DefinitionError, campaign_create
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Generation
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_generation import make_campaign

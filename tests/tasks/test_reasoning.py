@@ -10,7 +10,7 @@ from django.test import SimpleTestCase, TestCase, override_settings
 from evalsite.models import ApiToken
 from tasks.campaigns.definition import campaign_create
 from tasks.generation import providers
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Generation
 from tests.factories import TaskFactory, TestSetFactory, personas
 from tests.fake_llm import FakeLLM

@@ -6,7 +6,8 @@ import re
 from django.test import TestCase
 
 from tasks.campaigns import rubric_builder
-from tasks.campaigns.definition import campaign_create, rubric_validate
+from tasks.campaigns.definition import campaign_create
+from tasks.campaigns.rubric import rubric_validate
 from tasks.campaigns.rubric_templates import TEMPLATES
 from tasks.models import Campaign, Contender
 from tests.factories import TaskFactory, TestSetFactory, personas

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from reviews.models import Review, Score
-from tasks.generation.services import outputs_import
+from tasks.generation.outputs_import import outputs_import
 from tasks.models import Campaign, Contender
 from tests.conftest import browser_login, wait_until
 from tests.factories import PASSWORD, TaskFactory, TestSetFactory, personas

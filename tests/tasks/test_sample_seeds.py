@@ -5,8 +5,8 @@ import pytest
 from django.test import TestCase
 
 from tasks.campaigns.definition import DefinitionError, campaign_create
+from tasks.generation.run import generation_run
 from tasks.generation.sample_seed import sample_params
-from tasks.generation.services import generation_run
 from tasks.models import Generation
 from tests.fake_llm import FakeLLM
 from tests.tasks.test_generation import make_campaign

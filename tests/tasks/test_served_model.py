@@ -4,7 +4,7 @@ from django.test import TestCase
 from django.urls import reverse
 
 from reviews.report.campaign import campaign_report
-from tasks.generation.services import generation_run
+from tasks.generation.run import generation_run
 from tasks.models import Generation
 from tests.factories import personas
 from tests.fake_llm import FakeLLM

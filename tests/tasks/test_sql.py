@@ -1,4 +1,4 @@
-"""tasks/generation/sql.py: the generation semaphore and the bulk insert against their ORM twins.
+"""tasks/generation/sql.py and tasks/intake/sql.py: the generation semaphore and the bulk insert against their ORM twins.
 
 The statement stays SQL so that, on PostgreSQL, the contender's lock and the counting claim
 go to the server as one message (docs/decisions/0004). What it claims must be what the ORM's
@@ -13,7 +13,8 @@ from django.db.models import F, Q
 from django.test import TestCase
 from django.utils import timezone
 
-from tasks.generation.sql import generation_claim, tasks_insert
+from tasks.generation.sql import generation_claim
+from tasks.intake.sql import tasks_insert
 from tasks.models import Contender, Generation, Task
 from tests.factories import (
     CampaignFactory,

@@ -8,6 +8,7 @@ from django.test import TestCase, override_settings
 from tasks.intake import parse as intake
 from tasks.intake import services
 from tasks.intake.pending import SESSION_KEY
+from tasks.intake.upload_help import format_help
 from tasks.models import Campaign, Task, TestSet
 from tests.factories import personas
 
@@ -177,7 +178,7 @@ class UploadFlowTests(TestCase):
         assert "format-help" not in partial  # stays put (and open) while the form is swapped
 
     def test_it_offers_example_files_the_upload_accepts(self):
-        line = intake.format_help()["example_jsonl"]
+        line = format_help()["example_jsonl"]
         for fmt in ("jsonl", "csv"):
             response = self.client.get(f"/testsets/upload/example.{fmt}")
             assert response["Content-Disposition"] == f'attachment; filename="example.{fmt}"'

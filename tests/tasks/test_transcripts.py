@@ -1,6 +1,6 @@
-"""tasks.generation.transcripts: calls, steps, invalid, unmocked and mocked errors of a scripted transcript."""
+"""tasks.checks.transcripts: calls, steps, invalid, unmocked and mocked errors of a scripted transcript."""
 
-from tasks.generation import transcripts
+from tasks.checks import transcripts
 
 
 def call(id_, name, *, valid=True, unknown=False, args=None):

@@ -31,7 +31,7 @@ class Command(BaseCommand):
                 continue
             context.update(module.load(context, self.stdout) or {})
         # The dashboards' reports, computed now rather than on the first look at them.
-        from reviews.dashboards.selectors import reports_warm
+        from reviews.report.cache import reports_warm
 
         reports_warm()
         self.stdout.write(self.style.SUCCESS("Demo data loaded. Logins:"))

@@ -3,8 +3,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.text import counted
+from tasks.generation.outputs_import import outputs_import
 from tasks.generation.providers.imported import ImportErrors
-from tasks.generation.services import outputs_import
 from tasks.models import Campaign
 
 

@@ -8,7 +8,7 @@ back to the queue. A reviewer named again is let back in. Registered in tasks.re
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 
 from evalsite.roles import ADMIN, LEAD, REVIEWER
@@ -22,9 +22,9 @@ def roster_changed(
     *,
     campaign: Campaign,
     role: str,
-    named: set[AbstractBaseUser],
-    again: set[AbstractBaseUser],
-    by: AbstractBaseUser | None,
+    named: set[User],
+    again: set[User],
+    by: User | None,
 ) -> int:
     """Apply a roster that now names exactly `named` for `role`: reviewers in `again` are let
     back in; whoever else holds work in the campaign and is not named (admins and leads

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from evalsite.bulk import rows_update
+from reviews.disputes import sql
 from reviews.models import Arbitration, ItemOutput, Preference, Review, ReviewItem
-from reviews.review import sql
 from reviews.rubric import Rubric, TurnScoring
 from tasks.models import Task
 

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evalsite.htmx import AuthedHttpRequest
 from evalsite.roles import ADMIN, LEAD, has_role, role_required
 from evalsite.text import counted
 from tasks.blinding.hold import (
     IdentityNotHeld,
     MaskInvalid,
     generation_identity_approve,
+    generation_texts,
     generations_identity_approve,
     mask_spans_of_words,
 )
@@ -26,7 +28,7 @@ PAGE_SIZE = 25
 
 @require_http_methods(["GET"])
 @role_required(ADMIN, LEAD)
-def campaign_held(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_held(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """The held outputs of a campaign (admins approve, leads read)."""
     campaign = campaign_get(slug=slug)
     page = Paginator(held_outputs(campaign).values_list("pk", flat=True), PAGE_SIZE).get_page(
@@ -44,7 +46,7 @@ def campaign_held(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def campaign_held_approve(request: HttpRequest, slug: str) -> HttpResponse:
+def campaign_held_approve(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     """Approve the checked outputs, or all of them ("approve all")."""
     campaign = campaign_get(slug=slug)
     if request.POST.get("all"):
@@ -65,7 +67,7 @@ def campaign_held_approve(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 @role_required(ADMIN)
-def campaign_held_mask(request: HttpRequest, slug: str, output_id: int) -> HttpResponse:
+def campaign_held_mask(request: AuthedHttpRequest, slug: str, output_id: int) -> HttpResponse:
     """Mask the given words (every occurrence in this output) by hand, then approve it."""
     campaign = campaign_get(slug=slug)
     generation = held_outputs(campaign).filter(pk=output_id).first()
@@ -73,7 +75,7 @@ def campaign_held_mask(request: HttpRequest, slug: str, output_id: int) -> HttpR
         messages.info(request, "That output is not held any more.")
         return redirect("campaign_held", slug=campaign.slug)
     try:
-        spans = mask_spans_of_words(request.POST.get("words", ""), generation.output or "")
+        spans = mask_spans_of_words(request.POST.get("words", ""), generation_texts(generation))
         opened = generation_identity_approve(generation=generation, user=request.user, mask=spans)
     except MaskInvalid as exc:
         messages.error(request, f"Nothing masked: {exc}.")
