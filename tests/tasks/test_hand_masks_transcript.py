@@ -14,7 +14,7 @@ from reviews.identity_reports.services import ResolveInvalid, masks_checked
 from reviews.models import ReviewItem
 from tasks.blinding.hold import MaskInvalid, mask_spans_checked, mask_spans_of_words
 from tasks.blinding.parts import hand_masked, maskable, part_label, scanned
-from tasks.generation.services import outputs_import
+from tasks.generation.outputs_import import outputs_import
 from tasks.models import Generation
 from tests.factories import personas
 from tests.tasks.test_conversation import MOCKS, TOOLS, campaign_for
