@@ -299,9 +299,10 @@ class Campaign(models.Model):
         policy = (self.weights or {}).get("review_policy")
         return policy if isinstance(policy, dict) and policy.get("judge") else None
 
-    def on_roster(self, user, role: str) -> bool:
+    def on_roster(self, user, role: str, named: bool | None = None) -> bool:
         """Whether `user` may see this campaign as a `role`: `visible_to` for one campaign
-        (no query when the roster is "all")."""
+        (no query when the roster is "all", or when the caller read already whether the
+        roster names the user: `named`)."""
         if role not in ROSTER_ROLES:
             raise ValueError(f"rosters are for {' and '.join(ROSTER_ROLES)}s, not {role!r}")
         if has_role(user, ADMIN, LEAD):
@@ -310,6 +311,8 @@ class Campaign(models.Model):
             return False
         if getattr(self, f"{role}s_all"):
             return True
+        if named is not None:
+            return named
         return getattr(self, f"{role}s").filter(pk=user.pk).exists()
 
 

@@ -30,9 +30,11 @@ from reviews.review.claim import (
     CLAIM_ATTEMPTS,
     Claim,
     ClaimBusy,
+    ClaimContext,
     NotReviewable,
     assignment_claim_next,
     candidates,
+    claim_context,
 )
 from reviews.review.correct import CorrectResult, review_correct, settled_message
 from reviews.review.leases import (
@@ -68,6 +70,7 @@ from reviews.review.submit import (
     SUBMIT_KEY_MAX,
     SubmitResult,
     assignment_submit,
+    reviewer_assignment,
 )
 
 __all__ = [
@@ -82,6 +85,7 @@ __all__ = [
     "SUBMIT_FIELDS",
     "SUBMIT_KEY_MAX",
     "Claim",
+    "ClaimContext",
     "CorrectResult",
     "ClaimBusy",
     "LeaseGone",
@@ -89,6 +93,7 @@ __all__ = [
     "SubmitResult",
     "assignment_claim_next",
     "candidates",
+    "claim_context",
     "assignment_expire_stale",
     "assignment_heartbeat",
     "assignment_release",
@@ -105,6 +110,7 @@ __all__ = [
     "review_payload_parse",
     "reviewer_barred_message",
     "reviewer_leases_release",
+    "reviewer_assignment",
     "reviewer_may_review",
     "reviewer_remove_from_campaign",
     "reviewer_removed",

@@ -19,7 +19,6 @@ from reviews.blinding_probe.services import (
 )
 from reviews.models import COMMENT_MAX_CHARS, Assignment
 from reviews.review import selectors
-from tasks.models import Campaign
 
 SUBMIT_BODY = {
     "application/json": {
@@ -94,11 +93,13 @@ SUBMIT_STATUS = {
     },
 )
 def campaign_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
+    context = services.claim_context(reviewer=request.user, slug=slug)
     # Not on the campaign's reviewer roster: the same 404 as a campaign that does not exist.
-    if not Campaign.objects.visible_to(request.user, REVIEWER).filter(slug=slug).exists():
+    campaign = context.campaign
+    if campaign is None or not campaign.on_roster(request.user, REVIEWER, named=context.named):
         raise ApiError(NOT_OPEN, status=404)
     try:
-        claim = services.assignment_claim_next(slug=slug, reviewer=request.user)
+        claim = services.assignment_claim_next(reviewer=request.user, context=context)
     except services.NotReviewable:
         raise ApiError(NOT_OPEN, status=404) from None
     except services.ClaimBusy:
@@ -185,7 +186,7 @@ def assignment_submit(request: AuthedHttpRequest, token: str) -> JsonResponse:
     status = SUBMIT_STATUS[result.code]
     if result.ok:
         body: dict[str, object] = {"status": result.code, "message": result.message}
-        probe = _probe_after(result, token=token, reviewer=request.user)
+        probe = _probe_after(result, reviewer=request.user)
         if probe is not None:
             body["blinding_probe"] = probe
     else:
@@ -195,18 +196,17 @@ def assignment_submit(request: AuthedHttpRequest, token: str) -> JsonResponse:
     return JsonResponse(body, status=status)
 
 
-def _probe_after(result: services.SubmitResult, *, token: str, reviewer: User) -> dict | None:
+def _probe_after(result: services.SubmitResult, *, reviewer: User) -> dict | None:
     """A saved review that was the reviewer's Nth in a campaign with a blinding probe: the
     question (reviews.blinding_probe), with where to answer it."""
     if result.code not in ("saved", "saved_late"):
         return None
-    assignment = Assignment.objects.select_related("campaign").get(token=token)
-    probe = probe_after_submit(
-        campaign=assignment.campaign, reviewer=reviewer, item_id=assignment.item_id
-    )
+    assignment = result.assignment  # read by the submit with its item and campaign
+    campaign = assignment.item.campaign
+    probe = probe_after_submit(campaign=campaign, reviewer=reviewer, item_id=assignment.item_id)
     if probe is None:
         return None
-    question = probe_question(probe=probe, campaign=assignment.campaign)
+    question = probe_question(probe=probe, campaign=campaign)
     return {
         "question": "Which contender do you think wrote this answer?",
         "text": question["text"],

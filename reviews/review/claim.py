@@ -54,6 +54,19 @@ class Claim:
     answer: tuple[Task, dict[int, Generation]] | None = None
 
 
+@dataclass(frozen=True)
+class ClaimContext:
+    """What every claim asks first, in one statement (sql.claim_context): a view that reads
+    it (for the roster, a probe question) passes it to the claim instead of it being read
+    again."""
+
+    campaign: Campaign | None  # None: no such campaign
+    named: bool  # the campaign's reviewer roster names the reviewer (Campaign.on_roster)
+    removed: bool  # an administrator removed the reviewer from the campaign
+    stale: bool  # a lease in the campaign ran out and was not expired yet
+    held: int | None  # the live lease the reviewer already holds, or None
+
+
 class Retry(Enum):
     """An attempt lost a race (a constraint, a deadlock, a momentary lock): try again."""
 
@@ -70,29 +83,48 @@ def retryable(exc: OperationalError) -> bool:
     )
 
 
-def assignment_claim_next(
+def claim_context(
     *, reviewer: User, campaign: Campaign | None = None, slug: str | None = None
+) -> ClaimContext:
+    """The campaign (by the one given, read again, or by its slug) with the reviewer's
+    standing in it: what a claim needs before it looks for an item."""
+    return ClaimContext(
+        *sql.claim_context(reviewer_id=reviewer.pk, campaign_id=campaign and campaign.pk, slug=slug)
+    )
+
+
+def assignment_claim_next(
+    *,
+    reviewer: User,
+    campaign: Campaign | None = None,
+    slug: str | None = None,
+    context: ClaimContext | None = None,
 ) -> Claim | None:
     """The reviewer's current item, or a newly claimed one, or None when nothing is left.
 
-    Give the campaign, or only its slug (the API); it is read again either way, with the
-    reviewer's standing (sql.claim_context). NotReviewable if there is no such campaign, it is
-    not open for review, or the reviewer was removed from it.
+    Give the claim context a view already read (claim_context), or the campaign, or only its
+    slug; without a context the campaign is read again, with the reviewer's standing. The
+    roster is the caller's to check (Campaign.on_roster, with the context's `named`).
+    NotReviewable if there is no such campaign, it is not open for review, or the reviewer
+    was removed from it.
     """
-    campaign, removed, stale, held = sql.claim_context(
-        reviewer_id=reviewer.pk, campaign_id=campaign and campaign.pk, slug=slug
-    )
-    if campaign is None or campaign.status not in REVIEWABLE or removed:
+    if context is None:
+        context = claim_context(reviewer=reviewer, campaign=campaign, slug=slug)
+    campaign = context.campaign
+    if campaign is None or campaign.status not in REVIEWABLE or context.removed:
         raise NotReviewable(slug if campaign is None else campaign.slug)
-    if stale:
+    if context.stale:
         # Lazy expiry: abandoned slots come back even if the beat sweeper is not running.
         assignment_expire_stale(campaign=campaign)
-    if held is not None:
-        return Claim(assignment=Assignment.objects.get(pk=held), resumed=True, campaign=campaign)
+    if context.held is not None:
+        held = Assignment.objects.get(pk=context.held)
+        return Claim(assignment=held, resumed=True, campaign=campaign)
     lease = timedelta(minutes=campaign.lease_minutes)
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             result = _claim_once(campaign=campaign, reviewer=reviewer, lease=lease)
+            if result is None and _lapsed_slots_returned(campaign):
+                result = RETRY
         except OperationalError as exc:
             if not retryable(exc):
                 raise
@@ -103,6 +135,21 @@ def assignment_claim_next(
             continue
         return result  # a Claim, or None: nothing left
     raise ClaimBusy(campaign.slug)
+
+
+def _lapsed_slots_returned(campaign: Campaign) -> bool:
+    """Whether a lease that ran out still held a slot when the claim found nothing left; if
+    so it is expired now, and the claim must look again.
+
+    The lazy expiry above skips a lease another session holds at that moment, typically
+    another claim expiring it: the item still looks full until that session commits. Had
+    the claim answered "nothing left" then, and had the reviewers who could take the slot
+    stopped asking, the item kept fewer than k reviews for good. So wait for that session
+    here (it holds the row for milliseconds), on the rare path where nothing was found."""
+    if not Assignment.objects.filter(campaign=campaign).stale().exists():
+        return False
+    assignment_expire_stale(campaign=campaign, wait=True)
+    return True
 
 
 def _claim_once(*, campaign: Campaign, reviewer: User, lease: timedelta) -> Claim | Retry | None:

@@ -50,7 +50,7 @@ def review_correct(*, token: str, reviewer: User, data: dict) -> CorrectResult:
     """Replace the answers of `reviewer`'s submitted review on assignment `token` with `data`
     (a submit's shape), keeping the old ones. Raises Assignment.DoesNotExist for a token that
     is not the reviewer's."""
-    assignment = reviewer_assignment(token=token, reviewer=reviewer)
+    assignment, _ = reviewer_assignment(token=token, reviewer=reviewer)
     if assignment.state != Assignment.State.SUBMITTED:
         return CorrectResult("not_submitted", "Only a submitted review can be corrected.")
     data = {k: v for k, v in data.items() if k != "key"}

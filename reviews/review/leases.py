@@ -51,8 +51,12 @@ def decrement_live(item_counts: Counter) -> None:
         )
 
 
-def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 500) -> int:
-    """Return the slots of leases that ran out (database clock). Safe to run concurrently."""
+def assignment_expire_stale(
+    *, campaign: Campaign | None = None, limit: int = 500, wait: bool = False
+) -> int:
+    """Return the slots of leases that ran out (database clock). Safe to run concurrently:
+    a lease another session holds right now (expiring it, or its reviewer submitting) is
+    skipped, or with `wait` waited for, then looked at again (that session may have ended it)."""
     stale = Assignment.objects.stale()
     if campaign is not None:
         stale = stale.filter(campaign=campaign)
@@ -60,7 +64,7 @@ def assignment_expire_stale(*, campaign: Campaign | None = None, limit: int = 50
     if not stale.exists():
         return 0
     with transaction.atomic():
-        locked = stale.select_for_update(skip_locked=True, of=("self",), no_key=True)
+        locked = stale.select_for_update(skip_locked=not wait, of=("self",), no_key=True)
         rows = list(locked.order_by("pk").values_list("pk", "item_id")[:limit])
         if not rows:
             return 0

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.functions import Now
 
 from evalsite.roles import REVIEWER
@@ -68,30 +77,43 @@ def reviewer_campaigns(*, reviewer: User) -> list[dict]:
     return rows
 
 
-def available_for(*, campaign: Campaign, reviewer: User) -> int:
-    """Items this reviewer could still be given (an upper bound: others may take slots first)."""
+def _available(*, campaign: Campaign, reviewer: User) -> QuerySet[ReviewItem]:
     blocked = Assignment.objects.filter(
         reviewer=reviewer, campaign=campaign, state__in=Assignment.BLOCKING
     ).values("item_id")
-    return (
-        ReviewItem.objects.filter(
-            campaign=campaign, ready=True, state=ReviewItem.State.OPEN, live_count__lt=F("overlap")
-        )
-        .exclude(pk__in=blocked)
-        .count()
-    )
+    return ReviewItem.objects.filter(
+        campaign=campaign, ready=True, state=ReviewItem.State.OPEN, live_count__lt=F("overlap")
+    ).exclude(pk__in=blocked)
+
+
+def available_for(*, campaign: Campaign, reviewer: User) -> int:
+    """Items this reviewer could still be given (an upper bound: others may take slots first)."""
+    return _available(campaign=campaign, reviewer=reviewer).count()
+
+
+class _Count(Subquery):
+    """The number of rows of a queryset, as a scalar subquery."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) counted)"
+    output_field = IntegerField()
 
 
 def reviewer_progress(*, campaign: Campaign, reviewer: User, with_available: bool = True) -> dict:
-    """The reviewer's own progress. `available` counts over every item of the campaign, so
-    the review page (loaded once per item) leaves it out; home and start pages show it."""
+    """The reviewer's own progress: reviews done and, `with_available`, the items that may
+    still come to them, both in one statement (the review page after a claim shows them)."""
     done = Assignment.objects.filter(
         reviewer=reviewer, campaign=campaign, state=Assignment.State.SUBMITTED
-    ).count()
-    progress = {"done": done}
-    if with_available:
-        progress["available"] = available_for(campaign=campaign, reviewer=reviewer)
-    return progress
+    )
+    if not with_available:
+        return {"done": done.count()}
+    available = _available(campaign=campaign, reviewer=reviewer)
+    counts = (
+        Campaign.objects.filter(pk=campaign.pk)
+        .annotate(done=_Count(done.values("pk")), available=_Count(available.values("pk")))
+        .values("done", "available")
+        .get()
+    )
+    return {"done": counts["done"], "available": counts["available"]}
 
 
 @dataclass(frozen=True)

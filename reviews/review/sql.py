@@ -14,10 +14,10 @@ Kept because correctness needs SQL:
 Kept because the review loop's budget needs them (every claim, page and submit runs them; the
 ORM's query building costs several times what the database spends): `claim_context`,
 `item_slots`, `item_outputs`, `review_page`, `submit_assignment` (and the settle's
-`item_reviews`, reviews/disputes/sql.py). Written
-with the ORM they kept 49% of the earlier code's reviews/s, as SQL 72%, against a budget of
-70% (docs/benchmarks.md). Their rows become model instances as the ORM makes them
-(`_instance`: the fields' own converters). Everything else in the app goes through the ORM.
+`item_reviews`, reviews/disputes/sql.py). Written with the ORM they cost more Django CPU per
+review than as SQL each time they were measured side by side (docs/decisions/0004 has the
+figures). Their rows become model instances as the ORM makes them (`_instance`: the fields'
+own converters). Everything else in the app goes through the ORM.
 """
 
 from __future__ import annotations
@@ -168,8 +168,10 @@ def _claim_context_sql(key: str, vendor: str) -> str:
     now = "STATEMENT_TIMESTAMP()" if vendor == "postgresql" else "%s"
     active = literal(Assignment.State.ACTIVE)
     in_campaign = f"FROM {_table(Assignment)} a WHERE a.campaign_id = c.id"
+    named = _table(Campaign.reviewers.through)
     return (
         f"SELECT {_columns('c', Campaign)}, "
+        f"EXISTS (SELECT 1 FROM {named} n WHERE n.campaign_id = c.id AND n.user_id = %s), "
         f"EXISTS (SELECT 1 FROM {_table(ReviewerRemoval)} r "
         "WHERE r.campaign_id = c.id AND r.reviewer_id = %s), "
         f"EXISTS (SELECT 1 {in_campaign} AND a.state = {active} AND a.lease_expires_at <= {now}), "
@@ -181,19 +183,19 @@ def _claim_context_sql(key: str, vendor: str) -> str:
 
 def claim_context(
     *, reviewer_id: int, campaign_id: int | None = None, slug: str | None = None
-) -> tuple[Campaign | None, bool, bool, int | None]:
-    """(the campaign, reviewer removed?, any lapsed lease in the campaign?, the live lease the
-    reviewer already holds or None): what every claim asks first, read by the campaign's pk or
-    its slug (the API). Its ORM twin is in tests/reviews/test_sql.py."""
+) -> tuple[Campaign | None, bool, bool, bool, int | None]:
+    """(the campaign, does its reviewer roster name the reviewer?, reviewer removed?, any
+    lapsed lease in the campaign?, the live lease the reviewer already holds or None): what
+    every claim asks first, read by the campaign's pk or its slug. Its ORM twin is in
+    tests/reviews/test_sql.py."""
     now = [] if connection.vendor == "postgresql" else [timezone.now()]
     key, value = ("slug", slug) if campaign_id is None else ("id", campaign_id)
-    rows = _fetch(
-        _claim_context_sql(key, connection.vendor), [reviewer_id, *now, reviewer_id, *now, value]
-    )
+    params = [reviewer_id, reviewer_id, *now, reviewer_id, *now, value]
+    rows = _fetch(_claim_context_sql(key, connection.vendor), params)
     if not rows:
-        return None, False, False, None
-    *values, removed, stale, held = rows[0]
-    return _instance(Campaign, values), bool(removed), bool(stale), held
+        return None, False, False, False, None
+    *values, named, removed, stale, held = rows[0]
+    return _instance(Campaign, values), bool(named), bool(removed), bool(stale), held
 
 
 def item_slots(item_id: int) -> list[tuple[int, int, str, int]]:
@@ -268,7 +270,10 @@ def review_page(*, token: str, slug: str) -> tuple[Assignment, Campaign, bool, i
 def _submit_assignment_sql() -> str:
     return (
         f"SELECT {_columns('a', Assignment)}, {_columns('i', ReviewItem)}, "
-        f"{_columns('c', Campaign)} FROM {_table(Assignment)} a "
+        f"{_columns('c', Campaign)}, "
+        f"EXISTS (SELECT 1 FROM {_table(ReviewerRemoval)} rr "
+        "WHERE rr.reviewer_id = a.reviewer_id AND rr.campaign_id = a.campaign_id) "
+        f"FROM {_table(Assignment)} a "
         f"JOIN {_table(ReviewItem)} i ON i.id = a.item_id "
         f"JOIN {_table(Campaign)} c ON c.id = i.campaign_id "
         # The token alone picks the row (its unique index); whose it is is checked after.
@@ -276,17 +281,19 @@ def _submit_assignment_sql() -> str:
     )
 
 
-def submit_assignment(*, token: str) -> Assignment | None:
-    """The assignment `token` with its item and its item's campaign (what every submit reads
-    before its fence), or None. The ORM twin: select_related("item__campaign")."""
+def submit_assignment(*, token: str) -> tuple[Assignment, bool] | None:
+    """The assignment `token` with its item and its item's campaign, and whether its reviewer
+    was removed from the campaign (what every submit reads before its fence), or None. The
+    ORM twin: select_related("item__campaign") and the removal's exists()."""
     rows = _fetch(_submit_assignment_sql(), [token])
     if not rows:
         return None
     a, i = len(_fields(Assignment)), len(_fields(ReviewItem))
-    assignment = _instance(Assignment, rows[0][:a])
-    assignment.item = _instance(ReviewItem, rows[0][a : a + i])
-    assignment.item.campaign = _instance(Campaign, rows[0][a + i :])
-    return assignment
+    *values, removed = rows[0]
+    assignment = _instance(Assignment, values[:a])
+    assignment.item = _instance(ReviewItem, values[a : a + i])
+    assignment.item.campaign = _instance(Campaign, values[a + i :])
+    return assignment, bool(removed)
 
 
 @cache

@@ -75,25 +75,36 @@ def _closed_result(assignment: Assignment) -> SubmitResult:
     )
 
 
-def _submit_assignment(*, token: str, reviewer: User) -> Assignment:
-    """The reviewer's assignment `token` with its item and campaign; someone else's token is
-    as if it did not exist (Assignment.DoesNotExist)."""
-    assignment = sql.submit_assignment(token=token)
-    if assignment is None or assignment.reviewer_id != reviewer.pk:
+def reviewer_assignment(*, token: str, reviewer: User) -> tuple[Assignment, bool]:
+    """The reviewer's assignment `token` with its item and campaign, and whether they were
+    removed from the campaign, in one statement; someone else's token is as if it did not
+    exist (Assignment.DoesNotExist)."""
+    found = sql.submit_assignment(token=token)
+    if found is None or found[0].reviewer_id != reviewer.pk:
         raise Assignment.DoesNotExist(token)
-    return assignment
+    return found
 
 
-def assignment_submit(*, token: str, reviewer: User, key: str, data: dict) -> SubmitResult:
+def assignment_submit(
+    *,
+    reviewer: User,
+    key: str,
+    data: dict,
+    token: str | None = None,
+    assignment: Assignment | None = None,
+) -> SubmitResult:
     """Save a review once, fenced on the assignment still being this reviewer's.
 
     - Same `key` again (double click, retry after a network error) -> "duplicate", nothing new.
     - Lease ran out but nobody took the slot -> saved anyway ("saved_late"); work is not lost.
     - Lease ran out and the slot went to someone else -> "reassigned", nothing saved.
-    Raises Assignment.DoesNotExist for a token that is not the reviewer's.
+    Give the `token`, or the `assignment` a view already read with reviewer_assignment (its
+    item and campaign loaded; not read again). Raises Assignment.DoesNotExist for a token
+    that is not the reviewer's.
     """
     key = (key or "").strip()
-    assignment = _submit_assignment(token=token, reviewer=reviewer)
+    if assignment is None:
+        assignment, _ = reviewer_assignment(token=token or "", reviewer=reviewer)
     refused = _submit_refused(assignment=assignment, key=key, data=data)
     if refused is not None:
         return refused
@@ -305,6 +316,5 @@ def _settle_if_complete(
         item_settle(item, output_ids=assignment.order)
 
 
-# The correction (correct.py) finds the assignment and writes the scores as a submit does.
-reviewer_assignment = _submit_assignment
+# The correction (correct.py) writes the scores as a submit does.
 score_rows = _score_rows

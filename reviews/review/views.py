@@ -167,10 +167,12 @@ def _render_review(
     assignment: Assignment | None,
     page: selectors.ReviewPage | None = None,
     shown: _Shown = _Shown(),
+    answer: tuple | None = None,
 ) -> HttpResponse:
     """The review page, or only its #review region for htmx requests.
 
-    `page` is what review_page already read (task, outputs, progress): not read again.
+    `page` is what review_page already read (task, outputs, progress), `answer` the claim's
+    (the item's task and outputs, Claim.answer): neither is read again.
     """
     notice, entered, errors = shown.notice, shown.entered, shown.errors
     busy, correcting = shown.busy, shown.correcting
@@ -195,11 +197,9 @@ def _render_review(
         "correcting": correcting,
     }
     if assignment is not None:
+        task, generations = (page.task, page.generations) if page else answer or (None, None)
         screen = selectors.review_screen(
-            assignment=assignment,
-            campaign=campaign,
-            task=page.task if page else None,
-            generations=page.generations if page else None,
+            assignment=assignment, campaign=campaign, task=task, generations=generations
         )
         # A conversation's per-turn scores go in its turn blocks (score_turns).
         selectors.turn_questions_attach(screen=screen, entered=entered, errors=errors)
@@ -221,10 +221,14 @@ def _render_review(
 
 
 def next_response(
-    request: AuthedHttpRequest, campaign: Campaign, notice: dict | None = None
+    request: AuthedHttpRequest,
+    campaign: Campaign,
+    notice: dict | None = None,
+    context: services.ClaimContext | None = None,
 ) -> HttpResponse:
     """Claim the next item and show it (htmx: swap in place, no full reload); a blinding
-    probe question waiting for this reviewer comes first."""
+    probe question waiting for this reviewer comes first. `context`: the claim's context,
+    when the view read it already."""
     probe = pending_probe(campaign=campaign, reviewer=request.user)
     if probe is not None:
         if notice:
@@ -233,7 +237,9 @@ def next_response(
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     busy = False
     try:
-        claim = services.assignment_claim_next(campaign=campaign, reviewer=request.user)
+        claim = services.assignment_claim_next(
+            campaign=campaign, reviewer=request.user, context=context
+        )
     except services.NotReviewable:
         if services.reviewer_removed(campaign=campaign, reviewer=request.user):
             # Removed since their page loaded (a start page, "Try again"): its entry says so.
@@ -258,12 +264,8 @@ def next_response(
         campaign=campaign,
         assignment=claim.assignment if claim else None,
         shown=_Shown(notice=notice, busy=busy),
-        # The new item's task, outputs and the reviewer's progress in one query.
-        page=selectors.review_page_data(
-            slug=campaign.slug, token=claim.assignment.token, reviewer=request.user
-        )
-        if claim
-        else None,
+        # The new item's task and outputs as the claim read them (None when it resumed one).
+        answer=claim.answer if claim else None,
     )
     target = (
         _review_url(campaign.slug, claim.assignment.token)
@@ -318,9 +320,13 @@ def review_campaign(request: AuthedHttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def review_next(request: AuthedHttpRequest, slug: str) -> HttpResponse:
     # The claim itself refuses a campaign that is not open to this reviewer (-> 404); one
-    # whose roster does not hold them is refused before it.
-    campaigns = Campaign.objects.visible_to(request.user, REVIEWER)
-    return next_response(request, get_object_or_404(campaigns, slug=slug))
+    # whose roster does not hold them is refused before it. The campaign and the reviewer's
+    # standing are read once, here, and passed to the claim.
+    context = services.claim_context(reviewer=request.user, slug=slug)
+    campaign = context.campaign
+    if campaign is None or not campaign.on_roster(request.user, REVIEWER, named=context.named):
+        raise Http404
+    return next_response(request, campaign, context=context)
 
 
 @role_required(REVIEWER)
@@ -371,17 +377,30 @@ def _submitted_data(request: AuthedHttpRequest, labels: list[str], dims: list[st
 @role_required(REVIEWER)
 @require_POST
 def review_submit(request: AuthedHttpRequest, slug: str, token: str) -> HttpResponse:
-    campaign = get_object_or_404(Campaign, slug=slug)
-    assignment = own_assignment(request, slug, token)  # someone else's token stays a 404
-    if not _may_review(request, campaign):
+    # The assignment with its item and campaign and the reviewer's removal, in one read that
+    # the submit uses too.
+    try:
+        assignment, removed = services.reviewer_assignment(token=token, reviewer=request.user)
+    except Assignment.DoesNotExist:
+        raise Http404 from None  # someone else's token stays a 404
+    campaign = assignment.item.campaign
+    if campaign.slug != slug:
+        raise Http404
+    if not (
+        campaign.on_roster(request.user, REVIEWER)
+        and campaign.status in services.REVIEWABLE
+        and not removed
+    ):
         return _barred(request, slug, token)
     labels = blinding.labels(len(assignment.order))
-    assignment.item.campaign = campaign
     # The item's rubric: a conversation's per-turn scores (score_turns) are fields too.
     data = _submitted_data(request, labels, Rubric.for_item(assignment.item).keys)
     try:
         result = services.assignment_submit(
-            token=token, reviewer=request.user, key=request.POST.get("submit_key", ""), data=data
+            assignment=assignment,
+            reviewer=request.user,
+            key=request.POST.get("submit_key", ""),
+            data=data,
         )
     except services.ClaimBusy:
         notice = {

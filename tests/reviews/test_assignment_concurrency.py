@@ -201,6 +201,72 @@ class ConcurrentAssignmentTests(TransactionTestCase):
         assert sorted(live.values_list("slot", flat=True)) == [0, 1]
         assert ReviewItem.objects.get(pk=item.pk).live_count == 1  # only the service counted
 
+    def test_a_claim_waits_for_a_lapsed_lease_another_session_is_expiring(self):
+        """A claim says "nothing left" only when nothing is left. The only item has one
+        review and its other slot held by a lease that ran out, which another session is
+        expiring right now (the row expired and the item's count lowered, not yet committed:
+        what assignment_expire_stale does). The claim's own expiry skips that locked row and
+        the item still looks full; the claim answered "nothing left" then, and the item kept
+        one review for good once the reviewers who could take it had stopped asking. It
+        waits for that session instead, and takes the slot."""
+        from django.db import connections
+
+        campaign = campaign_ready(items=1, overlap=2)
+        item = ReviewItem.objects.get(campaign=campaign)
+        first, walked_away, claimant = (
+            UserFactory(username=f"pg-x-{i}", roles=["reviewer"]) for i in range(3)
+        )
+        done = services.assignment_claim_next(campaign=campaign, reviewer=first).assignment
+        saved = services.assignment_submit(
+            token=done.token, reviewer=first, key="k", data=full_review(done)
+        )
+        assert saved.code == "saved"
+        lapsed = services.assignment_claim_next(campaign=campaign, reviewer=walked_away).assignment
+        Assignment.objects.filter(pk=lapsed.pk).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        expirer = connections.create_connection("default")  # a session expiring that lease
+        expirer.set_autocommit(False)
+        with expirer.cursor() as cursor:
+            cursor.execute(
+                "UPDATE reviews_assignment SET state = 'expired' WHERE id = %s", [lapsed.pk]
+            )
+            cursor.execute(
+                "UPDATE reviews_reviewitem SET live_count = live_count - 1 WHERE id = %s",
+                [item.pk],
+            )
+        result = {}
+
+        def claim():
+            try:
+                result["claim"] = services.assignment_claim_next(
+                    campaign=campaign, reviewer=claimant
+                )
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=claim)
+        thread.start()
+        # Until the claim has answered, or waits on the expiring session's row.
+        deadline = time.monotonic() + 10
+        while thread.is_alive() and time.monotonic() < deadline:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event = 'transactionid' AND query LIKE '%%FOR NO KEY UPDATE%%'"
+                )
+                if cursor.fetchone()[0]:
+                    break
+            time.sleep(0.02)
+        expirer.commit()
+        expirer.close()
+        thread.join(10)
+        assert not thread.is_alive(), "the claim hung"
+        claimed = result["claim"]
+        assert claimed is not None, "the claim said nothing was left while a slot was coming back"
+        assert claimed.assignment.item_id == item.pk and claimed.assignment.slot == 1
+        assert invariant_violations(campaign) == []
+
 
 @pytest.mark.postgres
 class ConcurrentSweepTests(TransactionTestCase):

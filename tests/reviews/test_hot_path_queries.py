@@ -22,8 +22,8 @@ from tests.reviews.test_review_views import HTMX, form_data
 
 # Statements per request (SAVEPOINT lines aside: the test's transaction turns a request's
 # transactions into savepoints). A web submit also claims and shows the next item.
-WEB_CLAIM, WEB_PAGE, WEB_SUBMIT = 9, 4, 19
-API_CLAIM, API_SUBMIT = 9, 7
+WEB_CLAIM, WEB_PAGE, WEB_SUBMIT = 8, 4, 14
+API_CLAIM, API_SUBMIT = 8, 6
 API_REVIEW = {
     "scores": {"A": {"accuracy": 4, "completeness": 3}, "B": {"accuracy": 2, "completeness": 3}},
     "preference": "A",

@@ -140,6 +140,7 @@ class ReadTests(TestCase):
         held = leases.live_leases().filter(reviewer=reviewer).order_by("created_at", "pk")
         return (
             field_values(campaign),
+            campaign.reviewers.filter(pk=reviewer.pk).exists(),
             ReviewerRemoval.objects.filter(campaign=campaign, reviewer=reviewer).exists(),
             leases.stale().exists(),
             held.values_list("pk", flat=True).first(),
@@ -154,12 +155,19 @@ class ReadTests(TestCase):
         for reviewer in (self.reviewer, other):
             assert self.raw_context(reviewer, slug=self.campaign.slug) == self.orm_context(reviewer)
         ReviewerRemoval.objects.create(campaign=self.campaign, reviewer=other)
+        self.campaign.reviewers.add(other)
         Assignment.objects.filter(pk=self.assignment.pk).update(lease_expires_at=sql.db_now())
         for reviewer in (self.reviewer, other):
             raw = self.raw_context(reviewer, campaign_id=self.campaign.pk)
             assert raw == self.orm_context(reviewer)
-        assert raw[1:] == (True, True, None)  # removed, a lapsed lease, none held
-        assert sql.claim_context(reviewer_id=other.pk, slug="no-such") == (None, False, False, None)
+        assert raw[1:] == (True, True, True, None)  # named, removed, a lapsed lease, none held
+        assert sql.claim_context(reviewer_id=other.pk, slug="no-such") == (
+            None,
+            False,
+            False,
+            False,
+            None,
+        )
 
     def test_an_items_outputs_are_the_orms(self):
         task, generations = sql.item_outputs(self.item.pk)
@@ -204,8 +212,11 @@ class ReadTests(TestCase):
         assert len(disputes_sql.item_reviews(self.item.pk)) == 4
 
     def test_the_submits_assignment_is_the_orms(self):
-        raw = sql.submit_assignment(token=self.assignment.token)
+        raw, removed = sql.submit_assignment(token=self.assignment.token)
         orm = Assignment.objects.select_related("item__campaign").get(pk=self.assignment.pk)
+        assert removed is False
+        ReviewerRemoval.objects.create(campaign=self.campaign, reviewer=self.reviewer)
+        assert sql.submit_assignment(token=self.assignment.token)[1] is True
         assert field_values(raw) == field_values(orm)
         assert field_values(raw.item) == field_values(orm.item)
         assert field_values(raw.item.campaign) == field_values(orm.item.campaign)
