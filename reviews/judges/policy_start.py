@@ -1,8 +1,8 @@
 """A review policy starts its own judge: when a campaign's items become ready under a policy
 (they wait in the state ``judging``), the policy's judge is queued on them at once, with no
-separate command. Called by readiness when items open (inside the caller's transaction: the
-messages go after the commit). `reviews/workflows.py` calls it when items open; the campaign
-page and the report read the policy through `policy_state`.
+separate command. `reviews/workflows.py` calls it when items open (inside the caller's
+transaction: the messages go after the commit); the campaign page and the report read the
+policy through `policy_state`.
 
 A judge that cannot run (deleted, or its key variable unset) queues nothing: the items keep
 waiting, and the campaign page says why (``policy_judging_problem``); *Judge* on that page,
