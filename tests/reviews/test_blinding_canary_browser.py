@@ -34,7 +34,7 @@ from reviews.models import Arbitration, Assignment, ReviewItem
 from tasks.blinding import render as blinding
 from tasks.blinding.campaign_texts import campaign_identity_terms
 from tasks.models import Contender
-from tests.conftest import browser_login
+from tests.conftest import browser_login, wait_until
 from tests.factories import (
     PASSWORD,
     CampaignFactory,
@@ -50,6 +50,8 @@ from tests.reviews.test_blinding_corpus import CORPUS_CONTENDERS, load_corpus
 
 SLUG = "canary"  # neutral: a slug naming a contender is refused (tasks.campaigns.definition)
 NAME = "Support answers Q4"  # shown as written (it only warns): neutral here
+# The review form was swapped for another item's (its draft key names another token).
+SWAPPED = "t => document.querySelector('#review-form')?.dataset.draft !== 'review:' + t"
 
 MASK_CASES = [c for c in load_corpus() if c["expect"] == "mask"]
 
@@ -422,10 +424,7 @@ def test_no_identity_is_readable_anywhere_a_reviewer_or_arbiter_looks(browser_pa
         mark_answers(page, score="5", preference="tie")
         page.click("#review-form [data-submit]")
         if n + 1 < n_items:
-            page.wait_for_function(
-                "t => document.querySelector('#review-form')?.dataset.draft !== 'review:' + t",
-                arg=token,
-            )
+            assert wait_until(page, lambda t=token: page.evaluate(SWAPPED, t), seconds=15)
             check_page(page, leaks, f"review page (swap), item {n + 2}", responses)
     page.wait_for_selector("[data-finished]")
     check_page(page, leaks, "review page, queue finished", responses)
@@ -555,10 +554,7 @@ def test_the_report_key_and_the_probe_question_show_no_identity(browser_page, li
     page.wait_for_selector("details.report-identity[open] [data-report-note]:focus")
     page.keyboard.type("the second answer says who made it")
     page.keyboard.press("Enter")
-    page.wait_for_function(
-        "t => document.querySelector('#review-form')?.dataset.draft !== 'review:' + t",
-        arg=reported,
-    )
+    assert wait_until(page, lambda: page.evaluate(SWAPPED, reported), seconds=15)
     check_page(page, leaks, "review page after a report", responses)
     report = IdentityReport.objects.get()
     assert report.note == "the second answer says who made it" and report.role == "reviewer"

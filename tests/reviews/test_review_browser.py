@@ -18,7 +18,8 @@ DRAFTS = "Object.keys(localStorage).filter((k) => k.startsWith('evalsite-draft:'
 def start_reviewing(page):
     """Enter on the autofocused "Start reviewing" button. Chromium may apply autofocus after
     the load event, so wait for the focus first: a key pressed before it goes nowhere."""
-    page.wait_for_function("document.activeElement?.textContent.includes('Start reviewing')")
+    start_focused = "document.activeElement?.textContent.includes('Start reviewing')"
+    assert wait_until(page, lambda: page.evaluate(start_focused), seconds=15)
     page.keyboard.press("Enter")
     page.wait_for_selector("#review [data-cell].focused")  # the first item, ready for keys
 

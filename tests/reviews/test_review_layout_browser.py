@@ -104,7 +104,9 @@ def test_the_arbitration_page_says_a_refused_key_next_to_the_focus(browser_page,
     page.set_viewport_size({"width": 1280, "height": 800})
     browser_login(page, "arbiter", PASSWORD)
     page.goto(f"/arbitration/t/{arbitration.token}/")
-    page.wait_for_function("document.activeElement?.type === 'radio'")
+    assert wait_until(
+        page, lambda: page.evaluate("document.activeElement?.type === 'radio'"), seconds=15
+    )
     page.keyboard.press("x")  # the disputed accuracy has no N/A
     note = page.locator("[data-refused]")
     assert note.inner_text() == "N/A is not a choice here"

@@ -44,9 +44,9 @@ def test_an_admin_fixes_inline_errors_creates_a_contender_and_a_campaign(browser
     page.get_by_role("radio", name="Text (YAML or JSON)").check()
     # The switch swaps the builder for a text box holding its rows (an htmx request: until it
     # lands there is no text box); empty it once that has arrived.
-    page.wait_for_function(
-        "(document.querySelector('textarea[name=rubric]')?.value || '').length > 0"
-    )
+    page.wait_for_load_state("networkidle")  # the switch's swap, and nothing after it
+    rubric_text = "(document.querySelector('textarea[name=rubric]')?.value || '').length > 0"
+    assert wait_until(page, lambda: page.evaluate(rubric_text), seconds=15)
     page.locator("textarea[name=rubric]").fill("")
     page.get_by_role("button", name="Create campaign").click()
     page.get_by_text("needs at least one dimension").wait_for()

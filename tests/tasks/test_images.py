@@ -21,6 +21,7 @@ from tasks.images.store import image_bytes
 from tasks.intake.services import TestSetImportError
 from tasks.intake.services import testset_import as import_testset
 from tasks.models import Generation, TestSet
+from tests.conftest import wait_until
 from tests.factories import PASSWORD, personas
 from tests.fake_llm import FakeLLM
 
@@ -284,7 +285,8 @@ def test_a_reviewer_sees_the_image_beside_the_text_and_enlarges_it_by_keyboard(
     page = browser_page
     browser_login(page, reviewer.username, PASSWORD)
     page.goto("/review/seen/")
-    page.wait_for_function("document.activeElement?.textContent.includes('Start reviewing')")
+    start_focused = "document.activeElement?.textContent.includes('Start reviewing')"
+    assert wait_until(page, lambda: page.evaluate(start_focused), seconds=15)
     page.keyboard.press("Enter")
     image = page.locator("#review .task-image img").first
     image.wait_for()
